@@ -1,0 +1,76 @@
+import { CommonEnvSchema, loadConfig } from "@hatch/shared";
+import { z } from "zod";
+
+export interface GatewayConfig {
+  /** Public origin, no trailing slash: `https://hatch.example` or `http://localhost:3000`. */
+  baseUrl: string;
+  /** `{baseUrl}/mcp`: the protected resource and the audience of every access token. */
+  mcpUrl: string;
+  port: number;
+  /** The deployment secret; purpose keys are derived from it (access tokens, call contexts, CSRF). */
+  secret: string;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  /** Host header values accepted on /mcp (DNS-rebinding protection); the base URL's host is always allowed. */
+  allowedHosts: string[];
+  /** Lets Client ID Metadata Documents be fetched over plain http (dev and tests on loopback only). */
+  allowInsecureClientMetadata: boolean;
+  /** Largest request body accepted on /mcp and the OAuth endpoints. */
+  maxBodyBytes: number;
+  /** Cookies get `Secure` when the base URL is https. */
+  secureCookies: boolean;
+}
+
+const GatewayEnvSchema = CommonEnvSchema.extend({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  BASE_URL: z
+    .string()
+    .refine((v) => URL.canParse(v) && ["http:", "https:"].includes(new URL(v).protocol), "must be an http(s) URL such as https://hatch.example")
+    .optional(),
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
+  REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(300).default(30 * 86_400),
+  ALLOWED_HOSTS: z.string().optional(),
+  ALLOW_INSECURE_CLIENT_METADATA: z.enum(["true", "false"]).optional(),
+  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+});
+
+export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
+  secret: string;
+}
+
+/** Builds a full config from a few fields; everything else gets the documented default. */
+export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig {
+  const port = overrides.port ?? 3000;
+  const baseUrl = (overrides.baseUrl ?? `http://localhost:${port}`).replace(/\/+$/, "");
+  const base = new URL(baseUrl);
+  const loopback = ["localhost", "127.0.0.1", "[::1]"].includes(base.hostname);
+  return {
+    baseUrl,
+    mcpUrl: `${baseUrl}/mcp`,
+    port,
+    secret: overrides.secret,
+    accessTokenTtlSeconds: overrides.accessTokenTtlSeconds ?? 900,
+    refreshTokenTtlSeconds: overrides.refreshTokenTtlSeconds ?? 30 * 86_400,
+    allowedHosts: [...new Set([base.host, ...(loopback ? [`localhost:${base.port || port}`, `127.0.0.1:${base.port || port}`] : []), ...(overrides.allowedHosts ?? [])])],
+    allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? (loopback && base.protocol === "http:"),
+    maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
+    secureCookies: overrides.secureCookies ?? base.protocol === "https:",
+  };
+}
+
+/** Reads the gateway's environment. The secret comes from HATCH_SECRET or, in the embedded default, the caller. */
+export function loadGatewayConfig(env: Record<string, string | undefined>, fallbackSecret?: string): GatewayConfig {
+  const parsed = loadConfig(GatewayEnvSchema, env);
+  const secret = parsed.HATCH_SECRET ?? fallbackSecret;
+  if (!secret) throw new Error("Invalid configuration:\n  HATCH_SECRET: is required when the gateway runs on its own (openssl rand -hex 32)");
+  return gatewayConfig({
+    secret,
+    port: parsed.PORT,
+    baseUrl: parsed.BASE_URL,
+    accessTokenTtlSeconds: parsed.ACCESS_TOKEN_TTL_SECONDS,
+    refreshTokenTtlSeconds: parsed.REFRESH_TOKEN_TTL_SECONDS,
+    allowedHosts: parsed.ALLOWED_HOSTS?.split(",").map((h) => h.trim()).filter(Boolean),
+    allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
+    maxBodyBytes: parsed.MAX_BODY_BYTES,
+  });
+}

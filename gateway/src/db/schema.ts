@@ -1,0 +1,90 @@
+import { sql } from "drizzle-orm";
+import { boolean, index, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+
+/** The gateway's own schema: people, their browser sessions, OAuth clients, grants and tokens. */
+export const gateway = pgSchema("gateway");
+
+const created = () => timestamp("created_at", { withTimezone: true }).notNull().defaultNow();
+
+export const users = gateway.table(
+  "users",
+  {
+    id: text("id").primaryKey(),
+    email: text("email").notNull(),
+    name: text("name").notNull(),
+    /** Bun.password (argon2id). */
+    passwordHash: text("password_hash").notNull(),
+    createdAt: created(),
+  },
+  (t) => [uniqueIndex("users_email_lower").on(sql`lower(${t.email})`)],
+);
+
+/** Browser sign-in sessions (dashboard, consent). Only the SHA-256 of the cookie value is stored. */
+export const browserSessions = gateway.table(
+  "browser_sessions",
+  {
+    idHash: text("id_hash").primaryKey(),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    createdAt: created(),
+  },
+  (t) => [index("browser_sessions_user").on(t.userId)],
+);
+
+/**
+ * OAuth clients: registered dynamically (RFC 7591) or known by a Client ID Metadata Document URL.
+ * Public clients only: no client secret exists anywhere.
+ */
+export const oauthClients = gateway.table("oauth_clients", {
+  clientId: text("client_id").primaryKey(),
+  /** "dynamic" (RFC 7591), "metadata" (client id is the URL of its metadata document), "builtin" (admin CLI). */
+  registration: text("registration").notNull(),
+  name: text("name").notNull(),
+  redirectUris: jsonb("redirect_uris").$type<string[]>().notNull(),
+  metadata: jsonb("metadata").$type<Record<string, unknown>>().notNull(),
+  fetchedAt: timestamp("fetched_at", { withTimezone: true }),
+  createdAt: created(),
+});
+
+/** One approval of one client by one user. Revoking it ends every token issued under it. */
+export const grants = gateway.table(
+  "grants",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    clientId: text("client_id").notNull().references(() => oauthClients.clientId),
+    /** "write" (full) or "read" (read-only, chosen on the consent page). */
+    scope: text("scope").notNull(),
+    createdAt: created(),
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    /** Why it was revoked: "user", "refresh_reuse", "code_reuse", "admin". */
+    revokedReason: text("revoked_reason"),
+  },
+  (t) => [index("grants_user").on(t.userId)],
+);
+
+/** Authorization codes: single use, short-lived, bound to client, redirect URI, PKCE challenge and resource. */
+export const authCodes = gateway.table("auth_codes", {
+  codeHash: text("code_hash").primaryKey(),
+  grantId: text("grant_id").notNull().references(() => grants.id, { onDelete: "cascade" }),
+  clientId: text("client_id").notNull(),
+  redirectUri: text("redirect_uri").notNull(),
+  codeChallenge: text("code_challenge").notNull(),
+  resource: text("resource").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  used: boolean("used").notNull().default(false),
+});
+
+/** Refresh tokens, rotated on every use. A used one presented again revokes the whole grant. */
+export const refreshTokens = gateway.table(
+  "refresh_tokens",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    grantId: text("grant_id").notNull().references(() => grants.id, { onDelete: "cascade" }),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true }),
+    createdAt: created(),
+  },
+  (t) => [index("refresh_tokens_grant").on(t.grantId)],
+);

@@ -1,0 +1,1 @@
+export { APPS_MIGRATIONS, APPS_VERSION, startAppsService } from "./service.ts";

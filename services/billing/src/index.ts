@@ -1,0 +1,1 @@
+export { BILLING_MIGRATIONS, BILLING_VERSION, startBillingService } from "./service.ts";

@@ -1,0 +1,17 @@
+import { startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+
+export const BILLING_VERSION = "0.1.0";
+export const BILLING_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
+
+/** Answers on the bus for its tools; until their handlers land, each answers "not available yet". */
+export function startBillingService(deps: ServiceDeps): Promise<RunningService> {
+  return startService({
+    name: "billing",
+    version: BILLING_VERSION,
+    bus: deps.bus,
+    contextKey: deps.contextKey,
+    contracts: TOOL_CONTRACTS,
+    tools: [],
+    logger: deps.logger,
+  });
+}

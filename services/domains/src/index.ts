@@ -1,0 +1,1 @@
+export { DOMAINS_MIGRATIONS, DOMAINS_VERSION, startDomainsService } from "./service.ts";

@@ -1,0 +1,1 @@
+export { ORGS_MIGRATIONS, ORGS_VERSION, startOrgsService } from "./service.ts";

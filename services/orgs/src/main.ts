@@ -1,0 +1,4 @@
+import { runServiceMain } from "@hatch/shared";
+import { ORGS_MIGRATIONS, startOrgsService } from "./service.ts";
+
+await runServiceMain({ name: "orgs", migrationsFolder: ORGS_MIGRATIONS, start: startOrgsService });

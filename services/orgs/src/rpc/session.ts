@@ -1,0 +1,10 @@
+import { bindRpc, ResolveSessionInputSchema, ToolError, type Database } from "@hatch/shared";
+import { ensurePerson, toSession } from "../db/accounts.ts";
+
+/** The gateway asks which account a signed-in user acts as; the first time, their personal account is made. */
+export function resolveSessionRpc(db: Database) {
+  return bindRpc(ResolveSessionInputSchema, async ({ ctx, input }) => {
+    if (!ctx) throw new ToolError("forbidden", "A signed call context is required.");
+    return toSession(await ensurePerson(db, { userId: ctx.sub, email: input.email, name: input.name }));
+  });
+}

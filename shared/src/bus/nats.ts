@@ -1,0 +1,121 @@
+import { connect, errors, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../logger.ts";
+import {
+  BusError,
+  DRAIN_WAIT_MS,
+  settleWithin,
+  toBytes,
+  withoutPrefix,
+  withPrefix,
+  type Bus,
+  type BusHandler,
+  type BusSubscription,
+  type PublishOptions,
+  type RequestOptions,
+  type SubscribeOptions,
+} from "./types.ts";
+
+export interface NatsBusOptions {
+  url: string;
+  /** Every subject is sent as `<prefix>.<subject>`, so deployments and test runs never cross. */
+  prefix?: string;
+  name?: string;
+  logger?: Logger;
+}
+
+export async function createNatsBus(options: NatsBusOptions): Promise<Bus & { connection: NatsConnection }> {
+  const nc = await connect({
+    servers: options.url,
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
+  return wrapNatsConnection(nc, options);
+}
+
+export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOptions, "url">): Bus & { connection: NatsConnection } {
+  const prefix = options.prefix ?? "";
+  const inFlight = new Set<Promise<void>>();
+
+  const toHeaders = (record: Record<string, string> | undefined): MsgHdrs | undefined => {
+    if (!record) return undefined;
+    const keys = Object.keys(record);
+    if (keys.length === 0) return undefined;
+    const h = natsHeaders();
+    for (const key of keys) h.set(key, record[key]!);
+    return h;
+  };
+  const fromHeaders = (h: MsgHdrs | undefined): Record<string, string> => {
+    const out: Record<string, string> = {};
+    if (!h) return out;
+    for (const key of h.keys()) out[key.toLowerCase()] = h.get(key);
+    return out;
+  };
+  const lowerKeys = (record: Record<string, string> | undefined) =>
+    record ? Object.fromEntries(Object.entries(record).map(([k, v]) => [k.toLowerCase(), v])) : undefined;
+
+  const handle = async (handler: BusHandler, msg: Msg): Promise<void> => {
+    try {
+      const reply = await handler({ subject: withoutPrefix(prefix, msg.subject), data: msg.data, headers: fromHeaders(msg.headers) });
+      if (reply && msg.reply) msg.respond(toBytes(reply.data), { headers: toHeaders(lowerKeys(reply.headers)) });
+    } catch (error) {
+      options.logger?.error("bus handler failed", { subject: msg.subject, error });
+    }
+  };
+
+  return {
+    kind: "nats",
+    connection: nc,
+    async request(subject: string, data: Uint8Array | string, opts: RequestOptions) {
+      const full = withPrefix(prefix, subject);
+      try {
+        const msg = await nc.request(full, toBytes(data), { timeout: opts.timeoutMs, headers: toHeaders(lowerKeys(opts.headers)) });
+        return { subject, data: msg.data, headers: fromHeaders(msg.headers) };
+      } catch (error) {
+        throw mapError(error, subject);
+      }
+    },
+    subscribe(subject: string, handler: BusHandler, opts: SubscribeOptions = {}): BusSubscription {
+      const full = withPrefix(prefix, subject);
+      const sub = nc.subscribe(full, {
+        queue: opts.queue,
+        callback: (err, msg) => {
+          if (err) {
+            options.logger?.error("bus subscription error", { subject: full, error: err });
+            return;
+          }
+          const running = handle(handler, msg);
+          inFlight.add(running);
+          void running.finally(() => inFlight.delete(running));
+        },
+      });
+      return { subject, unsubscribe: () => sub.unsubscribe() };
+    },
+    publish(subject: string, data: Uint8Array | string, opts: PublishOptions = {}) {
+      try {
+        nc.publish(withPrefix(prefix, subject), toBytes(data), { headers: toHeaders(lowerKeys(opts.headers)) });
+      } catch (error) {
+        throw mapError(error, subject);
+      }
+    },
+    async flush() {
+      await nc.flush();
+    },
+    async drain() {
+      if (nc.isClosed()) return;
+      await nc.drain();
+      await settleWithin(inFlight, DRAIN_WAIT_MS);
+    },
+  };
+}
+
+function mapError(error: unknown, subject: string): Error {
+  if (error instanceof errors.RequestError && error.isNoResponders()) return new BusError("no_responders", subject);
+  if (error instanceof errors.NoRespondersError) return new BusError("no_responders", subject);
+  if (error instanceof errors.TimeoutError) return new BusError("timeout", subject);
+  if (error instanceof errors.RequestError && error.cause instanceof errors.TimeoutError) return new BusError("timeout", subject);
+  if (error instanceof errors.ClosedConnectionError || error instanceof errors.DrainingConnectionError) {
+    return new BusError("closed", subject);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}

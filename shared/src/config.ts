@@ -1,0 +1,41 @@
+import { z } from "zod";
+import { LOG_LEVELS } from "./logger.ts";
+
+/** A configuration problem found at start; its message lists every bad variable and what is expected. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+const url = (protocols: string[], example: string) =>
+  z
+    .string()
+    .refine((v) => URL.canParse(v) && protocols.includes(new URL(v).protocol), {
+      message: `must be a URL starting with ${protocols.join(" or ")} (for example ${example})`,
+    });
+
+/** Variables every process reads. Each component extends this with its own. */
+export const CommonEnvSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  DATA_DIR: z.string().min(1).default(".data"),
+  DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://user@127.0.0.1:5432/hatch").optional(),
+  NATS_URL: url(["nats:", "tls:"], "nats://127.0.0.1:4222").optional(),
+  BUS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]*$/, "may hold only letters, digits, '_' and '-' (it becomes a NATS subject token)")
+    .default(""),
+  HATCH_SECRET: z.string().min(32, "must be at least 32 characters; generate one with `openssl rand -hex 32`").optional(),
+});
+export type CommonEnv = z.infer<typeof CommonEnvSchema>;
+
+/** Parses the environment against a schema; on failure throws one ConfigError naming every bad variable. */
+export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const result = schema.safeParse(cleaned);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => `  ${issue.path.join(".") || "(environment)"}: ${issue.message}`);
+  throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+}

@@ -1,0 +1,137 @@
+import { z } from "zod";
+
+// Building blocks shared by several tool contracts. Outputs stay plain JSON (they travel as MCP
+// structuredContent): no dates, transforms or lazy schemas; times are ISO 8601 strings.
+
+/** An app's address: the single DNS label in `<address>.<APPS_DOMAIN>`. Never reused after a delete. */
+export const AppAddressSchema = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, {
+    error: "An app address is lowercase letters, digits and inner hyphens, e.g. my-todo",
+  })
+  .describe("The app's address, e.g. my-todo for https://my-todo.<apps domain>; list_tools shows every address");
+
+export const EmailSchema = z.email().max(254);
+
+/**
+ * Who can open an app. The spec leaves the value set open; these are ours:
+ * private (only the owner), org (everyone in the owner's organization), people (the owner plus people added
+ * by email), public (anyone with the link).
+ */
+export const VISIBILITIES = ["private", "org", "people", "public"] as const;
+export const VisibilitySchema = z
+  .enum(VISIBILITIES)
+  .describe(
+    "Who can open the app: private = only the owner; org = everyone in the owner's organization; " +
+      "people = the owner and the people added by email; public = anyone with the link",
+  );
+export type Visibility = z.infer<typeof VisibilitySchema>;
+
+/** An app's AI key choice (interface spec: company, mine, tool or none). Also the scopes of an AI provider key. */
+export const AI_KEY_CHOICES = ["company", "mine", "tool", "none"] as const;
+export const AiKeyChoiceSchema = z.enum(AI_KEY_CHOICES);
+export type AiKeyChoice = z.infer<typeof AiKeyChoiceSchema>;
+
+export const AI_KEY_SCOPES = ["mine", "company", "tool"] as const;
+export const AiKeyScopeSchema = z
+  .enum(AI_KEY_SCOPES)
+  .describe("Whose key: mine = the user's own; company = the organization's; tool = one app's own key");
+export type AiKeyScope = z.infer<typeof AiKeyScopeSchema>;
+
+/** A domain name the user owns or wants to buy: at least two labels, e.g. example.com or app.example.com. */
+export const DomainNameSchema = z
+  .string()
+  .min(3)
+  .max(253)
+  .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})$/, {
+    error: "Give a domain name such as example.com or apps.example.com, without https:// or a path",
+  });
+
+export const DNS_RECORD_TYPES = ["A", "AAAA", "CNAME", "TXT", "CAA"] as const;
+
+/** A DNS record the user adds at their DNS provider. */
+export const DnsRecordSchema = z.object({
+  type: z.enum(DNS_RECORD_TYPES),
+  name: z.string().describe("Host name of the record, as the DNS provider asks for it (e.g. apps or _hatch.apps)"),
+  value: z.string().describe("What the record must contain"),
+  ttl: z.number().int().nullable().describe("Suggested TTL in seconds; null means the provider's default"),
+  status: z
+    .enum(["missing", "wrong", "ok"])
+    .describe("missing = not found yet; wrong = found with another value; ok = seen as expected"),
+});
+export type DnsRecord = z.infer<typeof DnsRecordSchema>;
+
+/** A price. Amounts are integers in the currency's smallest unit, so no float rounding reaches a bill. */
+export const MoneySchema = z.object({
+  amountMinor: z.number().int().describe("Amount in the currency's smallest unit (cents for USD)"),
+  currency: z.string().length(3).describe("ISO 4217 code, e.g. USD"),
+  formatted: z.string().describe("Ready to show to the user, e.g. $12.00"),
+});
+export type Money = z.infer<typeof MoneySchema>;
+
+/**
+ * Present when the call could not finish without the user (interface spec, rule 3): the client cannot show
+ * a form, so the AI either asks the user and calls again, or hands the user a dashboard link.
+ * Secret values, AI keys and card details are never asked this way: always a link.
+ */
+export const UserActionSchema = z
+  .object({
+    kind: z
+      .enum(["ask_user", "open_link"])
+      .describe(
+        "ask_user = ask the user the question in message yourself, then call the same tool again with their " +
+          "answer in the input fields listed in fields; open_link = give the user url to open in a browser and " +
+          "wait for them to say they are done",
+      ),
+    message: z.string().describe("What to tell or ask the user, in plain words"),
+    fields: z.array(z.string()).describe("For ask_user: the input fields to fill from the user's answer"),
+    url: z.string().nullable().describe("For open_link: the page where the user confirms or acts"),
+    expiresAt: z.string().nullable().describe("ISO 8601 time after which the link or question is no longer valid"),
+  })
+  .describe("Set when nothing was done yet because the user must answer or act first");
+export type UserAction = z.infer<typeof UserActionSchema>;
+
+/** A person as shown in outputs (never more than email and display name). */
+export const PersonSchema = z.object({
+  email: z.string(),
+  name: z.string(),
+});
+
+/** The four values of an organization role. owner: exactly one, transfers ownership; admin: a company admin. */
+export const ORG_ROLES = ["owner", "admin", "manager", "member"] as const;
+export const OrgRoleSchema = z
+  .enum(ORG_ROLES)
+  .describe(
+    "owner = the one owner (everything, transfers ownership); admin = company admin (everything else, " +
+      "including the company domain and billing); manager = manages people, pauses apps, reads the activity " +
+      "log; member = publishes and manages their own apps",
+  );
+export type OrgRole = z.infer<typeof OrgRoleSchema>;
+
+/** Roles that can be given by an invitation or a role change: ownership moves only by transfer. */
+export const AssignableRoleSchema = z
+  .enum(["admin", "manager", "member"])
+  .describe(
+    "admin = company admin (everything but ownership, including the company domain and billing); " +
+      "manager = manages people, pauses apps, reads the activity log; member = publishes and manages own apps",
+  );
+
+/** Extra permissions a member can hold on top of the role. */
+export const ORG_PERMISSIONS = [
+  "publish",
+  "share_public",
+  "custom_domains",
+  "buy_domains",
+  "company_ai_key",
+  "billing",
+] as const;
+export const OrgPermissionSchema = z
+  .enum(ORG_PERMISSIONS)
+  .describe(
+    "publish = publish apps in the organization; share_public = make apps public; custom_domains = put apps " +
+      "on custom domains; buy_domains = buy domains on the organization's bill; company_ai_key = let apps use " +
+      "the company's AI key; billing = see and manage billing",
+  );
+export type OrgPermission = z.infer<typeof OrgPermissionSchema>;

@@ -1,0 +1,83 @@
+import { z } from "zod";
+
+/** The four services that own tools. The gateway routes `tools.<service>.<tool>` by this. */
+export const SERVICE_NAMES = ["apps", "domains", "billing", "orgs"] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+/**
+ * What a client is, read loosely from MCP `initialize` clientInfo. `chatgpt` matters: its app rules forbid
+ * selling digital services in the chat, so some tools are hidden from it (interface spec, client-specific difference).
+ */
+export const CLIENT_KINDS = ["claude", "chatgpt", "cursor", "vscode", "cli", "other"] as const;
+export type ClientKind = (typeof CLIENT_KINDS)[number];
+
+/** The spec's three classes: a tool only reads, changes something, or can delete something. */
+export type ToolClass = "read" | "change" | "delete";
+
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+export interface ToolContractOptions<I extends z.ZodObject, O extends z.ZodObject> {
+  name: string;
+  title: string;
+  /** Written for an AI: when to use it, what it needs, what it returns. */
+  description: string;
+  service: ServiceName;
+  class: ToolClass;
+  /** Calling again with the same input has no further effect. Read tools are always idempotent. */
+  idempotent?: boolean;
+  /** The tool reaches beyond Hatch (the public web, a registrar, a payment provider, email). */
+  openWorld?: boolean;
+  input: I;
+  output: O;
+  /** How long the gateway waits for the owning service. */
+  timeoutMs?: number;
+  /** Client kinds that are never offered this tool. */
+  hiddenFor?: readonly ClientKind[];
+}
+
+export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly service: ServiceName;
+  readonly class: ToolClass;
+  readonly annotations: ToolAnnotations;
+  readonly input: I;
+  readonly output: O;
+  readonly timeoutMs: number;
+  readonly hiddenFor: readonly ClientKind[];
+}
+
+export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
+
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
+  options: ToolContractOptions<I, O>,
+): ToolContract<I, O> {
+  if (!/^[a-z][a-z0-9_]*$/.test(options.name)) throw new Error(`tool name "${options.name}" must be snake_case`);
+  const readOnly = options.class === "read";
+  return {
+    name: options.name,
+    title: options.title,
+    description: options.description,
+    service: options.service,
+    class: options.class,
+    annotations: {
+      readOnlyHint: readOnly,
+      destructiveHint: options.class === "delete",
+      idempotentHint: readOnly ? true : (options.idempotent ?? false),
+      openWorldHint: options.openWorld ?? false,
+    },
+    input: options.input,
+    output: options.output,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+    hiddenFor: options.hiddenFor ?? [],
+  };
+}
+
+export type ToolInput<C> = C extends ToolContract<infer I, z.ZodObject> ? z.infer<I> : never;
+export type ToolOutput<C> = C extends ToolContract<z.ZodObject, infer O> ? z.infer<O> : never;

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { ERROR_CODES } from "./errors.ts";
+
+/** What the gateway sends to `tools.<service>.<tool>`: the signed caller context and the validated input. */
+export const CallRequestSchema = z.object({
+  ctx: z.string().min(1),
+  input: z.unknown(),
+  /** The user's answer to a question the service asked, with the confirm token it gave. */
+  answer: z.record(z.string(), z.unknown()).optional(),
+  confirm: z.string().optional(),
+});
+export type CallRequest = z.infer<typeof CallRequestSchema>;
+
+/** A flat form: the only shape MCP form elicitation accepts (primitive properties, no nesting). */
+export const QuestionFieldSchema = z.object({
+  type: z.enum(["string", "number", "integer", "boolean"]),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  enum: z.array(z.string()).optional(),
+  default: z.union([z.string(), z.number(), z.boolean()]).optional(),
+});
+export const QuestionSchema = z.object({
+  message: z.string(),
+  schema: z.object({
+    type: z.literal("object"),
+    properties: z.record(z.string(), QuestionFieldSchema),
+    required: z.array(z.string()).optional(),
+  }),
+  /** Single-use token bound to user, tool, exact input and expiry. */
+  confirm: z.string(),
+  /** Where the signed-in user can answer in a browser when the client cannot show a form. */
+  link: z.string().optional(),
+});
+export type Question = z.infer<typeof QuestionSchema>;
+
+export const CallErrorSchema = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
+export type CallError = z.infer<typeof CallErrorSchema>;
+
+export const CallReplySchema = z.union([
+  z.object({ ok: z.literal(true), result: z.object({ text: z.string(), data: z.record(z.string(), z.unknown()) }) }),
+  z.object({ ok: z.literal(true), ask: QuestionSchema }),
+  z.object({ ok: z.literal(false), error: CallErrorSchema }),
+]);
+export type CallReply = z.infer<typeof CallReplySchema>;
+
+/** Header names that travel with every bus message. */
+export const HEADER_REQUEST_ID = "hatch-request-id";
+export const HEADER_TRACEPARENT = "traceparent";

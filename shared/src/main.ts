@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { createNatsBus } from "./bus/nats.ts";
+import type { Bus } from "./bus/types.ts";
+import { CommonEnvSchema, ConfigError, loadConfig } from "./config.ts";
+import type { ServiceName } from "./contracts/define.ts";
+import { deriveKey } from "./ctx.ts";
+import { openServiceDatabase, type Database } from "./db.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import type { RunningService } from "./service.ts";
+
+/** What every service's `start` receives, in both the embedded and the distributed deployment. */
+export interface ServiceDeps {
+  bus: Bus;
+  db: Database;
+  contextKey: Buffer;
+  logger: Logger;
+}
+
+const StandaloneEnvSchema = CommonEnvSchema.extend({
+  NATS_URL: CommonEnvSchema.shape.NATS_URL.unwrap(),
+  DATABASE_URL: CommonEnvSchema.shape.DATABASE_URL.unwrap(),
+  HATCH_SECRET: CommonEnvSchema.shape.HATCH_SECRET.unwrap(),
+  DB_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
+});
+
+export interface ServiceMainOptions {
+  name: ServiceName;
+  migrationsFolder: string;
+  start: (deps: ServiceDeps) => Promise<RunningService>;
+}
+
+/** `bun run start` of one service: real NATS and Postgres from the environment, clean shutdown on signals. */
+export async function runServiceMain(options: ServiceMainOptions): Promise<void> {
+  let env: z.infer<typeof StandaloneEnvSchema>;
+  try {
+    env = loadConfig(StandaloneEnvSchema, process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${options.name}: ${error.message}\nA service started alone needs NATS_URL, DATABASE_URL and HATCH_SECRET.\n`);
+    process.exit(2);
+  }
+  const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: options.name } });
+  const bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger });
+  const database = await openServiceDatabase(
+    { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
+    { schema: options.name, migrationsFolder: options.migrationsFolder },
+  );
+  const running = await options.start({ bus, db: database.db, contextKey: deriveKey(env.HATCH_SECRET, "ctx"), logger });
+  const stop = async (signal: string) => {
+    logger.info("stopping", { signal });
+    await running.stop();
+    await bus.drain();
+    await database.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}

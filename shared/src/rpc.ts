@@ -1,0 +1,60 @@
+import { z } from "zod";
+import { BusError, decodeJson, encodeJson, type Bus } from "./bus/types.ts";
+import { CallErrorSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT } from "./envelope.ts";
+import { ToolError } from "./errors.ts";
+
+/** Internal request-reply between the gateway and services: `rpc.<service>.<method>`. */
+export const RpcRequestSchema = z.object({ ctx: z.string().optional(), input: z.unknown() });
+export const RpcReplySchema = z.union([
+  z.object({ ok: z.literal(true), result: z.unknown() }),
+  z.object({ ok: z.literal(false), error: CallErrorSchema }),
+]);
+export type RpcReply = z.infer<typeof RpcReplySchema>;
+
+export interface RpcCallOptions {
+  ctx?: string;
+  timeoutMs?: number;
+  requestId?: string;
+  traceparent?: string;
+}
+
+/**
+ * Calls `rpc.<service>.<method>` and returns its result, parsed by `schema`. A service that is down or slow
+ * becomes a ToolError `unavailable` naming the service; an error reply becomes the ToolError it carried.
+ */
+export async function callRpc<S extends z.ZodType>(
+  bus: Bus,
+  service: string,
+  method: string,
+  input: unknown,
+  schema: S,
+  options: RpcCallOptions = {},
+): Promise<z.infer<S>> {
+  const headers: Record<string, string> = {};
+  if (options.requestId) headers[HEADER_REQUEST_ID] = options.requestId;
+  if (options.traceparent) headers[HEADER_TRACEPARENT] = options.traceparent;
+  let raw: unknown;
+  try {
+    const reply = await bus.request(`rpc.${service}.${method}`, encodeJson({ ctx: options.ctx, input }), {
+      timeoutMs: options.timeoutMs ?? 5_000,
+      headers,
+    });
+    raw = decodeJson(reply.data);
+  } catch (error) {
+    if (error instanceof BusError) throw unavailable(service);
+    throw error;
+  }
+  const reply = RpcReplySchema.safeParse(raw);
+  if (!reply.success) throw new ToolError("internal", `The ${service} service sent a reply Hatch could not read.`);
+  if (!reply.data.ok) throw new ToolError(reply.data.error.code, reply.data.error.message);
+  const result = schema.safeParse(reply.data.result);
+  if (!result.success) throw new ToolError("internal", `The ${service} service sent a reply Hatch could not read.`);
+  return result.data;
+}
+
+export function unavailable(service: string): ToolError {
+  return new ToolError(
+    "unavailable",
+    `The ${service} service is not answering right now. Wait a minute and try again; if it keeps happening, the Hatch service may be down.`,
+  );
+}

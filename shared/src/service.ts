@@ -1,0 +1,213 @@
+import type { z } from "zod";
+import { decodeJson, encodeJson, type Bus, type BusMessage, type BusReply, type BusSubscription } from "./bus/types.ts";
+import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contracts/define.ts";
+import { verifyContext, type CallContext } from "./ctx.ts";
+import { CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, type CallReply, type Question } from "./envelope.ts";
+import { isToolError, ToolError } from "./errors.ts";
+import { acceptRequestId, traceIdOf } from "./ids.ts";
+import type { Logger } from "./logger.ts";
+import { RpcRequestSchema, type RpcReply } from "./rpc.ts";
+import { describeIssues } from "./validation.ts";
+
+export interface ToolCall<I> {
+  ctx: CallContext;
+  input: I;
+  /** The user's answer to an earlier `ask`, with its confirm token. */
+  answer?: Record<string, unknown>;
+  confirm?: string;
+  requestId: string;
+  log: Logger;
+}
+
+export type ToolOutcome<O> = { text: string; data: O } | { ask: Question };
+
+export type ToolHandler<C extends ToolContract> = (call: ToolCall<ToolInput<C>>) => Promise<ToolOutcome<ToolOutput<C>>>;
+
+export interface ToolBinding {
+  readonly contract: ToolContract;
+  readonly handler: (call: ToolCall<unknown>) => Promise<ToolOutcome<unknown>>;
+}
+
+/** Pairs a contract with its handler; the handler's input and output types come from the contract. */
+export function bindTool<C extends ToolContract>(contract: C, handler: ToolHandler<C>): ToolBinding {
+  return { contract, handler: handler as ToolBinding["handler"] };
+}
+
+export interface RpcCall<I> {
+  /** Present when the caller signed one; methods that act for a user must require it. */
+  ctx: CallContext | null;
+  input: I;
+  requestId: string;
+  log: Logger;
+}
+
+export interface RpcBinding {
+  readonly input: z.ZodType;
+  /** Whether a valid signed context is required (true for anything acting as a user). */
+  readonly requiresContext: boolean;
+  readonly handler: (call: RpcCall<unknown>) => Promise<unknown>;
+}
+
+export function bindRpc<S extends z.ZodType>(
+  input: S,
+  handler: (call: RpcCall<z.infer<S>>) => Promise<unknown>,
+  options: { requiresContext?: boolean } = {},
+): RpcBinding {
+  return { input, requiresContext: options.requiresContext ?? true, handler: handler as RpcBinding["handler"] };
+}
+
+export interface ServiceOptions {
+  name: ServiceName;
+  version: string;
+  bus: Bus;
+  /** Verifies the gateway's signature on every call context. */
+  contextKey: Buffer;
+  /** Every contract this service owns; those without a binding answer "not built yet". */
+  contracts: readonly ToolContract[];
+  tools: readonly ToolBinding[];
+  rpc?: Readonly<Record<string, RpcBinding>>;
+  logger: Logger;
+}
+
+export interface RunningService {
+  readonly name: ServiceName;
+  stop(): Promise<void>;
+}
+
+/** Subscribes a service to its tool and rpc subjects (queue group = service name) and answers them. */
+export async function startService(options: ServiceOptions): Promise<RunningService> {
+  const { name, bus, logger } = options;
+  const owned = new Map(options.contracts.filter((c) => c.service === name).map((c) => [c.name, c]));
+  const handlers = new Map(options.tools.map((b) => [b.contract.name, b]));
+  for (const tool of handlers.keys()) {
+    if (!owned.has(tool)) throw new Error(`service ${name} binds tool "${tool}" that it does not own`);
+  }
+  const rpc: Record<string, RpcBinding> = {
+    health: bindRpc(RpcRequestSchema.shape.input, async () => ({ service: name, version: options.version }), {
+      requiresContext: false,
+    }),
+    ...options.rpc,
+  };
+
+  const subs: BusSubscription[] = [
+    bus.subscribe(`tools.${name}.*`, (msg) => answerTool(msg), { queue: name }),
+    bus.subscribe(`rpc.${name}.*`, (msg) => answerRpc(msg), { queue: name }),
+  ];
+  await bus.flush();
+  logger.info("service ready", { service: name, version: options.version, tools: [...handlers.keys()] });
+
+  async function answerTool(msg: BusMessage): Promise<BusReply> {
+    const tool = msg.subject.split(".")[2] ?? "";
+    const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
+    const log = logger.child({ service: name, tool, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
+    const started = performance.now();
+    const reply = await runTool(tool, msg, requestId, log);
+    const ms = Math.round((performance.now() - started) * 100) / 100;
+    log.info("tool call", { ms, outcome: reply.ok ? ("ask" in reply ? "ask" : "ok") : reply.error.code });
+    return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
+  }
+
+  async function runTool(tool: string, msg: BusMessage, requestId: string, log: Logger): Promise<CallReply> {
+    try {
+      const request = CallRequestSchema.safeParse(safeJson(msg.data));
+      if (!request.success) throw new ToolError("invalid_input", "The call envelope was malformed.");
+      const ctx = verifyContext(request.data.ctx, options.contextKey);
+      if (!ctx) {
+        log.warn("refused call without a valid context");
+        throw new ToolError("forbidden", "This call was not signed by the Hatch gateway, so it was refused.");
+      }
+      const contract = owned.get(tool);
+      if (!contract) throw new ToolError("not_found", `There is no tool named "${tool}" in the ${name} service.`);
+      checkAllowed(contract, ctx);
+      const binding = handlers.get(tool);
+      if (!binding) {
+        throw new ToolError(
+          "unavailable",
+          `The tool "${tool}" is not available on this Hatch server yet (the ${name} service does not handle it). Nothing was changed.`,
+        );
+      }
+      const input = contract.input.safeParse(request.data.input);
+      if (!input.success) throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
+      const outcome = await binding.handler({
+        ctx,
+        input: input.data,
+        answer: request.data.answer,
+        confirm: request.data.confirm,
+        requestId,
+        log: log.child({ user: ctx.sub }),
+      });
+      if ("ask" in outcome) return { ok: true, ask: outcome.ask };
+      const data = contract.output.safeParse(outcome.data);
+      if (!data.success) {
+        log.error("handler output does not match the contract", { issues: describeIssues(data.error) });
+        throw new Error("output contract violation");
+      }
+      return { ok: true, result: { text: outcome.text, data: data.data as Record<string, unknown> } };
+    } catch (error) {
+      return { ok: false, error: toWireError(error, name, requestId, log) };
+    }
+  }
+
+  async function answerRpc(msg: BusMessage): Promise<BusReply> {
+    const method = msg.subject.split(".").slice(2).join(".");
+    const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
+    const log = logger.child({ service: name, rpc: method, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
+    let reply: RpcReply;
+    try {
+      const binding = rpc[method];
+      if (!binding) throw new ToolError("not_found", `The ${name} service has no method "${method}".`);
+      const request = RpcRequestSchema.safeParse(safeJson(msg.data));
+      if (!request.success) throw new ToolError("invalid_input", "The call envelope was malformed.");
+      const ctx = request.data.ctx ? verifyContext(request.data.ctx, options.contextKey) : null;
+      if (binding.requiresContext && !ctx) {
+        log.warn("refused rpc without a valid context");
+        throw new ToolError("forbidden", "This call was not signed by the Hatch gateway, so it was refused.");
+      }
+      const input = binding.input.safeParse(request.data.input);
+      if (!input.success) throw new ToolError("invalid_input", describeIssues(input.error));
+      reply = { ok: true, result: await binding.handler({ ctx, input: input.data, requestId, log }) };
+    } catch (error) {
+      reply = { ok: false, error: toWireError(error, name, requestId, log) };
+    }
+    return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
+  }
+
+  return {
+    name,
+    async stop() {
+      for (const sub of subs) sub.unsubscribe();
+    },
+  };
+}
+
+/** Checks that hold for every tool, in the service itself and not only in the gateway. */
+function checkAllowed(contract: ToolContract, ctx: CallContext): void {
+  if (contract.class !== "read" && ctx.scope === "read") {
+    throw new ToolError(
+      "forbidden",
+      `This connection was approved for read-only access, so "${contract.name}" (which changes things) was refused. ` +
+        "Nothing was changed. To allow changes, the user can reconnect this client and approve full access.",
+    );
+  }
+  if (contract.hiddenFor.includes(ctx.client.kind)) {
+    throw new ToolError("forbidden", `"${contract.name}" is not offered in this client.`);
+  }
+}
+
+function safeJson(data: Uint8Array): unknown {
+  try {
+    return decodeJson(data);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Expected failures keep their code and message; anything else is logged in full and shown only as `internal`. */
+function toWireError(error: unknown, service: string, requestId: string, log: Logger): { code: ToolError["code"]; message: string } {
+  if (isToolError(error)) return { code: error.code, message: error.message };
+  log.error("unexpected failure", { error });
+  return {
+    code: "internal",
+    message: `Something went wrong in the Hatch ${service} service. Try again; if it keeps failing, report request id ${requestId}.`,
+  };
+}
