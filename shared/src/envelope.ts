@@ -36,12 +36,16 @@ export type Question = z.infer<typeof QuestionSchema>;
 export const CallErrorSchema = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
 export type CallError = z.infer<typeof CallErrorSchema>;
 
-export const CallReplySchema = z.union([
-  z.object({ ok: z.literal(true), result: z.object({ text: z.string(), data: z.record(z.string(), z.unknown()) }) }),
-  z.object({ ok: z.literal(true), ask: QuestionSchema }),
-  z.object({ ok: z.literal(false), error: CallErrorSchema }),
-]);
+const ResultReplySchema = z.object({ ok: z.literal(true), result: z.object({ text: z.string(), data: z.record(z.string(), z.unknown()) }) });
+const AskReplySchema = z.object({ ok: z.literal(true), ask: QuestionSchema });
+const ErrorReplySchema = z.object({ ok: z.literal(false), error: CallErrorSchema });
+export const CallReplySchema = z.union([ResultReplySchema, AskReplySchema, ErrorReplySchema]);
 export type CallReply = z.infer<typeof CallReplySchema>;
+export type AskReply = z.infer<typeof AskReplySchema>;
+
+export function isAskReply(reply: CallReply): reply is AskReply {
+  return reply.ok && "ask" in reply;
+}
 
 /** Header names that travel with every bus message. */
 export const HEADER_REQUEST_ID = "hatch-request-id";

@@ -91,7 +91,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   const subs: BusSubscription[] = [
     bus.subscribe(`tools.${name}.*`, (msg) => answerTool(msg), { queue: name }),
-    bus.subscribe(`rpc.${name}.*`, (msg) => answerRpc(msg), { queue: name }),
+    bus.subscribe(`rpc.${name}.>`, (msg) => answerRpc(msg), { queue: name }),
   ];
   await bus.flush();
   logger.info("service ready", { service: name, version: options.version, tools: [...handlers.keys()] });

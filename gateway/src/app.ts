@@ -1,0 +1,87 @@
+import { decodeJson, deriveKey, encodeJson, subjects, type Bus, type BusSubscription, type Database, type Logger } from "@hatch/shared";
+import { Elysia, type AnyElysia } from "elysia";
+import { createAuth, type Auth } from "./auth/index.ts";
+import type { GatewayConfig } from "./config.ts";
+import { checkHealth } from "./health.ts";
+import { AccountSessions } from "./mcp/accounts.ts";
+import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
+import { renderInstallPage, rulesResponse } from "./pages/install.ts";
+import { htmlResponse } from "./pages/layout.ts";
+
+export const GATEWAY_VERSION = "0.1.0";
+export const GATEWAY_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
+
+export interface GatewayOptions {
+  config: GatewayConfig;
+  bus: Bus;
+  db: Database;
+  logger: Logger;
+  /** Injected in tests that serve Client ID Metadata Documents locally. */
+  fetchClientMetadata?: typeof fetch;
+}
+
+export interface Gateway {
+  app: AnyElysia;
+  auth: Auth;
+  mcp: McpEndpoint;
+  accounts: AccountSessions;
+  close(): Promise<void>;
+}
+
+/** The gateway's HTTP surface: OAuth and pages, `/mcp`, the install and rules pages, `/healthz`. */
+export function createGateway(options: GatewayOptions): Gateway {
+  const { config, bus, logger } = options;
+  const contextKey = deriveKey(config.secret, "ctx");
+  const accounts = new AccountSessions(bus, contextKey);
+  const auth = createAuth({
+    config,
+    db: options.db,
+    logger,
+    fetchClientMetadata: options.fetchClientMetadata,
+    // The personal account exists from sign-up on, so whoami never races its creation.
+    onUserCreated: async (user) => {
+      await accounts
+        .resolve(
+          { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "read", client: { kind: "other", name: "signup", elicitation: { form: false, url: false } }, grant: "signup", rid: "signup" },
+          { requestId: `signup-${user.id}`, traceparent: "" },
+        )
+        .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
+    },
+    onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
+  });
+  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, logger, version: GATEWAY_VERSION });
+
+  // Another gateway instance revoked a grant: forget any cached copy here too.
+  const revoked: BusSubscription = bus.subscribe(subjects.grantRevoked, (msg) => {
+    const { grantId } = decodeJson(msg.data) as { grantId?: unknown };
+    if (typeof grantId === "string") auth.forgetGrant(grantId);
+  });
+
+  const app = new Elysia()
+    .use(auth.routes)
+    .get("/healthz", async ({ set }) => {
+      const report = await checkHealth(bus, GATEWAY_VERSION);
+      set.status = report.status === "ok" ? 200 : 503;
+      return report;
+    })
+    .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
+    .all(
+      "/mcp",
+      ({ request }) => {
+        const wantsPage = request.method === "GET" && !request.headers.get("mcp-session-id") && (request.headers.get("accept") ?? "").includes("text/html");
+        return wantsPage ? htmlResponse(renderInstallPage(config.mcpUrl)) : mcp.handle(request);
+      },
+      { parse: "none" },
+    );
+
+  return {
+    app,
+    auth,
+    mcp,
+    accounts,
+    async close() {
+      revoked.unsubscribe();
+      await mcp.close();
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import { htmlResponse } from "../pages/layout.ts";
+import type { AuthContext } from "./context.ts";
+import { AuthInputError } from "./errors.ts";
+import { findGrant, listConnectedClients } from "./grants.ts";
+import { readParams, redirect, safeNext, type Params } from "./http.ts";
+import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
+import { createUser, checkPassword } from "./users.ts";
+import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
+
+const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
+const nextOf = (ctx: AuthContext, request: Request) => safeNext(new URL(request.url).searchParams.get("next"), ctx.config.baseUrl);
+
+function csrfRefused(state: BrowserState): Response {
+  const message = "This form expired or came from another site. Go back, reload the page and try again.";
+  return htmlResponse(errorPage(state, "Please try again", message), { status: 403, headers: cookieHeaders(state.setCookies) });
+}
+
+/** Reads a POSTed form with its browser state; null when the CSRF check fails. */
+async function readForm(ctx: AuthContext, request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }> {
+  const params = await readParams(request, ctx.config.maxBodyBytes);
+  const state = await readBrowserState(ctx, request);
+  return csrfValid(ctx, request, state, params.get("csrf")) ? { params, state } : { refused: csrfRefused(state) };
+}
+
+export async function showSignUp(ctx: AuthContext, request: Request): Promise<Response> {
+  const state = await readBrowserState(ctx, request);
+  return htmlResponse(signUpPage(state, { next: nextOf(ctx, request) }), { headers: cookieHeaders(state.setCookies) });
+}
+
+export async function submitSignUp(ctx: AuthContext, request: Request): Promise<Response> {
+  const form = await readForm(ctx, request);
+  if ("refused" in form) return form.refused;
+  const { params, state } = form;
+  const fields = { email: params.get("email") ?? "", name: params.get("name") ?? "", password: params.get("password") ?? "" };
+  const next = safeNext(params.get("next"), ctx.config.baseUrl);
+  try {
+    const user = await createUser(ctx, fields);
+    return redirect(next, cookieHeaders([await startSession(ctx, user.id)]));
+  } catch (error) {
+    if (!(error instanceof AuthInputError)) throw error;
+    return htmlResponse(signUpPage(state, { next, email: fields.email, name: fields.name, error: error.message }), { status: 400 });
+  }
+}
+
+export async function showSignIn(ctx: AuthContext, request: Request): Promise<Response> {
+  const state = await readBrowserState(ctx, request);
+  const next = nextOf(ctx, request);
+  if (state.user) return redirect(next);
+  return htmlResponse(signInPage(state, { next }), { headers: cookieHeaders(state.setCookies) });
+}
+
+export async function submitSignIn(ctx: AuthContext, request: Request): Promise<Response> {
+  const form = await readForm(ctx, request);
+  if ("refused" in form) return form.refused;
+  const { params, state } = form;
+  const email = params.get("email") ?? "";
+  const next = safeNext(params.get("next"), ctx.config.baseUrl);
+  const user = await checkPassword(ctx, email, params.get("password") ?? "");
+  if (!user) {
+    ctx.logger.info("sign-in refused");
+    return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
+  }
+  return redirect(next, cookieHeaders([await startSession(ctx, user.id)]));
+}
+
+export async function submitSignOut(ctx: AuthContext, request: Request): Promise<Response> {
+  const form = await readForm(ctx, request);
+  if ("refused" in form) return form.refused;
+  return redirect("/", cookieHeaders([await endSession(ctx, form.state)]));
+}
+
+export async function showTokens(ctx: AuthContext, request: Request): Promise<Response> {
+  const state = await readBrowserState(ctx, request);
+  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`, cookieHeaders(state.setCookies));
+  const clients = await listConnectedClients(ctx, state.user.id);
+  return htmlResponse(tokensPage({ ...state, user: state.user }, clients), { headers: cookieHeaders(state.setCookies) });
+}
+
+export async function submitRevoke(ctx: AuthContext, request: Request): Promise<Response> {
+  const form = await readForm(ctx, request);
+  if ("refused" in form) return form.refused;
+  const { params, state } = form;
+  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`);
+  const grant = await findGrant(ctx, params.get("grant_id") ?? "");
+  // Someone else's grant id looks exactly like an unknown one: no hint that it exists.
+  if (grant && grant.userId === state.user.id) await ctx.revokeGrant(grant.grantId, "user");
+  return redirect("/dashboard/tokens");
+}
+
+export async function showLanding(ctx: AuthContext, request: Request): Promise<Response> {
+  const state = await readBrowserState(ctx, request);
+  return htmlResponse(landingPage(state, ctx.config.mcpUrl), { headers: cookieHeaders(state.setCookies) });
+}

@@ -1,0 +1,23 @@
+import type { Database, Logger } from "@hatch/shared";
+import type { GatewayConfig } from "../config.ts";
+
+/** What every part of the auth module shares; built once by createAuth. */
+export interface AuthContext {
+  config: GatewayConfig;
+  db: Database;
+  logger: Logger;
+  now: () => number;
+  fetchClientMetadata: typeof fetch;
+  /** HMAC key for CSRF tokens, derived from the deployment secret. */
+  csrfKey: Buffer;
+  onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
+  /** Revokes in the database, drops the cached grant and tells the caller's hook (e.g. to publish a bus event). */
+  revokeGrant(grantId: string, reason: string): Promise<void>;
+}
+
+/** Scope on a grant: "write" means full access, "read" read-only. The token's `scope` claim spells it out. */
+export type GrantScope = "read" | "write";
+
+export function scopeClaim(scope: GrantScope): string {
+  return scope === "read" ? "read" : "read write";
+}

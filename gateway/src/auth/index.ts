@@ -1,0 +1,99 @@
+import { deriveKey, type Database, type Logger } from "@hatch/shared";
+import type { Elysia } from "elysia";
+import type { GatewayConfig } from "../config.ts";
+import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
+import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
+import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
+import type { AuthContext } from "./context.ts";
+import { AuthInputError } from "./errors.ts";
+import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
+import { buildRoutes } from "./routes.ts";
+import { createUser, findUserByEmail } from "./users.ts";
+
+export { AuthInputError, CLI_CLIENT };
+export type { AccessIdentity, BearerResult };
+
+export interface AuthDeps {
+  config: GatewayConfig;
+  db: Database;
+  logger: Logger;
+  onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
+  /** Called after a grant was revoked in this process (pages, refresh reuse, revocation endpoint): publish it to other instances. */
+  onGrantRevoked?: (grantId: string, reason: string) => void | Promise<void>;
+  /** Injectable for tests: fetches Client ID Metadata Documents. */
+  fetchClientMetadata?: typeof fetch;
+  now?: () => number;
+}
+
+export interface Auth {
+  /** Every OAuth, well-known and page route; mount with `app.use(auth.routes)`. */
+  routes: Elysia;
+  /**
+   * Verifies `Authorization: Bearer …`: signature, expiry, iss, aud, grant not revoked, user exists. Grant and user
+   * lookups are cached up to 5 s; revokeGrant and forgetGrant drop the entry at once.
+   */
+  authenticate(authorization: string | null): Promise<BearerResult>;
+  /** Another gateway instance revoked this grant: stop trusting the cached copy. */
+  forgetGrant(grantId: string): void;
+  /** Throws AuthInputError (message fit for the user) on a bad email, short password or taken email. */
+  createUser(input: { email: string; password: string; name: string }): Promise<{ id: string; email: string; name: string }>;
+  /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
+  issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
+  revokeGrant(grantId: string, reason: string): Promise<void>;
+}
+
+function validateDeps(deps: AuthDeps): void {
+  const { config } = deps;
+  if (config.secret.length < 32) throw new Error("createAuth: config.secret must be at least 32 characters");
+  if (config.mcpUrl !== `${config.baseUrl}/mcp`) throw new Error("createAuth: config.mcpUrl must be `${baseUrl}/mcp`");
+  if (!URL.canParse(config.baseUrl) || config.baseUrl.endsWith("/")) throw new Error("createAuth: config.baseUrl must be an origin without a trailing slash");
+}
+
+async function issueTokenForScript(ctx: AuthContext, tokens: AccessTokens, input: { email: string; readOnly?: boolean; ttlSeconds?: number }) {
+  const user = await findUserByEmail(ctx, input.email);
+  if (!user) throw new AuthInputError(`No Hatch user has the email ${input.email}.`);
+  await ensureCliClient(ctx);
+  const grantId = await createGrant(ctx, { userId: user.id, clientId: CLI_CLIENT.clientId, scope: input.readOnly ? "read" : "write" });
+  const grant = await findGrant(ctx, grantId);
+  if (!grant) throw new Error("grant vanished right after it was created");
+  const issued = await issueTokens(ctx, tokens, grant, input.ttlSeconds);
+  ctx.logger.info("token issued for script", { userId: user.id, grantId, scope: grant.scope });
+  return { accessToken: issued.access_token, refreshToken: issued.refresh_token, grantId };
+}
+
+export function createAuth(deps: AuthDeps): Auth {
+  validateDeps(deps);
+  const logger = deps.logger.child({ component: "auth" });
+  let authenticator: Authenticator | undefined;
+  const ctx: AuthContext = {
+    config: deps.config,
+    db: deps.db,
+    logger,
+    now: deps.now ?? Date.now,
+    fetchClientMetadata: deps.fetchClientMetadata ?? fetch,
+    csrfKey: deriveKey(deps.config.secret, "csrf"),
+    onUserCreated: deps.onUserCreated,
+    async revokeGrant(grantId, reason) {
+      const revokedNow = await markGrantRevoked(ctx, grantId, reason);
+      authenticator?.forget(grantId);
+      if (!revokedNow) return;
+      logger.info("grant revoked", { grantId, reason });
+      try {
+        await deps.onGrantRevoked?.(grantId, reason);
+      } catch (error) {
+        logger.error("onGrantRevoked failed", { grantId, error });
+      }
+    },
+  };
+  const tokens = createAccessTokens(deps.config, deriveKey(deps.config.secret, "access-token"), ctx.now);
+  authenticator = createAuthenticator(ctx, tokens);
+  const routes = buildRoutes(ctx, tokens) as unknown as Elysia;
+  return {
+    routes,
+    authenticate: authenticator.authenticate,
+    forgetGrant: authenticator.forget,
+    createUser: (input) => createUser(ctx, input),
+    issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
+    revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
+  };
+}

@@ -1,0 +1,84 @@
+import { createHmac } from "node:crypto";
+import { and, eq, gt, lt } from "drizzle-orm";
+import { browserSessions, users } from "../db/schema.ts";
+import type { AuthContext } from "./context.ts";
+import { newSecret, safeEqual, sha256Hex } from "./crypto.ts";
+import { parseCookies, serializeCookie } from "./http.ts";
+import type { PublicUser } from "./users.ts";
+
+const SESSION_SECONDS = 30 * 86_400;
+
+/** `__Host-` cookies (Secure, no Domain) cannot be set by a sibling subdomain such as a published app. */
+function cookieNames(ctx: AuthContext) {
+  const prefix = ctx.config.secureCookies ? "__Host-" : "";
+  return { session: `${prefix}hatch_session`, csrf: `${prefix}hatch_csrf` };
+}
+
+/** What a page handler knows about the browser: who is signed in, the CSRF token for its forms, cookies to set. */
+export interface BrowserState {
+  user: PublicUser | null;
+  csrfToken: string;
+  setCookies: string[];
+  /** The cookies the request carried (a CSRF cookie minted for this response is not among them). */
+  cookies: Map<string, string>;
+}
+
+/**
+ * Signed double-submit: the form field is an HMAC of the CSRF cookie, so an attacker who can plant a cookie
+ * (from a sibling subdomain) still cannot produce the matching field without the server's key.
+ */
+function csrfTokenFor(ctx: AuthContext, cookieValue: string): string {
+  return createHmac("sha256", ctx.csrfKey).update(cookieValue).digest("base64url");
+}
+
+export async function readBrowserState(ctx: AuthContext, request: Request): Promise<BrowserState> {
+  const names = cookieNames(ctx);
+  const cookies = parseCookies(request.headers.get("cookie"));
+  const setCookies: string[] = [];
+  let csrfCookie = cookies.get(names.csrf);
+  if (!csrfCookie) {
+    csrfCookie = newSecret();
+    setCookies.push(serializeCookie(names.csrf, csrfCookie, { secure: ctx.config.secureCookies }));
+  }
+  const user = await sessionUser(ctx, cookies.get(names.session));
+  return { user, csrfToken: csrfTokenFor(ctx, csrfCookie), setCookies, cookies };
+}
+
+async function sessionUser(ctx: AuthContext, sessionId: string | undefined): Promise<PublicUser | null> {
+  if (!sessionId) return null;
+  const [row] = await ctx.db
+    .select({ id: users.id, email: users.email, name: users.name })
+    .from(browserSessions)
+    .innerJoin(users, eq(users.id, browserSessions.userId))
+    .where(and(eq(browserSessions.idHash, sha256Hex(sessionId)), gt(browserSessions.expiresAt, new Date(ctx.now()))))
+    .limit(1);
+  return row ?? null;
+}
+
+/**
+ * A POSTed form is accepted only with a matching CSRF field and, when the browser named one, our own Origin.
+ * `Origin: null` (privacy settings, sandboxed frames) names none; the token still has to match.
+ */
+export function csrfValid(ctx: AuthContext, request: Request, state: BrowserState, field: string | undefined): boolean {
+  const origin = request.headers.get("origin");
+  if (origin !== null && origin !== "null" && origin !== new URL(ctx.config.baseUrl).origin) return false;
+  const cookie = state.cookies.get(cookieNames(ctx).csrf);
+  if (!cookie || !field) return false;
+  return safeEqual(field, csrfTokenFor(ctx, cookie));
+}
+
+/** Starts a fresh session (a new id on every sign-in, so a planted session id is never promoted). */
+export async function startSession(ctx: AuthContext, userId: string): Promise<string> {
+  const id = newSecret();
+  const now = ctx.now();
+  await ctx.db.delete(browserSessions).where(and(eq(browserSessions.userId, userId), lt(browserSessions.expiresAt, new Date(now))));
+  await ctx.db.insert(browserSessions).values({ idHash: sha256Hex(id), userId, expiresAt: new Date(now + SESSION_SECONDS * 1000) });
+  return serializeCookie(cookieNames(ctx).session, id, { secure: ctx.config.secureCookies, maxAgeSeconds: SESSION_SECONDS });
+}
+
+export async function endSession(ctx: AuthContext, state: BrowserState): Promise<string> {
+  const names = cookieNames(ctx);
+  const id = state.cookies.get(names.session);
+  if (id) await ctx.db.delete(browserSessions).where(eq(browserSessions.idHash, sha256Hex(id)));
+  return serializeCookie(names.session, "", { secure: ctx.config.secureCookies, maxAgeSeconds: 0 });
+}

@@ -1,0 +1,70 @@
+import { eq, sql } from "drizzle-orm";
+import { randomId } from "@hatch/shared";
+import { users } from "../db/schema.ts";
+import type { AuthContext } from "./context.ts";
+import { AuthInputError } from "./errors.ts";
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const MIN_PASSWORD = 8;
+// argon2 cost grows with input; a cap keeps one request from pinning a CPU.
+const MAX_PASSWORD = 1024;
+
+// Verified against when the email is unknown, so a wrong email takes as long as a wrong password.
+let dummyHash: Promise<string> | undefined;
+const dummy = () => (dummyHash ??= Bun.password.hash("not-a-real-password", { algorithm: "argon2id" }));
+
+function validate(input: { email: string; password: string; name: string }): { email: string; name: string; password: string } {
+  const email = input.email.trim();
+  const name = input.name.trim();
+  if (!EMAIL.test(email) || email.length > 254) throw new AuthInputError("Enter a valid email address.");
+  if (!name || name.length > 100) throw new AuthInputError("Enter your name (up to 100 characters).");
+  if (input.password.length < MIN_PASSWORD) throw new AuthInputError(`Choose a password of at least ${MIN_PASSWORD} characters.`);
+  if (input.password.length > MAX_PASSWORD) throw new AuthInputError(`Choose a password of at most ${MAX_PASSWORD} characters.`);
+  return { email, name, password: input.password };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  for (let e: unknown = error; e && typeof e === "object"; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === "23505") return true;
+  }
+  return false;
+}
+
+export async function findUserByEmail(ctx: AuthContext, email: string) {
+  const [row] = await ctx.db.select().from(users).where(eq(sql`lower(${users.email})`, email.trim().toLowerCase())).limit(1);
+  return row;
+}
+
+export async function createUser(ctx: AuthContext, input: { email: string; password: string; name: string }): Promise<PublicUser> {
+  const valid = validate(input);
+  const duplicate = new AuthInputError("An account with this email already exists. Sign in instead.");
+  if (await findUserByEmail(ctx, valid.email)) throw duplicate;
+  const passwordHash = await Bun.password.hash(valid.password, { algorithm: "argon2id" });
+  const user = { id: `usr_${randomId(12)}`, email: valid.email, name: valid.name };
+  try {
+    await ctx.db.insert(users).values({ ...user, passwordHash });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw duplicate;
+    throw error;
+  }
+  ctx.logger.info("user created", { userId: user.id });
+  if (ctx.onUserCreated) {
+    // The user exists either way; failing sign-up here would leave an account nobody can sign up for again.
+    await ctx.onUserCreated(user).catch((error: unknown) => ctx.logger.error("onUserCreated failed", { userId: user.id, error }));
+  }
+  return user;
+}
+
+/** The user when email and password match; null otherwise (same time either way). */
+export async function checkPassword(ctx: AuthContext, email: string, password: string): Promise<PublicUser | null> {
+  if (password.length > MAX_PASSWORD) return null;
+  const row = await findUserByEmail(ctx, email);
+  const ok = await Bun.password.verify(password, row?.passwordHash ?? (await dummy()));
+  return row && ok ? { id: row.id, email: row.email, name: row.name } : null;
+}

@@ -1,0 +1,96 @@
+import { csrfField, html, renderPage, type SafeHtml } from "../pages/layout.ts";
+import type { AuthorizeRequest } from "./authorize-request.ts";
+import type { ConnectedClient } from "./grants.ts";
+import type { PublicUser } from "./users.ts";
+
+type Viewer = { user: PublicUser | null; csrfToken: string };
+
+const navUser = (v: Viewer) => (v.user ? { email: v.user.email, csrfToken: v.csrfToken } : null);
+const errorBox = (message: string | undefined) => (message ? html`<p class="error" role="alert">${message}</p>` : "");
+const nextField = (next: string) => html`<input type="hidden" name="next" value="${next}">`;
+
+export function errorPage(viewer: Viewer, title: string, message: string): string {
+  return renderPage({ title, user: navUser(viewer), body: html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="/">Back to Hatch</a></p>` });
+}
+
+export function signInPage(viewer: Viewer, form: { next: string; email?: string; error?: string }): string {
+  const body = html`<h1>Sign in</h1>${errorBox(form.error)}
+<form class="stack" method="post" action="/signin">${csrfField(viewer.csrfToken)}${nextField(form.next)}
+<label>Email <input type="email" name="email" autocomplete="email" required value="${form.email ?? ""}"></label>
+<label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button></form>
+<p class="muted">No account yet? <a href="/signup?next=${encodeURIComponent(form.next)}">Sign up</a></p>`;
+  return renderPage({ title: "Sign in", user: navUser(viewer), body });
+}
+
+export function signUpPage(viewer: Viewer, form: { next: string; email?: string; name?: string; error?: string }): string {
+  const body = html`<h1>Create your Hatch account</h1>${errorBox(form.error)}
+<form class="stack" method="post" action="/signup">${csrfField(viewer.csrfToken)}${nextField(form.next)}
+<label>Name <input type="text" name="name" autocomplete="name" required maxlength="100" value="${form.name ?? ""}"></label>
+<label>Email <input type="email" name="email" autocomplete="email" required value="${form.email ?? ""}"></label>
+<label>Password <input type="password" name="password" autocomplete="new-password" required minlength="8"></label>
+<button type="submit">Sign up</button></form>
+<p class="muted">Already have an account? <a href="/signin?next=${encodeURIComponent(form.next)}">Sign in</a></p>`;
+  return renderPage({ title: "Sign up", user: navUser(viewer), body });
+}
+
+/** Where the browser goes after approval, said plainly: the host for web URLs, the app scheme for native apps. */
+function destination(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.protocol === "http:" || url.protocol === "https:" ? url.host : `${url.protocol}//${url.host}`;
+}
+
+function consentHiddenFields(request: AuthorizeRequest): SafeHtml {
+  const fields: Record<string, string | undefined> = {
+    response_type: "code",
+    client_id: request.client.clientId,
+    redirect_uri: request.redirectUri,
+    code_challenge: request.codeChallenge,
+    code_challenge_method: "S256",
+    resource: request.resource,
+    scope: request.scope === "read" ? "read" : "read write",
+    state: request.state,
+  };
+  return html`${Object.entries(fields).map(([name, value]) => (value === undefined ? "" : html`<input type="hidden" name="${name}" value="${value}">`))}`;
+}
+
+export function consentPage(viewer: Viewer & { user: PublicUser }, request: AuthorizeRequest): string {
+  const { client } = request;
+  const vouchedBy = client.registration === "metadata" ? html` <span class="muted">(published by ${new URL(client.clientId).host})</span>` : "";
+  const fullButton = request.scope === "write" ? html`<button type="submit" name="decision" value="write">Allow full access</button>` : "";
+  const body = html`<h1>Connect ${client.name}?</h1>
+<div class="card"><p><strong>${client.name}</strong>${vouchedBy} wants to use Hatch as <strong>${viewer.user.email}</strong>.</p>
+<p>After you answer, you will be sent to <strong>${destination(request.redirectUri)}</strong><br><code>${request.redirectUri}</code></p>
+<p class="muted">Full access lets it publish, change and delete your apps. Read-only access lets it look, never change.
+You can disconnect it at any time on the Tokens page.</p></div>
+<form method="post" action="/oauth/authorize">${csrfField(viewer.csrfToken)}${consentHiddenFields(request)}
+<div class="actions">${fullButton}
+<button type="submit" name="decision" value="read" class="${request.scope === "write" ? "secondary" : ""}">Allow read-only</button>
+<button type="submit" name="decision" value="deny" class="danger">Deny</button></div></form>`;
+  return renderPage({ title: `Connect ${client.name}`, user: navUser(viewer), body });
+}
+
+const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 16).replace("T", " ")} UTC` : "never");
+
+export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: ConnectedClient[]): string {
+  const rows = clients.map(
+    (c) => html`<tr><td>${c.clientName}</td><td>${c.scope === "read" ? "Read-only" : "Full access"}</td>
+<td>${when(c.createdAt)}</td><td>${when(c.lastUsedAt)}</td>
+<td><form method="post" action="/dashboard/tokens/revoke">${csrfField(viewer.csrfToken)}
+<input type="hidden" name="grant_id" value="${c.grantId}"><button type="submit" class="danger" aria-label="Revoke ${c.clientName}">Revoke</button></form></td></tr>`,
+  );
+  const table = clients.length
+    ? html`<table><thead><tr><th>Client</th><th>Access</th><th>Connected</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<p class="muted">No AI client is connected. Add Hatch to your AI client with the URL of its MCP endpoint and sign in when asked.</p>`;
+  const body = html`<h1>Tokens</h1><p>AI clients connected to your account. Revoking one stops it on its next call.</p>${table}`;
+  return renderPage({ title: "Tokens", user: navUser(viewer), body });
+}
+
+export function landingPage(viewer: Viewer, mcpUrl: string): string {
+  const actions = viewer.user
+    ? html`<p>Signed in as <strong>${viewer.user.email}</strong>. <a href="/dashboard/tokens">See connected clients</a>.</p>`
+    : html`<div class="actions"><a href="/signin">Sign in</a> <a href="/signup">Create an account</a></div>`;
+  const body = html`<h1>Hatch</h1><p>Your AI publishes web apps here. Connect it with this MCP server URL:</p>
+<p class="card"><code>${mcpUrl}</code></p>${actions}`;
+  return renderPage({ title: "Hatch", user: navUser(viewer), body });
+}

@@ -1,0 +1,48 @@
+import { callRpc, rpcMethods, SessionSchema, signContext, type Bus, type CallContextClaims, type Session } from "@hatch/shared";
+
+const TTL_MS = 30_000;
+const MAX_ENTRIES = 10_000;
+
+/**
+ * Which account each user acts as, asked of orgs and kept briefly. Orgs events about members drop entries
+ * at once (issue 4 wires them), so a removed member loses access on the next call.
+ */
+export class AccountSessions {
+  private readonly cache = new Map<string, { session: Session; expires: number }>();
+  private readonly pending = new Map<string, Promise<Session>>();
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly contextKey: Buffer,
+  ) {}
+
+  async resolve(claims: CallContextClaims, trace: { requestId: string; traceparent: string }): Promise<Session> {
+    const hit = this.cache.get(claims.sub);
+    if (hit && hit.expires > Date.now()) return hit.session;
+    // Concurrent first calls of one user share one round trip.
+    let running = this.pending.get(claims.sub);
+    if (!running) {
+      running = this.fetch(claims, trace).finally(() => this.pending.delete(claims.sub));
+      this.pending.set(claims.sub, running);
+    }
+    return running;
+  }
+
+  drop(userId: string): void {
+    this.cache.delete(userId);
+  }
+
+  private async fetch(claims: CallContextClaims, trace: { requestId: string; traceparent: string }): Promise<Session> {
+    const session = await callRpc(
+      this.bus,
+      "orgs",
+      rpcMethods.orgs.resolveSession,
+      { email: claims.email, name: claims.name },
+      SessionSchema,
+      { ctx: signContext(claims, this.contextKey), requestId: trace.requestId, traceparent: trace.traceparent },
+    );
+    if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(claims.sub, { session, expires: Date.now() + TTL_MS });
+    return session;
+  }
+}

@@ -1,0 +1,174 @@
+import { acceptRequestId, childTraceparent, randomId, type Logger } from "@hatch/shared";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Auth } from "../auth/index.ts";
+import type { GatewayConfig } from "../config.ts";
+import type { ToolCallDeps } from "./call.ts";
+import { createMcpServer, type RequestScope } from "./server.ts";
+
+const IDLE_MS = 30 * 60_000;
+const MAX_SESSIONS = 5_000;
+
+interface SessionEntry {
+  server: Server;
+  transport: WebStandardStreamableHTTPServerTransport;
+  userId: string;
+  lastSeen: number;
+}
+
+export interface McpEndpointDeps extends Omit<ToolCallDeps, "askUser"> {
+  config: GatewayConfig;
+  auth: Pick<Auth, "authenticate">;
+  version: string;
+  logger: Logger;
+}
+
+export interface McpEndpoint {
+  handle(request: Request): Promise<Response>;
+  readonly sessionCount: number;
+  close(): Promise<void>;
+}
+
+/**
+ * `/mcp`: MCP over streamable HTTP with stateful sessions. Every request is authenticated on its own (so a
+ * revoked grant stops working on the next call), and a session answers only the user who opened it.
+ */
+export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
+  const { config, logger } = deps;
+  const sessions = new Map<string, SessionEntry>();
+  const allowedOrigin = new URL(config.baseUrl).origin;
+
+  const sweep = setInterval(() => {
+    const cutoff = Date.now() - IDLE_MS;
+    for (const [id, entry] of sessions) if (entry.lastSeen < cutoff) void closeSession(id, entry);
+  }, 60_000);
+  sweep.unref();
+
+  async function closeSession(id: string, entry: SessionEntry): Promise<void> {
+    sessions.delete(id);
+    await entry.transport.close().catch(() => {});
+  }
+
+  async function openSession(userId: string): Promise<SessionEntry> {
+    if (sessions.size >= MAX_SESSIONS) {
+      const oldest = [...sessions].sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0];
+      if (oldest) await closeSession(oldest[0], oldest[1]);
+    }
+    const server = createMcpServer(deps, deps.version, logger);
+    const entry: SessionEntry = { server, userId, lastSeen: Date.now(), transport: undefined as never };
+    entry.transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomId(24),
+      onsessioninitialized: (id) => void sessions.set(id, entry),
+      onsessionclosed: (id) => void sessions.delete(id),
+    });
+    await server.connect(entry.transport);
+    return entry;
+  }
+
+  async function handle(request: Request): Promise<Response> {
+    const refused = checkHostAndOrigin(request, config.allowedHosts, allowedOrigin);
+    if (refused) return refused;
+
+    const bearer = await deps.auth.authenticate(request.headers.get("authorization"));
+    if (!bearer.ok) {
+      return Response.json(
+        { error: bearer.error, error_description: bearer.description },
+        { status: 401, headers: { "WWW-Authenticate": bearer.wwwAuthenticate } },
+      );
+    }
+    const identity = bearer.identity;
+
+    let parsedBody: unknown;
+    if (request.method === "POST") {
+      const body = await readBody(request, config.maxBodyBytes);
+      if (body instanceof Response) return body;
+      parsedBody = body;
+    }
+
+    const sessionId = request.headers.get("mcp-session-id");
+    let entry: SessionEntry | undefined;
+    if (sessionId) {
+      entry = sessions.get(sessionId);
+      // Another user's session id is answered exactly like an unknown one.
+      if (!entry || entry.userId !== identity.userId) return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
+    } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
+      entry = await openSession(identity.userId);
+    } else {
+      return rpcError(400, -32000, "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.");
+    }
+    entry.lastSeen = Date.now();
+
+    const scope: RequestScope = {
+      identity,
+      requestId: acceptRequestId(request.headers.get("x-request-id")),
+      traceparent: childTraceparent(request.headers.get("traceparent")),
+    };
+    const authInfo = {
+      token: "",
+      clientId: identity.clientId,
+      scopes: identity.scope === "read" ? ["read"] : ["read", "write"],
+      extra: scope as unknown as Record<string, unknown>,
+    };
+    return entry.transport.handleRequest(request, { authInfo, parsedBody });
+  }
+
+  return {
+    handle,
+    get sessionCount() {
+      return sessions.size;
+    },
+    async close() {
+      clearInterval(sweep);
+      await Promise.all([...sessions].map(([id, entry]) => closeSession(id, entry)));
+    },
+  };
+}
+
+/** DNS-rebinding protection: the Host must be ours, and a browser Origin, when sent, must be ours too. */
+function checkHostAndOrigin(request: Request, allowedHosts: string[], allowedOrigin: string): Response | null {
+  const host = request.headers.get("host") ?? new URL(request.url).host;
+  if (!allowedHosts.includes(host)) return Response.json({ error: "forbidden", error_description: `Host ${host} is not served here.` }, { status: 403 });
+  const origin = request.headers.get("origin");
+  if (origin && origin !== allowedOrigin) return Response.json({ error: "forbidden", error_description: "Cross-origin requests to /mcp are not allowed." }, { status: 403 });
+  return null;
+}
+
+async function readBody(request: Request, limit: number): Promise<unknown | Response> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > limit) return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
+  const bytes = await readLimited(request, limit);
+  if (!bytes) return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
+  }
+}
+
+/** Reads at most `limit` bytes; null when the body is larger (a missing or lying Content-Length included). */
+async function readLimited(request: Request, limit: number): Promise<Uint8Array | null> {
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+function isInitializeBody(body: unknown): boolean {
+  return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+}
+
+function rpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
+}

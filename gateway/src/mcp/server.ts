@@ -1,0 +1,73 @@
+import { childTraceparent, describeIssues, traceIdOf, type Logger } from "@hatch/shared";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { AccessIdentity } from "../auth/index.ts";
+import { forwardToolCall, errorResult, type ToolCallDeps } from "./call.ts";
+import { contractFor, toolsFor } from "./catalog.ts";
+import { clientKindOf, elicitationOf } from "./profile.ts";
+
+/** What the HTTP layer hands each MCP request through `authInfo.extra`. */
+export interface RequestScope {
+  identity: AccessIdentity;
+  requestId: string;
+  traceparent: string;
+}
+
+const INSTRUCTIONS =
+  "Hatch publishes and runs small web apps. Call whoami to see which account you act as. Read service_docs " +
+  "before building an app for Hatch. Secret values, AI keys and card details are never passed through these " +
+  "tools: when a tool returns a link, give it to the user to open in their browser.";
+
+/** One MCP server per session: its tool list depends on the client that initialized it. */
+export function createMcpServer(deps: Omit<ToolCallDeps, "askUser">, version: string, log: Logger): Server {
+  const server = new Server({ name: "hatch", title: "Hatch", version }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  const client = () => {
+    const info = server.getClientVersion();
+    return { kind: clientKindOf(info?.name), name: info?.name ?? "unknown", elicitation: elicitationOf(server.getClientCapabilities()) };
+  };
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor(client().kind) }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const started = performance.now();
+    const scope = extra.authInfo?.extra as RequestScope | undefined;
+    if (!scope) throw new McpError(ErrorCode.InternalError, "The request was not authenticated.");
+    const caller = { ...scope, client: client(), traceparent: childTraceparent(scope.traceparent) };
+    const name = request.params.name;
+    const contract = contractFor(name, caller.client.kind);
+    if (!contract) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
+    const input = contract.input.safeParse(request.params.arguments ?? {});
+    if (!input.success) return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
+    if (contract.class !== "read" && caller.identity.scope === "read") {
+      return errorResult(
+        "forbidden",
+        `This connection was approved for read-only access, so "${name}" (which changes things) was refused. Nothing was changed. ` +
+          "To allow changes, the user can reconnect this client and approve full access.",
+      );
+    }
+    return forwardToolCall(
+      {
+        ...deps,
+        askUser: async (question) => {
+          const result = await server.elicitInput({ mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] }, { relatedRequestId: extra.requestId });
+          return result.action === "accept" ? (result.content ?? {}) : null;
+        },
+      },
+      contract,
+      input.data,
+      caller,
+    ).then((result) => {
+      log.info("tool call", {
+        tool: name,
+        rid: scope.requestId,
+        trace: traceIdOf(caller.traceparent),
+        user: caller.identity.userId,
+        client: caller.client.name,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+        isError: result.isError === true,
+      });
+      return result;
+    });
+  });
+  return server;
+}

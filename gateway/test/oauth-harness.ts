@@ -1,0 +1,127 @@
+import { createLogger } from "@hatch/shared";
+import { Elysia } from "elysia";
+import { createAuth, type Auth } from "../src/auth/index.ts";
+import { gatewayConfig, type GatewayConfig } from "../src/config.ts";
+import { CookieJar, csrfOf, hiddenFields, openTestDatabase, pkcePair, type TestDatabase } from "./support.ts";
+
+export const BASE = "http://localhost:3000";
+export const MCP = `${BASE}/mcp`;
+export const REDIRECT = "http://127.0.0.1:8976/callback";
+
+/** One auth instance over a fresh database, driven with app.handle, a settable clock and captured log lines. */
+export interface Harness {
+  config: GatewayConfig;
+  database: TestDatabase;
+  auth: Auth;
+  clock: { now: number };
+  logs: string[];
+  request(path: string, init?: RequestInit): Promise<Response>;
+  browser(): Browser;
+  close(): Promise<void>;
+}
+
+export async function createHarness(overrides: { allowInsecureClientMetadata?: boolean } = {}): Promise<Harness> {
+  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, ...overrides });
+  const database = await openTestDatabase();
+  const clock = { now: Date.now() };
+  const logs: string[] = [];
+  const logger = createLogger({ level: "debug", write: (line) => logs.push(line) });
+  const auth = createAuth({ config, db: database.db, logger, now: () => clock.now });
+  const app = new Elysia().use(auth.routes);
+  const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));
+  return { config, database, auth, clock, logs, request, browser: () => new Browser(request), close: () => database.close() };
+}
+
+/** A person's browser: keeps cookies and submits forms with their hidden fields. */
+export class Browser {
+  readonly jar = new CookieJar();
+  constructor(private readonly send: (path: string, init?: RequestInit) => Promise<Response>) {}
+
+  async get(path: string): Promise<Response> {
+    return this.jar.absorb(await this.send(path, { headers: { cookie: this.jar.header() } }));
+  }
+
+  async post(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
+    return this.jar.absorb(
+      await this.send(path, {
+        method: "POST",
+        headers: { cookie: this.jar.header(), "content-type": "application/x-www-form-urlencoded", ...headers },
+        body: new URLSearchParams(form).toString(),
+      }),
+    );
+  }
+
+  /** Opens a page and submits its form with the page's hidden fields plus `fields`. */
+  async submit(pagePath: string, action: string, fields: Record<string, string>): Promise<Response> {
+    const page = await (await this.get(pagePath)).text();
+    return this.post(action, { ...hiddenFields(page), csrf: csrfOf(page), ...fields });
+  }
+
+  async signUp(email: string, password = "correct horse battery", name = "Ada Lovelace"): Promise<Response> {
+    return this.submit("/signup", "/signup", { email, password, name });
+  }
+
+  async signIn(email: string, password: string, next?: string): Promise<Response> {
+    const path = next ? `/signin?next=${encodeURIComponent(next)}` : "/signin";
+    return this.submit(path, "/signin", { email, password });
+  }
+}
+
+export async function registerClient(h: Harness, body: Record<string, unknown>): Promise<Response> {
+  return h.request("/oauth/register", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
+export async function registerClientId(h: Harness, name = "Test Client", redirectUris = [REDIRECT]): Promise<string> {
+  const response = await registerClient(h, { client_name: name, redirect_uris: redirectUris });
+  const body = (await response.json()) as { client_id: string };
+  return body.client_id;
+}
+
+export function authorizePath(clientId: string, challenge: string, extra: Record<string, string> = {}): string {
+  const query = new URLSearchParams({
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state: "st-123",
+    resource: MCP,
+    scope: "read write",
+    ...extra,
+  });
+  return `/oauth/authorize?${query}`;
+}
+
+/** Signed-in browser → consent page → decision; returns the redirect Location. */
+export async function consent(browser: Browser, path: string, decision: "write" | "read" | "deny" = "write"): Promise<URL> {
+  const response = await browser.submit(path, "/oauth/authorize", { decision });
+  if (response.status !== 303) throw new Error(`consent answered ${response.status}: ${await response.text()}`);
+  return new URL(response.headers.get("location") ?? "");
+}
+
+export async function tokenRequest(h: Harness, form: Record<string, string>): Promise<Response> {
+  return h.request("/oauth/token", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(form).toString(),
+  });
+}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token: string;
+  scope: string;
+  expires_in: number;
+  token_type: string;
+}
+
+/** A signed-in user with a connected client: the whole code flow, ending with the token response. */
+export async function connectClient(h: Harness, browser: Browser, decision: "write" | "read" = "write"): Promise<{ clientId: string; tokens: Tokens }> {
+  const clientId = await registerClientId(h);
+  const { verifier, challenge } = pkcePair();
+  const location = await consent(browser, authorizePath(clientId, challenge), decision);
+  const code = location.searchParams.get("code") ?? "";
+  const response = await tokenRequest(h, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT, resource: MCP });
+  if (response.status !== 200) throw new Error(`token exchange answered ${response.status}: ${await response.text()}`);
+  return { clientId, tokens: (await response.json()) as Tokens };
+}

@@ -1,0 +1,68 @@
+import type { Subprocess } from "bun";
+import { join } from "node:path";
+import type { ServiceName } from "@hatch/shared";
+
+const ROOT = join(import.meta.dir, "..");
+
+export interface ClusterOptions {
+  natsUrl: string;
+  databaseUrl: string;
+  secret: string;
+  busPrefix: string;
+  port: number;
+  /** Services to start as their own processes (default all four). */
+  services?: ServiceName[];
+  logLevel?: string;
+  /** Where child output goes; default: this process's stdout/stderr. */
+  stdout?: "inherit" | "ignore";
+}
+
+export interface Cluster {
+  baseUrl: string;
+  processes: Map<string, Subprocess>;
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway and each service as separate `bun run start` processes and waits for /healthz. */
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  const env = {
+    ...process.env,
+    NATS_URL: options.natsUrl,
+    DATABASE_URL: options.databaseUrl,
+    HATCH_SECRET: options.secret,
+    BUS_PREFIX: options.busPrefix,
+    PORT: String(options.port),
+    LOG_LEVEL: options.logLevel ?? process.env.LOG_LEVEL ?? "info",
+  };
+  const processes = new Map<string, Subprocess>();
+  const services = options.services ?? (["orgs", "apps", "domains", "billing"] as ServiceName[]);
+  const spawn = (name: string, cwd: string) =>
+    processes.set(name, Bun.spawn(["bun", "run", "start"], { cwd, env, stdout: options.stdout ?? "inherit", stderr: "inherit" }));
+  for (const name of services) spawn(name, join(ROOT, "services", name));
+  spawn("gateway", join(ROOT, "gateway"));
+
+  const cluster: Cluster = {
+    baseUrl: `http://localhost:${options.port}`,
+    processes,
+    async stop() {
+      for (const child of processes.values()) child.kill("SIGTERM");
+      await Promise.all([...processes.values()].map((child) => Promise.race([child.exited, Bun.sleep(5_000).then(() => child.kill("SIGKILL"))])));
+    },
+  };
+  const wanted = new Set<string>(services);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const exited = [...processes].find(([, child]) => child.exitCode !== null);
+    if (exited) {
+      await cluster.stop();
+      throw new Error(`${exited[0]} exited with code ${exited[1].exitCode} during start`);
+    }
+    const report = await fetch(`${cluster.baseUrl}/healthz`).then((r) => r.json() as Promise<{ services: Record<string, { ok: boolean }> }>).catch(() => null);
+    if (report && [...wanted].every((s) => report.services[s]?.ok)) return cluster;
+    if (Date.now() > deadline) {
+      await cluster.stop();
+      throw new Error("cluster did not become healthy within 30 s");
+    }
+    await Bun.sleep(200);
+  }
+}

@@ -1,0 +1,81 @@
+// `bun run dev`: the whole service in one process. With no NATS_URL or DATABASE_URL it needs nothing else:
+// the in-process bus and PGlite under DATA_DIR. Set either to use the real server instead.
+import { loadGatewayConfig } from "@hatch/gateway";
+import { CommonEnvSchema, ConfigError, createLogger, loadConfig } from "@hatch/shared";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { startHatch } from "./hatch.ts";
+import { dataDirSecret } from "./secret.ts";
+
+const started = performance.now();
+let env;
+let config;
+try {
+  env = loadConfig(CommonEnvSchema, process.env);
+  config = loadGatewayConfig(process.env, "dev-placeholder-secret-replaced-below!!");
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(2);
+}
+const dataDir = resolve(env.DATA_DIR);
+mkdirSync(dataDir, { recursive: true });
+const lockFile = join(dataDir, "dev.pid");
+if (!env.DATABASE_URL && existsSync(lockFile)) {
+  const pid = Number(readFileSync(lockFile, "utf8"));
+  if (pid && isAlive(pid)) {
+    process.stderr.write(`Another \`bun run dev\` (pid ${pid}) is using ${dataDir}. Stop it, or set DATA_DIR to another folder.\n`);
+    process.exit(1);
+  }
+}
+writeFileSync(lockFile, String(process.pid));
+
+const logger = createLogger({ level: env.LOG_LEVEL });
+const hatch = await startHatch({
+  secret: env.HATCH_SECRET ?? dataDirSecret(dataDir),
+  logger,
+  port: config.port,
+  baseUrl: process.env.BASE_URL,
+  databaseUrl: env.DATABASE_URL,
+  pgliteDir: join(dataDir, "pg"),
+  natsUrl: env.NATS_URL,
+  busPrefix: env.BUS_PREFIX,
+  gatewayConfig: { allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes },
+});
+const server = hatch.gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "127.0.0.1", maxRequestBodySize: config.maxBodyBytes * 2 });
+const readyMs = Math.round(performance.now() - started);
+
+const mcpUrl = hatch.config.mcpUrl;
+process.stdout.write(`
+Hatch is running (${env.DATABASE_URL ? "Postgres" : `embedded database in ${dataDir}`}, ${env.NATS_URL ? "NATS" : "in-process bus"}; ready in ${readyMs} ms)
+
+  MCP server:  ${mcpUrl}
+  Sign up:     ${hatch.config.baseUrl}/signup
+  Connect:     ${mcpUrl} (open it in a browser for one-click buttons)
+
+  Claude Code: claude mcp add --transport http hatch ${mcpUrl}
+  Others:      add a remote MCP server with that URL; a browser window opens to sign in.
+
+`);
+logger.info("dev ready", { mcp: mcpUrl, ms: readyMs });
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await server.stop();
+  await hatch.close();
+  rmSync(lockFile, { force: true });
+  process.exit(0);
+};
+process.once("SIGINT", () => void stop());
+process.once("SIGTERM", () => void stop());
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { encodeJson, decodeJson, TOOL_CONTRACTS } from "@hatch/shared";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
+import { MODES } from "./support/servers.ts";
+
+const INIT = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
+
+for (const mode of MODES) {
+  describe(`MCP through the gateway (${mode})`, () => {
+    let hatch: TestHatch;
+    let alice: Awaited<ReturnType<typeof userWithToken>>;
+    let client: Client;
+
+    beforeAll(async () => {
+      hatch = await startTestHatch(mode);
+      alice = await userWithToken(hatch, { name: "Alice Example" });
+      client = await connectClient(hatch, alice.accessToken);
+    });
+    afterAll(async () => {
+      await client?.close();
+      await hatch?.stop();
+    });
+
+    test("tools/list offers all 29 tools with schemas and annotations", async () => {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(TOOL_CONTRACTS.map((c) => c.name));
+      const publish = tools.find((t) => t.name === "publish")!;
+      expect(publish.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
+      expect(publish.inputSchema.type).toBe("object");
+      const del = tools.find((t) => t.name === "delete_tool")!;
+      expect(del.annotations?.destructiveHint).toBe(true);
+      expect(tools.find((t) => t.name === "whoami")!.outputSchema?.type).toBe("object");
+    });
+
+    test("whoami answers from the orgs service with the personal account", async () => {
+      const result = await client.callTool({ name: "whoami", arguments: {} });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toEqual({ email: alice.email, name: "Alice Example", kind: "personal" });
+      expect(textOf(result)).toContain(alice.email);
+    });
+
+    test("ChatGPT is not offered find_domain or buy_domain, and cannot call them", async () => {
+      const chatgpt = await connectClient(hatch, alice.accessToken, { name: "ChatGPT", version: "1" });
+      const names = (await chatgpt.listTools()).tools.map((t) => t.name);
+      expect(names).toHaveLength(27);
+      expect(names).not.toContain("find_domain");
+      expect(names).not.toContain("buy_domain");
+      const err = await chatgpt.callTool({ name: "buy_domain", arguments: { domain: "example.com" } }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).message).toContain("Unknown tool");
+      await chatgpt.close();
+    });
+
+    test("a tool whose handler is not built yet answers a clear error naming it", async () => {
+      const result = await client.callTool({ name: "billing", arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain('"billing" is not available');
+    });
+
+    test("an unknown tool is a protocol error that says what to do", async () => {
+      const err = await client.callTool({ name: "no_such_tool", arguments: {} }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).code).toBe(-32602);
+      expect((err as McpError).message).toContain("tools/list");
+    });
+
+    test("arguments that fail the schema come back as an actionable error", async () => {
+      const result = await client.callTool({ name: "whoami", arguments: { surprise: 1 } });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain("Invalid arguments for whoami");
+      const invite = await client.callTool({ name: "org_invite", arguments: { action: "invite", emails: Array.from({ length: 51 }, (_, i) => `p${i}@example.com`) } });
+      expect(invite.isError).toBe(true);
+      expect(textOf(invite)).toContain("50");
+    });
+
+    test("a read-only grant can read but anything that changes is forbidden", async () => {
+      const reader = await userWithToken(hatch, { readOnly: true });
+      const ro = await connectClient(hatch, reader.accessToken);
+      const who = await ro.callTool({ name: "whoami", arguments: {} });
+      expect(who.isError).toBeFalsy();
+      const change = await ro.callTool({ name: "org_setup", arguments: { action: "create", name: "Acme" } });
+      expect(change.isError).toBe(true);
+      expect(textOf(change)).toContain("read-only");
+      expect(textOf(change)).toContain("(forbidden)");
+      await ro.close();
+    });
+
+    test("the service refuses a bus call without a valid signed context", async () => {
+      const reply = await hatch.bus.request("tools.orgs.whoami", encodeJson({ ctx: "forged.context", input: {} }), { timeoutMs: 2000 });
+      expect(decodeJson(reply.data)).toMatchObject({ ok: false, error: { code: "forbidden" } });
+    });
+
+    test("requests without a usable token get 401 with the resource metadata challenge", async () => {
+      for (const authorization of [undefined, "Bearer not-a-jwt", "Basic abc", `Bearer ${alice.accessToken}x`]) {
+        const res = await fetch(hatch.mcpUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
+          body: JSON.stringify(INIT),
+        });
+        expect(res.status).toBe(401);
+        expect(res.headers.get("www-authenticate")).toContain(`resource_metadata="${hatch.baseUrl}/.well-known/oauth-protected-resource/mcp"`);
+      }
+    });
+
+    test("a revoked grant stops working on the next call", async () => {
+      const bob = await userWithToken(hatch);
+      const bobClient = await connectClient(hatch, bob.accessToken);
+      expect((await bobClient.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
+      await hatch.gateway.auth.revokeGrant(bob.grantId, "user");
+      const err = await bobClient.callTool({ name: "whoami", arguments: {} }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(String(err)).toContain("revoked");
+    });
+
+    test("malformed JSON-RPC, oversized bodies, foreign hosts and origins are refused; the server stays up", async () => {
+      const headers = { authorization: `Bearer ${alice.accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
+      const bad = await fetch(hatch.mcpUrl, { method: "POST", headers, body: "{not json" });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
+      const huge = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ ...INIT, pad: "x".repeat(hatch.config.maxBodyBytes) }) });
+      expect(huge.status).toBe(413);
+      const noSession = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) });
+      expect(noSession.status).toBe(400);
+      const evilOrigin = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, origin: "https://evil.example" }, body: JSON.stringify(INIT) });
+      expect(evilOrigin.status).toBe(403);
+      const evilHost = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, host: "evil.example" }, body: JSON.stringify(INIT) });
+      expect(evilHost.status).toBe(403);
+      expect((await client.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
+    });
+
+    test("a session answers only the user who opened it, and DELETE ends it", async () => {
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+      const open = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, authorization: `Bearer ${alice.accessToken}` }, body: JSON.stringify(INIT) });
+      expect(open.status).toBe(200);
+      const sessionId = open.headers.get("mcp-session-id")!;
+      expect(sessionId).toBeTruthy();
+      await open.text();
+      const mallory = await userWithToken(hatch);
+      const list = JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" });
+      const stolen = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, authorization: `Bearer ${mallory.accessToken}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }, body: list });
+      expect(stolen.status).toBe(404);
+      const own = { ...headers, authorization: `Bearer ${alice.accessToken}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" };
+      const ended = await fetch(hatch.mcpUrl, { method: "DELETE", headers: own });
+      expect(ended.status).toBe(200);
+      const after = await fetch(hatch.mcpUrl, { method: "POST", headers: own, body: list });
+      expect(after.status).toBe(404);
+    });
+
+    test("healthz is 200 while every service answers", async () => {
+      const res = await fetch(`${hatch.baseUrl}/healthz`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { services: Record<string, { ok: boolean; version?: string }> };
+      expect(Object.keys(body.services).sort()).toEqual(["apps", "billing", "domains", "orgs"]);
+      expect(body.services.orgs?.version).toBe("0.1.0");
+    });
+
+    test("a service that is down gives a clear unavailable error, never a hang; healthz says which", async () => {
+      await hatch.stopService("orgs");
+      hatch.gateway.accounts.drop(alice.id);
+      const result = await client.callTool({ name: "whoami", arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain("orgs service is not answering");
+      expect(textOf(result)).toContain("(unavailable)");
+      const health = await fetch(`${hatch.baseUrl}/healthz`);
+      expect(health.status).toBe(503);
+      expect(((await health.json()) as { services: Record<string, { ok: boolean }> }).services.orgs?.ok).toBe(false);
+    });
+  });
+}

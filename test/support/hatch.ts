@@ -1,0 +1,46 @@
+import { createLogger, type ServiceName } from "@hatch/shared";
+import { startHatch, type Hatch } from "../../scripts/hatch.ts";
+import { freePort, freshDatabase, realServers, uniqueName, type Mode } from "./servers.ts";
+
+export const TEST_SECRET = "test-secret-".padEnd(48, "x");
+
+export interface TestHatch extends Hatch {
+  mode: Mode;
+  baseUrl: string;
+  mcpUrl: string;
+  /** Stops the HTTP server, the services, and drops the run's database. */
+  stop(): Promise<void>;
+}
+
+export interface TestHatchOptions {
+  services?: ServiceName[];
+  fetchClientMetadata?: typeof fetch;
+}
+
+/** The whole service on a real port: embedded (in-process bus, in-memory PGlite) or on the real servers. */
+export async function startTestHatch(mode: Mode, options: TestHatchOptions = {}): Promise<TestHatch> {
+  const port = freePort();
+  const database = mode === "real" ? await freshDatabase(realServers!.databaseUrl) : null;
+  const hatch = await startHatch({
+    secret: TEST_SECRET,
+    logger: createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" }),
+    port,
+    databaseUrl: database?.url,
+    natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
+    busPrefix: uniqueName("bus"),
+    services: options.services,
+    fetchClientMetadata: options.fetchClientMetadata,
+  });
+  const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1" });
+  return {
+    ...hatch,
+    mode,
+    baseUrl: hatch.config.baseUrl,
+    mcpUrl: hatch.config.mcpUrl,
+    async stop() {
+      await server.stop(true);
+      await hatch.close();
+      await database?.drop();
+    },
+  };
+}

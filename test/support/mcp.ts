@@ -1,0 +1,34 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { TestHatch } from "./hatch.ts";
+
+let users = 0;
+
+/** A signed-up user with a script token (the admin path), for tests that are not about sign-in itself. */
+export async function userWithToken(hatch: TestHatch, options: { readOnly?: boolean; name?: string } = {}) {
+  const email = `user${++users}-${process.pid}@example.com`;
+  const name = options.name ?? `Test User ${users}`;
+  const user = await hatch.gateway.auth.createUser({ email, password: "correct horse battery", name });
+  const token = await hatch.gateway.auth.issueTokenForScript({ email, readOnly: options.readOnly });
+  return { ...user, ...token };
+}
+
+/** The SDK's real client over streamable HTTP with a bearer token. */
+export async function connectClient(
+  hatch: TestHatch,
+  accessToken: string,
+  clientInfo: { name: string; version: string } = { name: "claude-code", version: "2.0.0" },
+  headers: Record<string, string> = {},
+): Promise<Client> {
+  const client = new Client(clientInfo, { capabilities: {} });
+  const transport = new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${accessToken}`, ...headers } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+export function textOf(result: object): string {
+  const content = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];
+  return content.map((c) => c.text ?? "").join("\n");
+}

@@ -1,0 +1,42 @@
+import postgres from "postgres";
+
+/** Real servers are used when CI (or a developer) sets these; otherwise tests run on the embedded default. */
+export const realServers = process.env.TEST_DATABASE_URL && process.env.TEST_NATS_URL
+  ? { databaseUrl: process.env.TEST_DATABASE_URL, natsUrl: process.env.TEST_NATS_URL }
+  : null;
+
+export type Mode = "embedded" | "real";
+/** Every end-to-end suite runs once per mode: always embedded, and real when the servers are given. */
+export const MODES: Mode[] = realServers ? ["embedded", "real"] : ["embedded"];
+
+let sequence = 0;
+/** A name no other run or test file uses: run id + process + counter. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${process.env.HATCH_TEST_RUN}_${process.pid}_${++sequence}`.toLowerCase().replace(/[^a-z0-9_]/g, "_");
+}
+
+/** A fresh database on the test Postgres server, dropped by `drop()`. */
+export async function freshDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = uniqueName("hatch");
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = postgres(serverUrl, { max: 1, onnotice: () => {} });
+      await again.unsafe(`drop database if exists "${name}" with (force)`);
+      await again.end();
+    },
+  };
+}
+
+/** A TCP port that was free a moment ago (the base URL must be known before the gateway starts). */
+export function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
