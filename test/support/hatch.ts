@@ -15,6 +15,8 @@ export interface TestHatch extends Hatch {
 export interface TestHatchOptions {
   services?: ServiceName[];
   fetchClientMetadata?: typeof fetch;
+  /** Captures log lines (at info level) instead of printing warnings. */
+  logWrite?: (line: string) => void;
 }
 
 /** The whole service on a real port: embedded (in-process bus, in-memory PGlite) or on the real servers. */
@@ -23,7 +25,9 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
   const database = mode === "real" ? await freshDatabase(realServers!.databaseUrl) : null;
   const hatch = await startHatch({
     secret: TEST_SECRET,
-    logger: createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" }),
+    logger: options.logWrite
+      ? createLogger({ level: "info", write: options.logWrite })
+      : createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" }),
     port,
     databaseUrl: database?.url,
     natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
