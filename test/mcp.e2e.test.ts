@@ -148,6 +148,9 @@ for (const mode of MODES) {
       const stolen = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, authorization: `Bearer ${mallory.accessToken}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }, body: list });
       expect(stolen.status).toBe(404);
       const own = { ...headers, authorization: `Bearer ${alice.accessToken}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" };
+      const notRpc = await fetch(hatch.mcpUrl, { method: "POST", headers: own, body: JSON.stringify({ hello: "world" }) });
+      expect(notRpc.status).toBe(400);
+      expect(((await notRpc.json()) as { error: { code: number } }).error.code).toBeLessThan(-32000);
       const ended = await fetch(hatch.mcpUrl, { method: "DELETE", headers: own });
       expect(ended.status).toBe(200);
       const after = await fetch(hatch.mcpUrl, { method: "POST", headers: own, body: list });

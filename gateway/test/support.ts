@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
-import postgres from "postgres";
+import { freshDatabase } from "../../test/support/servers.ts";
 
 const MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
@@ -20,18 +20,13 @@ export async function openTestDatabase(): Promise<TestDatabase> {
     const handle = await openServiceDatabase({ kind: "pglite", client }, { schema: "gateway", migrationsFolder: MIGRATIONS });
     return { db: handle.db, close: () => client.close() };
   }
-  const name = `hatch_${randomBytes(6).toString("hex")}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const handle = await openServiceDatabase({ kind: "postgres", url: url.toString() }, { schema: "gateway", migrationsFolder: MIGRATIONS });
+  const database = await freshDatabase(serverUrl);
+  const handle = await openServiceDatabase({ kind: "postgres", url: database.url }, { schema: "gateway", migrationsFolder: MIGRATIONS });
   return {
     db: handle.db,
     async close() {
       await handle.close();
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end({ timeout: 5 });
+      await database.drop();
     },
   };
 }
