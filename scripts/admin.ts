@@ -5,10 +5,9 @@
 // allows one process at a time). BASE_URL/PORT must match the server's, since tokens carry its audience.
 import { AuthInputError, createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig } from "@hatch/gateway";
 import { CommonEnvSchema, createLogger, loadConfig, openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
-import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { dataDirSecret } from "./secret.ts";
+import { dataDirSecret, devHolder } from "./data-dir.ts";
 
 const USAGE = `Usage:
   bun run admin user:create --email E --password P --name N
@@ -37,11 +36,8 @@ if (!values.email) fail(`--email is required.\n${USAGE}`);
 
 const env = loadConfig(CommonEnvSchema, process.env);
 const dataDir = resolve(env.DATA_DIR);
-if (!env.DATABASE_URL) {
-  const lock = join(dataDir, "dev.pid");
-  if (existsSync(lock) && isAlive(Number(readFileSync(lock, "utf8")))) {
-    fail(`\`bun run dev\` is running on ${dataDir}; stop it first (the embedded database allows one process at a time).`);
-  }
+if (!env.DATABASE_URL && devHolder(dataDir)) {
+  fail(`\`bun run dev\` is running on ${dataDir}; stop it first (the embedded database allows one process at a time).`);
 }
 const config = loadGatewayConfig(process.env, env.HATCH_SECRET ?? dataDirSecret(dataDir));
 const pglite = env.DATABASE_URL ? undefined : await openEmbeddedPostgres(join(dataDir, "pg"));
@@ -71,11 +67,3 @@ try {
   await pglite?.close();
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

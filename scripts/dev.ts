@@ -2,10 +2,10 @@
 // the in-process bus and PGlite under DATA_DIR. Set either to use the real server instead.
 import { loadGatewayConfig } from "@hatch/gateway";
 import { CommonEnvSchema, ConfigError, createLogger, loadConfig } from "@hatch/shared";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";
-import { dataDirSecret } from "./secret.ts";
+import { dataDirSecret, devHolder } from "./data-dir.ts";
 
 const started = performance.now();
 let env;
@@ -21,12 +21,10 @@ try {
 const dataDir = resolve(env.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
 const lockFile = join(dataDir, "dev.pid");
-if (!env.DATABASE_URL && existsSync(lockFile)) {
-  const pid = Number(readFileSync(lockFile, "utf8"));
-  if (pid && isAlive(pid)) {
-    process.stderr.write(`Another \`bun run dev\` (pid ${pid}) is using ${dataDir}. Stop it, or set DATA_DIR to another folder.\n`);
-    process.exit(1);
-  }
+const holder = env.DATABASE_URL ? null : devHolder(dataDir);
+if (holder) {
+  process.stderr.write(`Another \`bun run dev\` (pid ${holder}) is using ${dataDir}. Stop it, or set DATA_DIR to another folder.\n`);
+  process.exit(1);
 }
 writeFileSync(lockFile, String(process.pid));
 
@@ -71,11 +69,3 @@ const stop = async () => {
 process.once("SIGINT", () => void stop());
 process.once("SIGTERM", () => void stop());
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

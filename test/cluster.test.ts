@@ -22,7 +22,7 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
     const busPrefix = uniqueName("cluster");
     cluster = await startCluster({ natsUrl: realServers!.natsUrl, databaseUrl: database.url, secret: TEST_SECRET, busPrefix, port, logLevel: "warn", stdout: "ignore" });
     env = { ...(process.env as Record<string, string>), DATABASE_URL: database.url, HATCH_SECRET: TEST_SECRET, PORT: String(port), LOG_LEVEL: "warn" };
-  });
+  }, 60_000);
   afterAll(async () => {
     await cluster?.stop();
     await database?.drop();

@@ -23,7 +23,7 @@ for (const mode of MODES) {
       hatch = await startTestHatch(mode);
       alice = await userWithToken(hatch, { name: "Alice Example" });
       client = await connectClient(hatch, alice.accessToken);
-    });
+    }, 60_000);
     afterAll(async () => {
       await client?.close();
       await hatch?.stop();

@@ -71,7 +71,7 @@ for (const mode of MODES) {
     let hatch: TestHatch;
     beforeAll(async () => {
       hatch = await startTestHatch(mode);
-    });
+    }, 60_000);
     afterAll(async () => {
       await hatch?.stop();
     });

@@ -9,7 +9,7 @@ for (const mode of MODES) {
     const lines: Record<string, unknown>[] = [];
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { logWrite: (line) => lines.push(JSON.parse(line)) });
-    });
+    }, 60_000);
     afterAll(async () => {
       await hatch?.stop();
     });

@@ -10,7 +10,7 @@ let h: Harness;
 beforeAll(async () => {
   h = await createHarness();
   await h.auth.createUser({ email: "sdk@example.com", password: "correct horse battery", name: "SDK User" });
-});
+}, 60_000);
 afterAll(async () => {
   await h.close();
 });

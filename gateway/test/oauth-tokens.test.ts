@@ -17,7 +17,7 @@ beforeAll(async () => {
   await h.auth.createUser({ email: "tokens@example.com", password: "correct horse battery", name: "Token User" });
   browser = h.browser();
   await browser.signIn("tokens@example.com", "correct horse battery");
-});
+}, 60_000);
 afterAll(async () => {
   await h.close();
 });

@@ -5,7 +5,7 @@ import { pkcePair } from "./support.ts";
 let h: Harness;
 beforeAll(async () => {
   h = await createHarness();
-});
+}, 60_000);
 afterAll(async () => {
   await h.close();
 });

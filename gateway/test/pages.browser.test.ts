@@ -37,7 +37,7 @@ describe.skipIf(!hasChromium)(suiteName, () => {
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
     });
     page = await browser.newPage();
-  });
+  }, 60_000);
 
   afterAll(async () => {
     await browser?.close();

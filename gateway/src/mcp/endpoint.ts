@@ -2,6 +2,8 @@ import { acceptRequestId, childTraceparent, randomId, type Logger } from "@hatch
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { BodyTooLargeError } from "../auth/errors.ts";
+import { readBodyText } from "../auth/http.ts";
 import type { Auth } from "../auth/index.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
@@ -135,34 +137,18 @@ function checkHostAndOrigin(request: Request, allowedHosts: string[], allowedOri
 }
 
 async function readBody(request: Request, limit: number): Promise<unknown | Response> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > limit) return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
-  const bytes = await readLimited(request, limit);
-  if (!bytes) return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
+  let text: string;
   try {
-    return JSON.parse(new TextDecoder().decode(bytes));
+    text = await readBodyText(request, limit);
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
+    throw error;
+  }
+  try {
+    return JSON.parse(text);
   } catch {
     return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
   }
-}
-
-/** Reads at most `limit` bytes; null when the body is larger (a missing or lying Content-Length included). */
-async function readLimited(request: Request, limit: number): Promise<Uint8Array | null> {
-  if (!request.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
 }
 
 function isInitializeBody(body: unknown): boolean {

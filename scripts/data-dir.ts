@@ -15,3 +15,20 @@ export function dataDirSecret(dataDir: string): string {
   chmodSync(file, 0o600);
   return secret;
 }
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The pid of a live `bun run dev` holding this data dir (PGlite allows one process at a time), or null. */
+export function devHolder(dataDir: string): number | null {
+  const lock = join(dataDir, "dev.pid");
+  if (!existsSync(lock)) return null;
+  const pid = Number(readFileSync(lock, "utf8"));
+  return pid && pid !== process.pid && isAlive(pid) ? pid : null;
+}
