@@ -52,7 +52,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await entry.transport.close().catch(() => {});
   }
 
-  async function openSession(userId: string): Promise<SessionEntry> {
+  async function openSession(userId: string, stream: boolean): Promise<SessionEntry> {
     if (sessions.size >= MAX_SESSIONS) {
       const oldest = [...sessions].sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0];
       if (oldest) await closeSession(oldest[0], oldest[1]);
@@ -61,6 +61,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const entry: SessionEntry = { server, userId, lastSeen: Date.now(), transport: undefined as never };
     entry.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomId(24),
+      // Plain JSON answers are cheaper; a client that can answer questions mid-call needs the SSE stream.
+      enableJsonResponse: !stream,
       onsessioninitialized: (id) => void sessions.set(id, entry),
       onsessionclosed: (id) => void sessions.delete(id),
     });
@@ -95,7 +97,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       // Another user's session id is answered exactly like an unknown one.
       if (!entry || entry.userId !== identity.userId) return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
     } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
-      entry = await openSession(identity.userId);
+      entry = await openSession(identity.userId, declaresElicitation(parsedBody));
     } else {
       return rpcError(400, -32000, "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.");
     }
@@ -153,6 +155,11 @@ async function readBody(request: Request, limit: number): Promise<unknown | Resp
 
 function isInitializeBody(body: unknown): boolean {
   return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+}
+
+function declaresElicitation(body: unknown): boolean {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  return messages.some((m) => isInitializeRequest(m) && m.params.capabilities.elicitation !== undefined);
 }
 
 function rpcError(status: number, code: number, message: string): Response {

@@ -1,6 +1,6 @@
 import { randomId, type Database, type Session } from "@hatch/shared";
 import { PERMISSIONS } from "@hatch/shared";
-import { eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { accounts, members, people } from "./schema.ts";
 
 export interface PersonView {
@@ -14,9 +14,8 @@ export interface PersonView {
   permissions: string[];
 }
 
-/** The person and the account they act as, or null if orgs has never seen them. */
-export async function findPerson(db: Database, userId: string): Promise<PersonView | null> {
-  const rows = await db
+function buildFindPerson(db: Database) {
+  return db
     .select({
       userId: people.userId,
       email: people.email,
@@ -29,9 +28,24 @@ export async function findPerson(db: Database, userId: string): Promise<PersonVi
     })
     .from(people)
     .innerJoin(accounts, eq(accounts.id, people.activeAccountId))
-    .innerJoin(members, eq(members.accountId, accounts.id))
-    .where(eq(people.userId, userId))
-    .limit(1);
+    .innerJoin(members, and(eq(members.accountId, accounts.id), eq(members.userId, people.userId)))
+    .where(eq(people.userId, sql.placeholder("userId")))
+    .limit(1)
+    .prepare("orgs_find_person");
+}
+
+// This lookup runs on every tool call: a named prepared statement skips query building here and
+// parsing and planning in Postgres. One per database handle.
+const findPersonQueries = new WeakMap<Database, ReturnType<typeof buildFindPerson>>();
+
+/** The person and the account they act as, or null if orgs has never seen them. */
+export async function findPerson(db: Database, userId: string): Promise<PersonView | null> {
+  let query = findPersonQueries.get(db);
+  if (!query) {
+    query = buildFindPerson(db);
+    findPersonQueries.set(db, query);
+  }
+  const rows = await query.execute({ userId });
   return rows[0] ?? null;
 }
 
