@@ -10,6 +10,7 @@ const ClaimsSchema = z.object({
   cid: z.string().min(1),
   jti: z.string().min(1),
   scope: z.enum(["read", "read write"]),
+  exp: z.number(),
 });
 export type AccessClaims = z.infer<typeof ClaimsSchema>;
 

@@ -1,4 +1,4 @@
-import type { AccessTokens } from "./access-tokens.ts";
+import type { AccessClaims, AccessTokens } from "./access-tokens.ts";
 import type { AuthContext, GrantScope } from "./context.ts";
 import { findGrant, touchGrant, type GrantView } from "./grants.ts";
 
@@ -38,6 +38,9 @@ export interface Authenticator {
 
 export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Authenticator {
   const cache = new BoundedMap<{ at: number; grant: GrantView | null }>();
+  // Verifying the signature is most of a cached call's cost; a verified token stays valid until its exp,
+  // and the grant behind it is still checked on every call, so revocation keeps working at once.
+  const verified = new BoundedMap<AccessClaims>();
   const lastTouched = new BoundedMap<number>();
   const metadataUrl = `${ctx.config.baseUrl}/.well-known/oauth-protected-resource/mcp`;
 
@@ -56,6 +59,18 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
     return grant;
   };
 
+  const verifyCached = async (token: string): Promise<AccessClaims | null> => {
+    const hit = verified.get(token);
+    if (hit) {
+      if (hit.exp * 1000 > ctx.now()) return hit;
+      verified.delete(token);
+      return null;
+    }
+    const claims = await tokens.verify(token);
+    if (claims) verified.set(token, claims);
+    return claims;
+  };
+
   const noteUse = (grantId: string) => {
     const now = ctx.now();
     if (now - (lastTouched.get(grantId) ?? 0) < LAST_USED_EVERY_MS) return;
@@ -68,7 +83,7 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
     async authenticate(authorization) {
       const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? "");
       if (!match?.[1]) return refuse("", "A bearer access token is required.");
-      const claims = await tokens.verify(match[1]);
+      const claims = await verifyCached(match[1]);
       if (!claims) return refuse("invalid_token", "The access token is invalid or expired.");
       const grant = await loadGrant(claims.gid);
       if (!grant || grant.revoked || grant.userId !== claims.sub || grant.clientId !== claims.cid) {
