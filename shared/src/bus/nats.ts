@@ -29,6 +29,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus & { co
     name: options.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    // Otherwise nats.js builds an Error per request just to keep a stack for a possible timeout.
+    noAsyncTraces: true,
   });
   return wrapNatsConnection(nc, options);
 }

@@ -1,0 +1,192 @@
+// `bun run bench`: whoami through (a) a bare MCP server, (b) the embedded stack, (c) the gateway and orgs as
+// separate processes over NATS and Postgres, at 1 and 32 concurrent clients. One target runs at a time, so
+// none shares the machine with another. Prints a table and writes bench/results/latest.json. Never fails on
+// timing; exits non-zero only when something could not run.
+import { cpus } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createDatabase, stopAllChildren } from "./children.ts";
+import { runLoad, type RunStats } from "./load.ts";
+import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
+import { startBaseline, startClusterTarget, startEmbedded, TARGETS, type RunningTarget, type TargetKey, type TargetSettings } from "./targets.ts";
+
+/** Start-up and shut-down allowance of the watchdog, on top of the measured runs. */
+const SETUP_ALLOWANCE_MS = 90_000;
+
+function number(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === "" ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value < min || value > max) fail(`${name} must be a number from ${min} to ${max} (got ${raw})`);
+  return value;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+
+function readSettings() {
+  const targets = (process.env.BENCH_TARGETS ?? "a,b,c").split(",").map((t) => t.trim()).filter(Boolean);
+  if (targets.length === 0 || targets.some((t) => !(t in TARGETS))) fail("BENCH_TARGETS is a comma-separated subset of a,b,c");
+  const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
+  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
+  return {
+    seconds: number("BENCH_SECONDS", 3, 0.5, 30),
+    warmupSeconds: number("BENCH_WARMUP_SECONDS", 2, 0, 10),
+    // Measured on the 2-CPU target machine: one load process drives 32 clients on about a third of a CPU, and a
+    // second one only adds its own overhead to a machine the servers already saturate. Raise it if the report
+    // says the load generator was CPU-bound.
+    workers: Math.round(number("BENCH_WORKERS", 1, 1, 8)),
+    targets: targets as TargetKey[],
+    logLevel,
+    databaseUrl: process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    natsUrl: process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222",
+  };
+}
+type Settings = ReturnType<typeof readSettings>;
+
+const progress = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+/** Cleanups run last-in first-out, once, on success, failure, watchdog or Ctrl-C. */
+const cleanups: (() => Promise<void>)[] = [];
+let cleaning: Promise<void> | undefined;
+/** Set on Ctrl-C or by the watchdog: stop at the next step and write no report. */
+let aborted = false;
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    await stopAllChildren().catch(() => {});
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: unknown) => progress(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`));
+    }
+  })();
+  return cleaning;
+}
+
+async function startTarget(key: TargetKey, settings: Settings, targetSettings: TargetSettings, answer: "json" | "sse"): Promise<RunningTarget> {
+  if (key === "b") return startEmbedded(targetSettings);
+  const database = await createDatabase(settings.databaseUrl, `hatch_bench_${targetSettings.runId}_${key}`);
+  cleanups.push(() => database.drop());
+  return key === "a" ? startBaseline(database.url, answer) : startClusterTarget(targetSettings, database.url);
+}
+
+async function measureTarget(key: TargetKey, settings: Settings, targetSettings: TargetSettings, answer: "json" | "sse"): Promise<TargetResult> {
+  progress(`${TARGETS[key].label}: starting`);
+  const started = performance.now();
+  const target = await startTarget(key, settings, targetSettings, answer);
+  cleanups.push(() => target.stop());
+  if (aborted) throw new Error("interrupted");
+  progress(`${TARGETS[key].label}: ready in ${Math.round(performance.now() - started)} ms`);
+  const runs: TargetResult["runs"] = {};
+  try {
+    // 32 clients first: its warmup alone makes thousands of calls, so the JIT is warm for the 1-client latency too.
+    for (const clients of [...LEVELS].reverse()) {
+      const stats = await runLoad({
+        mcpUrl: target.mcpUrl,
+        token: target.token,
+        clients,
+        workers: clients === 1 ? 1 : settings.workers,
+        warmupMs: settings.warmupSeconds * 1000,
+        durationMs: settings.seconds * 1000,
+        cpuGroups: [...target.cpuGroups, { name: "postgres", comm: "postgres" }, { name: "nats", comm: "nats-server" }],
+      });
+      if (aborted) throw new Error("interrupted");
+      runs[String(clients)] = stats;
+      progress(`${TARGETS[key].label} x${clients}: ${stats.callsPerSecond} calls/s, p50 ${stats.p50Ms} ms, p99 ${stats.p99Ms} ms, ${stats.errors} errors`);
+      if (stats.firstError) progress(`  first error: ${stats.firstError}`);
+    }
+  } finally {
+    await target.stop();
+  }
+  return { ...TARGETS[key], details: target.details, runs };
+}
+
+/** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
+function startWatchdog(settings: Settings): void {
+  const runMs = settings.targets.length * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
+  const limitMs = SETUP_ALLOWANCE_MS + runMs;
+  const watchdog = setTimeout(() => {
+    aborted = true;
+    progress(`still running after ${Math.round(limitMs / 1000)} s: giving up`);
+    void cleanUp().finally(() => process.exit(1));
+  }, limitMs);
+  watchdog.unref();
+}
+
+async function main(): Promise<void> {
+  const settings = readSettings();
+  startWatchdog(settings);
+  const runId = `${Date.now().toString(36)}_${process.pid}`;
+  const targetSettings: TargetSettings = { natsUrl: settings.natsUrl, logLevel: settings.logLevel, runId };
+  const startedAt = new Date().toISOString();
+  // The gateway first: the baseline then answers in the format the gateway chose for the same client (plain JSON
+  // or an SSE stream per call), so that difference does not show up as gateway cost.
+  const measured: BenchReport["targets"] = {};
+  let answer: "json" | "sse" | undefined;
+  for (const key of (["c", "b", "a"] as const).filter((k) => settings.targets.includes(k))) {
+    const result = await measureTarget(key, settings, targetSettings, answer ?? "sse");
+    measured[key] = result;
+    if (key !== "a") answer ??= result.runs["32"]?.answer === "json" ? "json" : "sse";
+  }
+  const targets: BenchReport["targets"] = {};
+  for (const key of ["a", "b", "c"] as const) if (measured[key]) targets[key] = measured[key];
+
+  const notes: string[] = [];
+  const errors = Object.values(targets).reduce((sum, t) => sum + Object.values(t.runs).reduce((s, r) => s + r.errors, 0), 0);
+  if (errors > 0) notes.push(`${errors} calls failed; failed calls are not in calls/s or latency`);
+  for (const [key, target] of Object.entries(targets)) {
+    for (const run of Object.values(target.runs)) {
+      const label = `${TARGETS[key as TargetKey].label} x${run.clients}`;
+      const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
+      if (busy > 0.9) notes.push(`${label}: the load generator used ${Math.round(busy * 100)}% of a CPU per process and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`);
+      const disturbed = disturbance(run);
+      if (disturbed > 0.1) notes.push(`${label}: processes outside the benchmark (or the VM host) took ${Math.round(disturbed * 100)}% of the CPUs; its numbers are low`);
+    }
+  }
+  if (cpus().length <= 2) notes.push("the load generator shares the CPUs with the server under test (and with NATS and Postgres)");
+  const report: BenchReport = {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version, platform: `${process.platform}-${process.arch}` },
+    settings: { ...settings, databaseUrl: redact(settings.databaseUrl), levels: LEVELS },
+    targets,
+    ratios: { "b/a": ratiosOf(targets, "b"), "c/a": ratiosOf(targets, "c") },
+    goals: goalsOf(targets),
+    notes,
+  };
+  if (aborted) throw new Error("interrupted");
+  const dir = join(import.meta.dir, "results");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "latest.json"), `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\n${formatReport(report)}\n\nwritten: bench/results/latest.json\n`);
+}
+
+/** The share of all CPUs that went to other processes or (as steal) to other VMs during a run's window. */
+function disturbance(run: RunStats): number {
+  const { machine, steal = 0, ...ours } = run.cpuSeconds ?? {};
+  if (machine === undefined) return 0;
+  const used = Object.values(ours).reduce((a, b) => a + b, 0);
+  return (Math.max(0, machine - used) + steal) / (run.seconds * cpus().length);
+}
+
+function redact(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    aborted = true;
+    progress(`${signal}: cleaning up`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  if (!aborted) process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { startCluster } from "../scripts/cluster-lib.ts";
+import { Child, freePort, runCommand } from "./children.ts";
+import type { CpuGroup } from "./cpu.ts";
+
+export type TargetKey = "a" | "b" | "c";
+
+export const TARGETS: Record<TargetKey, { label: string; description: string }> = {
+  a: {
+    label: "(a) baseline",
+    description:
+      "bare MCP server, one process, no auth: the orgs whoami handler (ensurePerson) on the real Postgres, answering in the format the gateway used, so (c)/(a) isolates the gateway and the bus",
+  },
+  b: {
+    label: "(b) embedded",
+    description: "`bun run dev`'s stack (startHatch): gateway + services in one process, in-process bus, PGlite in memory",
+  },
+  c: {
+    label: "(c) cluster",
+    description: "gateway and orgs as separate `bun run start` processes over NATS and Postgres (startCluster)",
+  },
+};
+
+export interface RunningTarget {
+  mcpUrl: string;
+  token?: string;
+  /** What the report should record about how it ran. */
+  details: Record<string, unknown>;
+  /** Hatch's own processes, for the CPU breakdown. */
+  cpuGroups: CpuGroup[];
+  stop(): Promise<void>;
+}
+
+export interface TargetSettings {
+  natsUrl: string;
+  logLevel: string;
+  runId: string;
+}
+
+const START_TIMEOUT_MS = 60_000;
+
+function childEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
+  // A stray BASE_URL would change the token audience; the bench always serves on loopback.
+  delete env.BASE_URL;
+  return { ...env, ...extra };
+}
+
+/** `answer`: how the baseline answers tool calls, plain JSON or an SSE stream; the bench matches the gateway. */
+export async function startBaseline(databaseUrl: string, answer: "json" | "sse"): Promise<RunningTarget> {
+  const env = childEnv({ DATABASE_URL: databaseUrl, PORT: String(freePort()), BENCH_ANSWER: answer });
+  const child = new Child("baseline", [process.execPath, join(import.meta.dir, "baseline-server.ts")], env);
+  try {
+    const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as { mcpUrl: string; poolSize: number; answer: string };
+    return {
+      mcpUrl: ready.mcpUrl,
+      details: { database: "postgres", dbPoolSize: ready.poolSize, answer: ready.answer },
+      cpuGroups: [{ name: "server", roots: [child.proc.pid] }],
+      stop: () => child.stop(),
+    };
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+}
+
+export async function startEmbedded(settings: TargetSettings): Promise<RunningTarget> {
+  const child = new Child("embedded", [process.execPath, join(import.meta.dir, "embedded-server.ts")], childEnv({ PORT: String(freePort()), LOG_LEVEL: settings.logLevel }));
+  try {
+    const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as { mcpUrl: string; token: string };
+    return {
+      mcpUrl: ready.mcpUrl,
+      token: ready.token,
+      details: { database: "pglite (memory)", bus: "in-process" },
+      cpuGroups: [{ name: "server", roots: [child.proc.pid] }],
+      stop: () => child.stop(),
+    };
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+}
+
+/** The distributed deployment with only orgs behind the gateway; the user and token come from `bun run admin`. */
+export async function startClusterTarget(settings: TargetSettings, databaseUrl: string): Promise<RunningTarget> {
+  const port = freePort();
+  const secret = randomBytes(32).toString("hex");
+  const cluster = await startCluster({
+    natsUrl: settings.natsUrl,
+    databaseUrl,
+    secret,
+    busPrefix: `bench_${settings.runId}`,
+    port,
+    services: ["orgs"],
+    logLevel: settings.logLevel,
+    stdout: "ignore",
+  });
+  try {
+    const env = childEnv({ DATABASE_URL: databaseUrl, HATCH_SECRET: secret, PORT: String(port), LOG_LEVEL: "warn" });
+    const email = "cluster@bench.example";
+    await admin(env, ["user:create", "--email", email, "--password", "bench password 123", "--name", "Cluster Bench"]);
+    const token = (await admin(env, ["token:issue", "--email", email, "--ttl", "3600"])).trim().split("\n").pop()!;
+    return {
+      mcpUrl: `http://127.0.0.1:${port}/mcp`,
+      token,
+      details: { database: "postgres", bus: "nats", orgsDbPoolSize: Number(process.env.DB_POOL_SIZE ?? 10), processes: [...cluster.processes.keys()] },
+      cpuGroups: [...cluster.processes].map(([name, proc]) => ({ name, roots: [proc.pid] })),
+      stop: () => cluster.stop(),
+    };
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+}
+
+async function admin(env: Record<string, string>, args: string[]): Promise<string> {
+  const result = await runCommand([process.execPath, "run", "admin", ...args], env);
+  if (result.code !== 0) throw new Error(`bun run admin ${args[0]} failed (${result.code}): ${result.stderr.trim()}`);
+  return result.stdout;
+}
