@@ -1,31 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { Browser } from "../gateway/test/oauth-harness.ts";
+import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { Browser, MemoryOAuthProvider } from "../gateway/test/oauth-harness.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
 const REDIRECT = "http://127.0.0.1:33418/callback";
-
-/** What an MCP client keeps between runs: its registration, tokens and PKCE verifier. */
-class StoredProvider implements OAuthClientProvider {
-  client: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = "";
-  authorizationUrl: URL | undefined;
-  readonly redirectUrl = REDIRECT;
-  readonly clientMetadata = { client_name: "E2E Agent", redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
-  clientInformation = () => this.client;
-  saveClientInformation = (info: OAuthClientInformationMixed) => void (this.client = info);
-  tokens = () => this.saved;
-  saveTokens = (tokens: OAuthTokens) => void (this.saved = tokens);
-  redirectToAuthorization = (url: URL) => void (this.authorizationUrl = url);
-  saveCodeVerifier = (verifier: string) => void (this.verifier = verifier);
-  codeVerifier = () => this.verifier;
-}
 
 /** A person's browser against the running gateway: real HTTP, cookies kept, redirects not followed. */
 function browserFor(hatch: TestHatch): Browser {
@@ -34,7 +17,7 @@ function browserFor(hatch: TestHatch): Browser {
 
 /** The whole first connection: 401 → discovery → registration → sign-up → consent → code exchange. */
 async function connectWithOAuth(hatch: TestHatch, email: string, decision: "write" | "read") {
-  const provider = new StoredProvider();
+  const provider = new MemoryOAuthProvider(REDIRECT, "E2E Agent");
   const first = new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { authProvider: provider });
   const client = new Client({ name: "claude-code", version: "2.0.0" });
   const refused = await client.connect(first).catch((e: unknown) => e);
@@ -58,7 +41,7 @@ async function connectWithOAuth(hatch: TestHatch, email: string, decision: "writ
   return { provider, client: connected, browser };
 }
 
-async function refresh(hatch: TestHatch, provider: StoredProvider, refreshToken: string): Promise<Response> {
+async function refresh(hatch: TestHatch, provider: MemoryOAuthProvider, refreshToken: string): Promise<Response> {
   return fetch(`${hatch.baseUrl}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },

@@ -1,4 +1,6 @@
 import { createLogger } from "@hatch/shared";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { Elysia } from "elysia";
 import { createAuth, type Auth } from "../src/auth/index.ts";
 import { gatewayConfig, type GatewayConfig } from "../src/config.ts";
@@ -124,4 +126,40 @@ export async function connectClient(h: Harness, browser: Browser, decision: "wri
   const response = await tokenRequest(h, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT, resource: MCP });
   if (response.status !== 200) throw new Error(`token exchange answered ${response.status}: ${await response.text()}`);
   return { clientId, tokens: (await response.json()) as Tokens };
+}
+
+/** What an MCP client keeps between runs: its registration, tokens and PKCE verifier (in memory). */
+export class MemoryOAuthProvider implements OAuthClientProvider {
+  client: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = "";
+  authorizationUrl: URL | undefined;
+  readonly clientMetadata;
+  constructor(
+    readonly redirectUrl: string,
+    clientName: string,
+  ) {
+    this.clientMetadata = { client_name: clientName, redirect_uris: [redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+  }
+  clientInformation() {
+    return this.client;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.client = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
 }

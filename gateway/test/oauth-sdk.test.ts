@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { BASE, MCP, REDIRECT, createHarness, type Harness } from "./oauth-harness.ts";
+import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
+import { BASE, MCP, MemoryOAuthProvider, REDIRECT, createHarness, type Harness } from "./oauth-harness.ts";
 
 // The MCP SDK's own client drives discovery, dynamic registration, PKCE, code exchange and refresh against
 // our routes: if the SDK accepts our metadata and answers, real MCP clients built on it will too.
@@ -15,39 +14,9 @@ afterAll(async () => {
   await h.close();
 });
 
-class MemoryProvider implements OAuthClientProvider {
-  client: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = "";
-  authorizationUrl: URL | undefined;
-  readonly redirectUrl = REDIRECT;
-  readonly clientMetadata = { client_name: "SDK Client", redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.client = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
-
 test("the MCP SDK client completes discovery, registration, code exchange and refresh", async () => {
   const fetchFn = (url: string | URL, init?: RequestInit) => h.request(new URL(url).pathname + new URL(url).search, init);
-  const provider = new MemoryProvider();
+  const provider = new MemoryOAuthProvider(REDIRECT, "SDK Client");
   expect(await auth(provider, { serverUrl: MCP, fetchFn })).toBe("REDIRECT");
   const authorizationUrl = provider.authorizationUrl;
   if (!authorizationUrl) throw new Error("the SDK did not start authorization");
