@@ -1,0 +1,56 @@
+import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  working_dir?: string;
+  command?: string[];
+  healthcheck?: unknown;
+  depends_on?: Record<string, { condition: string }>;
+  deploy?: { replicas?: number };
+  environment?: Record<string, string>;
+}
+
+const compose = Bun.YAML.parse(await Bun.file(join(ROOT, "compose.yaml")).text()) as { services: Record<string, ComposeService> };
+const services = compose.services;
+
+test("compose runs the gateway and every service from its own folder with `bun run start`", () => {
+  for (const name of ["gateway", "orgs", "apps", "domains", "billing"]) {
+    const service = services[name]!;
+    const folder = name === "gateway" ? "gateway" : `services/${name}`;
+    expect(service.working_dir).toBe(`/app/${folder}`);
+    expect(service.command).toEqual(["bun", "run", "start"]);
+    expect(existsSync(join(ROOT, folder, "src/main.ts"))).toBe(true);
+    for (const key of ["NATS_URL", "DATABASE_URL", "HATCH_SECRET"]) expect(service.environment?.[key]).toBeTruthy();
+  }
+  expect(services.domains?.deploy?.replicas).toBeGreaterThan(1);
+});
+
+test("every dependency has a healthcheck, waits on health, and every image tag is pinned", () => {
+  for (const [name, service] of Object.entries(services)) {
+    for (const [dependency, how] of Object.entries(service.depends_on ?? {})) {
+      expect(`${name} → ${dependency}: ${how.condition}`).toBe(`${name} → ${dependency}: service_healthy`);
+      expect(services[dependency]?.healthcheck).toBeDefined();
+    }
+    if (service.image && !service.build) {
+      expect(service.image).toMatch(/:[\w.-]+$/);
+      expect(service.image).not.toMatch(/:latest$/);
+    }
+  }
+});
+
+test("docker-compose accepts the file (when docker-compose is installed)", async () => {
+  if (!Bun.which("docker-compose")) return;
+  const check = Bun.spawn(["docker-compose", "-f", "compose.yaml", "config", "-q"], {
+    cwd: ROOT,
+    env: { ...process.env, HATCH_SECRET: "x".repeat(32) },
+    stderr: "pipe",
+  });
+  const stderr = await new Response(check.stderr).text();
+  expect(stderr).toBe("");
+  expect(await check.exited).toBe(0);
+});
