@@ -40,7 +40,16 @@ const hatch = await startHatch({
   busPrefix: env.BUS_PREFIX,
   gatewayConfig: { allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes },
 });
-const server = hatch.gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "127.0.0.1", maxRequestBodySize: config.maxBodyBytes * 2 });
+let server;
+try {
+  server = hatch.gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "127.0.0.1", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });
+} catch (error) {
+  const inUse = (error as { code?: string }).code === "EADDRINUSE";
+  process.stderr.write(inUse ? `Port ${config.port} is already in use. Stop what uses it, or start with PORT=<another port>.\n` : `Could not listen: ${String(error)}\n`);
+  await hatch.close();
+  rmSync(lockFile, { force: true });
+  process.exit(1);
+}
 const readyMs = Math.round(performance.now() - started);
 
 const mcpUrl = hatch.config.mcpUrl;

@@ -17,7 +17,7 @@ const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: "gateway"
 const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, name: "hatch-gateway", logger });
 const database = await openServiceDatabase({ kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
 const gateway = createGateway({ config, bus, db: database.db, logger });
-const server = gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0", maxRequestBodySize: config.maxBodyBytes * 2 });
+const server = gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });
 logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: server.server?.port });
 
 const stop = async () => {

@@ -35,7 +35,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     services: options.services,
     fetchClientMetadata: options.fetchClientMetadata,
   });
-  const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1" });
+  const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1", reusePort: false });
   return {
     ...hatch,
     mode,
