@@ -127,6 +127,18 @@ for (const mode of MODES) {
       expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
       const huge = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ ...INIT, pad: "x".repeat(hatch.config.maxBodyBytes) }) });
       expect(huge.status).toBe(413);
+      // Without a Content-Length (chunked), reading stops at the limit too.
+      const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+      let sent = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent > hatch.config.maxBodyBytes + chunk.byteLength) return controller.close();
+          sent += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      });
+      const chunked = await fetch(hatch.mcpUrl, { method: "POST", headers, body: stream });
+      expect(chunked.status).toBe(413);
       const noSession = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) });
       expect(noSession.status).toBe(400);
       const evilOrigin = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, origin: "https://evil.example" }, body: JSON.stringify(INIT) });

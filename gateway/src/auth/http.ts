@@ -21,7 +21,11 @@ export async function readCapped(stream: ReadableStream<Uint8Array> | null, limi
 
 /** The request body as text; throws BodyTooLargeError past config.maxBodyBytes (routes answer 413). */
 export async function readBodyText(request: Request, limit: number): Promise<string> {
-  if (Number(request.headers.get("content-length") ?? "0") > limit) throw new BodyTooLargeError();
+  const declared = request.headers.get("content-length");
+  if (Number(declared ?? "0") > limit) throw new BodyTooLargeError();
+  // With a declared length the server already holds the body to that size: read it natively (the hot path).
+  // Without one (chunked), read chunk by chunk and stop at the limit.
+  if (declared !== null && request.headers.get("transfer-encoding") === null) return request.text();
   const text = await readCapped(request.body, limit);
   if (text === null) throw new BodyTooLargeError();
   return text;
