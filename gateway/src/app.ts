@@ -9,6 +9,8 @@ import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 
 export const GATEWAY_VERSION = "0.1.0";
+const SWEEP_EVERY_MS = 10 * 60_000;
+
 export const GATEWAY_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
 export interface GatewayOptions {
@@ -57,6 +59,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (typeof grantId === "string") auth.forgetGrant(grantId);
   });
 
+  const sweep = setInterval(() => {
+    auth
+      .sweepExpired()
+      .then((removed) => logger.debug("expired auth rows removed", { ...removed }))
+      .catch((error: unknown) => logger.warn("sweeping expired auth rows failed", { error }));
+  }, SWEEP_EVERY_MS);
+  sweep.unref();
+
   const app = new Elysia()
     .use(auth.routes)
     .get("/healthz", async ({ set }) => {
@@ -80,6 +90,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     mcp,
     accounts,
     async close() {
+      clearInterval(sweep);
       revoked.unsubscribe();
       await mcp.close();
     },

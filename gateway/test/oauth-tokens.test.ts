@@ -213,3 +213,27 @@ describe("client ID metadata documents", () => {
     }
   });
 });
+
+describe("expired rows", () => {
+  test("the sweep removes expired sessions and refresh tokens and keeps live ones", async () => {
+    const sweeper = await createHarness();
+    try {
+      await sweeper.auth.createUser({ email: "old@example.com", password: "correct horse battery", name: "Old" });
+      const old = sweeper.browser();
+      await old.signIn("old@example.com", "correct horse battery");
+      const stale = await sweeper.auth.issueTokenForScript({ email: "old@example.com" });
+      expect(await sweeper.auth.sweepExpired()).toEqual({ codes: 0, sessions: 0, refreshTokens: 0 });
+
+      sweeper.clock.now += 31 * 86_400_000;
+      const fresh = await sweeper.auth.issueTokenForScript({ email: "old@example.com" });
+      const removed = await sweeper.auth.sweepExpired();
+      expect(removed.sessions).toBeGreaterThanOrEqual(1);
+      expect(removed.refreshTokens).toBeGreaterThanOrEqual(1);
+      const refresh = (token: string) => tokenRequest(sweeper, { grant_type: "refresh_token", refresh_token: token, client_id: "hatch-cli" });
+      expect((await refresh(stale.refreshToken)).status).toBe(400);
+      expect((await refresh(fresh.refreshToken)).status).toBe(200);
+    } finally {
+      await sweeper.close();
+    }
+  });
+});

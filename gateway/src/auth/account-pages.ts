@@ -55,11 +55,20 @@ export async function submitSignIn(ctx: AuthContext, request: Request): Promise<
   const { params, state } = form;
   const email = params.get("email") ?? "";
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
+  const key = email.trim().toLowerCase();
+  const wait = ctx.signInThrottle.retryAfter(key, ctx.now());
+  if (wait > 0) {
+    ctx.logger.warn("sign-in throttled");
+    const error = `Too many wrong passwords for this email. Try again in ${Math.ceil(wait / 60)} minute(s).`;
+    return htmlResponse(signInPage(state, { next, email, error }), { status: 429, headers: { "Retry-After": String(wait) } });
+  }
   const user = await checkPassword(ctx, email, params.get("password") ?? "");
   if (!user) {
+    ctx.signInThrottle.fail(key, ctx.now());
     ctx.logger.info("sign-in refused");
     return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
   }
+  ctx.signInThrottle.clear(key);
   return redirect(next, cookieHeaders([await startSession(ctx, user.id)]));
 }
 

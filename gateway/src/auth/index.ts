@@ -2,6 +2,8 @@ import { deriveKey, type Database, type Logger } from "@hatch/shared";
 import type { Elysia } from "elysia";
 import type { GatewayConfig } from "../config.ts";
 import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
+import { sweepExpired, type SweepResult } from "./sweep.ts";
+import { FailureThrottle } from "./throttle.ts";
 import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
@@ -40,6 +42,8 @@ export interface Auth {
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
   issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
+  /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
+  sweepExpired(): Promise<SweepResult>;
 }
 
 function validateDeps(deps: AuthDeps): void {
@@ -72,6 +76,7 @@ export function createAuth(deps: AuthDeps): Auth {
     now: deps.now ?? Date.now,
     fetchClientMetadata: deps.fetchClientMetadata ?? fetch,
     csrfKey: deriveKey(deps.config.secret, "csrf"),
+    signInThrottle: new FailureThrottle(),
     onUserCreated: deps.onUserCreated,
     async revokeGrant(grantId, reason) {
       const revokedNow = await markGrantRevoked(ctx, grantId, reason);
@@ -95,5 +100,6 @@ export function createAuth(deps: AuthDeps): Auth {
     createUser: (input) => createUser(ctx, input),
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
+    sweepExpired: () => sweepExpired(ctx),
   };
 }
