@@ -30,6 +30,11 @@ export const QuestionSchema = z.object({
   confirm: z.string(),
   /** Where the signed-in user can answer in a browser when the client cannot show a form. */
   link: z.string().optional(),
+  /**
+   * The rest of the tool's structured result while it waits for the user (e.g. `{ address }`); the gateway
+   * adds `status: "needs_user"` and `userAction`, and the whole must match the tool's output schema.
+   */
+  data: z.record(z.string(), z.unknown()).optional(),
 });
 export type Question = z.infer<typeof QuestionSchema>;
 

@@ -49,15 +49,15 @@ export async function forwardToolCall(deps: ToolCallDeps, contract: ToolContract
     if (isAskReply(reply)) {
       const question = reply.ask;
       const answer = caller.client.elicitation.form && deps.askUser ? await deps.askUser(question) : undefined;
-      if (answer === undefined) return askResult(question);
+      if (answer === undefined) return askResult(contract, question, log);
       // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
       if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
       const ctx = signContext(claims, deps.contextKey);
       reply = await send(deps.bus, contract, { ctx, input, answer, confirm: question.confirm }, caller);
-      if (isAskReply(reply)) return askResult(reply.ask);
+      if (isAskReply(reply)) return askResult(contract, reply.ask, log);
     }
     if (!reply.ok) return errorResult(reply.error.code, reply.error.message);
-    if (isAskReply(reply)) return askResult(reply.ask);
+    if (isAskReply(reply)) return askResult(contract, reply.ask, log);
     return { content: [{ type: "text", text: reply.result.text }], structuredContent: reply.result.data };
   } catch (error) {
     if (isToolError(error)) return errorResult(error.code, error.message);
@@ -113,7 +113,7 @@ export function errorResult(code: ErrorCode, message: string): CallToolResult {
 }
 
 /** The client cannot show a form: tell the AI what to do, with the browser link when there is one. */
-function askResult(question: Question): CallToolResult {
+function askResult(contract: ToolContract, question: Question, log: Logger): CallToolResult {
   const fields = Object.entries(question.schema.properties)
     .map(([key, field]) => `- ${key}: ${field.description ?? field.title ?? field.type}${field.enum ? ` (one of: ${field.enum.join(", ")})` : ""}`)
     .join("\n");
@@ -127,5 +127,12 @@ function askResult(question: Question): CallToolResult {
     url: question.link ?? null,
     expiresAt: null,
   };
-  return { content: [{ type: "text", text }], structuredContent: { status: "needs_user", userAction } };
+  const structured = { ...question.data, status: "needs_user", userAction };
+  if (!contract.output.safeParse(structured).success) {
+    // A client checks structured results against the tool's output schema; rather than send one it would
+    // reject, send the instructions alone, flagged so the AI does not take them for a finished result.
+    log.warn("needs_user result does not match the output schema", { tool: contract.name });
+    return { isError: true, content: [{ type: "text", text }] };
+  }
+  return { content: [{ type: "text", text }], structuredContent: structured };
 }
