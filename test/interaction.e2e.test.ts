@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bindTool, createLogger, delete_tool, deriveKey, startService, TOOL_CONTRACTS, ToolError, type RunningService } from "@hatch/shared";
+import { bindTool, createLogger, delete_tool, deriveKey, startService, TOOL_CONTRACTS, ToolError, type RunningService, type ToolOutcome, type ToolOutput } from "@hatch/shared";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
@@ -26,7 +26,7 @@ for (const mode of MODES) {
         contracts: TOOL_CONTRACTS,
         logger: createLogger({ level: "warn" }),
         tools: [
-          bindTool(delete_tool, async ({ input, answer, confirm }) => {
+          bindTool(delete_tool, async ({ input, answer, confirm }): Promise<ToolOutcome<ToolOutput<typeof delete_tool>>> => {
             calls.push({ answer, confirm });
             const link = input.address === "needs-browser" ? `${hatch.baseUrl}/confirm/abc` : undefined;
             if (!answer) {
