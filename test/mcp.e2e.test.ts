@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { encodeJson, decodeJson, TOOL_CONTRACTS } from "@hatch/shared";
+import { decodeJson, deriveKey, encodeJson, signContext, TOOL_CONTRACTS } from "@hatch/shared";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
@@ -96,6 +96,26 @@ for (const mode of MODES) {
     test("the service refuses a bus call without a valid signed context", async () => {
       const reply = await hatch.bus.request("tools.orgs.whoami", encodeJson({ ctx: "forged.context", input: {} }), { timeoutMs: 2000 });
       expect(decodeJson(reply.data)).toMatchObject({ ok: false, error: { code: "forbidden" } });
+    });
+
+    test("the service itself refuses read-only contexts for changes and hidden tools for ChatGPT", async () => {
+      const claims = {
+        sub: alice.id,
+        email: alice.email,
+        name: "Alice Example",
+        permissions: [],
+        scope: "read" as const,
+        client: { kind: "claude" as const, name: "claude-code", elicitation: { form: false, url: false } },
+        grant: alice.grantId,
+        rid: "direct-bus-call",
+      };
+      const key = deriveKey(TEST_SECRET, "ctx");
+      const ask = async (subject: string, ctx: string, input: unknown) =>
+        decodeJson((await hatch.bus.request(subject, encodeJson({ ctx, input }), { timeoutMs: 2000 })).data);
+      expect(await ask("tools.orgs.org_setup", signContext(claims, key), { action: "create", name: "Acme" })).toMatchObject({ ok: false, error: { code: "forbidden" } });
+      const chatgpt = signContext({ ...claims, scope: "write", client: { kind: "chatgpt", name: "ChatGPT", elicitation: { form: false, url: false } } }, key);
+      expect(await ask("tools.domains.find_domain", chatgpt, { query: "example" })).toMatchObject({ ok: false, error: { code: "forbidden" } });
+      expect(await ask("tools.orgs.whoami", signContext(claims, key), {})).toMatchObject({ ok: true, result: { data: { email: alice.email } } });
     });
 
     test("requests without a usable token get 401 with the resource metadata challenge", async () => {
