@@ -45,20 +45,15 @@ export async function forwardToolCall(deps: ToolCallDeps, contract: ToolContract
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
     const claims = await claimsFor(deps, caller);
-    let reply = await send(deps.bus, contract, { ctx: signContext(claims, deps.contextKey), input }, caller);
-    if (isAskReply(reply)) {
-      const question = reply.ask;
-      const answer = caller.client.elicitation.form && deps.askUser ? await deps.askUser(question) : undefined;
-      if (answer === undefined) return askResult(contract, question, log);
-      // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
-      if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
-      const ctx = signContext(claims, deps.contextKey);
-      reply = await send(deps.bus, contract, { ctx, input, answer, confirm: question.confirm }, caller);
-      if (isAskReply(reply)) return askResult(contract, reply.ask, log);
-    }
-    if (!reply.ok) return errorResult(reply.error.code, reply.error.message);
-    if (isAskReply(reply)) return askResult(contract, reply.ask, log);
-    return { content: [{ type: "text", text: reply.result.text }], structuredContent: reply.result.data };
+    const reply = await send(deps.bus, contract, { ctx: signContext(claims, deps.contextKey), input }, caller);
+    if (!isAskReply(reply)) return toResult(contract, reply, log);
+    const question = reply.ask;
+    const answer = caller.client.elicitation.form && deps.askUser ? await deps.askUser(question) : undefined;
+    if (answer === undefined) return askResult(contract, question, log);
+    // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
+    if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
+    const ctx = signContext(claims, deps.contextKey);
+    return toResult(contract, await send(deps.bus, contract, { ctx, input, answer, confirm: question.confirm }, caller), log);
   } catch (error) {
     if (isToolError(error)) return errorResult(error.code, error.message);
     log.error("tool call failed in the gateway", { error });
@@ -106,6 +101,12 @@ async function send(bus: Bus, contract: ToolContract, envelope: Record<string, u
   const parsed = CallReplySchema.safeParse(raw);
   if (!parsed.success) return { ok: false, error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` } };
   return parsed.data;
+}
+
+function toResult(contract: ToolContract, reply: CallReply, log: Logger): CallToolResult {
+  if (!reply.ok) return errorResult(reply.error.code, reply.error.message);
+  if (isAskReply(reply)) return askResult(contract, reply.ask, log);
+  return { content: [{ type: "text", text: reply.result.text }], structuredContent: reply.result.data };
 }
 
 export function errorResult(code: ErrorCode, message: string): CallToolResult {
