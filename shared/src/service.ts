@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { decodeJson, encodeJson, type Bus, type BusMessage, type BusReply, type BusSubscription } from "./bus/types.ts";
 import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contracts/define.ts";
 import { verifyContext, type CallContext } from "./ctx.ts";
-import { CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, type CallReply, type Question } from "./envelope.ts";
+import { CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, isAskReply, type CallReply, type Question } from "./envelope.ts";
 import { isToolError, ToolError } from "./errors.ts";
 import { acceptRequestId, traceIdOf } from "./ids.ts";
 import type { Logger } from "./logger.ts";
@@ -103,7 +103,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     const started = performance.now();
     const reply = await runTool(tool, msg, requestId, log);
     const ms = Math.round((performance.now() - started) * 100) / 100;
-    log.info("tool call", { ms, outcome: reply.ok ? ("ask" in reply ? "ask" : "ok") : reply.error.code });
+    log.info("tool call", { ms, outcome: reply.ok ? (isAskReply(reply) ? "ask" : "ok") : reply.error.code });
     return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
   }
 
