@@ -10,16 +10,17 @@ import { dataDirSecret, devHolder } from "./data-dir.ts";
 const started = performance.now();
 let env;
 let config;
+let dataDir;
 try {
   env = loadConfig(CommonEnvSchema, process.env);
-  config = loadGatewayConfig(process.env, "dev-placeholder-secret-replaced-below!!");
+  dataDir = resolve(env.DATA_DIR);
+  mkdirSync(dataDir, { recursive: true });
+  config = loadGatewayConfig(process.env, env.HATCH_SECRET ?? dataDirSecret(dataDir));
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
   process.stderr.write(`${error.message}\n`);
   process.exit(2);
 }
-const dataDir = resolve(env.DATA_DIR);
-mkdirSync(dataDir, { recursive: true });
 const lockFile = join(dataDir, "dev.pid");
 const holder = env.DATABASE_URL ? null : devHolder(dataDir);
 if (holder) {
@@ -29,16 +30,18 @@ if (holder) {
 writeFileSync(lockFile, String(process.pid));
 
 const logger = createLogger({ level: env.LOG_LEVEL });
+// Every gateway setting read from the environment (TTLs, hosts, limits) reaches the embedded gateway too.
+const { secret, mcpUrl: _derived, ...fromEnv } = config;
 const hatch = await startHatch({
-  secret: env.HATCH_SECRET ?? dataDirSecret(dataDir),
+  secret,
   logger,
   port: config.port,
-  baseUrl: process.env.BASE_URL,
+  baseUrl: config.baseUrl,
   databaseUrl: env.DATABASE_URL,
   pgliteDir: join(dataDir, "pg"),
   natsUrl: env.NATS_URL,
   busPrefix: env.BUS_PREFIX,
-  gatewayConfig: { allowedHosts: config.allowedHosts, maxBodyBytes: config.maxBodyBytes },
+  gatewayConfig: fromEnv,
 });
 let server;
 try {

@@ -17,7 +17,6 @@ import { APPS_MIGRATIONS, startAppsService } from "@hatch/apps";
 import { BILLING_MIGRATIONS, startBillingService } from "@hatch/billing";
 import { DOMAINS_MIGRATIONS, startDomainsService } from "@hatch/domains";
 import { ORGS_MIGRATIONS, startOrgsService } from "@hatch/orgs";
-import type { PGlite } from "@electric-sql/pglite";
 
 /** Every service's entry point; the launchers are the only code that imports all of them. */
 export const SERVICES: Record<ServiceName, { migrations: string; start: (deps: ServiceDeps) => Promise<RunningService> }> = {
@@ -35,8 +34,6 @@ export interface HatchOptions {
   /** Postgres server; without it, PGlite (in `pgliteDir`, or in memory). */
   databaseUrl?: string;
   pgliteDir?: string;
-  /** An already open PGlite to use (tests clone one migrated database). */
-  pglite?: PGlite;
   /** NATS server; without it, the in-process bus. */
   natsUrl?: string;
   busPrefix?: string;
@@ -62,9 +59,8 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
   const bus = options.natsUrl
     ? await createNatsBus({ url: options.natsUrl, prefix: options.busPrefix, name: "hatch", logger: options.logger })
     : createMemoryBus({ logger: options.logger });
-  const ownPglite = !options.databaseUrl && !options.pglite ? await openEmbeddedPostgres(options.pgliteDir) : undefined;
-  const pglite = options.pglite ?? ownPglite;
-  const source: DatabaseSource = options.databaseUrl ? { kind: "postgres", url: options.databaseUrl } : { kind: "pglite", client: pglite! };
+  const pglite = options.databaseUrl ? undefined : await openEmbeddedPostgres(options.pgliteDir);
+  const source: DatabaseSource = pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: options.databaseUrl! };
 
   const handles: DatabaseHandle[] = [];
   const open = async (schema: string, migrationsFolder: string) => {
@@ -101,7 +97,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
       for (const service of services.values()) await service.stop();
       await bus.drain();
       for (const handle of handles) await handle.close();
-      await ownPglite?.close();
+      await pglite?.close();
     },
   };
 }
