@@ -3,6 +3,9 @@
 // functions and prints `BENCH_READY {"mcpUrl": …, "token": …}` on stdout.
 import { createLogger, LOG_LEVELS, type LogLevel } from "@hatch/shared";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startHatch } from "../scripts/hatch.ts";
 import { MARKER } from "./children.ts";
 
@@ -13,7 +16,12 @@ if (!Number.isInteger(port) || port <= 0) {
 }
 const level = (LOG_LEVELS as readonly string[]).includes(process.env.LOG_LEVEL ?? "") ? (process.env.LOG_LEVEL as LogLevel) : "warn";
 
-const hatch = await startHatch({ secret: randomBytes(32).toString("hex"), logger: createLogger({ level }), port });
+const hatch = await startHatch({
+  secret: randomBytes(32).toString("hex"),
+  logger: createLogger({ level }),
+  port,
+  serviceEnv: { APP_PORT: "0", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-blobs-")) },
+});
 const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1" });
 
 const email = "embedded@bench.example";

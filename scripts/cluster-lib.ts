@@ -13,6 +13,9 @@ export interface ClusterOptions {
   /** Services to start as their own processes (default all four). */
   services?: ServiceName[];
   logLevel?: string;
+  /** The app host's port (default APP_PORT or 3001) and where the apps service keeps files (default DATA_DIR/blobs). */
+  appPort?: number;
+  blobDir?: string;
   /** Where child output goes; default: this process's stdout/stderr. */
   stdout?: "inherit" | "ignore";
 }
@@ -32,6 +35,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     HATCH_SECRET: options.secret,
     BUS_PREFIX: options.busPrefix,
     PORT: String(options.port),
+    APP_PORT: String(options.appPort ?? process.env.APP_PORT ?? 3001),
+    BLOB_DIR: options.blobDir ?? process.env.BLOB_DIR ?? join(ROOT, process.env.DATA_DIR ?? ".data", "blobs"),
     LOG_LEVEL: options.logLevel ?? process.env.LOG_LEVEL ?? "info",
   };
   const processes = new Map<string, Subprocess>();

@@ -40,6 +40,8 @@ export interface HatchOptions {
   /** Which services to run in this process (default all). */
   services?: ServiceName[];
   gatewayConfig?: Partial<GatewayConfig>;
+  /** Settings the services read (APP_PORT, BLOB_DIR, S3_*, ...); default process.env. */
+  serviceEnv?: Record<string, string | undefined>;
   fetchClientMetadata?: typeof fetch;
 }
 
@@ -73,7 +75,11 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
   for (const name of options.services ?? (Object.keys(SERVICES) as ServiceName[])) {
     const service = SERVICES[name];
     const logger = options.logger.child({ service: name });
-    services.set(name, await service.start({ bus, db: await open(name, service.migrations), contextKey, logger }));
+    const db = await open(name, service.migrations);
+    const given = options.serviceEnv ?? process.env;
+    // Services that link back to the gateway (sign-in, confirm pages) use its public address.
+    const env = { ...given, BASE_URL: given.BASE_URL ?? config.baseUrl };
+    services.set(name, await service.start({ bus, db, contextKey, secret: options.secret, env, logger }));
   }
   const gateway = createGateway({
     config,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { startCluster, type Cluster } from "../scripts/cluster-lib.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
-import { freePort, freshDatabase, realServers, uniqueName } from "./support/servers.ts";
+import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { textOf } from "./support/mcp.ts";
@@ -20,7 +20,7 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
     database = await freshDatabase(realServers!.databaseUrl);
     const port = freePort();
     const busPrefix = uniqueName("cluster");
-    cluster = await startCluster({ natsUrl: realServers!.natsUrl, databaseUrl: database.url, secret: TEST_SECRET, busPrefix, port, logLevel: "warn", stdout: "ignore" });
+    cluster = await startCluster({ natsUrl: realServers!.natsUrl, databaseUrl: database.url, secret: TEST_SECRET, busPrefix, port, appPort: freePort(), blobDir: testBlobDir(), logLevel: "warn", stdout: "ignore" });
     env = { ...(process.env as Record<string, string>), DATABASE_URL: database.url, HATCH_SECRET: TEST_SECRET, PORT: String(port), LOG_LEVEL: "warn" };
   }, 60_000);
   afterAll(async () => {

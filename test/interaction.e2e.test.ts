@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bindTool, createLogger, delete_tool, deriveKey, startService, TOOL_CONTRACTS, ToolError, type RunningService, type ToolOutcome, type ToolOutput } from "@hatch/shared";
+import { bindTool, buildQuestion, createLogger, delete_tool, deriveKey, startService, TOOL_CONTRACTS, ToolError, type RunningService, type ToolOutcome, type ToolOutput } from "@hatch/shared";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
@@ -14,7 +14,8 @@ for (const mode of MODES) {
     let hatch: TestHatch;
     let apps: RunningService;
     let token: string;
-    const calls: { answer?: Record<string, unknown>; confirm?: string }[] = [];
+    const calls: { answer?: Record<string, unknown>; confirmed: boolean }[] = [];
+    const confirmKey = deriveKey(TEST_SECRET, "test:confirm");
 
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { services: ["orgs"] });
@@ -23,24 +24,28 @@ for (const mode of MODES) {
         version: "test",
         bus: hatch.bus,
         contextKey: deriveKey(TEST_SECRET, "ctx"),
+        confirmKey,
         contracts: TOOL_CONTRACTS,
         logger: createLogger({ level: "warn" }),
         tools: [
-          bindTool(delete_tool, async ({ input, answer, confirm }): Promise<ToolOutcome<ToolOutput<typeof delete_tool>>> => {
-            calls.push({ answer, confirm });
+          bindTool(delete_tool, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ToolOutput<typeof delete_tool>>> => {
+            calls.push({ answer, confirmed: confirmation !== undefined });
             const link = input.address === "needs-browser" ? `${hatch.baseUrl}/confirm/abc` : undefined;
             if (!answer) {
-              return {
-                ask: {
+              const question = buildQuestion(
+                confirmKey,
+                { sub: ctx.sub, tool: "delete_tool", input },
+                {
                   message: `Delete ${input.address}? This cannot be undone.`,
-                  schema: { type: "object", properties: { confirm: { type: "boolean", title: "Delete it" } }, required: ["confirm"] },
-                  confirm: "confirm-token-1",
-                  link,
+                  properties: { confirm: { type: "boolean", title: "Delete it" } },
+                  required: ["confirm"],
+                  fallback: "ask_ai",
                   data: { address: input.address },
                 },
-              };
+              );
+              return { ask: { ...question, link } };
             }
-            if (confirm !== "confirm-token-1" || answer.confirm !== true) throw new ToolError("invalid_input", "Not confirmed.");
+            if (!confirmation || answer.confirm !== true) throw new ToolError("invalid_input", "Not confirmed.");
             return { text: `Deleted ${input.address}.`, data: { status: "deleted", address: input.address } };
           }),
         ],
@@ -70,7 +75,7 @@ for (const mode of MODES) {
       expect(asked).toEqual(["Delete my-app? This cannot be undone."]);
       expect(result.isError).toBeFalsy();
       expect(result.structuredContent).toEqual({ status: "deleted", address: "my-app" });
-      expect(calls).toEqual([{ answer: undefined, confirm: undefined }, { answer: { confirm: true }, confirm: "confirm-token-1" }]);
+      expect(calls).toEqual([{ answer: undefined, confirmed: false }, { answer: { confirm: true }, confirmed: true }]);
       await client.close();
     });
 

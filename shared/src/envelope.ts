@@ -31,6 +31,13 @@ export const QuestionSchema = z.object({
   /** Where the signed-in user can answer in a browser when the client cannot show a form. */
   link: z.string().optional(),
   /**
+   * When the client cannot show a form: `link` = the gateway keeps the question and gives the user a dashboard
+   * page to answer it (deletes, purchases, removals); `ask_ai` (default) = the AI asks the user and calls again.
+   */
+  fallback: z.enum(["link", "ask_ai"]).optional(),
+  /** ISO 8601 expiry of the confirm token. */
+  expiresAt: z.string().optional(),
+  /**
    * The rest of the tool's structured result while it waits for the user (e.g. `{ address }`); the gateway
    * adds `status: "needs_user"` and `userAction`, and the whole must match the tool's output schema.
    */

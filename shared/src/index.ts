@@ -9,6 +9,10 @@ export { CallErrorSchema, CallReplySchema, isAskReply, CallRequestSchema, HEADER
 export type { AskReply, CallError, CallReply, CallRequest, Question } from "./envelope.ts";
 export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyContext } from "./ctx.ts";
 export type { CallContext, CallContextClaims } from "./ctx.ts";
+export { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, confirmProblem, inputHash, issueConfirm } from "./confirm.ts";
+export type { ConfirmBinding, ConfirmCheck, ConfirmClaims, QuestionOptions } from "./confirm.ts";
+export { confirmUsesTable, consumeConfirm } from "./confirm-store.ts";
+export type { ConfirmUsesTable } from "./confirm-store.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";

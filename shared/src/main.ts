@@ -13,6 +13,10 @@ export interface ServiceDeps {
   bus: Bus;
   db: Database;
   contextKey: Buffer;
+  /** The deployment secret; a service derives its own purpose keys from it (confirm tokens, viewer tickets). */
+  secret: string;
+  /** The variables a service reads its own settings from: process.env when deployed, a fixed map in tests. */
+  env: Record<string, string | undefined>;
   logger: Logger;
 }
 
@@ -45,7 +49,14 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
     { schema: options.name, migrationsFolder: options.migrationsFolder },
   );
-  const running = await options.start({ bus, db: database.db, contextKey: deriveKey(env.HATCH_SECRET, "ctx"), logger });
+  const running = await options.start({
+    bus,
+    db: database.db,
+    contextKey: deriveKey(env.HATCH_SECRET, "ctx"),
+    secret: env.HATCH_SECRET,
+    env: process.env,
+    logger,
+  });
   const stop = async (signal: string) => {
     logger.info("stopping", { signal });
     await running.stop();

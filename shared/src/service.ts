@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { decodeJson, encodeJson, type Bus, type BusMessage, type BusReply, type BusSubscription } from "./bus/types.ts";
 import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contracts/define.ts";
+import { checkConfirm, confirmProblem, type ConfirmClaims } from "./confirm.ts";
 import { verifyContext, type CallContext } from "./ctx.ts";
 import { CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, isAskReply, type CallReply, type Question } from "./envelope.ts";
 import { isToolError, ToolError } from "./errors.ts";
@@ -15,6 +16,11 @@ export interface ToolCall<I> {
   /** The user's answer to an earlier `ask`, with its confirm token. */
   answer?: Record<string, unknown>;
   confirm?: string;
+  /**
+   * Set when `confirm` was checked (signature, user, tool, exact input, expiry). The handler makes it single
+   * use by calling `consumeConfirm` inside the transaction that does the action.
+   */
+  confirmation?: ConfirmClaims;
   requestId: string;
   log: Logger;
 }
@@ -62,6 +68,8 @@ export interface ServiceOptions {
   bus: Bus;
   /** Verifies the gateway's signature on every call context. */
   contextKey: Buffer;
+  /** Signs and checks the confirm tokens of this service's questions; without it, no answer is accepted. */
+  confirmKey?: Buffer;
   /** Every contract this service owns; those without a binding answer "not built yet". */
   contracts: readonly ToolContract[];
   tools: readonly ToolBinding[];
@@ -71,6 +79,8 @@ export interface ServiceOptions {
 
 export interface RunningService {
   readonly name: ServiceName;
+  /** Public HTTP endpoints the service serves itself (the apps service's app host), by purpose. */
+  readonly urls?: Readonly<Record<string, string>>;
   stop(): Promise<void>;
 }
 
@@ -128,11 +138,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       const input = contract.input.safeParse(request.data.input);
       if (!input.success) throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
+      const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, input.data) : undefined;
       const outcome = await binding.handler({
         ctx,
         input: input.data,
         answer: request.data.answer,
         confirm: request.data.confirm,
+        confirmation,
         requestId,
         log: log.child({ user: ctx.sub }),
       });
@@ -146,6 +158,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     } catch (error) {
       return { ok: false, error: toWireError(error, name, requestId, log) };
     }
+  }
+
+  function checkAnswer(token: string, ctx: CallContext, tool: string, input: unknown): ConfirmClaims {
+    if (!options.confirmKey) throw new ToolError("invalid_input", confirmProblem("invalid"));
+    const check = checkConfirm(options.confirmKey, token, { sub: ctx.sub, tool, input });
+    if (!check.ok) throw new ToolError("invalid_input", confirmProblem(check.reason));
+    return check.claims;
   }
 
   async function answerRpc(msg: BusMessage): Promise<BusReply> {

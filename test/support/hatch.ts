@@ -1,6 +1,6 @@
 import { createLogger, type ServiceName } from "@hatch/shared";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
-import { freePort, freshDatabase, realServers, uniqueName, type Mode } from "./servers.ts";
+import { freePort, freshDatabase, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
 
 export const TEST_SECRET = "test-secret-".padEnd(48, "x");
 
@@ -8,6 +8,8 @@ export interface TestHatch extends Hatch {
   mode: Mode;
   baseUrl: string;
   mcpUrl: string;
+  /** The app host's bare origin, e.g. http://localhost:41234 (apps open at http://<address>.localhost:41234). */
+  appHostUrl: string;
   /** Stops the HTTP server, the services, and drops the run's database. */
   stop(): Promise<void>;
 }
@@ -17,6 +19,8 @@ export interface TestHatchOptions {
   fetchClientMetadata?: typeof fetch;
   /** Captures log lines (at info level) instead of printing warnings. */
   logWrite?: (line: string) => void;
+  /** Extra service settings (S3_*, ...); the app host always gets a free port and a fresh blob folder. */
+  serviceEnv?: Record<string, string>;
 }
 
 /** The whole service on a real port: embedded (in-process bus, in-memory PGlite) or on the real servers. */
@@ -33,6 +37,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
     busPrefix: uniqueName("bus"),
     services: options.services,
+    serviceEnv: { APP_PORT: "0", BLOB_DIR: testBlobDir(), ...options.serviceEnv },
     fetchClientMetadata: options.fetchClientMetadata,
   });
   const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1", reusePort: false });
@@ -41,6 +46,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     mode,
     baseUrl: hatch.config.baseUrl,
     mcpUrl: hatch.config.mcpUrl,
+    appHostUrl: hatch.services.get("apps")?.urls?.appHost ?? "",
     async stop() {
       await server.stop(true);
       await hatch.close();

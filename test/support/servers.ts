@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import postgres from "postgres";
 
 /** Real servers are used when CI (or a developer) sets these; otherwise tests run on the embedded default. */
@@ -39,4 +42,11 @@ export function freePort(): number {
   const port = probe.port!;
   probe.stop(true);
   return port;
+}
+
+/** A fresh folder for the apps service's files, removed when the test process exits. */
+export function testBlobDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-blobs-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }

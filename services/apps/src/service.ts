@@ -1,17 +1,40 @@
 import { startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { createBlobStore } from "./blobs/index.ts";
+import { appsRootOrigin, loadAppsConfig } from "./config.ts";
+import { appsKeys, type AppsContext } from "./context.ts";
+import { startAppHost } from "./host/server.ts";
+import { appsTools } from "./tools/index.ts";
 
-export const APPS_VERSION = "0.1.0";
+export const APPS_VERSION = "0.2.0";
 export const APPS_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
-/** Answers on the bus for its tools; until their handlers land, each answers "not available yet". */
-export function startAppsService(deps: ServiceDeps): Promise<RunningService> {
-  return startService({
+/** Answers the apps tools on the bus and runs the app host. */
+export async function startAppsService(deps: ServiceDeps): Promise<RunningService> {
+  let config = loadAppsConfig(deps.env);
+  const keys = appsKeys(deps.secret);
+  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger };
+  const host = startAppHost(ctx);
+  if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
+    // Port 0 (tests): app origins use the port the host really got.
+    config = { ...config, appsDomain: `localhost:${host.port}` };
+    ctx.config = config;
+  }
+  const service = await startService({
     name: "apps",
     version: APPS_VERSION,
     bus: deps.bus,
     contextKey: deps.contextKey,
+    confirmKey: keys.confirm,
     contracts: TOOL_CONTRACTS,
-    tools: [],
+    tools: appsTools(ctx),
     logger: deps.logger,
   });
+  return {
+    name: "apps",
+    urls: { appHost: appsRootOrigin(config) },
+    async stop() {
+      await service.stop();
+      await host.stop();
+    },
+  };
 }

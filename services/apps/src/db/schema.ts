@@ -1,4 +1,133 @@
-import { pgSchema } from "drizzle-orm/pg-core";
+import { confirmUsesTable } from "@hatch/shared";
+import { bigint, boolean, date, index, integer, jsonb, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
-/** The apps service's own schema. Its tables arrive with the issue that builds the apps tools. */
+/** The apps service's own schema. Rows stay inside the service; tools map them to contract types. */
 export const apps = pgSchema("apps");
+
+const created = () => timestamp("created_at", { withTimezone: true }).notNull().defaultNow();
+
+/**
+ * Every address ever given out. A row is never deleted, so an address is never reused after its app is
+ * deleted (interface spec). `app_id` is null once the app is gone.
+ */
+export const addresses = apps.table("addresses", {
+  address: text("address").primaryKey(),
+  appId: text("app_id"),
+  reservedAt: created(),
+});
+
+/** An app: owned by one person inside one account (personal or company). */
+export const appsTable = apps.table(
+  "apps",
+  {
+    id: text("id").primaryKey(),
+    address: text("address").notNull().unique().references(() => addresses.address),
+    name: text("name").notNull(),
+    accountId: text("account_id").notNull(),
+    ownerId: text("owner_id").notNull(),
+    ownerEmail: text("owner_email").notNull(),
+    ownerName: text("owner_name").notNull(),
+    visibility: text("visibility").$type<"private" | "org" | "people" | "public">().notNull(),
+    aiDiscoverable: boolean("ai_discoverable").notNull().default(false),
+    /** null until the first version is complete. */
+    currentVersion: integer("current_version"),
+    /** The highest version number handed out (versions are numbered 1, 2, ... per app). */
+    lastVersion: integer("last_version").notNull().default(0),
+    paused: boolean("paused").notNull().default(false),
+    pausedReason: text("paused_reason"),
+    createdAt: created(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("apps_owner").on(t.ownerId), index("apps_account").on(t.accountId)],
+);
+
+/** An immutable published version; `config` is its parsed service.json (empty object when it has none). */
+export const versions = apps.table(
+  "versions",
+  {
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    number: integer("number").notNull(),
+    publishedBy: text("published_by").notNull(),
+    publisherEmail: text("publisher_email").notNull(),
+    fileCount: integer("file_count").notNull(),
+    totalBytes: bigint("total_bytes", { mode: "number" }).notNull(),
+    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
+    createdAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.number] })],
+);
+
+/** The files of a version, pointing at content-addressed blobs. */
+export const versionFiles = apps.table(
+  "version_files",
+  {
+    appId: text("app_id").notNull(),
+    version: integer("version").notNull(),
+    path: text("path").notNull(),
+    sha256: text("sha256").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    contentType: text("content_type").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.appId, t.version, t.path] }),
+    index("version_files_sha").on(t.sha256),
+  ],
+);
+
+/** Blobs the store holds (by sha256), so a manifest can be answered without asking the store file by file. */
+export const blobs = apps.table("blobs", {
+  sha256: text("sha256").primaryKey(),
+  size: bigint("size", { mode: "number" }).notNull(),
+  createdAt: created(),
+});
+
+/** One-time upload URLs handed out for missing manifest files. */
+export const uploads = apps.table("uploads", {
+  token: text("token").primaryKey(),
+  sha256: text("sha256").notNull(),
+  size: bigint("size", { mode: "number" }).notNull(),
+  userId: text("user_id").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  usedAt: timestamp("used_at", { withTimezone: true }),
+  createdAt: created(),
+});
+
+/** People an app is shared with by email (visibility `people`, kept when visibility changes). */
+export const appPeople = apps.table(
+  "app_people",
+  {
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    /** Lower-cased. */
+    email: text("email").notNull(),
+    addedAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.email] }), index("app_people_email").on(t.email)],
+);
+
+/** Opens per app per UTC day. */
+export const dailyOpens = apps.table(
+  "daily_opens",
+  {
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    day: date("day").notNull(),
+    opens: integer("opens").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.day] })],
+);
+
+/**
+ * Who opened an app on a day, as a keyed hash (HMAC of the app id with the signed-in user id, or with the IP
+ * address and user agent). No raw IP address is stored, and a hash cannot be linked across apps.
+ */
+export const dailyViewers = apps.table(
+  "daily_viewers",
+  {
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    day: date("day").notNull(),
+    viewer: text("viewer").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.day, t.viewer] })],
+);
+
+export const confirmUses = confirmUsesTable(apps);
+

@@ -1,0 +1,29 @@
+import { deriveKey, type Database, type Logger } from "@hatch/shared";
+import type { BlobStore } from "./blobs/types.ts";
+import type { AppsConfig } from "./config.ts";
+
+/** What the apps service's tools, rpc methods and app host share. */
+export interface AppsContext {
+  db: Database;
+  config: AppsConfig;
+  blobs: BlobStore;
+  keys: AppsKeys;
+  logger: Logger;
+}
+
+export interface AppsKeys {
+  /** Signs confirm tokens of this service's questions. */
+  confirm: Buffer;
+  /** Checks the gateway's viewer tickets and signs the app host's own viewer cookies. */
+  viewer: Buffer;
+  /** Keys the per-app viewer hashes of the statistics (no raw IP address is stored). */
+  stats: Buffer;
+}
+
+export function appsKeys(secret: string): AppsKeys {
+  return {
+    confirm: deriveKey(secret, "apps:confirm"),
+    viewer: deriveKey(secret, "viewer-ticket"),
+    stats: deriveKey(secret, "apps:stats"),
+  };
+}
