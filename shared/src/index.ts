@@ -1,8 +1,8 @@
 export { BusError, decodeJson, encodeJson, subjectMatches, toBytes, withPrefix, withoutPrefix } from "./bus/types.ts";
 export type { Bus, BusErrorCode, BusHandler, BusMessage, BusReply, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions } from "./bus/types.ts";
 export { createMemoryBus } from "./bus/memory.ts";
-export { createNatsBus, wrapNatsConnection } from "./bus/nats.ts";
-export type { NatsBusOptions } from "./bus/nats.ts";
+export { createNatsBus, isNatsBus, wrapNatsConnection } from "./bus/nats.ts";
+export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";
 export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 export { CallErrorSchema, CallReplySchema, isAskReply, CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, QuestionSchema } from "./envelope.ts";
@@ -13,6 +13,14 @@ export { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, confir
 export type { ConfirmBinding, ConfirmCheck, ConfirmClaims, QuestionOptions } from "./confirm.ts";
 export { confirmUsesTable, consumeConfirm } from "./confirm-store.ts";
 export type { ConfirmUsesTable } from "./confirm-store.ts";
+export { EventActorSchema, eventSubject, HatchEventSchema, newEvent } from "./events/event.ts";
+export type { EventActor, HatchEvent, NewEventFields } from "./events/event.ts";
+export { eventStreamFor } from "./events/index.ts";
+export { createJetStreamEventStream, deleteEventsStream, eventsStreamName } from "./events/jetstream-stream.ts";
+export { createMemoryEventStream } from "./events/memory-stream.ts";
+export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
+export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
+export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";

@@ -3,6 +3,7 @@ import { decodeJson, encodeJson, type Bus, type BusMessage, type BusReply, type 
 import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contracts/define.ts";
 import { checkConfirm, confirmProblem, type ConfirmClaims } from "./confirm.ts";
 import { verifyContext, type CallContext } from "./ctx.ts";
+import type { OutboxRelay } from "./events/outbox.ts";
 import { CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, isAskReply, type CallReply, type Question } from "./envelope.ts";
 import { isToolError, ToolError } from "./errors.ts";
 import { acceptRequestId, traceIdOf } from "./ids.ts";
@@ -51,15 +52,17 @@ export interface RpcBinding {
   readonly input: z.ZodType;
   /** Whether a valid signed context is required (true for anything acting as a user). */
   readonly requiresContext: boolean;
+  /** The method may write events: the outbox is flushed before it answers. */
+  readonly writes: boolean;
   readonly handler: (call: RpcCall<unknown>) => Promise<unknown>;
 }
 
 export function bindRpc<S extends z.ZodType>(
   input: S,
   handler: (call: RpcCall<z.infer<S>>) => Promise<unknown>,
-  options: { requiresContext?: boolean } = {},
+  options: { requiresContext?: boolean; writes?: boolean } = {},
 ): RpcBinding {
-  return { input, requiresContext: options.requiresContext ?? true, handler: handler as RpcBinding["handler"] };
+  return { input, requiresContext: options.requiresContext ?? true, writes: options.writes ?? false, handler: handler as RpcBinding["handler"] };
 }
 
 export interface ServiceOptions {
@@ -74,8 +77,17 @@ export interface ServiceOptions {
   contracts: readonly ToolContract[];
   tools: readonly ToolBinding[];
   rpc?: Readonly<Record<string, RpcBinding>>;
+  /**
+   * The relay of this service's event outbox. The runtime starts and stops it, and flushes it after every
+   * tool call that may change something (and rpc methods bound with `writes`) before answering, so the
+   * events of a change are on the stream by the time its caller hears back.
+   */
+  outbox?: OutboxRelay;
   logger: Logger;
 }
+
+/** Longest a reply waits for the outbox flush; whatever is left goes out on the relay's next poll. */
+const FLUSH_WAIT_MS = 2_000;
 
 export interface RunningService {
   readonly name: ServiceName;
@@ -104,6 +116,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     bus.subscribe(`rpc.${name}.>`, (msg) => answerRpc(msg), { queue: name }),
   ];
   await bus.flush();
+  options.outbox?.start();
   logger.info("service ready", { service: name, version: options.version, tools: [...handlers.keys()] });
 
   async function answerTool(msg: BusMessage): Promise<BusReply> {
@@ -112,6 +125,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     const log = logger.child({ service: name, tool, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
     const started = performance.now();
     const reply = await runTool(tool, msg, requestId, log);
+    if (reply.ok && !isAskReply(reply) && owned.get(tool)?.class !== "read") await flushOutbox();
     const ms = Math.round((performance.now() - started) * 100) / 100;
     log.info("tool call", { ms, outcome: reply.ok ? (isAskReply(reply) ? "ask" : "ok") : reply.error.code });
     return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
@@ -185,16 +199,25 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       const input = binding.input.safeParse(request.data.input);
       if (!input.success) throw new ToolError("invalid_input", describeIssues(input.error));
       reply = { ok: true, result: await binding.handler({ ctx, input: input.data, requestId, log }) };
+      if (binding.writes) await flushOutbox();
     } catch (error) {
       reply = { ok: false, error: toWireError(error, name, requestId, log) };
     }
     return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
   }
 
+  async function flushOutbox(): Promise<void> {
+    if (!options.outbox) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([options.outbox.flush(), new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
   return {
     name,
     async stop() {
       for (const sub of subs) sub.unsubscribe();
+      await options.outbox?.stop();
     },
   };
 }

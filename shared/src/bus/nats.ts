@@ -23,7 +23,14 @@ export interface NatsBusOptions {
   logger?: Logger;
 }
 
-export async function createNatsBus(options: NatsBusOptions): Promise<Bus & { connection: NatsConnection }> {
+/** The NATS bus also exposes its connection and prefix, for JetStream (the events stream) on the same connection. */
+export type NatsBus = Bus & { readonly kind: "nats"; readonly connection: NatsConnection; readonly prefix: string };
+
+export function isNatsBus(bus: Bus): bus is NatsBus {
+  return bus.kind === "nats" && "connection" in bus;
+}
+
+export async function createNatsBus(options: NatsBusOptions): Promise<NatsBus> {
   const nc = await connect({
     servers: options.url,
     name: options.name,
@@ -35,7 +42,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus & { co
   return wrapNatsConnection(nc, options);
 }
 
-export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOptions, "url">): Bus & { connection: NatsConnection } {
+export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOptions, "url">): NatsBus {
   const prefix = options.prefix ?? "";
   const inFlight = new Set<Promise<void>>();
 
@@ -68,6 +75,7 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
   return {
     kind: "nats",
     connection: nc,
+    prefix,
     async request(subject: string, data: Uint8Array | string, opts: RequestOptions) {
       const full = withPrefix(prefix, subject);
       try {
