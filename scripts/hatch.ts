@@ -2,10 +2,13 @@ import { createGateway, gatewayConfig, GATEWAY_MIGRATIONS, type Gateway, type Ga
 import {
   createMemoryBus,
   createNatsBus,
+  deleteEventsStream,
   deriveKey,
+  isNatsBus,
   openEmbeddedPostgres,
   openServiceDatabase,
   type Bus,
+  type Database,
   type DatabaseHandle,
   type DatabaseSource,
   type Logger,
@@ -43,6 +46,8 @@ export interface HatchOptions {
   /** Settings the services read (APP_PORT, BLOB_DIR, S3_*, ...); default process.env. */
   serviceEnv?: Record<string, string | undefined>;
   fetchClientMetadata?: typeof fetch;
+  /** Deletes the JetStream events stream on close (test runs, each under its own bus prefix). */
+  dropEventsStreamOnClose?: boolean;
 }
 
 export interface Hatch {
@@ -50,8 +55,12 @@ export interface Hatch {
   gateway: Gateway;
   bus: Bus;
   services: Map<ServiceName, RunningService>;
+  /** Each service's database handle (tests look at and seed what a service stores). */
+  databases: Map<ServiceName, Database>;
   /** Stops one service (tests of "a service that is down"). */
   stopService(name: ServiceName): Promise<void>;
+  /** Starts a stopped service again, on the same database and bus. */
+  startService(name: ServiceName): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -72,14 +81,18 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
   };
   const contextKey = deriveKey(options.secret, "ctx");
   const services = new Map<ServiceName, RunningService>();
-  for (const name of options.services ?? (Object.keys(SERVICES) as ServiceName[])) {
-    const service = SERVICES[name];
+  const databases = new Map<ServiceName, Database>();
+  const given = options.serviceEnv ?? process.env;
+  // Services that link back to the gateway (sign-in, confirm and invitation pages) use its public address.
+  const env = { ...given, BASE_URL: given.BASE_URL ?? config.baseUrl };
+  const start = async (name: ServiceName) => {
+    const db = databases.get(name)!;
     const logger = options.logger.child({ service: name });
-    const db = await open(name, service.migrations);
-    const given = options.serviceEnv ?? process.env;
-    // Services that link back to the gateway (sign-in, confirm pages) use its public address.
-    const env = { ...given, BASE_URL: given.BASE_URL ?? config.baseUrl };
-    services.set(name, await service.start({ bus, db, contextKey, secret: options.secret, env, logger }));
+    services.set(name, await SERVICES[name].start({ bus, db, contextKey, secret: options.secret, env, logger }));
+  };
+  for (const name of options.services ?? (Object.keys(SERVICES) as ServiceName[])) {
+    databases.set(name, await open(name, SERVICES[name].migrations));
+    await start(name);
   }
   const gateway = createGateway({
     config,
@@ -94,13 +107,20 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     gateway,
     bus,
     services,
+    databases,
     async stopService(name) {
       await services.get(name)?.stop();
       services.delete(name);
     },
+    async startService(name) {
+      if (services.has(name)) return;
+      if (!databases.has(name)) throw new Error(`${name} was never started in this process`);
+      await start(name);
+    },
     async close() {
       await gateway.close();
       for (const service of services.values()) await service.stop();
+      if (options.dropEventsStreamOnClose && isNatsBus(bus)) await deleteEventsStream(bus).catch(() => {});
       await bus.drain();
       for (const handle of handles) await handle.close();
       await pglite?.close();

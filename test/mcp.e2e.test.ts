@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeJson, deriveKey, encodeJson, signContext, TOOL_CONTRACTS } from "@hatch/shared";
+import { ORGS_VERSION } from "@hatch/orgs";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
@@ -194,7 +195,7 @@ for (const mode of MODES) {
       expect(res.status).toBe(200);
       const body = (await res.json()) as { services: Record<string, { ok: boolean; version?: string }> };
       expect(Object.keys(body.services).sort()).toEqual(["apps", "billing", "domains", "orgs"]);
-      expect(body.services.orgs?.version).toBe("0.1.0");
+      expect(body.services.orgs?.version).toBe(ORGS_VERSION);
     });
 
     test("a service that is down gives a clear unavailable error, never a hang; healthz says which", async () => {

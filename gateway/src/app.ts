@@ -5,6 +5,9 @@ import type { GatewayConfig } from "./config.ts";
 import { checkHealth } from "./health.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
+import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
+import { invitePages } from "./pages/invite.ts";
+import { outboxPage } from "./pages/outbox.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 
@@ -59,6 +62,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (typeof grantId === "string") auth.forgetGrant(grantId);
   });
 
+  // Orgs events about members and organizations: drop those people's cached sessions at once.
+  const sessionEvents = dropSessionsOnOrgEvents(bus, accounts, logger);
+
   const sweep = setInterval(() => {
     auth
       .sweepExpired()
@@ -69,6 +75,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const app = new Elysia()
     .use(auth.routes)
+    .use(invitePages({ auth, bus, contextKey, accounts, logger }))
+    .use(outboxPage({ bus, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
       set.status = report.status === "ok" ? 200 : 503;
@@ -92,6 +100,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     async close() {
       clearInterval(sweep);
       revoked.unsubscribe();
+      for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();
     },
   };

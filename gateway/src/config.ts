@@ -19,6 +19,8 @@ export interface GatewayConfig {
   maxBodyBytes: number;
   /** Cookies get `Secure` when the base URL is https. */
   secureCookies: boolean;
+  /** Serves the developer pages (`/dev/outbox`); off when NODE_ENV is production. */
+  devPages: boolean;
 }
 
 const GatewayEnvSchema = CommonEnvSchema.extend({
@@ -55,6 +57,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? (loopback && base.protocol === "http:"),
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
+    devPages: overrides.devPages ?? true,
   };
 }
 
@@ -72,5 +75,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     allowedHosts: parsed.ALLOWED_HOSTS?.split(",").map((h) => h.trim()).filter(Boolean),
     allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
     maxBodyBytes: parsed.MAX_BODY_BYTES,
+    devPages: parsed.NODE_ENV !== "production",
   });
 }

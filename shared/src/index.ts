@@ -21,6 +21,17 @@ export { createMemoryEventStream } from "./events/memory-stream.ts";
 export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
+export {
+  InvitationAcceptedSchema,
+  InvitationPreviewSchema,
+  InvitationTokenInputSchema,
+  MailOutboxSchema,
+  OwnedAppSchema,
+  OwnedAppsListInputSchema,
+  OwnedAppsMoveInputSchema,
+  OwnedAppsSchema,
+} from "./internal-rpc.ts";
+export type { InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps } from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";

@@ -13,5 +13,17 @@ export const rpcMethods = {
   orgs: {
     /** Resolves (and on first contact creates) the account a user acts as. */
     resolveSession: "session.resolve",
+    /** What an invitation link is for (no context: the token is the credential). */
+    previewInvitation: "invitation.preview",
+    /** The signed-in user accepts an invitation by its link's token. */
+    acceptInvitation: "invitation.accept",
+    /** The mails kept in the dev outbox (answered only when no SMTP server is configured). */
+    mailOutbox: "mail.outbox",
+  },
+  apps: {
+    /** The apps one person owns in an account (org_member_update shows them before a removal). */
+    listOwned: "owned.list",
+    /** Moves every app one person owns in an account to another member, in one transaction. */
+    moveOwned: "owned.move",
   },
 } as const;

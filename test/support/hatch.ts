@@ -39,6 +39,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     services: options.services,
     serviceEnv: { APP_PORT: "0", BLOB_DIR: testBlobDir(), ...options.serviceEnv },
     fetchClientMetadata: options.fetchClientMetadata,
+    dropEventsStreamOnClose: true,
   });
   const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1", reusePort: false });
   return {

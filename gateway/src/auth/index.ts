@@ -9,11 +9,14 @@ import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
+import { readForm } from "./account-pages.ts";
+import type { Params } from "./http.ts";
 import { buildRoutes } from "./routes.ts";
+import { readBrowserState, type BrowserState } from "./sessions.ts";
 import { createUser, findUserByEmail } from "./users.ts";
 
 export { AuthInputError, CLI_CLIENT };
-export type { AccessIdentity, BearerResult };
+export type { AccessIdentity, BearerResult, BrowserState, Params };
 
 export interface AuthDeps {
   config: GatewayConfig;
@@ -42,6 +45,10 @@ export interface Auth {
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
   issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
+  /** For pages outside this module: who is signed in, the CSRF token for forms, and cookies to set. */
+  browser(request: Request): Promise<BrowserState>;
+  /** Reads a POSTed form after the CSRF and Origin checks; `refused` is the page to answer when they fail. */
+  readForm(request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }>;
   /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
   sweepExpired(): Promise<SweepResult>;
 }
@@ -101,5 +108,7 @@ export function createAuth(deps: AuthDeps): Auth {
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
     sweepExpired: () => sweepExpired(ctx),
+    browser: (request) => readBrowserState(ctx, request),
+    readForm: (request) => readForm(ctx, request),
   };
 }

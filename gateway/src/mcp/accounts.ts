@@ -4,12 +4,14 @@ const TTL_MS = 30_000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * Which account each user acts as, asked of orgs and kept briefly. Orgs events about members drop entries
- * at once (issue 4 wires them), so a removed member loses access on the next call.
+ * Which account each user acts as, asked of orgs and kept briefly. Orgs events about members and
+ * organizations drop entries at once (see session-events.ts), so a removed member loses access on the next call.
  */
 export class AccountSessions {
   private readonly cache = new Map<string, { session: Session; expires: number }>();
   private readonly pending = new Map<string, Promise<Session>>();
+  /** Bumped by every drop: an answer fetched across a drop is used once but not kept (it may predate the change). */
+  private drops = 0;
 
   constructor(
     private readonly bus: Bus,
@@ -30,9 +32,12 @@ export class AccountSessions {
 
   drop(userId: string): void {
     this.cache.delete(userId);
+    this.pending.delete(userId);
+    this.drops++;
   }
 
   private async fetch(claims: CallContextClaims, trace: { requestId: string; traceparent: string }): Promise<Session> {
+    const drops = this.drops;
     const session = await callRpc(
       this.bus,
       "orgs",
@@ -41,6 +46,7 @@ export class AccountSessions {
       SessionSchema,
       { ctx: signContext(claims, this.contextKey), requestId: trace.requestId, traceparent: trace.traceparent },
     );
+    if (drops !== this.drops) return session;
     if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(claims.sub, { session, expires: Date.now() + TTL_MS });
     return session;

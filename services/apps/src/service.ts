@@ -1,8 +1,10 @@
-import { startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, type AppsContext } from "./context.ts";
+import { outbox } from "./db/schema.ts";
 import { startAppHost } from "./host/server.ts";
+import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { appsTools } from "./tools/index.ts";
 
 export const APPS_VERSION = "0.2.0";
@@ -27,6 +29,11 @@ export async function startAppsService(deps: ServiceDeps): Promise<RunningServic
     confirmKey: keys.confirm,
     contracts: TOOL_CONTRACTS,
     tools: appsTools(ctx),
+    rpc: {
+      [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),
+      [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
+    },
+    outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,
   });
   return {

@@ -1,19 +1,50 @@
-import { rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { startActivityConsumer } from "./activity.ts";
+import { loadOrgsConfig } from "./config.ts";
+import { orgsConfirmKey, type OrgsContext } from "./context.ts";
+import { outbox } from "./db/schema.ts";
+import { createMailer } from "./mail/mailer.ts";
+import { acceptInvitationRpc, mailOutboxRpc, previewInvitationRpc } from "./rpc/invitations.ts";
 import { resolveSessionRpc } from "./rpc/session.ts";
 import { orgsTools } from "./tools/index.ts";
 
-export const ORGS_VERSION = "0.1.0";
+export const ORGS_VERSION = "0.2.0";
 export const ORGS_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
-export function startOrgsService(options: ServiceDeps): Promise<RunningService> {
-  return startService({
+/** Answers the orgs tools and rpc methods, relays its events, sends its mail and keeps the activity log. */
+export async function startOrgsService(deps: ServiceDeps): Promise<RunningService> {
+  const config = loadOrgsConfig(deps.env);
+  const logger = deps.logger;
+  if (!config.smtp && deps.env.NODE_ENV === "production") {
+    logger.warn("SMTP_URL is not set: invitation emails are not sent, only kept for the dev outbox (which production does not serve)");
+  }
+  const mailer = createMailer({ db: deps.db, config, logger });
+  const orgs: OrgsContext = { db: deps.db, config, bus: deps.bus, contextKey: deps.contextKey, confirmKey: orgsConfirmKey(deps.secret), mailer, logger };
+  const service = await startService({
     name: "orgs",
     version: ORGS_VERSION,
-    bus: options.bus,
-    contextKey: options.contextKey,
+    bus: deps.bus,
+    contextKey: deps.contextKey,
+    confirmKey: orgs.confirmKey,
     contracts: TOOL_CONTRACTS,
-    tools: orgsTools(options.db),
-    rpc: { [rpcMethods.orgs.resolveSession]: resolveSessionRpc(options.db) },
-    logger: options.logger,
+    tools: orgsTools(orgs),
+    rpc: {
+      [rpcMethods.orgs.resolveSession]: resolveSessionRpc(deps.db),
+      [rpcMethods.orgs.previewInvitation]: previewInvitationRpc(orgs),
+      [rpcMethods.orgs.acceptInvitation]: acceptInvitationRpc(orgs),
+      [rpcMethods.orgs.mailOutbox]: mailOutboxRpc(orgs),
+    },
+    outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger }),
+    logger,
   });
+  const activity = startActivityConsumer(orgs);
+  mailer.start();
+  return {
+    name: "orgs",
+    async stop() {
+      await service.stop();
+      await activity.stop();
+      await mailer.stop();
+    },
+  };
 }

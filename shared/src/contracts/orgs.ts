@@ -275,6 +275,10 @@ export const org_activity = defineTool({
           app: z.string().nullable().describe("The app's address, when it concerns an app"),
           action: z.string(),
           summary: z.string().describe("One line in plain words"),
+          client: z
+            .object({ kind: z.string(), name: z.string() })
+            .nullable()
+            .describe("The AI client it came through, as that client named itself; null when not through one"),
         }),
       )
       .describe("Newest first"),

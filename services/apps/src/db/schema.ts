@@ -1,4 +1,4 @@
-import { confirmUsesTable } from "@hatch/shared";
+import { confirmUsesTable, outboxTable } from "@hatch/shared";
 import { bigint, boolean, date, index, integer, jsonb, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 /** The apps service's own schema. Rows stay inside the service; tools map them to contract types. */
@@ -131,3 +131,6 @@ export const dailyViewers = apps.table(
 
 export const confirmUses = confirmUsesTable(apps);
 
+
+/** Events of this service's changes, written in the same transaction (see src/events.ts); the relay publishes them. */
+export const outbox = outboxTable(apps);

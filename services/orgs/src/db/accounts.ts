@@ -1,6 +1,6 @@
-import { randomId, type Database, type Session } from "@hatch/shared";
-import { PERMISSIONS } from "@hatch/shared";
+import { randomId, type Database, type Role, type Session } from "@hatch/shared";
 import { and, eq, sql } from "drizzle-orm";
+import { asRole, effectivePermissions } from "../roles.ts";
 import { accounts, members, people } from "./schema.ts";
 
 export interface PersonView {
@@ -10,11 +10,15 @@ export interface PersonView {
   accountId: string;
   accountKind: "personal" | "company";
   accountName: string;
-  role: string;
+  role: Role;
+  /** The extras on top of the role (effectivePermissions gives the whole set). */
   permissions: string[];
 }
 
-function buildFindPerson(db: Database) {
+/** A transaction or the database itself. */
+export type Tx = Pick<Database, "select" | "insert" | "update" | "delete">;
+
+function selectPerson(db: Tx) {
   return db
     .select({
       userId: people.userId,
@@ -28,10 +32,11 @@ function buildFindPerson(db: Database) {
     })
     .from(people)
     .innerJoin(accounts, eq(accounts.id, people.activeAccountId))
-    .innerJoin(members, and(eq(members.accountId, accounts.id), eq(members.userId, people.userId)))
-    .where(eq(people.userId, sql.placeholder("userId")))
-    .limit(1)
-    .prepare("orgs_find_person");
+    .innerJoin(members, and(eq(members.accountId, accounts.id), eq(members.userId, people.userId)));
+}
+
+function buildFindPerson(db: Database) {
+  return selectPerson(db).where(eq(people.userId, sql.placeholder("userId"))).limit(1).prepare("orgs_find_person");
 }
 
 // This lookup runs on every tool call: a named prepared statement skips query building here and
@@ -46,7 +51,8 @@ export async function findPerson(db: Database, userId: string): Promise<PersonVi
     findPersonQueries.set(db, query);
   }
   const rows = await query.execute({ userId });
-  return rows[0] ?? null;
+  const row = rows[0];
+  return row ? { ...row, role: asRole(row.role) } : null;
 }
 
 /**
@@ -63,14 +69,21 @@ export async function ensurePerson(db: Database, user: { userId: string; email: 
       .onConflictDoNothing()
       .returning({ userId: people.userId });
     if (inserted.length === 0) return;
-    const accountId = `acc_${randomId(12)}`;
-    await tx.insert(accounts).values({ id: accountId, kind: "personal", name: user.name });
-    await tx.insert(members).values({ accountId, userId: user.userId, role: "owner", permissions: [...PERMISSIONS] });
-    await tx.update(people).set({ activeAccountId: accountId }).where(eq(people.userId, user.userId));
+    await createPersonalAccount(tx, user);
   });
   const created = await findPerson(db, user.userId);
   if (!created) throw new Error(`person ${user.userId} missing right after creation`);
   return created;
+}
+
+/**
+ * The same lookup inside a transaction, with the person's row locked until it ends: two changes to whom one
+ * person belongs (create, convert, accept, removal) never interleave.
+ */
+export async function findPersonIn(tx: Tx, userId: string): Promise<PersonView | null> {
+  await tx.select({ userId: people.userId }).from(people).where(eq(people.userId, userId)).for("update");
+  const [row] = await selectPerson(tx).where(eq(people.userId, userId)).limit(1);
+  return row ? { ...row, role: asRole(row.role) } : null;
 }
 
 export function toSession(person: PersonView): Session {
@@ -78,7 +91,36 @@ export function toSession(person: PersonView): Session {
     account: person.accountId,
     accountKind: person.accountKind,
     org: person.accountKind === "company" ? person.accountId : null,
-    role: person.role as Session["role"],
-    permissions: person.permissions as Session["permissions"],
+    role: person.role,
+    permissions: effectivePermissions(person.role, person.permissions),
   };
+}
+
+export function newAccountId(): string {
+  return `acc_${randomId(12)}`;
+}
+
+/** A new personal account owned by the person, made the one they act as. */
+async function createPersonalAccount(tx: Tx, user: { userId: string; name: string }): Promise<string> {
+  const accountId = newAccountId();
+  await tx.insert(accounts).values({ id: accountId, kind: "personal", name: user.name });
+  await tx.insert(members).values({ accountId, userId: user.userId, role: "owner", permissions: [] });
+  await tx.update(people).set({ activeAccountId: accountId }).where(eq(people.userId, user.userId));
+  return accountId;
+}
+
+/**
+ * Makes the person act as their personal account again (after leaving an organization), creating one when
+ * they have none left (theirs became a company).
+ */
+export async function returnToPersonalAccount(tx: Tx, user: { userId: string; name: string }): Promise<string> {
+  const [own] = await tx
+    .select({ id: accounts.id })
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .where(and(eq(members.userId, user.userId), eq(accounts.kind, "personal"), eq(members.role, "owner")))
+    .limit(1);
+  if (!own) return createPersonalAccount(tx, user);
+  await tx.update(people).set({ activeAccountId: own.id }).where(eq(people.userId, user.userId));
+  return own.id;
 }

@@ -1,7 +1,22 @@
-import type { Database, ToolBinding } from "@hatch/shared";
+import type { ToolBinding } from "@hatch/shared";
+import type { OrgsContext } from "../context.ts";
+import { orgActivityTool } from "./org-activity.ts";
+import { orgInviteTool } from "./org-invite.ts";
+import { orgMemberUpdateTool } from "./org-member-update.ts";
+import { orgMembersTool } from "./org-members.ts";
+import { orgSetupTool } from "./org-setup.ts";
+import { orgTool } from "./org.ts";
 import { whoamiTool } from "./whoami.ts";
 
-/** Every tool the orgs service handles today; the rest of its contracts answer "not available yet". */
-export function orgsTools(db: Database): ToolBinding[] {
-  return [whoamiTool(db)];
+/** Every tool the orgs service handles. */
+export function orgsTools(orgs: OrgsContext): ToolBinding[] {
+  return [
+    whoamiTool(orgs.db),
+    orgTool(orgs),
+    orgSetupTool(orgs),
+    orgInviteTool(orgs),
+    orgMembersTool(orgs),
+    orgMemberUpdateTool(orgs),
+    orgActivityTool(orgs),
+  ];
 }

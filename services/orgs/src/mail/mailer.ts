@@ -1,0 +1,142 @@
+import { randomId, type Database, type Logger } from "@hatch/shared";
+import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import type { OrgsConfig } from "../config.ts";
+import type { Tx } from "../db/accounts.ts";
+import { mails } from "../db/schema.ts";
+import { sendMails, type OutgoingMail, type SmtpOptions } from "./smtp.ts";
+
+const BATCH = 50;
+const CLAIM_MS = 120_000;
+const MAX_ATTEMPTS = 8;
+const POLL_MS = 15_000;
+
+export interface MailToQueue {
+  to: string;
+  subject: string;
+  body: string;
+}
+
+/**
+ * Mail leaves in two steps: `queue` writes it in the caller's transaction (no mail for a change that rolled
+ * back, none lost for one that committed), then `kick` sends what is due, by SMTP when configured. Without
+ * SMTP, mails are kept for the dev outbox page and nothing is sent.
+ */
+export interface Mailer {
+  readonly mode: "smtp" | "outbox";
+  queue(tx: Tx, mail: MailToQueue[]): Promise<void>;
+  /** Sends what is due now; resolves when this pass is done (never throws). */
+  kick(): Promise<void>;
+  start(): void;
+  stop(): Promise<void>;
+  /** The latest mails kept for the dev outbox (newest first). */
+  outbox(limit: number): Promise<{ id: string; to: string; subject: string; body: string; createdAt: string }[]>;
+}
+
+/** After a failed attempt: 1 min, doubling, at most 2 h. */
+const retryDelayMs = (attempts: number) => Math.min(2 * 3_600_000, 60_000 * 2 ** Math.max(0, attempts - 1));
+
+export function createMailer(options: { db: Database; config: OrgsConfig; logger: Logger; smtp?: SmtpOptions }): Mailer {
+  const { db, config } = options;
+  const log = options.logger.child({ component: "mailer" });
+  const smtp = config.smtp;
+  let running: Promise<void> | null = null;
+  let again = false;
+  let timer: ReturnType<typeof setInterval> | undefined;
+
+  /** Claims due mails for this process (another instance skips them until the claim lapses). */
+  async function claim(): Promise<(typeof mails.$inferSelect)[]> {
+    const now = new Date();
+    const due = and(eq(mails.status, "pending"), lte(mails.nextAttemptAt, now), or(isNull(mails.lockedUntil), lte(mails.lockedUntil, now)));
+    return db.transaction(async (tx) => {
+      const ids = await tx.select({ id: mails.id }).from(mails).where(due).orderBy(asc(mails.nextAttemptAt)).limit(BATCH).for("update", { skipLocked: true });
+      if (ids.length === 0) return [];
+      return tx
+        .update(mails)
+        .set({ lockedUntil: new Date(now.getTime() + CLAIM_MS) })
+        .where(inArray(mails.id, ids.map((r) => r.id)))
+        .returning();
+    });
+  }
+
+  async function deliver(): Promise<boolean> {
+    if (!smtp) return false;
+    const batch = await claim();
+    if (batch.length === 0) return false;
+    const outgoing: OutgoingMail[] = batch.map((m) => ({ id: m.id, from: config.mailFrom, to: m.to, subject: m.subject, body: m.body ?? "" }));
+    let outcomes;
+    try {
+      outcomes = await sendMails(smtp, outgoing, options.smtp);
+    } catch (error) {
+      log.warn("SMTP delivery failed; mails will be retried", { count: batch.length, error: String(error) });
+      outcomes = batch.map((m) => ({ id: m.id, ok: false as const, permanent: false, error: String(error) }));
+    }
+    for (const outcome of outcomes) {
+      const attempts = (batch.find((m) => m.id === outcome.id)?.attempts ?? 0) + 1;
+      if (outcome.ok) {
+        // The body holds a live invitation link: once delivered it is not kept.
+        await db.update(mails).set({ status: "sent", body: null, sentAt: new Date(), attempts, lockedUntil: null }).where(eq(mails.id, outcome.id));
+        continue;
+      }
+      const giveUp = outcome.permanent || attempts >= MAX_ATTEMPTS;
+      if (giveUp) log.error("mail given up", { mail: outcome.id, attempts, error: outcome.error });
+      await db
+        .update(mails)
+        .set({ status: giveUp ? "failed" : "pending", attempts, lastError: outcome.error.slice(0, 500), lockedUntil: null, nextAttemptAt: new Date(Date.now() + retryDelayMs(attempts)) })
+        .where(eq(mails.id, outcome.id));
+    }
+    return batch.length === BATCH;
+  }
+
+  function kick(): Promise<void> {
+    if (!smtp) return Promise.resolve();
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          while (await deliver()) {
+            // A full batch: there may be more.
+          }
+        } catch (error) {
+          log.warn("mail delivery pass failed", { error });
+        }
+      } while (again);
+    })().finally(() => {
+      running = null;
+    });
+    return running;
+  }
+
+  return {
+    mode: smtp ? "smtp" : "outbox",
+    async queue(tx, list) {
+      if (list.length === 0) return;
+      const status: "pending" | "outbox" = smtp ? "pending" : "outbox";
+      await tx.insert(mails).values(list.map((m) => ({ id: `mail_${randomId(12)}`, to: m.to, subject: m.subject, body: m.body, status })));
+    },
+    kick,
+    start() {
+      if (!smtp || timer) return;
+      timer = setInterval(() => void kick(), POLL_MS);
+      timer.unref?.();
+      void kick();
+    },
+    async stop() {
+      clearInterval(timer);
+      timer = undefined;
+      await running;
+    },
+    async outbox(limit) {
+      const rows = await db
+        .select()
+        .from(mails)
+        .where(eq(mails.status, "outbox"))
+        .orderBy(desc(mails.createdAt), desc(sql`${mails.id}`))
+        .limit(limit);
+      return rows.map((m) => ({ id: m.id, to: m.to, subject: m.subject, body: m.body ?? "", createdAt: m.createdAt.toISOString() }));
+    },
+  };
+}

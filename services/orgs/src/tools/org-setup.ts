@@ -1,0 +1,83 @@
+import { bindTool, org_setup, ToolError, type CallContext, type ToolOutput } from "@hatch/shared";
+import { eq } from "drizzle-orm";
+import { acceptInvitation } from "../accept.ts";
+import { recordOrgEvent, type OrgsContext } from "../context.ts";
+import { ensurePerson, findPersonIn, newAccountId, type PersonView } from "../db/accounts.ts";
+import { accounts, members, people } from "../db/schema.ts";
+import { effectivePermissions } from "../roles.ts";
+
+type Output = ToolOutput<typeof org_setup>;
+
+function alreadyInOrg(person: PersonView): ToolError {
+  return new ToolError(
+    "conflict",
+    `You already act in the organization ${person.accountName} (as ${person.role}); a person belongs to one organization ` +
+      "at a time. Nothing was changed. org shows it.",
+  );
+}
+
+function requireName(name: string | undefined, action: string): string {
+  const trimmed = name?.trim();
+  if (!trimmed) throw new ToolError("invalid_input", `Give the organization's name in name for action ${action}, as the user wants it.`);
+  return trimmed;
+}
+
+/** A new company account with the caller as its owner; their personal account (and its apps) stays. */
+async function create(orgs: OrgsContext, ctx: CallContext, name: string): Promise<Output> {
+  const me = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
+  const id = newAccountId();
+  await orgs.db.transaction(async (tx) => {
+    const current = await findPersonIn(tx, me.userId);
+    if (current?.accountKind === "company") throw alreadyInOrg(current);
+    await tx.insert(accounts).values({ id, kind: "company", name });
+    await tx.insert(members).values({ accountId: id, userId: me.userId, role: "owner", permissions: [] });
+    await tx.update(people).set({ activeAccountId: id }).where(eq(people.userId, me.userId));
+    await recordOrgEvent(tx, ctx, id, {
+      entity: "org",
+      verb: "created",
+      summary: `${me.name} <${me.email}> created the organization ${name}`,
+      details: { name },
+      affectedUsers: [me.userId],
+    });
+  });
+  return { status: "created", org: { id, name }, role: "owner", permissions: effectivePermissions("owner", []) };
+}
+
+/** The caller's personal account becomes a company, same id: its apps stay where they are and so come along. */
+async function convert(orgs: OrgsContext, ctx: CallContext, name: string): Promise<Output> {
+  const me = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
+  await orgs.db.transaction(async (tx) => {
+    const current = await findPersonIn(tx, me.userId);
+    if (!current) throw new Error("person vanished");
+    if (current.accountKind === "company") throw alreadyInOrg(current);
+    await tx.update(accounts).set({ kind: "company", name }).where(eq(accounts.id, current.accountId));
+    await recordOrgEvent(tx, ctx, current.accountId, {
+      entity: "org",
+      verb: "converted",
+      summary: `${me.name} <${me.email}> turned their personal account into the organization ${name}`,
+      details: { name, previousName: current.accountName },
+      affectedUsers: [me.userId],
+    });
+  });
+  return { status: "converted", org: { id: me.accountId, name }, role: "owner", permissions: effectivePermissions("owner", []) };
+}
+
+export function orgSetupTool(orgs: OrgsContext) {
+  return bindTool(org_setup, async ({ ctx, input }) => {
+    if (input.action === "accept") {
+      if (!input.invitationId) throw new ToolError("invalid_input", "Give the invitationId (org lists the invitations waiting for the user) for action accept.");
+      const joined = await acceptInvitation(orgs, ctx, { id: input.invitationId });
+      return {
+        text: `Joined ${joined.org.name} as ${joined.role}. From the next call on, you act in ${joined.org.name}.`,
+        data: { status: "joined" as const, org: joined.org, role: joined.role, permissions: joined.permissions },
+      };
+    }
+    const name = requireName(input.name, input.action);
+    const data = input.action === "create" ? await create(orgs, ctx, name) : await convert(orgs, ctx, name);
+    const text =
+      input.action === "create"
+        ? `Created the organization ${name} with you as its owner; you now act in it. Your personal apps stay in your personal account. org_invite adds people.`
+        : `Your account is now the organization ${name}, with you as its owner; its apps came along. org_invite adds people.`;
+    return { text, data };
+  });
+}

@@ -1,0 +1,41 @@
+import { z } from "zod";
+import { ORG_ROLES } from "./contracts/common.ts";
+
+// Shapes of the internal rpc methods between services and the gateway (`rpcMethods` names them). Both ends
+// import them from here, so neither imports the other.
+
+/** apps `owned.list`: the apps `userId` owns in `accountId`. The caller's ctx must be a manager of that account. */
+export const OwnedAppsListInputSchema = z.object({ accountId: z.string().min(1), userId: z.string().min(1) });
+export const OwnedAppSchema = z.object({ address: z.string(), name: z.string() });
+export const OwnedAppsSchema = z.object({ apps: z.array(OwnedAppSchema) });
+export type OwnedApps = z.infer<typeof OwnedAppsSchema>;
+
+/** apps `owned.move`: every app `fromUserId` owns in `accountId` goes to `to` (a member, as orgs vouches). */
+export const OwnedAppsMoveInputSchema = z.object({
+  accountId: z.string().min(1),
+  fromUserId: z.string().min(1),
+  to: z.object({ userId: z.string().min(1), email: z.string().min(1), name: z.string() }),
+});
+
+/** orgs `invitation.preview`: what the page behind an invitation link shows. */
+export const InvitationTokenInputSchema = z.object({ token: z.string().min(16).max(128) });
+export const InvitationPreviewSchema = z.object({
+  status: z.enum(["pending", "expired", "revoked", "accepted"]),
+  orgName: z.string(),
+  email: z.string(),
+  role: z.enum(ORG_ROLES),
+  invitedBy: z.object({ name: z.string(), email: z.string() }),
+  expiresAt: z.string(),
+});
+export type InvitationPreview = z.infer<typeof InvitationPreviewSchema>;
+
+/** orgs `invitation.accept` (signed ctx of the browser's user): the organization joined. */
+export const InvitationAcceptedSchema = z.object({ orgId: z.string(), orgName: z.string(), role: z.enum(ORG_ROLES) });
+export type InvitationAccepted = z.infer<typeof InvitationAcceptedSchema>;
+
+/** orgs `mail.outbox`: the latest mails kept for the dev outbox page. */
+export const MailOutboxSchema = z.object({
+  enabled: z.boolean(),
+  mails: z.array(z.object({ id: z.string(), to: z.string(), subject: z.string(), body: z.string(), createdAt: z.string() })),
+});
+export type MailOutbox = z.infer<typeof MailOutboxSchema>;
