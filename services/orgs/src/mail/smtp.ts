@@ -142,7 +142,8 @@ function open(settings: SmtpSettings, tls: ConnectionOptions | undefined): Promi
   });
 }
 
-const isLoopback = (host: string) => host === "localhost" || host === "::1" || host.startsWith("127.");
+/** The one exemption from "no password without TLS": a server on this machine, named as such. */
+const isLoopback = (host: string) => host === "localhost" || host === "127.0.0.1" || host === "::1";
 
 /** Connects, greets, secures and authenticates; returns the session and the server's extensions. */
 async function handshake(settings: SmtpSettings, options: SmtpOptions): Promise<{ session: SmtpSession; secure: boolean }> {
@@ -231,7 +232,7 @@ export function formatMessage(message: OutgoingMail, domain: string, now = new D
     "Content-Type: text/plain; charset=utf-8",
     `Content-Transfer-Encoding: ${ascii ? "7bit" : "base64"}`,
   ];
-  const encoded = ascii ? body : (Buffer.from(message.body, "utf8").toString("base64").match(/.{1,76}/g) ?? []).join("\r\n");
+  const encoded = ascii ? body : (Buffer.from(body, "utf8").toString("base64").match(/.{1,76}/g) ?? []).join("\r\n");
   return `${headers.join("\r\n")}\r\n\r\n${encoded}`;
 }
 

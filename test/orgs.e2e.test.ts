@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
+import { formClient, mailCount, ok, outboxMails, refused, seedApp } from "./support/orgs.ts";
+import { MODES } from "./support/servers.ts";
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+type OrgOut = { org: { id: string; name: string; memberCount: number } | null; role: string | null; can: Record<string, boolean>; invitationsForMe: { invitationId: string; org: { name: string }; role: string }[] };
+
+// Organizations end to end: real MCP clients of several users through the gateway, the orgs and apps
+// services on the bus, over every mode. The tests build on each other, in order.
+for (const mode of MODES) {
+  describe(`organizations through the gateway (${mode})`, () => {
+    let hatch: TestHatch;
+    let alice: User, bob: User, carol: User, dave: User;
+    let a: Client, b: Client, c: Client, d: Client;
+    let orgId = "";
+
+    beforeAll(async () => {
+      hatch = await startTestHatch(mode);
+      [alice, bob, carol, dave] = await Promise.all(["Alice Owner", "Bob Admin", "Carol Manager", "Dave Member"].map((name) => userWithToken(hatch, { name })));
+      [a, b, c, d] = await Promise.all([alice, bob, carol, dave].map((u) => connectClient(hatch, u!.accessToken)));
+    }, 60_000);
+    afterAll(async () => {
+      for (const client of [a, b, c, d]) await client?.close();
+      await hatch?.stop();
+    });
+
+    /** Joins `client`'s user to the organization through the invitation `org` lists for them. */
+    async function join(client: Client, orgName: string) {
+      const mine = await ok<OrgOut>(client, "org");
+      const invitation = mine.invitationsForMe.find((i) => i.org.name === orgName);
+      expect(invitation).toBeDefined();
+      return ok<{ status: string; role: string }>(client, "org_setup", { action: "accept", invitationId: invitation!.invitationId });
+    }
+
+    test("org_setup create: the caller owns a company account from the very next call", async () => {
+      const created = await ok<{ status: string; role: string; org: { id: string } }>(a, "org_setup", { action: "create", name: "Acme" });
+      expect(created).toMatchObject({ status: "created", role: "owner" });
+      expect(await ok(a, "whoami")).toMatchObject({ kind: "company" });
+      const mine = await ok<OrgOut>(a, "org");
+      expect(mine.org).toMatchObject({ id: created.org.id, name: "Acme", memberCount: 1 });
+      expect(Object.values(mine.can).every(Boolean)).toBe(true);
+      orgId = created.org.id;
+      expect(await refused(a, "org_setup", { action: "create", name: "Second" })).toContain("already act in the organization Acme");
+    });
+
+    test("50 people invited in one call get 50 mails; 51 are refused and nothing is sent", async () => {
+      await ok(a, "org_invite", { emails: [bob.email], role: "admin" });
+      await ok(a, "org_invite", { emails: [carol.email], role: "manager" });
+      const before = await mailCount(hatch);
+      const fifty = [dave.email, ...Array.from({ length: 49 }, (_, i) => `guest${i}-${mode}@example.com`)];
+      const invited = await ok<{ invited: { email: string; status: string }[]; skipped: unknown[] }>(a, "org_invite", { emails: fifty, role: "member", message: "Welcome aboard" });
+      expect(invited.invited).toHaveLength(50);
+      expect(invited.skipped).toEqual([]);
+      expect(invited.invited.every((i) => i.status === "pending")).toBe(true);
+      expect((await mailCount(hatch)) - before).toBe(50);
+      const mails = await outboxMails(hatch);
+      expect(new Set(mails.map((m) => m.to))).toEqual(new Set(fifty.map((e) => e.toLowerCase())));
+      expect(mails.find((m) => m.to === dave.email)?.body).toContain("Welcome aboard");
+
+      const text = await refused(a, "org_invite", { emails: [...fifty.map((e) => `x${e}`), "one-too-many@example.com"] });
+      expect(text).toContain("At most 50 people");
+      expect(await mailCount(hatch)).toBe(before + 50);
+      const again = await ok<{ invited: unknown[]; skipped: { email: string; reason: string }[] }>(a, "org_invite", { emails: [dave.email] });
+      expect(again.invited).toEqual([]);
+      expect(again.skipped[0]?.reason).toContain("already invited");
+    });
+
+    test("invited people find their invitation with org and join with org_setup accept", async () => {
+      expect(await join(b, "Acme")).toMatchObject({ status: "joined", role: "admin" });
+      expect(await join(c, "Acme")).toMatchObject({ status: "joined", role: "manager" });
+      expect(await join(d, "Acme")).toMatchObject({ status: "joined", role: "member" });
+      expect(await ok(d, "whoami")).toMatchObject({ kind: "company" });
+      const listing = await ok<{ members: { email: string; role: string }[]; invitations: unknown[] }>(a, "org_members");
+      expect(listing.members.map((m) => [m.email, m.role])).toEqual([
+        [alice.email, "owner"],
+        [bob.email, "admin"],
+        [carol.email, "manager"],
+        [dave.email, "member"],
+      ]);
+      expect(listing.invitations).toHaveLength(49);
+      expect((await ok<{ invitations: unknown[] }>(d, "org_members")).invitations).toEqual([]);
+    });
+
+    test("a member cannot pause apps or read the activity log; a manager can pause and unpause", async () => {
+      await seedApp(hatch, { address: `acme-site-${mode}`, name: "Acme Site", accountId: orgId, owner: { id: dave.id, email: dave.email, name: dave.name } });
+      const address = `acme-site-${mode}`;
+      expect(await refused(d, "org_app_pause", { address, paused: true })).toContain("(forbidden)");
+      expect(await refused(d, "org_activity")).toContain("(forbidden)");
+      expect((await ok<{ apps: { address: string }[] }>(d, "org_apps")).apps.map((x) => x.address)).toEqual([address]);
+
+      expect(await ok(c, "org_app_pause", { address, paused: true, reason: "spam reports" })).toEqual({ address, paused: true, changed: true });
+      expect(await ok(c, "org_app_pause", { address, paused: true })).toEqual({ address, paused: true, changed: false });
+      expect((await ok<{ apps: { address: string; paused: boolean }[] }>(c, "org_apps", { paused: true })).apps).toMatchObject([{ address, paused: true }]);
+      expect(await ok(b, "org_app_pause", { address, paused: false })).toEqual({ address, paused: false, changed: true });
+      expect(await refused(c, "org_app_pause", { address: "no-such-app", paused: true })).toContain("(not_found)");
+    });
+
+    test("roles: an admin cannot transfer ownership, a manager cannot raise anyone above themselves", async () => {
+      expect(await refused(b, "org_member_update", { email: dave.email, action: "transfer_ownership" })).toContain("Only the owner");
+      expect(await refused(d, "org_member_update", { email: carol.email, action: "update", role: "member" })).toContain("(forbidden)");
+      expect(await refused(c, "org_member_update", { email: dave.email, action: "update", role: "admin" })).toContain("cannot make anyone admin");
+      expect(await refused(c, "org_member_update", { email: dave.email, action: "update", permissions: ["billing"] })).toContain("billing");
+      expect(await refused(c, "org_member_update", { email: alice.email, action: "remove" })).toContain("owner and cannot be removed");
+      const updated = await ok<{ member: { role: string; permissions: string[] } }>(b, "org_member_update", { email: dave.email, action: "update", permissions: ["custom_domains"] });
+      expect(updated.member).toEqual(expect.objectContaining({ role: "member", permissions: ["publish", "custom_domains"] }));
+      expect(await refused(b, "org_invite", { emails: ["x@example.com"], permissions: ["billing", "nonsense"] })).toContain("Invalid arguments");
+    });
+
+    test("removal shows the apps that will move, asks who receives them, and the removed person loses access at once", async () => {
+      const eve = await userWithToken(hatch, { name: "Eve Leaver" });
+      const e = await connectClient(hatch, eve.accessToken);
+      await ok(a, "org_invite", { emails: [eve.email] });
+      await join(e, "Acme");
+      for (const [address, name] of [[`eve-one-${mode}`, "Eve One"], [`eve-two-${mode}`, "Eve Two"]] as const) {
+        await seedApp(hatch, { address, name, accountId: orgId, owner: { id: eve.id, email: eve.email, name: eve.name } });
+      }
+      expect((await ok<{ apps: unknown[] }>(e, "org_apps")).apps.length).toBeGreaterThan(0);
+
+      const declining = await formClient(hatch, alice.accessToken, () => ({ action: "decline" }));
+      expect(textOf(await declining.client.callTool({ name: "org_member_update", arguments: { email: eve.email, action: "remove" } }))).toContain("nothing was changed");
+      expect(await ok(e, "whoami")).toMatchObject({ kind: "company" });
+      await declining.client.close();
+
+      const { client, asked } = await formClient(hatch, alice.accessToken, () => ({ action: "accept", content: { appsRecipient: carol.email, confirm: true } }));
+      const removed = await ok<{ status: string; member: null; appsToMove: { address: string }[]; appsRecipient: string }>(client, "org_member_update", { email: eve.email, action: "remove" });
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.message).toContain("Eve One");
+      expect(asked[0]!.message).toContain("Eve Two");
+      expect((asked[0]!.schema as { properties: { appsRecipient: { enum: string[] } } }).properties.appsRecipient.enum).toEqual([alice.email, bob.email, carol.email, dave.email]);
+      expect(removed).toEqual({ status: "removed", member: null, appsToMove: [{ address: `eve-one-${mode}`, name: "Eve One" }, { address: `eve-two-${mode}`, name: "Eve Two" }], appsRecipient: carol.email });
+      await client.close();
+
+      expect(await ok(e, "whoami")).toMatchObject({ kind: "personal" });
+      expect(await refused(e, "org_apps")).toContain("not in an organization");
+      const carols = await ok<{ apps: { address: string; owner: { email: string } }[] }>(a, "org_apps", { owner: carol.email });
+      expect(carols.apps.map((x) => x.address)).toEqual([`eve-one-${mode}`, `eve-two-${mode}`]);
+      expect((await ok<{ members: { email: string }[] }>(a, "org_members")).members.map((m) => m.email)).not.toContain(eve.email);
+      await e.close();
+    });
+  });
+}

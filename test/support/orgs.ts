@@ -1,0 +1,80 @@
+import { expect } from "bun:test";
+import { callRpc, MailOutboxSchema, randomId } from "@hatch/shared";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import { count, desc, eq } from "drizzle-orm";
+import { addresses, appsTable } from "../../services/apps/src/db/schema.ts";
+import { mails } from "../../services/orgs/src/db/schema.ts";
+import type { TestHatch } from "./hatch.ts";
+import { textOf } from "./mcp.ts";
+
+/** Calls a tool and returns its structured result, failing the test (with the tool's text) on an error result. */
+export async function ok<T = Record<string, unknown>>(client: Client, name: string, args: Record<string, unknown> = {}): Promise<T> {
+  const result = await client.callTool({ name, arguments: args });
+  if (result.isError) throw new Error(`${name} failed: ${textOf(result)}`);
+  return result.structuredContent as T;
+}
+
+/** Calls a tool that must fail; returns its text (which ends with the error code in parentheses). */
+export async function refused(client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> {
+  const result = await client.callTool({ name, arguments: args });
+  expect(result.isError).toBe(true);
+  return textOf(result);
+}
+
+/** A client that declared form elicitation; `reply` answers each question the gateway shows. */
+export async function formClient(hatch: TestHatch, accessToken: string, reply: (message: string, schema: unknown) => ElicitResult) {
+  const asked: { message: string; schema: unknown }[] = [];
+  const client = new Client({ name: "claude-code", version: "2" }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const schema = "requestedSchema" in request.params ? request.params.requestedSchema : undefined;
+    asked.push({ message: request.params.message, schema });
+    return reply(request.params.message, schema);
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
+  return { client, asked };
+}
+
+/** An app row straight in the apps schema (publishing is another issue's; these tests need apps to exist). */
+export async function seedApp(hatch: TestHatch, app: { address: string; name: string; accountId: string; owner: { id: string; email: string; name: string } }) {
+  const db = hatch.databases.get("apps")!;
+  const id = `app_${randomId(8)}`;
+  await db.insert(addresses).values({ address: app.address, appId: id });
+  await db.insert(appsTable).values({
+    id,
+    address: app.address,
+    name: app.name,
+    accountId: app.accountId,
+    ownerId: app.owner.id,
+    ownerEmail: app.owner.email,
+    ownerName: app.owner.name,
+    visibility: "org",
+    currentVersion: 1,
+    lastVersion: 1,
+  });
+  return id;
+}
+
+/** The mails the dev outbox holds, newest first (as the gateway's /dev/outbox page gets them). */
+export async function outboxMails(hatch: TestHatch) {
+  return (await callRpc(hatch.bus, "orgs", "mail.outbox", {}, MailOutboxSchema)).mails;
+}
+
+/** How many mails orgs has queued or kept, all told. */
+export async function mailCount(hatch: TestHatch): Promise<number> {
+  const [row] = await hatch.databases.get("orgs")!.select({ n: count() }).from(mails);
+  return row?.n ?? 0;
+}
+
+/** The accept link in the newest invitation mail to `email` (read from the orgs mail table). */
+export async function invitationLink(hatch: TestHatch, email: string): Promise<string> {
+  const db = hatch.databases.get("orgs")!;
+  const [mail] = await db.select().from(mails).where(eq(mails.to, email.toLowerCase())).orderBy(desc(mails.createdAt)).limit(1);
+  const link = mail?.body?.match(/https?:\/\/\S+\/invite\/[A-Za-z0-9_-]+/)?.[0];
+  if (!link) throw new Error(`no invitation mail to ${email}`);
+  return link;
+}
+
+export const today = () => new Date().toISOString().slice(0, 10);
+export const dayOffset = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
