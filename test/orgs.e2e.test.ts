@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { count, countDistinct, eq, gte, inArray } from "drizzle-orm";
+import { outbox as appsOutbox } from "../services/apps/src/db/schema.ts";
+import { activity, invitations } from "../services/orgs/src/db/schema.ts";
+import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
-import { formClient, mailCount, ok, outboxMails, refused, seedApp } from "./support/orgs.ts";
+import { dayOffset, formClient, mailCount, ok, outboxMails, refused, seedApp, today } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -140,5 +144,100 @@ for (const mode of MODES) {
       expect((await ok<{ members: { email: string }[] }>(a, "org_members")).members.map((m) => m.email)).not.toContain(eve.email);
       await e.close();
     });
+
+    test("the activity log: newest first, who, which app, what and through which client; filtered by date, person, app and action", async () => {
+      const address = `acme-site-${mode}`;
+      const all = await eventually(async () => {
+        const log = await ok<Activity>(a, "org_activity");
+        return log.entries.some((x) => x.action === "member.removed") && log.entries.filter((x) => x.action === "app.moved").length === 2 ? log : undefined;
+      }, "removal and moves in the log");
+      const times = all.entries.map((x) => x.date);
+      expect([...times].sort().reverse()).toEqual(times);
+      expect(all.entries.find((x) => x.action === "org.created")).toBeUndefined(); // older than the newest 50
+      expect(all.entries.length).toBe(50);
+      expect(all.hasMore).toBe(true);
+
+      const paused = await ok<Activity>(a, "org_activity", { action: "app.paused" });
+      expect(paused.entries).toEqual([
+        { date: expect.any(String), person: { email: carol.email, name: "Carol Manager" }, app: address, action: "app.paused", summary: expect.stringContaining("spam reports"), client: { kind: "claude", name: "claude-code" } },
+      ]);
+      const byBob = await ok<Activity>(a, "org_activity", { person: bob.email });
+      expect(byBob.entries.map((x) => x.action).sort()).toEqual(["app.unpaused", "member.joined", "member.updated"]);
+      const aboutSite = await ok<Activity>(a, "org_activity", { app: address });
+      expect(aboutSite.entries.map((x) => x.action)).toEqual(["app.unpaused", "app.paused"]);
+      expect((await ok<Activity>(a, "org_activity", { from: dayOffset(1) })).entries).toEqual([]);
+      expect((await ok<Activity>(a, "org_activity", { to: dayOffset(-1) })).entries).toEqual([]);
+      expect((await ok<Activity>(a, "org_activity", { from: today(), to: today(), action: "member.removed" })).entries).toHaveLength(1);
+      const one = await ok<Activity>(a, "org_activity", { action: "invitation.created", limit: 1 });
+      expect(one.entries).toHaveLength(1);
+      expect(one.hasMore).toBe(true);
+      expect(await ok<Activity>(c, "org_activity", { action: "org.created" })).toMatchObject({ entries: [{ person: { email: alice.email } }], hasMore: false });
+      expect(await refused(a, "org_activity", { from: today(), to: dayOffset(-1) })).toContain("swap them");
+    });
+
+    test("stop orgs, act through the apps service, start orgs again: every entry appears exactly once", async () => {
+      const address = `acme-site-${mode}`;
+      const appsDb = hatch.databases.get("apps")!;
+      await ok(a, "org_apps"); // the gateway now holds Alice's session, so apps calls work while orgs is down
+      await hatch.stopService("orgs");
+      expect(await refused(b, "whoami")).toContain("(unavailable)");
+      const marker = new Date();
+      for (const paused of [true, false, true, false]) await ok(a, "org_app_pause", { address, paused });
+      const written = await appsDb.select({ id: appsOutbox.id }).from(appsOutbox).where(gte(appsOutbox.createdAt, marker));
+      expect(written).toHaveLength(4);
+      await hatch.startService("orgs");
+
+      const orgsDb = hatch.databases.get("orgs")!;
+      const ids = written.map((w) => w.id);
+      const recorded = await eventually(async () => {
+        const rows = await orgsDb.select({ id: activity.eventId }).from(activity).where(inArray(activity.eventId, ids));
+        return rows.length === ids.length ? rows : undefined;
+      }, "the four events in the activity log");
+      expect(recorded.map((r) => r.id).sort()).toEqual([...ids].sort());
+      const log = await ok<Activity>(a, "org_activity", { app: address });
+      expect(log.entries.map((x) => x.action)).toEqual(["app.unpaused", "app.paused", "app.unpaused", "app.paused", "app.unpaused", "app.paused"]);
+      const [total] = await orgsDb.select({ n: count(), distinct: countDistinct(activity.eventId) }).from(activity).where(eq(activity.accountId, orgId));
+      expect(total?.n).toBe(total?.distinct);
+    });
+
+    test("another organization's manager can neither see nor pause our apps, nor read our log", async () => {
+      const frank = await userWithToken(hatch, { name: "Frank Other" });
+      const f = await connectClient(hatch, frank.accessToken);
+      await ok(f, "org_setup", { action: "convert", name: "Other Co" });
+      expect(await ok(f, "whoami")).toMatchObject({ kind: "company" });
+      expect((await ok<{ apps: unknown[] }>(f, "org_apps")).apps).toEqual([]);
+      expect(await refused(f, "org_app_pause", { address: `acme-site-${mode}`, paused: true })).toContain("(not_found)");
+      const theirs = await ok<Activity>(f, "org_activity");
+      expect(theirs.entries.map((x) => x.action)).toEqual(["org.converted"]);
+      expect(await refused(f, "org_member_update", { email: dave.email, action: "remove" })).toContain("(not_found)");
+      await f.close();
+    });
+
+    test("revoked and expired invitations cannot be accepted; the owner transfers ownership and stays an admin", async () => {
+      const guest = `guest0-${mode}@example.com`;
+      const revoked = await ok<{ revoked: string[]; skipped: unknown[] }>(c, "org_invite", { action: "revoke", emails: [guest, "never-invited@example.com"] });
+      expect(revoked).toMatchObject({ revoked: [guest], skipped: [{ email: "never-invited@example.com", reason: "no pending invitation" }] });
+      const late = await userWithToken(hatch, { name: "Late Guest" });
+      const orgsDb = hatch.databases.get("orgs")!;
+      await ok(a, "org_invite", { emails: [late.email] });
+      await orgsDb.update(invitations).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(invitations.email, late.email));
+      const l = await connectClient(hatch, late.accessToken);
+      expect((await ok<OrgOut>(l, "org")).invitationsForMe).toEqual([]);
+      const [row] = await orgsDb.select({ id: invitations.id }).from(invitations).where(eq(invitations.email, late.email));
+      expect(await refused(l, "org_setup", { action: "accept", invitationId: row!.id })).toContain("expired");
+      expect(await refused(d, "org_setup", { action: "accept", invitationId: row!.id })).toContain("no pending invitation");
+      await l.close();
+
+      const moved = await ok<{ status: string; member: { email: string; role: string } }>(a, "org_member_update", { email: bob.email, action: "transfer_ownership" });
+      expect(moved).toMatchObject({ status: "transferred", member: { email: bob.email, role: "owner" } });
+      expect(await ok<OrgOut>(a, "org")).toMatchObject({ role: "admin", can: { transferOwnership: false, setCompanyDomain: true } });
+      expect((await ok<OrgOut>(b, "org")).can.transferOwnership).toBe(true);
+      expect(await refused(a, "org_member_update", { email: bob.email, action: "remove" })).toContain("owner and cannot be removed");
+    });
   });
 }
+
+type Activity = {
+  entries: { date: string; person: { email: string; name: string } | null; app: string | null; action: string; summary: string; client: { kind: string; name: string } | null }[];
+  hasMore: boolean;
+};
