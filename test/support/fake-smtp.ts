@@ -13,6 +13,8 @@ export interface FakeSmtpOptions {
   credentials?: { user: string; password: string };
   /** Recipients refused with a permanent 550. */
   refuse?: (recipient: string) => boolean;
+  /** Listen on this port (default: any free one). */
+  port?: number;
 }
 
 export interface FakeSmtp {
@@ -38,7 +40,7 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}): Promise<Fake
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   const userinfo = options.credentials ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@` : "";
   return {

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createLogger, openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import type { PGlite } from "@electric-sql/pglite";
+import { eq } from "drizzle-orm";
+import { loadOrgsConfig } from "../src/config.ts";
+import { mails } from "../src/db/schema.ts";
+import { createMailer } from "../src/mail/mailer.ts";
+import { ORGS_MIGRATIONS } from "../src/service.ts";
+import { freePort } from "../../../test/support/servers.ts";
+import { parseMail, startFakeSmtp, type FakeSmtp } from "../../../test/support/fake-smtp.ts";
+
+describe("mailer", () => {
+  let client: PGlite;
+  let db: Database;
+  const logger = createLogger({ level: "silent" });
+  beforeAll(async () => {
+    client = await openEmbeddedPostgres();
+    db = (await openServiceDatabase({ kind: "pglite", client }, { schema: "orgs", migrationsFolder: ORGS_MIGRATIONS })).db;
+  });
+  afterAll(async () => client?.close());
+
+  test("without SMTP, mails are kept for the outbox and never sent", async () => {
+    const mailer = createMailer({ db, config: loadOrgsConfig({}), logger });
+    expect(mailer.mode).toBe("outbox");
+    await db.transaction((tx) => mailer.queue(tx, [{ to: "kept@example.com", subject: "Kept", body: "link" }]));
+    await mailer.kick();
+    expect((await mailer.outbox(50)).map((m) => m.to)).toContain("kept@example.com");
+  });
+
+  test("a mail queued while the server is down is retried later and then sent; its body is not kept", async () => {
+    const port = freePort();
+    const config = loadOrgsConfig({ SMTP_URL: `smtp://127.0.0.1:${port}`, BASE_URL: "https://hatch.example" });
+    const mailer = createMailer({ db, config, logger });
+    await db.transaction((tx) => mailer.queue(tx, [{ to: "later@example.com", subject: "Later", body: "https://hatch.example/invite/abc" }]));
+    await mailer.kick();
+    const [failed] = await db.select().from(mails).where(eq(mails.to, "later@example.com"));
+    expect(failed).toMatchObject({ status: "pending", attempts: 1 });
+    expect(failed!.nextAttemptAt.getTime()).toBeGreaterThan(Date.now());
+    expect(failed!.lastError).toBeTruthy();
+
+    let fake: FakeSmtp | undefined;
+    try {
+      fake = await startFakeSmtp({ port });
+      await mailer.kick();
+      expect(fake.received).toHaveLength(0); // not due yet
+      await db.update(mails).set({ nextAttemptAt: new Date(Date.now() - 1000) }).where(eq(mails.to, "later@example.com"));
+      await mailer.kick();
+      expect(fake.received.map((r) => r.to)).toEqual([["later@example.com"]]);
+      expect(parseMail(fake.received[0]!.data).headers.from).toBe("Hatch <no-reply@hatch.example>");
+      const [sent] = await db.select().from(mails).where(eq(mails.to, "later@example.com"));
+      expect(sent).toMatchObject({ status: "sent", body: null, attempts: 2 });
+    } finally {
+      await fake?.close();
+    }
+  });
+});

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { connectClient, userWithToken } from "./support/mcp.ts";
+import { ok } from "./support/orgs.ts";
+import { MODES } from "./support/servers.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+// Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
+const hasChromium = existsSync(CHROMIUM) || process.env.CI === "true";
+
+for (const mode of MODES) {
+  const name = `an invitation accepted in a real browser by someone without an account (${mode})`;
+  describe.skipIf(!hasChromium)(hasChromium ? name : `${name} (SKIPPED: ${CHROMIUM} is missing)`, () => {
+    let hatch: TestHatch;
+    let browser: Browser;
+
+    beforeAll(async () => {
+      hatch = await startTestHatch(mode);
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      });
+    }, 60_000);
+    afterAll(async () => {
+      await browser?.close();
+      await hatch?.stop();
+    });
+
+    test("the mail's link leads through sign-up to joining; the new user's AI then acts in the organization", async () => {
+      const owner = await userWithToken(hatch, { name: "Olivia Owner" });
+      const client = await connectClient(hatch, owner.accessToken);
+      await ok(client, "org_setup", { action: "create", name: "Browser Co" });
+      const newcomer = `newcomer-${mode}-${process.pid}@example.com`;
+      await ok(client, "org_invite", { emails: [newcomer], role: "manager", message: "See you inside" });
+
+      const page = await browser.newPage();
+      await page.goto(`${hatch.baseUrl}/dev/outbox`);
+      const mail = page.locator("article", { hasText: newcomer });
+      expect(await mail.innerText()).toContain("Olivia Owner invited you to Browser Co");
+      await Promise.all([page.waitForNavigation(), mail.getByRole("link").click()]);
+      const invitePath = new URL(page.url()).pathname;
+      expect(invitePath).toMatch(/^\/invite\/[A-Za-z0-9_-]+$/);
+      expect(await page.locator("main").innerText()).toContain(`Olivia Owner (${owner.email}) invited ${newcomer}`);
+
+      await Promise.all([page.waitForNavigation(), page.getByRole("link", { name: "Create an account" }).click()]);
+      expect(new URL(page.url()).pathname).toBe("/signup");
+      await page.getByLabel("Name").fill("Nina Newcomer");
+      await page.getByLabel("Email").fill(newcomer);
+      await page.getByLabel("Password").fill("correct horse battery");
+      await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Sign up" }).click()]);
+      expect(new URL(page.url()).pathname).toBe(invitePath);
+
+      await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Join Browser Co" }).click()]);
+      expect(await page.locator("h1").innerText()).toBe("You joined Browser Co");
+
+      const token = await hatch.gateway.auth.issueTokenForScript({ email: newcomer });
+      const nina = await connectClient(hatch, token.accessToken);
+      expect(await ok(nina, "whoami")).toEqual({ email: newcomer, name: "Nina Newcomer", kind: "company" });
+      expect(await ok(nina, "org")).toMatchObject({ org: { name: "Browser Co", memberCount: 2 }, role: "manager" });
+
+      await page.goto(`${hatch.baseUrl}${invitePath}`);
+      expect(await page.locator("main").innerText()).toContain("already accepted");
+      await page.close();
+      await nina.close();
+      await client.close();
+    });
+  });
+}
