@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { createNatsBus, deleteEventsStream } from "@hatch/shared";
 import { startCluster, type Cluster } from "../scripts/cluster-lib.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";
@@ -15,16 +16,21 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
   let cluster: Cluster;
   let database: Awaited<ReturnType<typeof freshDatabase>>;
   let env: Record<string, string>;
+  let busPrefix = "";
 
   beforeAll(async () => {
     database = await freshDatabase(realServers!.databaseUrl);
     const port = freePort();
-    const busPrefix = uniqueName("cluster");
+    busPrefix = uniqueName("cluster");
     cluster = await startCluster({ natsUrl: realServers!.natsUrl, databaseUrl: database.url, secret: TEST_SECRET, busPrefix, port, appPort: freePort(), blobDir: testBlobDir(), logLevel: "warn", stdout: "ignore" });
     env = { ...(process.env as Record<string, string>), DATABASE_URL: database.url, HATCH_SECRET: TEST_SECRET, PORT: String(port), LOG_LEVEL: "warn" };
   }, 60_000);
   afterAll(async () => {
     await cluster?.stop();
+    // The services made this run's events stream on the shared NATS server; leave nothing behind.
+    const bus = await createNatsBus({ url: realServers!.natsUrl, prefix: busPrefix });
+    await deleteEventsStream(bus);
+    await bus.drain();
     await database?.drop();
   });
 
