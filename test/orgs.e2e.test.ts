@@ -23,8 +23,11 @@ for (const mode of MODES) {
 
     beforeAll(async () => {
       hatch = await startTestHatch(mode);
-      [alice, bob, carol, dave] = await Promise.all(["Alice Owner", "Bob Admin", "Carol Manager", "Dave Member"].map((name) => userWithToken(hatch, { name })));
-      [a, b, c, d] = await Promise.all([alice, bob, carol, dave].map((u) => connectClient(hatch, u!.accessToken)));
+      alice = await userWithToken(hatch, { name: "Alice Owner" });
+      bob = await userWithToken(hatch, { name: "Bob Admin" });
+      carol = await userWithToken(hatch, { name: "Carol Manager" });
+      dave = await userWithToken(hatch, { name: "Dave Member" });
+      [a, b, c, d] = await Promise.all([connectClient(hatch, alice.accessToken), connectClient(hatch, bob.accessToken), connectClient(hatch, carol.accessToken), connectClient(hatch, dave.accessToken)]);
     }, 60_000);
     afterAll(async () => {
       for (const client of [a, b, c, d]) await client?.close();
@@ -129,7 +132,7 @@ for (const mode of MODES) {
       await declining.client.close();
 
       const { client, asked } = await formClient(hatch, alice.accessToken, () => ({ action: "accept", content: { appsRecipient: carol.email, confirm: true } }));
-      const removed = await ok<{ status: string; member: null; appsToMove: { address: string }[]; appsRecipient: string }>(client, "org_member_update", { email: eve.email, action: "remove" });
+      const removed = await ok<{ status: string; member: null; appsToMove: { address: string; name: string }[]; appsRecipient: string }>(client, "org_member_update", { email: eve.email, action: "remove" });
       expect(asked).toHaveLength(1);
       expect(asked[0]!.message).toContain("Eve One");
       expect(asked[0]!.message).toContain("Eve Two");

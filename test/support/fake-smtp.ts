@@ -67,44 +67,44 @@ function session(socket: Socket, options: FakeSmtpOptions, received: ReceivedMai
     const verb = line.slice(0, 4).toUpperCase();
     if (verb === "EHLO") {
       greeted = true;
-      return reply(`250-fake-smtp greets ${line.slice(5)}\r\n250-SIZE 10240000\r\n250-8BITMIME\r\n250 AUTH PLAIN LOGIN`);
+      return void reply(`250-fake-smtp greets ${line.slice(5)}\r\n250-SIZE 10240000\r\n250-8BITMIME\r\n250 AUTH PLAIN LOGIN`);
     }
     if (verb === "QUIT") {
       reply("221 bye");
-      return socket.end();
+      return void socket.end();
     }
     if (verb === "RSET") {
       envelope = null;
-      return reply("250 reset");
+      return void reply("250 reset");
     }
-    if (!greeted) return reply("503 send EHLO first");
+    if (!greeted) return void reply("503 send EHLO first");
     if (verb === "AUTH") {
       const [, mech, payload] = line.split(" ");
-      if (mech?.toUpperCase() !== "PLAIN" || !payload) return reply("504 only AUTH PLAIN with an initial response here");
+      if (mech?.toUpperCase() !== "PLAIN" || !payload) return void reply("504 only AUTH PLAIN with an initial response here");
       const [, user, password] = Buffer.from(payload, "base64").toString("utf8").split("\0");
-      if (!options.credentials || user !== options.credentials.user || password !== options.credentials.password) return reply("535 authentication failed");
+      if (!options.credentials || user !== options.credentials.user || password !== options.credentials.password) return void reply("535 authentication failed");
       authed = user!;
-      return reply("235 authenticated");
+      return void reply("235 authenticated");
     }
     if (verb === "MAIL") {
-      if (options.credentials && !authed) return reply("530 authentication required");
+      if (options.credentials && !authed) return void reply("530 authentication required");
       const from = /^MAIL FROM:<([^>]*)>/i.exec(line)?.[1];
-      if (from === undefined) return reply("501 syntax: MAIL FROM:<address>");
+      if (from === undefined) return void reply("501 syntax: MAIL FROM:<address>");
       envelope = { from, to: [] };
-      return reply("250 sender ok");
+      return void reply("250 sender ok");
     }
     if (verb === "RCPT") {
-      if (!envelope) return reply("503 MAIL first");
+      if (!envelope) return void reply("503 MAIL first");
       const to = /^RCPT TO:<([^>]+)>/i.exec(line)?.[1];
-      if (!to) return reply("501 syntax: RCPT TO:<address>");
-      if (options.refuse?.(to)) return reply("550 no such mailbox");
+      if (!to) return void reply("501 syntax: RCPT TO:<address>");
+      if (options.refuse?.(to)) return void reply("550 no such mailbox");
       envelope.to.push(to);
-      return reply("250 recipient ok");
+      return void reply("250 recipient ok");
     }
     if (line.toUpperCase() === "DATA") {
-      if (!envelope || envelope.to.length === 0) return reply("503 RCPT first");
+      if (!envelope || envelope.to.length === 0) return void reply("503 RCPT first");
       data = [];
-      return reply("354 end with <CRLF>.<CRLF>");
+      return void reply("354 end with <CRLF>.<CRLF>");
     }
     reply("500 unknown command");
   };
