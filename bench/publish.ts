@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHatch } from "../scripts/hatch.ts";
+import { publishFolder, type Folder } from "../test/support/app-folder.ts";
 
 const FILES = 500;
 const TOTAL_BYTES = 10 * 1024 * 1024;
@@ -31,8 +32,6 @@ export interface PublishBenchResult {
   goal: { name: string; status: "MET" | "NOT MET"; detail: string };
 }
 
-type Folder = Map<string, Uint8Array<ArrayBuffer>>;
-
 function makeFolder(): Folder {
   const folder: Folder = new Map();
   const each = Math.floor(TOTAL_BYTES / FILES);
@@ -40,8 +39,6 @@ function makeFolder(): Folder {
   for (let i = 1; i < FILES; i++) folder.set(`assets/chunk-${String(i).padStart(3, "0")}.js`, new Uint8Array(randomBytes(each)));
   return folder;
 }
-
-const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
 export async function runPublishBench(progress: (message: string) => void = () => {}): Promise<PublishBenchResult> {
   const blobDir = mkdtempSync(join(tmpdir(), "hatch-bench-publish-"));
@@ -72,10 +69,10 @@ export async function runPublishBench(progress: (message: string) => void = () =
     const measure = async (phase: string, args: Record<string, unknown>) => {
       sent = 0;
       const started = performance.now();
-      const result = await publishFolder(client, folder, args, counting);
-      phases.push({ phase, ...result, bytesSent: sent, ms: Math.round(performance.now() - started) });
+      const { address, uploads, uploadBytes } = await publishFolder(client, folder, args, counting, UPLOAD_CONCURRENCY);
+      phases.push({ phase, uploads, uploadBytes, bytesSent: sent, ms: Math.round(performance.now() - started) });
       progress(`publish: ${phase} done`);
-      return result.address;
+      return address;
     };
     const address = await measure("first publish", { name: "Bench Folder", visibility: "private" });
     folder.set("assets/chunk-250.js", new Uint8Array(randomBytes(folder.get("assets/chunk-250.js")!.byteLength)));
@@ -100,32 +97,6 @@ export async function runPublishBench(progress: (message: string) => void = () =
     await hatch.close();
     rmSync(blobDir, { recursive: true, force: true });
   }
-}
-
-/** The manifest call, the uploads it asks for (a few at a time), and the call that completes the version. */
-async function publishFolder(client: Client, folder: Folder, args: Record<string, unknown>, put: typeof fetch) {
-  const manifest = [...folder].map(([path, bytes]) => ({ path, sha256: sha256(bytes), size: bytes.byteLength }));
-  const call = async () => {
-    const result = await client.callTool({ name: "publish", arguments: { ...args, manifest } }, undefined, { timeout: 120_000 });
-    if (result.isError) throw new Error(`publish failed: ${JSON.stringify(result.content)}`);
-    return result.structuredContent as { status: string; address?: string; uploads?: { path: string; url: string }[] };
-  };
-  let reply = await call();
-  const uploads = reply.uploads ?? [];
-  let uploadBytes = 0;
-  for (let i = 0; i < uploads.length; i += UPLOAD_CONCURRENCY) {
-    await Promise.all(
-      uploads.slice(i, i + UPLOAD_CONCURRENCY).map(async (upload) => {
-        const body = folder.get(upload.path)!;
-        uploadBytes += body.byteLength;
-        const response = await put(upload.url, { method: "PUT", body });
-        if (response.status !== 201) throw new Error(`upload of ${upload.path} answered ${response.status}: ${await response.text()}`);
-      }),
-    );
-  }
-  if (reply.status === "needs_upload") reply = await call();
-  if (reply.status !== "published" || !reply.address) throw new Error(`publish did not finish: ${JSON.stringify(reply)}`);
-  return { address: reply.address, uploads: uploads.length, uploadBytes };
 }
 
 function bodySize(body: RequestInit["body"]): number {
