@@ -5,7 +5,7 @@ import { callService, type CallerInfo, type ToolCallDeps } from "../mcp/call.ts"
 import { htmlResponse } from "../pages/layout.ts";
 import { parseAnswer } from "./form.ts";
 import { decideConfirmation, findConfirmation, recordResult, type PendingConfirmation } from "./store.ts";
-import { confirmPage, outcomePage, unavailablePage, type ConfirmViewer, type Unavailable } from "./views.ts";
+import { confirmPage, outcomePage, unavailablePage, type Unavailable } from "./views.ts";
 
 export interface ConfirmPagesDeps {
   db: Database;

@@ -147,7 +147,7 @@ function askResult(contract: ToolContract, question: Question, where: { url: str
   const until = where.expiresAt ? ` (valid until ${where.expiresAt})` : "";
   const text = where.url
     ? `${question.message}\nThe user must confirm this in their browser: give them this link${until}: ${where.url}\n` +
-      "Nothing has changed yet. The action happens only when the user confirms on that page; do not call this tool again for it."
+      "Nothing has changed yet: it happens when the user confirms on that page. Do not call this tool again for it unless the user says the link expired."
     : `${question.message}\nAsk the user for these, then call this tool again with their answers:\n${fields}\nNothing has changed yet.`;
   const userAction = {
     kind: where.url ? "open_link" : "ask_user",
