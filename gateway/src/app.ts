@@ -6,6 +6,7 @@ import { createConfirmations, type Confirmations } from "./confirm/index.ts";
 import { checkHealth } from "./health.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
+import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 
@@ -83,6 +84,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       set.status = report.status === "ok" ? 200 : 503;
       return report;
     })
+    .get("/mcp/docs", ({ request }) => docsResponse(request, false))
+    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
     .all(
       "/mcp",

@@ -3,6 +3,7 @@ import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, type AppsContext } from "./context.ts";
 import { startAppHost } from "./host/server.ts";
+import { startSweeper } from "./sweep.ts";
 import { appsTools } from "./tools/index.ts";
 
 export const APPS_VERSION = "0.2.0";
@@ -29,10 +30,12 @@ export async function startAppsService(deps: ServiceDeps): Promise<RunningServic
     tools: appsTools(ctx),
     logger: deps.logger,
   });
+  const stopSweeper = startSweeper(deps.db, deps.logger);
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },
     async stop() {
+      stopSweeper();
       await service.stop();
       await host.stop();
     },
