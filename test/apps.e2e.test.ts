@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { Browser } from "../gateway/test/oauth-harness.ts";
+import { csrfOf } from "../gateway/test/support.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -227,6 +229,28 @@ for (const mode of MODES) {
       const reborn = await connectFormClient(hatch, token, () => ({ action: "accept", content: { name: "Doomed", visibility: "private" } }));
       expect(await callOk(reborn.client, "publish", { files: [{ path: "index.html", content: page("again"), encoding: "utf8" }] })).toMatchObject({ address: "doomed-2" });
       await reborn.client.close();
+    });
+
+    test("without form elicitation, delete gives a confirm link; the signed-in owner confirms it in the browser", async () => {
+      const user = await userWithToken(hatch);
+      const client = await connectClient(hatch, user.accessToken);
+      await callOk(client, "publish", { name: "Linked", visibility: "private", files: [{ path: "index.html", content: page("linked"), encoding: "utf8" }] });
+      const asked = await callOk(client, "delete_tool", { address: "linked" });
+      const link = (asked.userAction as { url: string }).url;
+      expect(asked).toMatchObject({ status: "needs_user", address: "linked", userAction: { kind: "open_link" } });
+      expect(link.startsWith(`${hatch.baseUrl}/confirm/`)).toBe(true);
+      expect((await callOk(client, "list_tools", {})).apps).toEqual([expect.objectContaining({ address: "linked" })]);
+
+      const path = new URL(link).pathname;
+      const browser = new Browser((p, init) => fetch(`${hatch.baseUrl}${p}`, { ...init, redirect: "manual" }));
+      expect((await browser.signIn(user.email, "correct horse battery")).status).toBe(303);
+      const confirmPage = await browser.get(path);
+      expect(await confirmPage.text()).toContain("can never be used again");
+      const done = await browser.post(path, { csrf: csrfOf(await (await browser.get(path)).text()), action: "confirm" });
+      expect(done.status).toBe(200);
+      expect(await done.text()).toContain("Deleted linked");
+      expect((await callOk(client, "list_tools", {})).apps).toEqual([]);
+      await client.close();
     });
 
     test("service_docs returns the same reference as GET /mcp/docs", async () => {
