@@ -7,8 +7,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
+import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
 import { startBaseline, startClusterTarget, startEmbedded, TARGETS, type RunningTarget, type TargetKey, type TargetSettings } from "./targets.ts";
+
+/** Parts measured on their own after the whoami targets: `publish` (bench/publish.ts). */
+const EXTRA_PARTS = ["publish"];
 
 /** Start-up and shut-down allowance of the watchdog, on top of the measured runs. */
 const SETUP_ALLOWANCE_MS = 90_000;
@@ -26,8 +30,8 @@ function fail(message: string): never {
 }
 
 function readSettings() {
-  const targets = (process.env.BENCH_TARGETS ?? "a,b,c").split(",").map((t) => t.trim()).filter(Boolean);
-  if (targets.length === 0 || targets.some((t) => !(t in TARGETS))) fail("BENCH_TARGETS is a comma-separated subset of a,b,c");
+  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,publish").split(",").map((t) => t.trim()).filter(Boolean);
+  if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t))) fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
   return {
@@ -37,7 +41,8 @@ function readSettings() {
     // second one only adds its own overhead to a machine the servers already saturate. Raise it if the report
     // says the load generator was CPU-bound.
     workers: Math.round(number("BENCH_WORKERS", 1, 1, 8)),
-    targets: targets as TargetKey[],
+    targets: targets.filter((t): t is TargetKey => t in TARGETS),
+    publish: targets.includes("publish"),
     logLevel,
     databaseUrl: process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
     natsUrl: process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222",
@@ -103,7 +108,7 @@ async function measureTarget(key: TargetKey, settings: Settings, targetSettings:
 /** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
 function startWatchdog(settings: Settings): void {
   const runMs = settings.targets.length * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
-  const limitMs = SETUP_ALLOWANCE_MS + runMs;
+  const limitMs = SETUP_ALLOWANCE_MS + runMs + (settings.publish ? 60_000 : 0);
   const watchdog = setTimeout(() => {
     aborted = true;
     progress(`still running after ${Math.round(limitMs / 1000)} s: giving up`);
@@ -115,6 +120,18 @@ function startWatchdog(settings: Settings): void {
 async function main(): Promise<void> {
   const settings = readSettings();
   startWatchdog(settings);
+  if (settings.targets.length > 0) await measureWhoami(settings);
+  if (settings.publish) {
+    progress("publish: starting");
+    const publish = await runPublishBench(progress);
+    const dir = join(import.meta.dir, "results");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "publish.json"), `${JSON.stringify(publish, null, 2)}\n`);
+    process.stdout.write(`\n${formatPublishReport(publish)}\n\nwritten: bench/results/publish.json\n`);
+  }
+}
+
+async function measureWhoami(settings: Settings): Promise<void> {
   const runId = `${Date.now().toString(36)}_${process.pid}`;
   const targetSettings: TargetSettings = { natsUrl: settings.natsUrl, logLevel: settings.logLevel, runId };
   const startedAt = new Date().toISOString();

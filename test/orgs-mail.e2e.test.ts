@@ -9,6 +9,9 @@ import { ok } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 // With SMTP_URL set, invitations leave as real SMTP mail (here to a local server that speaks the protocol).
+// bunfig's test timeout is not applied (Bun 1.4.5 keeps 5 s); these tests wait on events and browsers.
+const TEST_TIMEOUT_MS = 30_000;
+
 for (const mode of MODES) {
   describe(`invitation mail by SMTP (${mode})`, () => {
     let hatch: TestHatch;
@@ -22,7 +25,7 @@ for (const mode of MODES) {
     afterAll(async () => {
       await hatch?.stop();
       await smtp?.close();
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("each invitation is one mail with a working link; a refused address is given up; nothing stays in an outbox", async () => {
       const owner = await userWithToken(hatch, { name: "Zoë Owner" });
@@ -55,6 +58,6 @@ for (const mode of MODES) {
       const outbox = await fetch(`${hatch.baseUrl}/dev/outbox`);
       expect(await outbox.text()).toContain("sent by SMTP");
       await client.close();
-    });
+    }, TEST_TIMEOUT_MS);
   });
 }

@@ -10,6 +10,9 @@ const CHROMIUM = "/usr/bin/chromium";
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
 const hasChromium = existsSync(CHROMIUM) || process.env.CI === "true";
 
+// bunfig's test timeout is not applied (Bun 1.4.5 keeps 5 s); these tests wait on events and browsers.
+const TEST_TIMEOUT_MS = 30_000;
+
 for (const mode of MODES) {
   const name = `an invitation accepted in a real browser by someone without an account (${mode})`;
   describe.skipIf(!hasChromium)(hasChromium ? name : `${name} (SKIPPED: ${CHROMIUM} is missing)`, () => {
@@ -26,7 +29,7 @@ for (const mode of MODES) {
     afterAll(async () => {
       await browser?.close();
       await hatch?.stop();
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("the mail's link leads through sign-up to joining; the new user's AI then acts in the organization", async () => {
       const owner = await userWithToken(hatch, { name: "Olivia Owner" });
@@ -65,6 +68,6 @@ for (const mode of MODES) {
       await page.close();
       await nina.close();
       await client.close();
-    });
+    }, TEST_TIMEOUT_MS);
   });
 }

@@ -3,6 +3,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { count, countDistinct, eq, gte, inArray } from "drizzle-orm";
 import { outbox as appsOutbox } from "../services/apps/src/db/schema.ts";
 import { activity, invitations } from "../services/orgs/src/db/schema.ts";
+import { Browser } from "../gateway/test/oauth-harness.ts";
+import { csrfOf } from "../gateway/test/support.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
@@ -14,6 +16,9 @@ type OrgOut = { org: { id: string; name: string; memberCount: number } | null; r
 
 // Organizations end to end: real MCP clients of several users through the gateway, the orgs and apps
 // services on the bus, over every mode. The tests build on each other, in order.
+// bunfig's test timeout is not applied (Bun 1.4.5 keeps 5 s); these tests wait on events and browsers.
+const TEST_TIMEOUT_MS = 30_000;
+
 for (const mode of MODES) {
   describe(`organizations through the gateway (${mode})`, () => {
     let hatch: TestHatch;
@@ -51,7 +56,7 @@ for (const mode of MODES) {
       expect(Object.values(mine.can).every(Boolean)).toBe(true);
       orgId = created.org.id;
       expect(await refused(a, "org_setup", { action: "create", name: "Second" })).toContain("already act in the organization Acme");
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("50 people invited in one call get 50 mails; 51 are refused and nothing is sent", async () => {
       await ok(a, "org_invite", { emails: [bob.email], role: "admin" });
@@ -73,7 +78,7 @@ for (const mode of MODES) {
       const again = await ok<{ invited: unknown[]; skipped: { email: string; reason: string }[] }>(a, "org_invite", { emails: [dave.email] });
       expect(again.invited).toEqual([]);
       expect(again.skipped[0]?.reason).toContain("already invited");
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("invited people find their invitation with org and join with org_setup accept", async () => {
       expect(await join(b, "Acme")).toMatchObject({ status: "joined", role: "admin" });
@@ -89,7 +94,7 @@ for (const mode of MODES) {
       ]);
       expect(listing.invitations).toHaveLength(49);
       expect((await ok<{ invitations: unknown[] }>(d, "org_members")).invitations).toEqual([]);
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("a member cannot pause apps or read the activity log; a manager can pause and unpause", async () => {
       await seedApp(hatch, { address: `acme-site-${mode}`, name: "Acme Site", accountId: orgId, owner: { id: dave.id, email: dave.email, name: dave.name } });
@@ -103,7 +108,7 @@ for (const mode of MODES) {
       expect((await ok<{ apps: { address: string; paused: boolean }[] }>(c, "org_apps", { paused: true })).apps).toMatchObject([{ address, paused: true }]);
       expect(await ok(b, "org_app_pause", { address, paused: false })).toEqual({ address, paused: false, changed: true });
       expect(await refused(c, "org_app_pause", { address: "no-such-app", paused: true })).toContain("(not_found)");
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("roles: an admin cannot transfer ownership, a manager cannot raise anyone above themselves", async () => {
       expect(await refused(b, "org_member_update", { email: dave.email, action: "transfer_ownership" })).toContain("Only the owner");
@@ -114,7 +119,7 @@ for (const mode of MODES) {
       const updated = await ok<{ member: { role: string; permissions: string[] } }>(b, "org_member_update", { email: dave.email, action: "update", permissions: ["custom_domains"] });
       expect(updated.member).toEqual(expect.objectContaining({ role: "member", permissions: ["publish", "custom_domains"] }));
       expect(await refused(b, "org_invite", { emails: ["x@example.com"], permissions: ["billing", "nonsense"] })).toContain("Invalid arguments");
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("removal shows the apps that will move, asks who receives them, and the removed person loses access at once", async () => {
       const eve = await userWithToken(hatch, { name: "Eve Leaver" });
@@ -131,7 +136,7 @@ for (const mode of MODES) {
       expect(await ok(e, "whoami")).toMatchObject({ kind: "company" });
       await declining.client.close();
 
-      const { client, asked } = await formClient(hatch, alice.accessToken, () => ({ action: "accept", content: { appsRecipient: carol.email, confirm: true } }));
+      const { client, asked } = await formClient(hatch, alice.accessToken, () => ({ action: "accept", content: { appsRecipient: carol.email } }));
       const removed = await ok<{ status: string; member: null; appsToMove: { address: string; name: string }[]; appsRecipient: string }>(client, "org_member_update", { email: eve.email, action: "remove" });
       expect(asked).toHaveLength(1);
       expect(asked[0]!.message).toContain("Eve One");
@@ -146,13 +151,37 @@ for (const mode of MODES) {
       expect(carols.apps.map((x) => x.address)).toEqual([`eve-one-${mode}`, `eve-two-${mode}`]);
       expect((await ok<{ members: { email: string }[] }>(a, "org_members")).members.map((m) => m.email)).not.toContain(eve.email);
       await e.close();
-    });
+    }, TEST_TIMEOUT_MS);
+
+    test("without form elicitation, removal gives a confirm link where the signed-in manager picks the recipient", async () => {
+      const gina = await userWithToken(hatch, { name: "Gina Gone" });
+      const g = await connectClient(hatch, gina.accessToken);
+      await ok(a, "org_invite", { emails: [gina.email] });
+      await join(g, "Acme");
+      await seedApp(hatch, { address: `gina-app-${mode}`, name: "Gina App", accountId: orgId, owner: { id: gina.id, email: gina.email, name: gina.name } });
+
+      const asked = await ok<{ status: string; appsToMove: { address: string }[]; userAction: { kind: string; url: string } }>(a, "org_member_update", { email: gina.email, action: "remove" });
+      expect(asked).toMatchObject({ status: "needs_user", appsToMove: [{ address: `gina-app-${mode}` }], userAction: { kind: "open_link" } });
+      expect(await ok(g, "whoami")).toMatchObject({ kind: "company" });
+
+      const path = new URL(asked.userAction.url).pathname;
+      const browser = new Browser((p, init) => fetch(`${hatch.baseUrl}${p}`, { ...init, redirect: "manual" }));
+      expect((await browser.signIn(alice.email, "correct horse battery")).status).toBe(303);
+      const form = await (await browser.get(path)).text();
+      expect(form).toContain("Gina App");
+      const done = await browser.post(path, { csrf: csrfOf(form), action: "confirm", "f.appsRecipient": dave.email });
+      expect(done.status).toBe(200);
+      expect(await done.text()).toContain(`Removed ${gina.email}`);
+      expect(await ok(g, "whoami")).toMatchObject({ kind: "personal" });
+      expect((await ok<{ apps: { address: string }[] }>(a, "org_apps", { owner: dave.email })).apps.map((x) => x.address)).toContain(`gina-app-${mode}`);
+      await g.close();
+    }, TEST_TIMEOUT_MS);
 
     test("the activity log: newest first, who, which app, what and through which client; filtered by date, person, app and action", async () => {
       const address = `acme-site-${mode}`;
       const all = await eventually(async () => {
         const log = await ok<Activity>(a, "org_activity");
-        return log.entries.some((x) => x.action === "member.removed") && log.entries.filter((x) => x.action === "app.moved").length === 2 ? log : undefined;
+        return log.entries.filter((x) => x.action === "member.removed").length === 2 && log.entries.filter((x) => x.action === "app.moved").length === 3 ? log : undefined;
       }, "removal and moves in the log");
       const times = all.entries.map((x) => x.date);
       expect([...times].sort().reverse()).toEqual(times);
@@ -170,13 +199,13 @@ for (const mode of MODES) {
       expect(aboutSite.entries.map((x) => x.action)).toEqual(["app.unpaused", "app.paused"]);
       expect((await ok<Activity>(a, "org_activity", { from: dayOffset(1) })).entries).toEqual([]);
       expect((await ok<Activity>(a, "org_activity", { to: dayOffset(-1) })).entries).toEqual([]);
-      expect((await ok<Activity>(a, "org_activity", { from: today(), to: today(), action: "member.removed" })).entries).toHaveLength(1);
+      expect((await ok<Activity>(a, "org_activity", { from: today(), to: today(), action: "member.removed" })).entries).toHaveLength(2);
       const one = await ok<Activity>(a, "org_activity", { action: "invitation.created", limit: 1 });
       expect(one.entries).toHaveLength(1);
       expect(one.hasMore).toBe(true);
       expect(await ok<Activity>(c, "org_activity", { action: "org.created" })).toMatchObject({ entries: [{ person: { email: alice.email } }], hasMore: false });
       expect(await refused(a, "org_activity", { from: today(), to: dayOffset(-1) })).toContain("swap them");
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("stop orgs, act through the apps service, start orgs again: every entry appears exactly once", async () => {
       const address = `acme-site-${mode}`;
@@ -201,7 +230,7 @@ for (const mode of MODES) {
       expect(log.entries.map((x) => x.action)).toEqual(["app.unpaused", "app.paused", "app.unpaused", "app.paused", "app.unpaused", "app.paused"]);
       const [total] = await orgsDb.select({ n: count(), distinct: countDistinct(activity.eventId) }).from(activity).where(eq(activity.accountId, orgId));
       expect(total?.n).toBe(total?.distinct);
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("another organization's manager can neither see nor pause our apps, nor read our log", async () => {
       const frank = await userWithToken(hatch, { name: "Frank Other" });
@@ -214,7 +243,7 @@ for (const mode of MODES) {
       expect(theirs.entries.map((x) => x.action)).toEqual(["org.converted"]);
       expect(await refused(f, "org_member_update", { email: dave.email, action: "remove" })).toContain("(not_found)");
       await f.close();
-    });
+    }, TEST_TIMEOUT_MS);
 
     test("revoked and expired invitations cannot be accepted; the owner transfers ownership and stays an admin", async () => {
       const guest = `guest0-${mode}@example.com`;
@@ -236,7 +265,7 @@ for (const mode of MODES) {
       expect(await ok<OrgOut>(a, "org")).toMatchObject({ role: "admin", can: { transferOwnership: false, setCompanyDomain: true } });
       expect((await ok<OrgOut>(b, "org")).can.transferOwnership).toBe(true);
       expect(await refused(a, "org_member_update", { email: bob.email, action: "remove" })).toContain("owner and cannot be removed");
-    });
+    }, TEST_TIMEOUT_MS);
   });
 }
 

@@ -2,12 +2,14 @@ import { decodeJson, deriveKey, encodeJson, subjects, type Bus, type BusSubscrip
 import { Elysia, type AnyElysia } from "elysia";
 import { createAuth, type Auth } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
+import { createConfirmations, type Confirmations } from "./confirm/index.ts";
 import { checkHealth } from "./health.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
+import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 
@@ -30,6 +32,10 @@ export interface Gateway {
   auth: Auth;
   mcp: McpEndpoint;
   accounts: AccountSessions;
+  /** Questions kept for the dashboard confirm page (`/confirm/:id`). */
+  confirmations: Confirmations;
+  /** The housekeeping the gateway runs every 10 minutes: expired auth rows and confirmations. */
+  sweep(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -54,7 +60,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
   });
-  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, logger, version: GATEWAY_VERSION });
+  const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
+  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
   const revoked: BusSubscription = bus.subscribe(subjects.grantRevoked, (msg) => {
@@ -65,16 +72,19 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Orgs events about members and organizations: drop those people's cached sessions at once.
   const sessionEvents = dropSessionsOnOrgEvents(bus, accounts, logger);
 
-  const sweep = setInterval(() => {
-    auth
-      .sweepExpired()
-      .then((removed) => logger.debug("expired auth rows removed", { ...removed }))
-      .catch((error: unknown) => logger.warn("sweeping expired auth rows failed", { error }));
+  const sweep = async () => {
+    const removed = await auth.sweepExpired();
+    const confirmationsRemoved = await confirmations.sweep();
+    logger.debug("expired rows removed", { ...removed, confirmations: confirmationsRemoved });
+  };
+  const sweeping = setInterval(() => {
+    sweep().catch((error: unknown) => logger.warn("sweeping expired rows failed", { error }));
   }, SWEEP_EVERY_MS);
-  sweep.unref();
+  sweeping.unref();
 
   const app = new Elysia()
     .use(auth.routes)
+    .use(confirmations.routes)
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
     .use(outboxPage({ bus, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     .get("/healthz", async ({ set }) => {
@@ -82,6 +92,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       set.status = report.status === "ok" ? 200 : 503;
       return report;
     })
+    .get("/mcp/docs", ({ request }) => docsResponse(request, false))
+    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
     .all(
       "/mcp",
@@ -97,8 +109,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     auth,
     mcp,
     accounts,
+    confirmations,
+    sweep,
     async close() {
-      clearInterval(sweep);
+      clearInterval(sweeping);
       revoked.unsubscribe();
       for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();

@@ -7,16 +7,24 @@ import { FailureThrottle } from "./throttle.ts";
 import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
+import { cookieHeaders, readForm } from "./account-pages.ts";
 import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
-import { readForm } from "./account-pages.ts";
 import type { Params } from "./http.ts";
 import { buildRoutes } from "./routes.ts";
 import { readBrowserState, type BrowserState } from "./sessions.ts";
 import { createUser, findUserByEmail } from "./users.ts";
 
-export { AuthInputError, CLI_CLIENT };
+export { AuthInputError, CLI_CLIENT, cookieHeaders };
 export type { AccessIdentity, BearerResult, BrowserState, Params };
+
+/** The browser side of sign-in, for pages outside this module (the confirm page). */
+export interface BrowserPages {
+  /** Who is signed in, the CSRF token for the page's forms, and cookies the response must set. */
+  state(request: Request): Promise<BrowserState>;
+  /** A POSTed form with its browser state, or the page refusing it when the CSRF check fails. */
+  form(request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }>;
+}
 
 export interface AuthDeps {
   config: GatewayConfig;
@@ -45,12 +53,11 @@ export interface Auth {
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
   issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
-  /** For pages outside this module: who is signed in, the CSRF token for forms, and cookies to set. */
-  browser(request: Request): Promise<BrowserState>;
-  /** Reads a POSTed form after the CSRF and Origin checks; `refused` is the page to answer when they fail. */
-  readForm(request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }>;
   /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
   sweepExpired(): Promise<SweepResult>;
+  pages: BrowserPages;
+  /** Who a grant acts as, read fresh (no cache); null when the grant is unknown or revoked. */
+  identityForGrant(grantId: string): Promise<AccessIdentity | null>;
 }
 
 function validateDeps(deps: AuthDeps): void {
@@ -108,7 +115,12 @@ export function createAuth(deps: AuthDeps): Auth {
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
     sweepExpired: () => sweepExpired(ctx),
-    browser: (request) => readBrowserState(ctx, request),
-    readForm: (request) => readForm(ctx, request),
+    pages: { state: (request) => readBrowserState(ctx, request), form: (request) => readForm(ctx, request) },
+    async identityForGrant(grantId) {
+      const grant = await findGrant(ctx, grantId);
+      if (!grant || grant.revoked) return null;
+      const { revoked: _revoked, ...identity } = grant;
+      return identity;
+    },
   };
 }

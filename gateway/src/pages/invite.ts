@@ -68,7 +68,7 @@ export function invitePages(deps: InvitePagesDeps) {
   const preview = (token: string) => callRpc(deps.bus, "orgs", rpcMethods.orgs.previewInvitation, { token }, InvitationPreviewSchema);
 
   async function show(request: Request, token: string): Promise<Response> {
-    const state = await deps.auth.browser(request);
+    const state = await deps.auth.pages.state(request);
     if (!TOKEN.test(token)) return problem(state, "Invitation not found", "This invitation link is not valid. Ask for a new invitation.", 404);
     try {
       const found = await preview(token);
@@ -80,7 +80,7 @@ export function invitePages(deps: InvitePagesDeps) {
   }
 
   async function accept(request: Request, token: string): Promise<Response> {
-    const form = await deps.auth.readForm(request);
+    const form = await deps.auth.pages.form(request);
     if ("refused" in form) return form.refused;
     const { state } = form;
     if (!state.user) return new Response(null, { status: 303, headers: { Location: `/signin?next=${encodeURIComponent(`/invite/${token}`)}` } });

@@ -5,6 +5,7 @@ import { appsKeys, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { startAppHost } from "./host/server.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
+import { startSweeper } from "./sweep.ts";
 import { appsTools } from "./tools/index.ts";
 
 export const APPS_VERSION = "0.2.0";
@@ -36,10 +37,12 @@ export async function startAppsService(deps: ServiceDeps): Promise<RunningServic
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,
   });
+  const stopSweeper = startSweeper(deps.db, deps.logger);
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },
     async stop() {
+      stopSweeper();
       await service.stop();
       await host.stop();
     },

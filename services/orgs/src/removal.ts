@@ -64,13 +64,12 @@ export async function removeMember(orgs: OrgsContext, call: ToolCall<Input>, me:
       { sub: ctx.sub, tool: "org_member_update", input },
       {
         message: `Remove ${target.name} <${target.email}> from ${me.accountName}? ${moving}`,
-        properties: {
-          ...(owned.apps.length
-            ? { appsRecipient: { type: "string", title: "Who receives the apps", description: "Email of the member who will own the apps", enum: emails, default: given ?? fallback } }
-            : {}),
-          confirm: { type: "boolean", title: `Remove ${target.email}`, description: "Check to remove them now" },
-        },
-        required: owned.apps.length ? ["appsRecipient", "confirm"] : ["confirm"],
+        // Accepting the form (or pressing Confirm on the page) is the confirmation; the one field is the choice
+        // of recipient, or a bare yes when there is nothing to move.
+        properties: owned.apps.length
+          ? { appsRecipient: { type: "string", title: "Who receives the apps", description: "The member who will own them", enum: emails, default: given ?? fallback } }
+          : { confirm: { type: "boolean", title: `Remove ${target.email}`, description: "Remove them now" } },
+        required: [owned.apps.length ? "appsRecipient" : "confirm"],
         fallback: "link",
         data: { member: memberOut(target), appsToMove: owned.apps, appsRecipient: given ?? fallback },
       },
@@ -79,7 +78,9 @@ export async function removeMember(orgs: OrgsContext, call: ToolCall<Input>, me:
   }
 
   const answer = call.answer ?? {};
-  if (answer.confirm !== true) throw new ToolError("invalid_input", `The user did not confirm removing ${target.email}, so nothing was changed.`);
+  if (answer.confirm !== true && typeof answer.appsRecipient !== "string") {
+    throw new ToolError("invalid_input", `The user did not confirm removing ${target.email}, so nothing was changed.`);
+  }
   const recipientEmail = pickRecipient(answer.appsRecipient, emails, "The chosen recipient") ?? given ?? fallback;
   const recipient = all.find((m) => m.email.toLowerCase() === recipientEmail)!;
   const moved = await callRpc(

@@ -1,4 +1,5 @@
 import type { AppsContext } from "../context.ts";
+import { receiveUpload } from "../publish/uploads.ts";
 
 export interface AppHost {
   readonly port: number;
@@ -12,6 +13,9 @@ export function startAppHost(ctx: AppsContext): AppHost {
     hostname: ctx.config.appHostname,
     reusePort: false,
     async fetch(request) {
+      const { pathname } = new URL(request.url);
+      const upload = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})$/.exec(pathname);
+      if (upload) return receiveUpload(ctx, request, upload[1]!);
       return new Response("Not Found", { status: 404 });
     },
   });

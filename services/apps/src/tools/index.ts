@@ -1,12 +1,26 @@
 import type { ToolBinding } from "@hatch/shared";
 import type { AppsContext } from "../context.ts";
+import { deleteToolTool } from "./delete-tool.ts";
+import { listToolsTool } from "./list-tools.ts";
 import { orgAppPauseTool } from "./org-app-pause.ts";
 import { orgAppsTool } from "./org-apps.ts";
+import { publishTool } from "./publish.ts";
+import { rollbackTool } from "./rollback.ts";
+import { serviceDocsTool } from "./service-docs.ts";
+import { shareTool } from "./share.ts";
+import { toolStatsTool } from "./tool-stats.ts";
 
 /** Every apps tool that has a handler; the rest answer "not available yet". */
-export function appsTools(_ctx: AppsContext): ToolBinding[] {
+export function appsTools(ctx: AppsContext): ToolBinding[] {
   return [
-    orgAppsTool(_ctx),
-    orgAppPauseTool(_ctx),
+    publishTool(ctx),
+    serviceDocsTool(ctx),
+    listToolsTool(ctx),
+    shareTool(ctx),
+    rollbackTool(ctx),
+    deleteToolTool(ctx),
+    toolStatsTool(ctx),
+    orgAppsTool(ctx),
+    orgAppPauseTool(ctx),
   ];
 }
