@@ -567,7 +567,7 @@ export const org_app_pause = defineTool({
   title: "Pause or unpause an app",
   description:
     "Pauses an app of the organization (it stops answering visitors until unpaused; nothing is deleted) or " +
-    "unpauses it. Only managers may do this. Give paused true to pause and false to unpause; calling again " +
+    "unpauses it. Only managers (the owner, admins and managers of the organization) may do this. Give paused true to pause and false to unpause; calling again " +
     "with the same value changes nothing.",
   service: "apps",
   class: "change",

@@ -131,9 +131,10 @@ export const org_invite = defineTool({
   title: "Invite people or revoke invitations",
   description:
     "Invites people to the organization by email with a role and permissions (action invite; each gets an " +
-    "email with a link to join), or revokes their pending invitations (action revoke). At most 50 people per " +
-    "call: split a longer list over several calls. People already members or already invited are listed in " +
-    "skipped.",
+    "email with a link to join that works for 7 days, also for someone without a Hatch account), or revokes " +
+    "their pending invitations (action revoke). Only the owner, admins and managers invite, giving roles and " +
+    "permissions at most their own. At most 50 people per call: split a longer list over several calls. " +
+    "People already members or already invited are listed in skipped.",
   service: "orgs",
   class: "delete",
   openWorld: true,
@@ -199,9 +200,11 @@ export const org_member_update = defineTool({
   title: "Change or remove a member",
   description:
     "Changes a member's role and permissions (action update) or removes a member (action remove); both for " +
-    "managers only. On remove, the first call lists the removed person's apps that will move: show that list " +
+    "managers only (the owner, admins and managers), and only for people whose role is at most their own, " +
+    "never the owner. On remove, the first call lists the removed person's apps that will move: show that list " +
     "to the user, ask who receives them, and call again with appsRecipient; the user then confirms in their " +
-    "client or through a link. action transfer_ownership makes the member the owner and is for the owner only.",
+    "client or through a link. action transfer_ownership makes the member the owner (the old owner becomes an " +
+    "admin) and is for the owner only.",
   service: "orgs",
   class: "delete",
   input: z
@@ -241,7 +244,7 @@ export const org_activity = defineTool({
   title: "Read the activity log",
   description:
     "Reads the organization's activity log, newest first, at most the latest 50 entries: who did what to " +
-    "which app and when. Only managers may read it. Narrow it with from/to dates, person (email), app " +
+    "which app and when, and through which AI client. Only managers (the owner, admins and managers) may read it. Narrow it with from/to dates, person (email), app " +
     "(address) and action (e.g. app.published).",
   service: "orgs",
   class: "read",
