@@ -244,8 +244,8 @@ export const org_activity = defineTool({
   title: "Read the activity log",
   description:
     "Reads the organization's activity log, newest first, at most the latest 50 entries: who did what to " +
-    "which app and when, and through which AI client. Only managers (the owner, admins and managers) may read it. Narrow it with from/to dates, person (email), app " +
-    "(address) and action (e.g. app.published).",
+    "which app and when, and through which AI client. Only managers (the owner, admins and managers) may " +
+    "read it. Narrow it with from/to dates, person (email), app (address) and action (e.g. app.published).",
   service: "orgs",
   class: "read",
   input: z
