@@ -1,19 +1,27 @@
-import { startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, type AppsContext } from "./context.ts";
-import { startAppHost } from "./host/server.ts";
+import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
+import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
 import { appsTools } from "./tools/index.ts";
 
 export const APPS_VERSION = "0.2.0";
 export const APPS_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
+/** The running apps service; `context` and `host` let the launcher's tests seed apps and flush the stats. */
+export interface AppsService extends RunningService {
+  readonly context: AppsContext;
+  readonly host: AppHost;
+}
+
 /** Answers the apps tools on the bus and runs the app host. */
-export async function startAppsService(deps: ServiceDeps): Promise<RunningService> {
+export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOptions = {}): Promise<AppsService> {
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
-  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger };
-  const host = startAppHost(ctx);
+  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger, bus: deps.bus };
+  const host = startAppHost(ctx, hostOptions);
+  ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
     // Port 0 (tests): app origins use the port the host really got.
     config = { ...config, appsDomain: `localhost:${host.port}` };
@@ -27,11 +35,14 @@ export async function startAppsService(deps: ServiceDeps): Promise<RunningServic
     confirmKey: keys.confirm,
     contracts: TOOL_CONTRACTS,
     tools: appsTools(ctx),
+    rpc: { [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx) },
     logger: deps.logger,
   });
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },
+    context: ctx,
+    host,
     async stop() {
       await service.stop();
       await host.stop();
