@@ -5,6 +5,7 @@ import type { GatewayConfig } from "./config.ts";
 import { checkHealth } from "./health.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
+import { createAppSignIn } from "./pages/app-signin.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 
@@ -52,6 +53,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
   });
   const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, logger, version: GATEWAY_VERSION });
+  const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
   const revoked: BusSubscription = bus.subscribe(subjects.grantRevoked, (msg) => {
@@ -74,6 +76,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       set.status = report.status === "ok" ? 200 : 503;
       return report;
     })
+    .get("/apps/signin", ({ request }) => appSignIn.show(request))
+    .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
     .all(
       "/mcp",

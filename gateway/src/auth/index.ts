@@ -10,10 +10,11 @@ import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
 import { buildRoutes } from "./routes.ts";
+import { csrfValid, endSession, readBrowserState, type BrowserState } from "./sessions.ts";
 import { createUser, findUserByEmail } from "./users.ts";
 
 export { AuthInputError, CLI_CLIENT };
-export type { AccessIdentity, BearerResult };
+export type { AccessIdentity, BearerResult, BrowserState };
 
 export interface AuthDeps {
   config: GatewayConfig;
@@ -42,6 +43,15 @@ export interface Auth {
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
   issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
+  /**
+   * For pages outside this module (viewer sign-in, confirm pages): who is signed in in this browser, the CSRF
+   * token for its forms, and cookies the response must set (a fresh CSRF cookie).
+   */
+  browserState(request: Request): Promise<BrowserState>;
+  /** A POSTed form's CSRF field (and Origin) checked against the browser's state. */
+  csrfValid(request: Request, state: BrowserState, field: string | undefined): boolean;
+  /** Ends the browser's session; returns the Set-Cookie header value that clears it. */
+  endBrowserSession(state: BrowserState): Promise<string>;
   /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
   sweepExpired(): Promise<SweepResult>;
 }
@@ -100,6 +110,9 @@ export function createAuth(deps: AuthDeps): Auth {
     createUser: (input) => createUser(ctx, input),
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
+    browserState: (request) => readBrowserState(ctx, request),
+    csrfValid: (request, state, field) => csrfValid(ctx, request, state, field),
+    endBrowserSession: (state) => endSession(ctx, state),
     sweepExpired: () => sweepExpired(ctx),
   };
 }
