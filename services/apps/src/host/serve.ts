@@ -1,5 +1,5 @@
 import type { Logger } from "@hatch/shared";
-import type { BlobStore } from "../blobs/types.ts";
+import type { BlobCache } from "./blob-cache.ts";
 import { pages } from "./pages.ts";
 import { candidatesOf, etagMatches, hasExtension } from "./paths.ts";
 import type { Site, SiteFile } from "./site.ts";
@@ -14,13 +14,14 @@ export interface Served {
  * Answers a GET or HEAD for `path` (a stored-path key, see paths.ts) from the version's files: the file itself, the
  * SPA's index.html for unknown extensionless paths when service.json asks, else the app's own 404 page (status
  * 404) or a plain one. ETag is the quoted sha256, so a matching If-None-Match answers 304 without reading the blob.
+ * Synchronous when the bytes are cached (the hot path allocates no promise).
  */
-export async function serveSite(blobs: BlobStore, logger: Logger, request: Request, site: Site, path: string, isPublic: boolean): Promise<Served> {
+export function serveSite(blobs: BlobCache, logger: Logger, request: Request, site: Site, path: string, isPublic: boolean): Served | Promise<Served> {
   let file = findFile(site, path);
   if (!file && site.spa && !hasExtension(path)) file = site.files.get("index.html");
   if (!file) {
-    const response = site.notFound ? await notFoundPage(blobs, logger, request, site.notFound, isPublic) : pages.notFound();
-    return { response, document: false };
+    if (!site.notFound) return { response: pages.notFound(), document: false };
+    return notFoundPage(blobs, logger, request, site.notFound, isPublic).then((response) => ({ response, document: false }));
   }
   if (etagMatches(request.headers.get("if-none-match"), file.headers.ETag!)) {
     return { response: new Response(null, { status: 304, headers: file.headers }), document: file.html };
@@ -28,9 +29,10 @@ export async function serveSite(blobs: BlobStore, logger: Logger, request: Reque
   if (request.method === "HEAD") {
     return { response: new Response(null, { headers: { ...file.headers, "Content-Length": String(file.size) } }), document: false };
   }
-  const body = await blobs.get(file.sha256);
-  if (!body) return { response: missingBlob(logger, file), document: false };
-  return { response: new Response(body, { headers: file.headers }), document: file.html };
+  const found = file;
+  const body = blobs.get(found.sha256, found.size);
+  if (body instanceof Uint8Array) return { response: new Response(body, { headers: found.headers }), document: found.html };
+  return body.then((bytes) => (bytes ? { response: new Response(bytes, { headers: found.headers }), document: found.html } : { response: missingBlob(logger, found), document: false }));
 }
 
 function findFile(site: Site, path: string): SiteFile | undefined {
@@ -41,14 +43,14 @@ function findFile(site: Site, path: string): SiteFile | undefined {
   return undefined;
 }
 
-async function notFoundPage(blobs: BlobStore, logger: Logger, request: Request, file: SiteFile, isPublic: boolean): Promise<Response> {
+async function notFoundPage(blobs: BlobCache, logger: Logger, request: Request, file: SiteFile, isPublic: boolean): Promise<Response> {
   const headers = {
     "Content-Type": file.headers["Content-Type"]!,
     "Cache-Control": isPublic ? "no-cache" : "private, no-cache",
     "X-Content-Type-Options": "nosniff",
   };
   if (request.method === "HEAD") return new Response(null, { status: 404, headers: { ...headers, "Content-Length": String(file.size) } });
-  const body = await blobs.get(file.sha256);
+  const body = await blobs.get(file.sha256, file.size);
   if (!body) return missingBlob(logger, file);
   return new Response(body, { status: 404, headers });
 }

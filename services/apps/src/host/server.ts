@@ -4,10 +4,11 @@ import type { AppsContext } from "../context.ts";
 import { canView, readViewer, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
 import { onAppChanged } from "./announce.ts";
 import { answerAuthReturn } from "./auth-return.ts";
+import { BlobCache } from "./blob-cache.ts";
 import { AppCache } from "./cache.ts";
 import { pages } from "./pages.ts";
 import { storedPathOf } from "./paths.ts";
-import { serveSite } from "./serve.ts";
+import { serveSite, type Served } from "./serve.ts";
 import { loadHostedApp, type HostedApp } from "./site.ts";
 import { StatsCounter } from "./stats.ts";
 
@@ -53,10 +54,12 @@ export function addressOfHost(host: string | null, appsDomain: string): string |
 export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): AppHost {
   const log = ctx.logger.child({ component: "app-host" });
   const cache = new AppCache((address) => loadHostedApp(ctx.db, address), { ttlMs: options.cacheTtlMs });
+  const blobs = new BlobCache(ctx.blobs);
   const stats = new StatsCounter(ctx.db, ctx.keys.stats, log, { flushEveryMs: options.statsFlushMs });
   const cookieName = viewerCookieName(ctx.config);
 
-  async function handle(request: Request, server: Server<undefined>): Promise<Response> {
+  // Synchronous whenever the app and the file's bytes are cached: a served file then costs no promise at all.
+  function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
     const url = new URL(request.url);
     const address = addressOfHost(request.headers.get("host"), ctx.config.appsDomain);
     if (address === null) return pages.unknownHost();
@@ -65,19 +68,18 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     if (url.pathname === "/_hatch/auth") return answerAuthReturn(ctx, url, address);
     // Reserved for Hatch's own routes on every app origin (the browser library will live here).
     if (url.pathname.startsWith("/_hatch/")) return pages.notFound();
-    let app: HostedApp | null;
-    try {
-      const cached = cache.get(address);
-      app = cached instanceof Promise ? await cached : cached;
-    } catch (error) {
-      log.error("app could not be loaded", { address, error });
-      return pages.unavailable();
-    }
-    if (!app) return pages.noApp(address);
-    return answerApp(request, server, url, app);
+    const cached = cache.get(address);
+    if (!(cached instanceof Promise)) return cached ? answerApp(request, server, url, cached) : pages.noApp(address);
+    return cached.then(
+      (app) => (app ? answerApp(request, server, url, app) : pages.noApp(address)),
+      (error: unknown) => {
+        log.error("app could not be loaded", { address, error });
+        return pages.unavailable();
+      },
+    );
   }
 
-  async function answerApp(request: Request, server: Server<undefined>, url: URL, app: HostedApp): Promise<Response> {
+  function answerApp(request: Request, server: Server<undefined>, url: URL, app: HostedApp): Response | Promise<Response> {
     const isPublic = app.visibility === "public";
     const viewer = isPublic ? null : readViewer(request, ctx.keys.viewer, cookieName, app.address);
     if (!isPublic && !canView(app, viewer)) {
@@ -91,11 +93,14 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     if (!app.site) return pages.nothingPublished();
     const path = storedPathOf(url.pathname);
     if (path === null) return pages.notFound();
-    const served = await serveSite(ctx.blobs, log, request, app.site, path, isPublic);
-    if (served.document && request.method === "GET" && isNavigation(request)) {
-      stats.count(app.id, whoIsViewing(request, server, viewer ?? (isPublic ? readViewer(request, ctx.keys.viewer, cookieName, app.address) : null)));
-    }
-    return served.response;
+    const finish = (served: Served): Response => {
+      if (served.document && request.method === "GET" && isNavigation(request)) {
+        stats.count(app.id, whoIsViewing(request, server, viewer ?? (isPublic ? readViewer(request, ctx.keys.viewer, cookieName, app.address) : null)));
+      }
+      return served.response;
+    };
+    const served = serveSite(blobs, log, request, app.site, path, isPublic);
+    return served instanceof Promise ? served.then(finish) : finish(served);
   }
 
   async function answerRoot(request: Request, url: URL): Promise<Response> {
@@ -114,16 +119,20 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
 
+  const failed = (error: unknown): Response => {
+    log.error("app host request failed", { error });
+    return pages.failed();
+  };
   const server = Bun.serve({
     port: ctx.config.appPort,
     hostname: ctx.config.appHostname,
     reusePort: false,
-    async fetch(request, server) {
+    fetch(request, server) {
       try {
-        return await handle(request, server);
+        const response = handle(request, server);
+        return response instanceof Promise ? response.catch(failed) : response;
       } catch (error) {
-        log.error("app host request failed", { error });
-        return pages.failed();
+        return failed(error);
       }
     },
   });
