@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import type { Database, Logger } from "@hatch/shared";
 import { appsTable, dailyOpens, dailyViewers } from "../db/schema.ts";
@@ -46,7 +45,8 @@ export class StatsCounter {
       this.dropWarned = true;
       return;
     }
-    const viewer = createHmac("sha256", this.key).update(`${appId}\n${who}`).digest("base64url");
+    // Bun's own HMAC: a third of node:crypto's cost here, and this runs on every page open.
+    const viewer = new Bun.CryptoHasher("sha256", this.key).update(`${appId}\n${who}`).digest("base64url");
     this.viewers.add(`${key}\n${viewer}`);
   }
 
