@@ -103,7 +103,9 @@ async function measureTarget(key: TargetKey, settings: Settings, targetSettings:
 
 /** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
 function startWatchdog(settings: Settings): void {
-  const runMs = settings.targets.length * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
+  // Two client levels per whoami target; four runs (s, h, h, s) for the app host.
+  const runs = settings.targets.filter((t) => t !== "host").length * LEVELS.length + (settings.targets.includes("host") ? 4 : 0);
+  const runMs = runs * (settings.warmupSeconds + settings.seconds + 5) * 1000;
   const limitMs = SETUP_ALLOWANCE_MS + runMs;
   const watchdog = setTimeout(() => {
     aborted = true;
