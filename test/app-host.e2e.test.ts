@@ -113,6 +113,9 @@ for (const mode of MODES) {
       expect(switchPage.status).toBe(200);
       const form = await switchPage.text();
       expect(form).toContain(other.email);
+      const forged = await jar.post(`${hatch.baseUrl}/apps/signin/switch`, { csrf: "not-the-token", app: `notes-${mode}`, path: "/" });
+      expect(forged.status).toBe(403);
+      await forged.text();
       const signedOut = await jar.post(`${hatch.baseUrl}/apps/signin/switch`, { csrf: csrfOf(form), app: `notes-${mode}`, path: "/" });
       expect(signedOut.status).toBe(303);
       const next = await signInOnGateway(jar, new URL(signedOut.headers.get("location")!, hatch.baseUrl).href, owner.email);
@@ -172,9 +175,9 @@ for (const mode of MODES) {
       test("sign in on the gateway, land on the private app; the app's origin never gets the gateway's cookie", async () => {
         const context = await browser.newContext();
         const page = await context.newPage();
-        const sent: { host: string; cookie: string }[] = [];
+        const pending: Promise<{ host: string; cookie: string }>[] = [];
         page.on("request", (request) => {
-          void request.allHeaders().then((headers) => sent.push({ host: new URL(request.url()).host, cookie: headers.cookie ?? "" }));
+          pending.push(request.allHeaders().then((headers) => ({ host: new URL(request.url()).host, cookie: headers.cookie ?? "" })));
         });
         const appUrl = `${origin(`notes-${mode}`)}/list`;
         await page.goto(appUrl);
@@ -186,6 +189,7 @@ for (const mode of MODES) {
         await page.reload();
         expect(await page.locator("h1").innerText()).toBe("The list");
 
+        const sent = await Promise.all(pending);
         const appHost = new URL(appUrl).host;
         const gatewayHost = new URL(hatch.baseUrl).host;
         expect(sent.some((r) => r.host === gatewayHost && r.cookie.includes("hatch_session="))).toBe(true);

@@ -8,8 +8,7 @@ export interface AppCacheOptions {
 }
 
 interface Entry {
-  /** null: no app at this address (kept too, so probing unknown names costs no query each time). */
-  app: HostedApp | null;
+  app: HostedApp;
   expires: number;
 }
 
@@ -20,6 +19,8 @@ interface Entry {
  */
 export class AppCache {
   private readonly entries = new Map<string, Entry>();
+  /** Addresses with no app, apart: probing made-up names cannot push real apps out of the cache. */
+  private readonly missing = new Map<string, number>();
   private readonly pending = new Map<string, Promise<HostedApp | null>>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -38,17 +39,21 @@ export class AppCache {
   get(address: string): HostedApp | null | Promise<HostedApp | null> {
     const hit = this.entries.get(address);
     if (hit && hit.expires > this.now()) return hit.app;
+    const miss = this.missing.get(address);
+    if (miss !== undefined && miss > this.now()) return null;
     return this.pending.get(address) ?? this.startLoad(address);
   }
 
   invalidate(address: string): void {
     this.entries.delete(address);
+    this.missing.delete(address);
     // A load already under way may have read the old row: forget it, so its result is not stored.
     this.pending.delete(address);
   }
 
   clear(): void {
     this.entries.clear();
+    this.missing.clear();
     this.pending.clear();
   }
 
@@ -75,6 +80,12 @@ export class AppCache {
   }
 
   private store(address: string, app: HostedApp | null): void {
+    if (!app) {
+      this.missing.delete(address);
+      if (this.missing.size >= this.maxEntries) this.missing.delete(this.missing.keys().next().value!);
+      this.missing.set(address, this.now() + this.ttlMs);
+      return;
+    }
     this.entries.delete(address);
     // Oldest insertion first out: a refreshed entry moves to the back, so busy apps stay.
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
