@@ -2,7 +2,7 @@
 // and (h) the apps service's app host (routing by Host, cached app and file map, visibility, ETag and cache
 // headers, open counting), each alone on the machine in turn, at 32 concurrent keep-alive connections.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Child, freePort } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
@@ -12,6 +12,9 @@ export const APP_HOST_CLIENTS = 32;
 export const APP_HOST_GOAL_RATIO = 0.7;
 
 export interface AppHostResult {
+  startedAt: string;
+  machine: { cpus: number; cpuModel: string; bun: string };
+  settings: AppHostSettings & { clients: number };
   description: string;
   fileBytes: number;
   /** Bare Bun.serve static file server. */
@@ -22,6 +25,8 @@ export interface AppHostResult {
   ratio: number | null;
   /** req/s of every run, in the order measured; `bare` and `host` are the better of each. */
   allRuns: { bare: number[]; host: number[] };
+  goal: Goal;
+  notes: string[];
 }
 
 export interface AppHostSettings {
@@ -74,6 +79,7 @@ async function measureOne(script: string, file: string, settings: AppHostSetting
 }
 
 export async function measureAppHost(settings: AppHostSettings, progress: (message: string) => void): Promise<AppHostResult> {
+  const startedAt = new Date().toISOString();
   const dir = mkdtempSync(join(tmpdir(), "hatch-bench-static-"));
   try {
     const file = join(dir, "index.html");
@@ -92,14 +98,25 @@ export async function measureAppHost(settings: AppHostSettings, progress: (messa
     const bare = best(runs.s);
     const host = best(runs.h);
     const ratio = bare.callsPerSecond > 0 ? Math.round((host.callsPerSecond / bare.callsPerSecond) * 100) / 100 : null;
-    return { description: DESCRIPTION, fileBytes: Buffer.byteLength(html), bare, host, ratio, allRuns: { bare: runs.s.map((r) => r.callsPerSecond), host: runs.h.map((r) => r.callsPerSecond) } };
+    return {
+      startedAt,
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version },
+      settings: { ...settings, clients: APP_HOST_CLIENTS },
+      description: DESCRIPTION,
+      fileBytes: Buffer.byteLength(html),
+      bare,
+      host,
+      ratio,
+      allRuns: { bare: runs.s.map((r) => r.callsPerSecond), host: runs.h.map((r) => r.callsPerSecond) },
+      goal: appHostGoal(ratio),
+      notes: notesOf({ "(s) bare Bun": bare, "(h) app host": host }),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-export function appHostGoal(result: AppHostResult | undefined): Goal {
-  const value = result?.ratio ?? null;
+function appHostGoal(value: number | null): Goal {
   return { name: `app host req/s >= ${APP_HOST_GOAL_RATIO} x bare Bun.serve at ${APP_HOST_CLIENTS} connections`, value, limit: APP_HOST_GOAL_RATIO, met: value === null ? null : value >= APP_HOST_GOAL_RATIO };
 }
 
@@ -114,5 +131,32 @@ export function formatAppHost(result: AppHostResult): string {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
   const table = rows.map((row) => row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ")).join("\n");
   const all = `all runs, req/s: (s) ${result.allRuns.bare.map((v) => fmt(v, 0)).join(", ")}; (h) ${result.allRuns.host.map((v) => fmt(v, 0)).join(", ")}`;
-  return [`App host: ${result.description}; index.html is ${result.fileBytes} bytes`, table, all, `(h)/(s) req/s: ${result.ratio === null ? "n/a" : result.ratio.toFixed(2)}`].join("\n");
+  const verdict = result.goal.met === null ? "NOT MEASURED" : result.goal.met ? "MET" : "NOT MET";
+  return [
+    `App host benchmark: ${result.machine.cpus} CPUs (${result.machine.cpuModel}), Bun ${result.machine.bun}; ${result.settings.seconds} s measured per run after ${result.settings.warmupSeconds} s warmup`,
+    `${result.description}; index.html is ${result.fileBytes} bytes`,
+    "",
+    table,
+    all,
+    `(h)/(s) req/s: ${result.ratio === null ? "n/a" : result.ratio.toFixed(2)}`,
+    "",
+    `${verdict.padEnd(12)}  ${result.goal.name}: ${fmt(result.goal.value ?? undefined, 2)} (limit ${fmt(result.goal.limit ?? undefined, 2)})`,
+    ...result.notes.map((note) => `note: ${note}`),
+  ].join("\n");
+}
+
+/** Errors, a CPU-bound load generator, and other work on the machine during a counted run. */
+function notesOf(runs: Record<string, RunStats>): string[] {
+  const notes: string[] = [];
+  for (const [label, run] of Object.entries(runs)) {
+    if (run.errors > 0) notes.push(`${label}: ${run.errors} requests failed (first: ${run.firstError}); they are not in req/s or latency`);
+    const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
+    if (busy > 0.9) notes.push(`${label}: the load generator used ${Math.round(busy * 100)}% of a CPU and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`);
+    const { machine, steal = 0, ...ours } = run.cpuSeconds ?? {};
+    if (machine === undefined) continue;
+    const others = (Math.max(0, machine - Object.values(ours).reduce((a, b) => a + b, 0)) + steal) / (run.seconds * cpus().length);
+    if (others > 0.1) notes.push(`${label}: processes outside the benchmark (or the VM host) took ${Math.round(others * 100)}% of the CPUs; its numbers are low`);
+  }
+  if (cpus().length <= 2) notes.push("the load generator shares the CPUs with the server under test");
+  return notes;
 }

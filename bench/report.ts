@@ -1,4 +1,3 @@
-import { formatAppHost, type AppHostResult } from "./app-host.ts";
 import type { RunStats } from "./load.ts";
 import { TARGETS, type TargetKey } from "./targets.ts";
 
@@ -36,8 +35,6 @@ export interface BenchReport {
   targets: Partial<Record<TargetKey, TargetResult>>;
   ratios: { "b/a": Ratios; "c/a": Ratios };
   goals: Goal[];
-  /** The app host against bare Bun.serve, when BENCH_TARGETS has `host`. */
-  appHost?: AppHostResult;
   notes: string[];
 }
 
@@ -108,22 +105,9 @@ function cpuTable(report: BenchReport): string | null {
 export function formatReport(report: BenchReport): string {
   const s = report.settings;
   const lines: string[] = [];
-  lines.push(`Hatch benchmark: ${report.machine.cpus} CPUs (${report.machine.cpuModel}), Bun ${report.machine.bun}`);
+  lines.push(`Hatch whoami benchmark: ${report.machine.cpus} CPUs (${report.machine.cpuModel}), Bun ${report.machine.bun}`);
   lines.push(`${s.seconds} s measured per run after ${s.warmupSeconds} s warmup; LOG_LEVEL=${s.logLevel}; 32 clients over ${s.workers} load process(es)`);
   lines.push("");
-  if (Object.keys(report.targets).length > 0) lines.push(...formatWhoami(report), "");
-  if (report.appHost) lines.push(formatAppHost(report.appHost), "");
-  for (const goal of report.goals) {
-    const verdict = goal.met === null ? "NOT MEASURED" : goal.met ? "MET" : "NOT MET";
-    lines.push(`${verdict.padEnd(12)}  ${goal.name}: ${fmt(goal.value, 2)} (limit ${fmt(goal.limit, 2)})`);
-  }
-  for (const note of report.notes) lines.push(`note: ${note}`);
-  return lines.join("\n");
-}
-
-/** The whoami tables: calls and latency per target, ratios against (a), CPU per call. */
-function formatWhoami(report: BenchReport): string[] {
-  const lines: string[] = [];
   for (const key of Object.keys(report.targets) as TargetKey[]) lines.push(`${TARGETS[key].label}: ${TARGETS[key].description}`);
   lines.push("");
   const rows = [["target", "clients", "calls/s", "p50 ms", "p99 ms", "mean ms", "calls", "errors", "answers"]];
@@ -151,5 +135,11 @@ function formatWhoami(report: BenchReport): string[] {
       cpu,
     );
   }
-  return lines;
+  lines.push("");
+  for (const goal of report.goals) {
+    const verdict = goal.met === null ? "NOT MEASURED" : goal.met ? "MET" : "NOT MET";
+    lines.push(`${verdict.padEnd(12)}  ${goal.name}: ${fmt(goal.value, 2)} (limit ${fmt(goal.limit, 2)})`);
+  }
+  for (const note of report.notes) lines.push(`note: ${note}`);
+  return lines.join("\n");
 }

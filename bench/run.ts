@@ -1,15 +1,19 @@
 // `bun run bench`: whoami through (a) a bare MCP server, (b) the embedded stack, (c) the gateway and orgs as
-// separate processes over NATS and Postgres, at 1 and 32 concurrent clients; and (host) the app host against a
-// bare Bun.serve static file server. One target runs at a time, so none shares the machine with another. Prints a table and writes bench/results/latest.json. Never fails on
+// separate processes over NATS and Postgres, at 1 and 32 concurrent clients; then the app host against bare
+// Bun.serve and the publish of a large folder. One target runs at a time, so none shares the machine with another. Prints a table and writes bench/results/latest.json. Never fails on
 // timing; exits non-zero only when something could not run.
 import { cpus } from "node:os";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { appHostGoal, measureAppHost, type AppHostResult } from "./app-host.ts";
+import { formatAppHost, measureAppHost } from "./app-host.ts";
 import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
+import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
 import { startBaseline, startClusterTarget, startEmbedded, TARGETS, type RunningTarget, type TargetKey, type TargetSettings } from "./targets.ts";
+
+/** Parts measured on their own after the whoami targets: `host` (bench/app-host.ts), `publish` (bench/publish.ts). */
+const EXTRA_PARTS = ["host", "publish"];
 
 /** Start-up and shut-down allowance of the watchdog, on top of the measured runs. */
 const SETUP_ALLOWANCE_MS = 90_000;
@@ -27,8 +31,8 @@ function fail(message: string): never {
 }
 
 function readSettings() {
-  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host").split(",").map((t) => t.trim()).filter(Boolean);
-  if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && t !== "host")) fail("BENCH_TARGETS is a comma-separated subset of a,b,c,host");
+  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host,publish").split(",").map((t) => t.trim()).filter(Boolean);
+  if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t))) fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
   return {
@@ -38,7 +42,9 @@ function readSettings() {
     // second one only adds its own overhead to a machine the servers already saturate. Raise it if the report
     // says the load generator was CPU-bound.
     workers: Math.round(number("BENCH_WORKERS", 1, 1, 8)),
-    targets: targets as (TargetKey | "host")[],
+    targets: targets.filter((t): t is TargetKey => t in TARGETS),
+    host: targets.includes("host"),
+    publish: targets.includes("publish"),
     logLevel,
     databaseUrl: process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
     natsUrl: process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222",
@@ -103,10 +109,10 @@ async function measureTarget(key: TargetKey, settings: Settings, targetSettings:
 
 /** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
 function startWatchdog(settings: Settings): void {
-  // Two client levels per whoami target; four runs (s, h, h, s) for the app host.
-  const runs = settings.targets.filter((t) => t !== "host").length * LEVELS.length + (settings.targets.includes("host") ? 4 : 0);
-  const runMs = runs * (settings.warmupSeconds + settings.seconds + 5) * 1000;
-  const limitMs = SETUP_ALLOWANCE_MS + runMs;
+  const runMs = settings.targets.length * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
+  // The app host: four runs (s, h, h, s), each with its server's start.
+  const hostMs = settings.host ? 4 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
+  const limitMs = SETUP_ALLOWANCE_MS + runMs + hostMs + (settings.publish ? 60_000 : 0);
   const watchdog = setTimeout(() => {
     aborted = true;
     progress(`still running after ${Math.round(limitMs / 1000)} s: giving up`);
@@ -118,6 +124,27 @@ function startWatchdog(settings: Settings): void {
 async function main(): Promise<void> {
   const settings = readSettings();
   startWatchdog(settings);
+  if (settings.targets.length > 0) await measureWhoami(settings);
+  if (settings.host) {
+    progress("app host: starting");
+    const result = await measureAppHost(settings, progress);
+    if (aborted) throw new Error("interrupted");
+    const dir = join(import.meta.dir, "results");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "app-host.json"), `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`\n${formatAppHost(result)}\n\nwritten: bench/results/app-host.json\n`);
+  }
+  if (settings.publish) {
+    progress("publish: starting");
+    const publish = await runPublishBench(progress);
+    const dir = join(import.meta.dir, "results");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "publish.json"), `${JSON.stringify(publish, null, 2)}\n`);
+    process.stdout.write(`\n${formatPublishReport(publish)}\n\nwritten: bench/results/publish.json\n`);
+  }
+}
+
+async function measureWhoami(settings: Settings): Promise<void> {
   const runId = `${Date.now().toString(36)}_${process.pid}`;
   const targetSettings: TargetSettings = { natsUrl: settings.natsUrl, logLevel: settings.logLevel, runId };
   const startedAt = new Date().toISOString();
@@ -132,25 +159,18 @@ async function main(): Promise<void> {
   }
   const targets: BenchReport["targets"] = {};
   for (const key of ["a", "b", "c"] as const) if (measured[key]) targets[key] = measured[key];
-  let appHost: AppHostResult | undefined;
-  if (settings.targets.includes("host")) {
-    progress("app host: starting");
-    appHost = await measureAppHost(settings, progress);
-    if (aborted) throw new Error("interrupted");
-  }
 
   const notes: string[] = [];
   const errors = Object.values(targets).reduce((sum, t) => sum + Object.values(t.runs).reduce((s, r) => s + r.errors, 0), 0);
   if (errors > 0) notes.push(`${errors} calls failed; failed calls are not in calls/s or latency`);
-  const hostErrors = (appHost?.bare.errors ?? 0) + (appHost?.host.errors ?? 0);
-  if (hostErrors > 0) notes.push(`${hostErrors} app host requests failed; they are not in req/s or latency`);
-  const runs: [string, RunStats][] = Object.entries(targets).flatMap(([key, target]) => Object.values(target.runs).map((run) => [`${TARGETS[key as TargetKey].label} x${run.clients}`, run] as [string, RunStats]));
-  if (appHost) runs.push(["app host (s) bare Bun", appHost.bare], ["app host (h) app host", appHost.host]);
-  for (const [label, run] of runs) {
-    const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
-    if (busy > 0.9) notes.push(`${label}: the load generator used ${Math.round(busy * 100)}% of a CPU per process and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`);
-    const disturbed = disturbance(run);
-    if (disturbed > 0.1) notes.push(`${label}: processes outside the benchmark (or the VM host) took ${Math.round(disturbed * 100)}% of the CPUs; its numbers are low`);
+  for (const [key, target] of Object.entries(targets)) {
+    for (const run of Object.values(target.runs)) {
+      const label = `${TARGETS[key as TargetKey].label} x${run.clients}`;
+      const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
+      if (busy > 0.9) notes.push(`${label}: the load generator used ${Math.round(busy * 100)}% of a CPU per process and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`);
+      const disturbed = disturbance(run);
+      if (disturbed > 0.1) notes.push(`${label}: processes outside the benchmark (or the VM host) took ${Math.round(disturbed * 100)}% of the CPUs; its numbers are low`);
+    }
   }
   if (cpus().length <= 2) notes.push("the load generator shares the CPUs with the server under test (and with NATS and Postgres)");
   const report: BenchReport = {
@@ -160,8 +180,7 @@ async function main(): Promise<void> {
     settings: { ...settings, databaseUrl: redact(settings.databaseUrl), levels: LEVELS },
     targets,
     ratios: { "b/a": ratiosOf(targets, "b"), "c/a": ratiosOf(targets, "c") },
-    goals: [...goalsOf(targets), appHostGoal(appHost)],
-    appHost,
+    goals: goalsOf(targets),
     notes,
   };
   if (aborted) throw new Error("interrupted");

@@ -2,10 +2,12 @@ import { decodeJson, deriveKey, encodeJson, subjects, type Bus, type BusSubscrip
 import { Elysia, type AnyElysia } from "elysia";
 import { createAuth, type Auth } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
+import { createConfirmations, type Confirmations } from "./confirm/index.ts";
 import { checkHealth } from "./health.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { createAppSignIn } from "./pages/app-signin.ts";
+import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 
@@ -28,6 +30,10 @@ export interface Gateway {
   auth: Auth;
   mcp: McpEndpoint;
   accounts: AccountSessions;
+  /** Questions kept for the dashboard confirm page (`/confirm/:id`). */
+  confirmations: Confirmations;
+  /** The housekeeping the gateway runs every 10 minutes: expired auth rows and confirmations. */
+  sweep(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -52,7 +58,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
   });
-  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, logger, version: GATEWAY_VERSION });
+  const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
+  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
@@ -61,16 +68,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (typeof grantId === "string") auth.forgetGrant(grantId);
   });
 
-  const sweep = setInterval(() => {
-    auth
-      .sweepExpired()
-      .then((removed) => logger.debug("expired auth rows removed", { ...removed }))
-      .catch((error: unknown) => logger.warn("sweeping expired auth rows failed", { error }));
+  const sweep = async () => {
+    const removed = await auth.sweepExpired();
+    const confirmationsRemoved = await confirmations.sweep();
+    logger.debug("expired rows removed", { ...removed, confirmations: confirmationsRemoved });
+  };
+  const sweeping = setInterval(() => {
+    sweep().catch((error: unknown) => logger.warn("sweeping expired rows failed", { error }));
   }, SWEEP_EVERY_MS);
-  sweep.unref();
+  sweeping.unref();
 
   const app = new Elysia()
     .use(auth.routes)
+    .use(confirmations.routes)
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
       set.status = report.status === "ok" ? 200 : 503;
@@ -78,6 +88,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     })
     .get("/apps/signin", ({ request }) => appSignIn.show(request))
     .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
+    .get("/mcp/docs", ({ request }) => docsResponse(request, false))
+    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
     .all(
       "/mcp",
@@ -93,8 +105,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     auth,
     mcp,
     accounts,
+    confirmations,
+    sweep,
     async close() {
-      clearInterval(sweep);
+      clearInterval(sweeping);
       revoked.unsubscribe();
       await mcp.close();
     },

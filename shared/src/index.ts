@@ -9,6 +9,11 @@ export { CallErrorSchema, CallReplySchema, isAskReply, CallRequestSchema, HEADER
 export type { AskReply, CallError, CallReply, CallRequest, Question } from "./envelope.ts";
 export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyContext } from "./ctx.ts";
 export type { CallContext, CallContextClaims } from "./ctx.ts";
+export { formatBytes, PUBLISH_LIMITS } from "./apps/limits.ts";
+export { developerReference } from "./apps/reference.ts";
+export type { ReferenceTopic } from "./apps/reference.ts";
+export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";
+export type { ServiceJson } from "./apps/service-json.ts";
 export { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, confirmProblem, inputHash, issueConfirm } from "./confirm.ts";
 export type { ConfirmBinding, ConfirmCheck, ConfirmClaims, QuestionOptions } from "./confirm.ts";
 export { confirmUsesTable, consumeConfirm } from "./confirm-store.ts";

@@ -1,5 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import type { TestHatch } from "./hatch.ts";
 
 let users = 0;
@@ -31,4 +32,27 @@ export async function connectClient(
 export function textOf(result: object): string {
   const content = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];
   return content.map((c) => c.text ?? "").join("\n");
+}
+
+/** A client that declared form elicitation and answers every question with `reply`; `asked` records the messages. */
+export async function connectFormClient(
+  hatch: TestHatch,
+  accessToken: string,
+  reply: (message: string, schema: unknown) => ElicitResult,
+): Promise<{ client: Client; asked: string[] }> {
+  const asked: string[] = [];
+  const client = new Client({ name: "claude-code", version: "2.0.0" }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params.message);
+    return reply(request.params.message, "requestedSchema" in request.params ? request.params.requestedSchema : undefined);
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
+  return { client, asked };
+}
+
+/** Calls a tool and returns its structured result; fails the test with the tool's text when it is an error. */
+export async function callOk(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const result = await client.callTool({ name, arguments: args });
+  if (result.isError) throw new Error(`${name} failed: ${textOf(result)}`);
+  return result.structuredContent as Record<string, unknown>;
 }

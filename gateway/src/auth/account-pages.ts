@@ -7,7 +7,7 @@ import { csrfValid, endSession, readBrowserState, startSession, type BrowserStat
 import { createUser, checkPassword } from "./users.ts";
 import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
-const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
+export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
 const nextOf = (ctx: AuthContext, request: Request) => safeNext(new URL(request.url).searchParams.get("next"), ctx.config.baseUrl);
 
 function csrfRefused(state: BrowserState): Response {
@@ -15,8 +15,8 @@ function csrfRefused(state: BrowserState): Response {
   return htmlResponse(errorPage(state, "Please try again", message), { status: 403, headers: cookieHeaders(state.setCookies) });
 }
 
-/** Reads a POSTed form with its browser state; null when the CSRF check fails. */
-async function readForm(ctx: AuthContext, request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }> {
+/** Reads a POSTed form with its browser state, or the refusal page when the CSRF check fails. */
+export async function readForm(ctx: AuthContext, request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }> {
   const params = await readParams(request, ctx.config.maxBodyBytes);
   const state = await readBrowserState(ctx, request);
   return csrfValid(ctx, request, state, params.get("csrf")) ? { params, state } : { refused: csrfRefused(state) };

@@ -7,14 +7,26 @@ import { FailureThrottle } from "./throttle.ts";
 import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
+import { cookieHeaders, readForm } from "./account-pages.ts";
 import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
+import type { Params } from "./http.ts";
 import { buildRoutes } from "./routes.ts";
-import { csrfValid, endSession, readBrowserState, type BrowserState } from "./sessions.ts";
+import { endSession, readBrowserState, type BrowserState } from "./sessions.ts";
 import { createUser, findUserByEmail } from "./users.ts";
 
-export { AuthInputError, CLI_CLIENT };
-export type { AccessIdentity, BearerResult, BrowserState };
+export { AuthInputError, CLI_CLIENT, cookieHeaders };
+export type { AccessIdentity, BearerResult, BrowserState, Params };
+
+/** The browser side of sign-in, for pages outside this module (the confirm page, the app viewer sign-in). */
+export interface BrowserPages {
+  /** Who is signed in, the CSRF token for the page's forms, and cookies the response must set. */
+  state(request: Request): Promise<BrowserState>;
+  /** A POSTed form with its browser state, or the page refusing it when the CSRF check fails. */
+  form(request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }>;
+  /** Ends the browser's session; returns the Set-Cookie header value that clears it. */
+  signOut(state: BrowserState): Promise<string>;
+}
 
 export interface AuthDeps {
   config: GatewayConfig;
@@ -43,17 +55,11 @@ export interface Auth {
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
   issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
-  /**
-   * For pages outside this module (viewer sign-in, confirm pages): who is signed in in this browser, the CSRF
-   * token for its forms, and cookies the response must set (a fresh CSRF cookie).
-   */
-  browserState(request: Request): Promise<BrowserState>;
-  /** A POSTed form's CSRF field (and Origin) checked against the browser's state. */
-  csrfValid(request: Request, state: BrowserState, field: string | undefined): boolean;
-  /** Ends the browser's session; returns the Set-Cookie header value that clears it. */
-  endBrowserSession(state: BrowserState): Promise<string>;
   /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
   sweepExpired(): Promise<SweepResult>;
+  pages: BrowserPages;
+  /** Who a grant acts as, read fresh (no cache); null when the grant is unknown or revoked. */
+  identityForGrant(grantId: string): Promise<AccessIdentity | null>;
 }
 
 function validateDeps(deps: AuthDeps): void {
@@ -110,9 +116,13 @@ export function createAuth(deps: AuthDeps): Auth {
     createUser: (input) => createUser(ctx, input),
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
-    browserState: (request) => readBrowserState(ctx, request),
-    csrfValid: (request, state, field) => csrfValid(ctx, request, state, field),
-    endBrowserSession: (state) => endSession(ctx, state),
     sweepExpired: () => sweepExpired(ctx),
+    pages: { state: (request) => readBrowserState(ctx, request), form: (request) => readForm(ctx, request), signOut: (state) => endSession(ctx, state) },
+    async identityForGrant(grantId) {
+      const grant = await findGrant(ctx, grantId);
+      if (!grant || grant.revoked) return null;
+      const { revoked: _revoked, ...identity } = grant;
+      return identity;
+    },
   };
 }

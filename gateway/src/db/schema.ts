@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
-import { boolean, index, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { boolean, check, index, json, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
-/** The gateway's own schema: people, their browser sessions, OAuth clients, grants and tokens. */
+/** The gateway's own schema: people, their browser sessions, OAuth clients, grants and tokens, pending confirmations. */
 export const gateway = pgSchema("gateway");
 
 const created = () => timestamp("created_at", { withTimezone: true }).notNull().defaultNow();
@@ -87,4 +87,36 @@ export const refreshTokens = gateway.table(
     createdAt: created(),
   },
   (t) => [index("refresh_tokens_grant").on(t.grantId)],
+);
+
+/**
+ * Questions a service asked whose client could not show a form, kept until the signed-in user answers them on
+ * `/confirm/<id>`. The id is the unguessable part of the link; moving out of `pending` happens once.
+ */
+export const pendingConfirmations = gateway.table(
+  "pending_confirmations",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    /** The grant the AI client called under; confirming acts under it, so a revoked grant cannot confirm. */
+    grantId: text("grant_id").notNull().references(() => grants.id, { onDelete: "cascade" }),
+    clientKind: text("client_kind").notNull(),
+    clientName: text("client_name").notNull(),
+    service: text("service").notNull(),
+    tool: text("tool").notNull(),
+    /** The validated tool input, sent again unchanged: the confirm token is bound to it. */
+    input: jsonb("input").notNull(),
+    message: text("message").notNull(),
+    /** The flat form (QuestionSchema's `schema`); json, not jsonb, so its fields keep the service's order. */
+    schema: json("schema").$type<Record<string, unknown>>().notNull(),
+    confirmToken: text("confirm_token").notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    /** "pending", then once "confirmed" or "cancelled". */
+    state: text("state").notNull().default("pending"),
+    /** What the service answered (its result text or error message) after the user confirmed. */
+    result: text("result"),
+    createdAt: created(),
+    decidedAt: timestamp("decided_at", { withTimezone: true }),
+  },
+  (t) => [index("pending_confirmations_expires").on(t.expiresAt), check("pending_confirmations_state", sql`${t.state} in ('pending', 'confirmed', 'cancelled')`)],
 );

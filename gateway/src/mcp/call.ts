@@ -21,6 +21,7 @@ import {
 } from "@hatch/shared";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
+import type { ConfirmationOpener } from "../confirm/index.ts";
 import type { AccountSessions } from "./accounts.ts";
 import type { ElicitationSupport } from "./profile.ts";
 
@@ -36,6 +37,8 @@ export interface ToolCallDeps {
   contextKey: Buffer;
   accounts: AccountSessions;
   logger: Logger;
+  /** Keeps a question whose fallback is "link" for the dashboard confirm page and returns where to answer it. */
+  confirmations: ConfirmationOpener;
   /** Shows a form to the user (MCP form elicitation); null when they declined or cancelled. */
   askUser?: (question: Question) => Promise<Record<string, unknown> | null>;
 }
@@ -44,16 +47,9 @@ export interface ToolCallDeps {
 export async function forwardToolCall(deps: ToolCallDeps, contract: ToolContract, input: unknown, caller: CallerInfo): Promise<CallToolResult> {
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
-    const claims = await claimsFor(deps, caller);
-    const reply = await send(deps.bus, contract, { ctx: signContext(claims, deps.contextKey), input }, caller);
+    const reply = await callService(deps, contract, caller, { input });
     if (!isAskReply(reply)) return toResult(contract, reply, log);
-    const question = reply.ask;
-    const answer = caller.client.elicitation.form && deps.askUser ? await deps.askUser(question) : undefined;
-    if (answer === undefined) return askResult(contract, question, log);
-    // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
-    if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
-    const ctx = signContext(claims, deps.contextKey);
-    return toResult(contract, await send(deps.bus, contract, { ctx, input, answer, confirm: question.confirm }, caller), log);
+    return await answerQuestion(deps, contract, input, caller, reply.ask, log);
   } catch (error) {
     if (isToolError(error)) return errorResult(error.code, error.message);
     log.error("tool call failed in the gateway", { error });
@@ -61,7 +57,36 @@ export async function forwardToolCall(deps: ToolCallDeps, contract: ToolContract
   }
 }
 
-async function claimsFor(deps: ToolCallDeps, caller: CallerInfo): Promise<CallContextClaims> {
+/** The service asked the user something: a form when the client can show one, else a link or instructions. */
+async function answerQuestion(deps: ToolCallDeps, contract: ToolContract, input: unknown, caller: CallerInfo, question: Question, log: Logger): Promise<CallToolResult> {
+  if (caller.client.elicitation.form && deps.askUser) {
+    const answer = await deps.askUser(question);
+    // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
+    if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
+    return toResult(contract, await callService(deps, contract, caller, { input, answer, confirm: question.confirm }), log);
+  }
+  if (question.fallback === "link") {
+    const pending = await deps.confirmations.open({ caller, contract, input, question });
+    return askResult(contract, question, pending, log);
+  }
+  return askResult(contract, question, { url: question.link ?? null, expiresAt: question.expiresAt ?? null }, log);
+}
+
+/**
+ * Signs a fresh call context for this caller (account resolved as for every call) and sends the call. Throws
+ * ToolError `unavailable` when the service cannot be reached; the confirm page uses it to send the user's answer.
+ */
+export async function callService(
+  deps: Pick<ToolCallDeps, "bus" | "contextKey" | "accounts">,
+  contract: ToolContract,
+  caller: CallerInfo,
+  body: { input: unknown; answer?: Record<string, unknown>; confirm?: string },
+): Promise<CallReply> {
+  const ctx = signContext(await claimsFor(deps, caller), deps.contextKey);
+  return send(deps.bus, contract, { ctx, ...body }, caller);
+}
+
+async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInfo): Promise<CallContextClaims> {
   const { identity } = caller;
   const base: CallContextClaims = {
     sub: identity.userId,
@@ -105,7 +130,8 @@ async function send(bus: Bus, contract: ToolContract, envelope: Record<string, u
 
 function toResult(contract: ToolContract, reply: CallReply, log: Logger): CallToolResult {
   if (!reply.ok) return errorResult(reply.error.code, reply.error.message);
-  if (isAskReply(reply)) return askResult(contract, reply.ask, log);
+  // A second question after an answer is rare (the answer did not settle it): pass it on as instructions.
+  if (isAskReply(reply)) return askResult(contract, reply.ask, { url: reply.ask.link ?? null, expiresAt: reply.ask.expiresAt ?? null }, log);
   return { content: [{ type: "text", text: reply.result.text }], structuredContent: reply.result.data };
 }
 
@@ -114,19 +140,22 @@ export function errorResult(code: ErrorCode, message: string): CallToolResult {
 }
 
 /** The client cannot show a form: tell the AI what to do, with the browser link when there is one. */
-function askResult(contract: ToolContract, question: Question, log: Logger): CallToolResult {
+function askResult(contract: ToolContract, question: Question, where: { url: string | null; expiresAt: string | null }, log: Logger): CallToolResult {
   const fields = Object.entries(question.schema.properties)
     .map(([key, field]) => `- ${key}: ${field.description ?? field.title ?? field.type}${field.enum ? ` (one of: ${field.enum.join(", ")})` : ""}`)
     .join("\n");
-  const text = question.link
-    ? `${question.message}\nThe user must confirm this in their browser: ${question.link}\nNothing has changed yet.`
+  const until = where.expiresAt ? ` (valid until ${where.expiresAt})` : "";
+  const text = where.url
+    ? `${question.message}\nThe user must confirm this in their browser: give them this link${until}: ${where.url}\n` +
+      "Nothing has changed yet: it happens when the user confirms on that page. Do not call this tool again for it unless the user says the link expired."
     : `${question.message}\nAsk the user for these, then call this tool again with their answers:\n${fields}\nNothing has changed yet.`;
   const userAction = {
-    kind: question.link ? "open_link" : "ask_user",
+    kind: where.url ? "open_link" : "ask_user",
     message: question.message,
-    fields: Object.keys(question.schema.properties),
-    url: question.link ?? null,
-    expiresAt: null,
+    // With a link the user answers on the page; the AI fills nothing in.
+    fields: where.url ? [] : Object.keys(question.schema.properties),
+    url: where.url,
+    expiresAt: where.expiresAt,
   };
   const structured = { ...question.data, status: "needs_user", userAction };
   if (!contract.output.safeParse(structured).success) {

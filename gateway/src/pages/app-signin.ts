@@ -12,8 +12,8 @@ import {
   type CallContextClaims,
   type Logger,
 } from "@hatch/shared";
-import type { Auth, BrowserState } from "../auth/index.ts";
-import { readParams, redirect } from "../auth/http.ts";
+import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
+import { redirect } from "../auth/http.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
@@ -56,8 +56,6 @@ function readTarget(get: (name: string) => string | null | undefined): Target | 
 const selfUrl = (target: Target, extra: Record<string, string> = {}) =>
   `/apps/signin?${new URLSearchParams({ app: target.address, path: target.path, ...extra })}`;
 
-const withCookies = (state: BrowserState): [string, string][] => state.setCookies.map((c) => ["Set-Cookie", c]);
-
 export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
   const viewerKey = deriveKey(deps.config.secret, "viewer-ticket");
   const log = deps.logger.child({ component: "app-signin" });
@@ -70,10 +68,10 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
   async function show(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const target = readTarget((name) => url.searchParams.get(name));
-    const state = await deps.auth.browserState(request);
+    const state = await deps.auth.pages.state(request);
     if (!target) return problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
-    if (!state.user) return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, withCookies(state));
-    if (url.searchParams.get("switch") === "1") return htmlResponse(switchPage(state, state.user.email, target), { headers: withCookies(state) });
+    if (!state.user) return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+    if (url.searchParams.get("switch") === "1") return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
     const claims: CallContextClaims = {
       sub: state.user.id,
@@ -91,7 +89,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
       const { origin } = await callRpc(deps.bus, "apps", rpcMethods.apps.viewerOrigin, { address: target.address }, ViewerOriginSchema, { ctx, requestId });
       const ticket = signViewerTicket(viewerKey, { sub: state.user.id, email: state.user.email, account: session.account, address: target.address });
       log.info("viewer ticket issued", { rid: requestId, user: state.user.id, address: target.address });
-      return redirect(`${origin}/_hatch/auth?${new URLSearchParams({ ticket, path: target.path })}`, withCookies(state));
+      return redirect(`${origin}/_hatch/auth?${new URLSearchParams({ ticket, path: target.path })}`, cookieHeaders(state.setCookies));
     } catch (error) {
       if (!isToolError(error)) throw error;
       log.warn("viewer sign-in failed", { rid: requestId, code: error.code });
@@ -100,14 +98,12 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
   }
 
   async function switchAccount(request: Request): Promise<Response> {
-    const params = await readParams(request, deps.config.maxBodyBytes);
-    const state = await deps.auth.browserState(request);
-    if (!deps.auth.csrfValid(request, state, params.get("csrf"))) {
-      return problem(state, 403, "Please try again", "This form expired or came from another site. Go back, reload the page and try again.");
-    }
+    const form = await deps.auth.pages.form(request);
+    if ("refused" in form) return form.refused;
+    const { params, state } = form;
     const target = readTarget((name) => params.get(name));
     if (!target) return problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
-    const cleared = await deps.auth.endBrowserSession(state);
+    const cleared = await deps.auth.pages.signOut(state);
     return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, [["Set-Cookie", cleared]]);
   }
 

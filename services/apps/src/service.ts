@@ -3,7 +3,9 @@ import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, type AppsContext } from "./context.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
+import { receiveUpload } from "./publish/uploads.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
+import { startSweeper } from "./sweep.ts";
 import { appsTools } from "./tools/index.ts";
 
 export const APPS_VERSION = "0.2.0";
@@ -20,7 +22,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
   const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger, bus: deps.bus };
-  const host = startAppHost(ctx, hostOptions);
+  const host = startAppHost(ctx, { uploads: (request, token) => receiveUpload(ctx, request, token), ...hostOptions });
   ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
     // Port 0 (tests): app origins use the port the host really got.
@@ -38,12 +40,14 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     rpc: { [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx) },
     logger: deps.logger,
   });
+  const stopSweeper = startSweeper(deps.db, deps.logger);
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },
     context: ctx,
     host,
     async stop() {
+      stopSweeper();
       await service.stop();
       await host.stop();
     },

@@ -161,7 +161,7 @@ describe("app host: serving files", () => {
     const root = await fetch(`http://localhost:${t.port}/`);
     expect(root.status).toBe(404);
     expect(await root.text()).toContain(`http://my-app.localhost:${t.port}`);
-    const upload = await fetch(`http://localhost:${t.port}/_hatch/uploads/some-token`, { method: "PUT", body: "x" });
+    const upload = await fetch(`http://localhost:${t.port}/_hatch/uploads/${"t".repeat(32)}`, { method: "PUT", body: "x" });
     expect(upload.status).toBe(404);
     expect(await upload.text()).toContain("Uploads are not available");
   });

@@ -222,7 +222,7 @@ export const share = defineTool({
         .array(EmailSchema)
         .max(100)
         .optional()
-        .describe("Emails of people who may open the app; they get an email with the link"),
+        .describe("Emails of people who may open the app (with visibility people); they sign in with that email to open it"),
       remove: z.array(EmailSchema).max(100).optional().describe("Emails of people who may no longer open the app"),
       aiDiscoverable: z
         .boolean()

@@ -7,7 +7,10 @@ export interface BlobStore {
   has(sha256: string): Promise<boolean>;
   /** Stores the bytes under their hash. Idempotent; the caller has already checked the hash. */
   put(sha256: string, bytes: Uint8Array): Promise<void>;
-  /** A Blob to stream into a Response (a Bun file or an S3 file), or null when missing. */
+  /**
+   * A Blob (a Bun file or an S3 file), or null when missing. Serve it as `new Response(blob.stream())`:
+   * Bun turns `new Response(s3File)` into a 302 redirect to a presigned URL on the S3 endpoint.
+   */
   get(sha256: string): Promise<Blob | null>;
   /** Removes a blob; missing is not an error. */
   delete(sha256: string): Promise<void>;

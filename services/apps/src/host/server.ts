@@ -34,6 +34,8 @@ export interface AppHost {
 }
 
 const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Upload tokens are 24 random bytes, base64url (publish/uploads.ts); anything else is no upload URL. */
+const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})$/;
 
 /**
  * Which site a Host header names: "" for the bare apps domain, an address for `<address>.<apps domain>`, null
@@ -104,10 +106,10 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   }
 
   async function answerRoot(request: Request, url: URL): Promise<Response> {
-    if (url.pathname.startsWith("/_hatch/uploads/")) {
-      if (request.method !== "PUT") return new Response("Upload URLs take a PUT of the file's bytes.\n", { status: 405, headers: { Allow: "PUT" } });
+    const upload = UPLOAD_PATH.exec(url.pathname);
+    if (upload) {
       if (!options.uploads) return new Response("Uploads are not available on this server.\n", { status: 404 });
-      return options.uploads(request, url.pathname.slice("/_hatch/uploads/".length));
+      return options.uploads(request, upload[1]!);
     }
     return pages.root(appOrigin(ctx.config, "my-app"));
   }

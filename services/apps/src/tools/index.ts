@@ -1,7 +1,22 @@
 import type { ToolBinding } from "@hatch/shared";
 import type { AppsContext } from "../context.ts";
+import { deleteToolTool } from "./delete-tool.ts";
+import { listToolsTool } from "./list-tools.ts";
+import { publishTool } from "./publish.ts";
+import { rollbackTool } from "./rollback.ts";
+import { serviceDocsTool } from "./service-docs.ts";
+import { shareTool } from "./share.ts";
+import { toolStatsTool } from "./tool-stats.ts";
 
 /** Every apps tool that has a handler; the rest answer "not available yet". */
-export function appsTools(_ctx: AppsContext): ToolBinding[] {
-  return [];
+export function appsTools(ctx: AppsContext): ToolBinding[] {
+  return [
+    publishTool(ctx),
+    serviceDocsTool(ctx),
+    listToolsTool(ctx),
+    shareTool(ctx),
+    rollbackTool(ctx),
+    deleteToolTool(ctx),
+    toolStatsTool(ctx),
+  ];
 }

@@ -1,0 +1,127 @@
+import { CLIENT_KINDS, QuestionSchema, randomId, type ClientKind, type Database, type Question } from "@hatch/shared";
+import { and, eq, gt, lt } from "drizzle-orm";
+import { pendingConfirmations } from "../db/schema.ts";
+
+/** Rows are kept a day past expiry so their owner still sees "expired" or "already confirmed", not "unknown". */
+const KEEP_AFTER_EXPIRY_MS = 86_400_000;
+
+export type ConfirmationState = "pending" | "confirmed" | "cancelled";
+
+/** A question waiting for (or answered by) the user on the confirm page. */
+export interface PendingConfirmation {
+  id: string;
+  userId: string;
+  grantId: string;
+  client: { kind: ClientKind; name: string };
+  service: string;
+  tool: string;
+  input: unknown;
+  message: string;
+  schema: Question["schema"];
+  confirmToken: string;
+  expiresAt: Date;
+  state: ConfirmationState;
+  result: string | null;
+  createdAt: Date;
+  decidedAt: Date | null;
+}
+
+export interface NewConfirmation {
+  userId: string;
+  grantId: string;
+  client: { kind: ClientKind; name: string };
+  service: string;
+  tool: string;
+  input: unknown;
+  question: Question;
+  expiresAt: Date;
+}
+
+/** Stores a question and returns its id: 24 random bytes, the only secret part of the link. */
+export async function insertConfirmation(db: Database, entry: NewConfirmation): Promise<string> {
+  const id = randomId(24);
+  await db.insert(pendingConfirmations).values({
+    id,
+    userId: entry.userId,
+    grantId: entry.grantId,
+    clientKind: entry.client.kind,
+    clientName: entry.client.name,
+    service: entry.service,
+    tool: entry.tool,
+    input: entry.input ?? null,
+    message: entry.question.message,
+    schema: entry.question.schema,
+    confirmToken: entry.question.confirm,
+    expiresAt: entry.expiresAt,
+  });
+  return id;
+}
+
+/** The user's own confirmation; another user's looks exactly like an unknown id. */
+export async function findConfirmation(db: Database, id: string, userId: string): Promise<PendingConfirmation | null> {
+  const [row] = await db
+    .select()
+    .from(pendingConfirmations)
+    .where(and(eq(pendingConfirmations.id, id), eq(pendingConfirmations.userId, userId)))
+    .limit(1);
+  return row ? toConfirmation(row) : null;
+}
+
+/**
+ * Moves a live pending confirmation to `confirmed` or `cancelled` in one statement, so of two concurrent
+ * answers exactly one wins. Null when it is not the user's, not pending any more, or expired.
+ */
+export async function decideConfirmation(db: Database, id: string, userId: string, to: "confirmed" | "cancelled", now: Date): Promise<PendingConfirmation | null> {
+  const [row] = await db
+    .update(pendingConfirmations)
+    .set({ state: to, decidedAt: now })
+    .where(
+      and(
+        eq(pendingConfirmations.id, id),
+        eq(pendingConfirmations.userId, userId),
+        eq(pendingConfirmations.state, "pending"),
+        gt(pendingConfirmations.expiresAt, now),
+      ),
+    )
+    .returning();
+  return row ? toConfirmation(row) : null;
+}
+
+/** What the service answered, shown again if the user reloads or reopens the link. */
+export async function recordResult(db: Database, id: string, result: string): Promise<void> {
+  await db.update(pendingConfirmations).set({ result }).where(eq(pendingConfirmations.id, id));
+}
+
+/** Deletes confirmations a day past their expiry; the gateway's housekeeping runs it. */
+export async function sweepConfirmations(db: Database, now: Date): Promise<number> {
+  const removed = await db
+    .delete(pendingConfirmations)
+    .where(lt(pendingConfirmations.expiresAt, new Date(now.getTime() - KEEP_AFTER_EXPIRY_MS)))
+    .returning({ id: pendingConfirmations.id });
+  return removed.length;
+}
+
+type Row = typeof pendingConfirmations.$inferSelect;
+
+function toConfirmation(row: Row): PendingConfirmation {
+  const kind = (CLIENT_KINDS as readonly string[]).includes(row.clientKind) ? (row.clientKind as ClientKind) : "other";
+  const state = row.state === "confirmed" || row.state === "cancelled" ? row.state : "pending";
+  return {
+    id: row.id,
+    userId: row.userId,
+    grantId: row.grantId,
+    client: { kind, name: row.clientName },
+    service: row.service,
+    tool: row.tool,
+    input: row.input,
+    message: row.message,
+    // Written by this gateway from a validated question; parsed again so a bad row fails loudly here.
+    schema: QuestionSchema.shape.schema.parse(row.schema),
+    confirmToken: row.confirmToken,
+    expiresAt: row.expiresAt,
+    state,
+    result: row.result,
+    createdAt: row.createdAt,
+    decidedAt: row.decidedAt,
+  };
+}

@@ -1,0 +1,41 @@
+import { developerReference, DOCS_TOPICS, type ReferenceTopic } from "@hatch/shared";
+import { htmlResponse, html, raw, renderPage } from "./layout.ts";
+
+const MARKDOWN_HEADERS = { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "public, max-age=300" };
+
+/**
+ * `GET /mcp/docs`: the developer reference, the same text `service_docs` returns. HTML in a browser; Markdown
+ * at `/mcp/docs.md`, with `?format=markdown`, or when the client asks for `text/markdown`.
+ */
+export function docsResponse(request: Request, forceMarkdown: boolean): Response {
+  const url = new URL(request.url);
+  const topicParam = url.searchParams.get("topic") ?? "all";
+  const topic = DOCS_TOPICS.find((t) => t === topicParam);
+  if (!topic) {
+    return new Response(`Unknown topic "${topicParam}". Use one of: ${DOCS_TOPICS.join(", ")}.\n`, { status: 400, headers: { "Content-Type": "text/plain; charset=utf-8" } });
+  }
+  const markdown = developerReference(topic);
+  const wantsMarkdown = forceMarkdown || url.searchParams.get("format") === "markdown" || prefersMarkdown(request.headers.get("accept"));
+  if (wantsMarkdown) return new Response(markdown, { headers: MARKDOWN_HEADERS });
+  const response = htmlResponse(renderDocsPage(markdown, topic));
+  response.headers.set("Cache-Control", "public, max-age=300");
+  response.headers.set("Vary", "Accept");
+  return response;
+}
+
+function prefersMarkdown(accept: string | null): boolean {
+  if (!accept) return false;
+  const md = accept.indexOf("text/markdown");
+  const html = accept.indexOf("text/html");
+  return md >= 0 && (html < 0 || md < html);
+}
+
+function renderDocsPage(markdown: string, topic: ReferenceTopic): string {
+  const markdownLink = topic === "all" ? "/mcp/docs.md" : `/mcp/docs.md?topic=${topic}`;
+  // The reference is this codebase's own text (no user input), so its rendered HTML is trusted.
+  return renderPage({
+    title: "Developer reference",
+    body: html`<p class="muted"><a href="${markdownLink}">Read as Markdown</a></p>
+${raw(Bun.markdown.html(markdown))}`,
+  });
+}

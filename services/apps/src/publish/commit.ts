@@ -1,0 +1,106 @@
+import { randomId, ToolError, type CallContext, type Database, type ServiceJson, type Visibility } from "@hatch/shared";
+import { eq, inArray } from "drizzle-orm";
+import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
+import { addresses, appsTable, blobs, versionFiles, versions } from "../db/schema.ts";
+import type { FolderEntry } from "./folder.ts";
+
+type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
+
+export type VersionTarget =
+  | { kind: "existing"; address: string; expectedVersion?: number }
+  | { kind: "new"; name: string; visibility: Visibility; account: string };
+
+export interface CommittedVersion {
+  app: AppRow;
+  version: number;
+  created: boolean;
+}
+
+/**
+ * Creates the version (and the app, when new) and makes it current, in one transaction. Every blob must
+ * already be stored; they are locked so a concurrent delete cannot drop one this version points at.
+ */
+export async function commitVersion(db: Database, ctx: CallContext, target: VersionTarget, entries: readonly FolderEntry[], config: ServiceJson): Promise<CommittedVersion> {
+  return db.transaction(async (tx) => {
+    await lockBlobs(tx, entries);
+    const { app, created } = target.kind === "new" ? { app: await createApp(tx, ctx, target), created: true } : { app: await lockForPublish(tx, ctx, target), created: false };
+    const version = app.lastVersion + 1;
+    await tx.insert(versions).values({
+      appId: app.id,
+      number: version,
+      publishedBy: ctx.sub,
+      publisherEmail: ctx.email,
+      fileCount: entries.length,
+      totalBytes: entries.reduce((sum, e) => sum + e.size, 0),
+      config: config as Record<string, unknown>,
+    });
+    for (let i = 0; i < entries.length; i += 1000) {
+      const rows = entries.slice(i, i + 1000).map((e) => ({ appId: app.id, version, path: e.path, sha256: e.sha256, size: e.size, contentType: e.contentType }));
+      await tx.insert(versionFiles).values(rows);
+    }
+    const [updated] = await tx
+      .update(appsTable)
+      .set({ currentVersion: version, lastVersion: version, updatedAt: new Date() })
+      .where(eq(appsTable.id, app.id))
+      .returning();
+    return { app: updated!, version, created };
+  });
+}
+
+async function lockBlobs(tx: Tx, entries: readonly FolderEntry[]): Promise<void> {
+  const wanted = [...new Set(entries.map((e) => e.sha256))];
+  let found = 0;
+  for (let i = 0; i < wanted.length; i += 1000) {
+    const rows = await tx.select({ sha256: blobs.sha256 }).from(blobs).where(inArray(blobs.sha256, wanted.slice(i, i + 1000))).for("share");
+    found += rows.length;
+  }
+  if (found !== wanted.length) {
+    throw new ToolError("conflict", "Some files were removed while this version was being published. Call publish again; it will ask for the missing files.");
+  }
+}
+
+async function lockForPublish(tx: Tx, ctx: CallContext, target: { address: string; expectedVersion?: number }): Promise<AppRow> {
+  const app = await requireOwnedApp(tx, ctx, target.address, { forUpdate: true });
+  if (target.expectedVersion !== undefined && app.currentVersion !== target.expectedVersion) {
+    throw new ToolError(
+      "conflict",
+      `You expected version ${target.expectedVersion} of ${app.address} to be current, but version ${app.currentVersion ?? "none"} is: another publish came first. Nothing was published. Check the app, then publish again with expectedVersion ${app.currentVersion ?? "left out"}.`,
+    );
+  }
+  return app;
+}
+
+async function createApp(tx: Tx, ctx: CallContext, target: { name: string; visibility: Visibility; account: string }): Promise<AppRow> {
+  const id = `app_${randomId(12)}`;
+  const address = await reserveAddress(tx, id, target.name);
+  const [app] = await tx
+    .insert(appsTable)
+    .values({ id, address, name: target.name, accountId: target.account, ownerId: ctx.sub, ownerEmail: ctx.email, ownerName: ctx.name, visibility: target.visibility })
+    .returning();
+  return app!;
+}
+
+/** The name as a DNS label; taken (even by a deleted app) → `-2`, `-3`, … then a random suffix. */
+async function reserveAddress(tx: Tx, appId: string, name: string): Promise<string> {
+  const base = addressBase(name);
+  const candidates = [base, ...[2, 3, 4, 5, 6, 7, 8, 9].map((n) => `${base}-${n}`)];
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const address = candidates[attempt] ?? `${base}-${Math.random().toString(36).slice(2, 7)}`;
+    const rows = await tx.insert(addresses).values({ address, appId }).onConflictDoNothing().returning({ address: addresses.address });
+    if (rows.length > 0) return address;
+  }
+  throw new ToolError("conflict", "Hatch could not find a free address for this name. Try a more specific name.");
+}
+
+export function addressBase(name: string): string {
+  const slug = name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48)
+    .replace(/-+$/g, "");
+  return slug || "app";
+}
+

@@ -1,0 +1,55 @@
+import { bindTool, buildQuestion, consumeConfirm, delete_tool, type DeleteToolOutput, type ToolOutcome } from "@hatch/shared";
+import { and, eq, inArray, notExists } from "drizzle-orm";
+import { appUrl, requireOwnedApp } from "../apps-repo.ts";
+import type { AppsContext } from "../context.ts";
+import { addresses, appsTable, blobs, confirmUses, versionFiles } from "../db/schema.ts";
+
+/** delete_tool: asks the user; on their confirmation the app, its versions and files go; the address stays reserved. */
+export function deleteToolTool(app: AppsContext) {
+  return bindTool(delete_tool, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<DeleteToolOutput>> => {
+    const target = await requireOwnedApp(app.db, ctx, input.address);
+    if (!confirmation) {
+      return {
+        ask: buildQuestion(
+          app.keys.confirm,
+          { sub: ctx.sub, tool: "delete_tool", input },
+          {
+            message: `Delete the app "${target.name}" (${appUrl(app.config, target.address)}) with all its versions and files? This cannot be undone, and its address can never be used again.`,
+            properties: { confirm: { type: "boolean", title: `Yes, delete ${target.address}` } },
+            required: ["confirm"],
+            fallback: "link",
+            data: { address: target.address },
+          },
+        ),
+      };
+    }
+    if (answer?.confirm !== true) {
+      return { text: `The user did not confirm, so ${target.address} was not deleted.`, data: { status: "needs_user", address: target.address, userAction: declined(target.address) } };
+    }
+    const orphans = await app.db.transaction(async (tx) => {
+      await consumeConfirm(tx, confirmUses, confirmation);
+      const locked = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true });
+      const shas = (await tx.selectDistinct({ sha256: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.appId, locked.id))).map((r) => r.sha256);
+      await tx.delete(versionFiles).where(eq(versionFiles.appId, locked.id));
+      await tx.delete(appsTable).where(eq(appsTable.id, locked.id));
+      await tx.update(addresses).set({ appId: null }).where(eq(addresses.address, locked.address));
+      if (shas.length === 0) return [];
+      // Content no other version uses is forgotten here and removed from storage after the commit.
+      const unused = notExists(tx.select({ one: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.sha256, blobs.sha256)));
+      const gone = await tx.delete(blobs).where(and(inArray(blobs.sha256, shas), unused)).returning({ sha256: blobs.sha256 });
+      return gone.map((r) => r.sha256);
+    });
+    for (const sha256 of orphans) {
+      await app.blobs.delete(sha256).catch((error: unknown) => app.logger.warn("blob not removed after delete", { sha256, error }));
+    }
+    app.logger.info("deleted", { address: target.address, blobs: orphans.length });
+    return {
+      text: `Deleted ${target.address} with all its versions and files. Its address stays reserved and cannot be used again.`,
+      data: { status: "deleted", address: target.address },
+    };
+  });
+}
+
+function declined(address: string): DeleteToolOutput["userAction"] {
+  return { kind: "ask_user", message: `The user chose not to delete ${address}.`, fields: [], url: null, expiresAt: null };
+}

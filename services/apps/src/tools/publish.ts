@@ -1,0 +1,128 @@
+import { bindTool, buildQuestion, publish, ToolError, VISIBILITIES, type CallContext, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
+import { inArray } from "drizzle-orm";
+import { accountOf, appUrl, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
+import type { AppsContext } from "../context.ts";
+import { blobs } from "../db/schema.ts";
+import { commitVersion, type VersionTarget } from "../publish/commit.ts";
+import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
+import { decodeInline } from "../publish/inline.ts";
+import { issueUploads } from "../publish/uploads.ts";
+
+type Outcome = ToolOutcome<PublishOutput>;
+
+/** publish: inline files or a manifest (+ uploads), a new app (asks name and visibility) or a new version. */
+export function publishTool(app: AppsContext) {
+  return bindTool(publish, async (call): Promise<Outcome> => {
+    const { ctx, input } = call;
+    if (!input.files === !input.manifest) {
+      throw new ToolError("invalid_input", "Give exactly one of files (inline, for small apps) or manifest (path, sha256 and size of each file).");
+    }
+    checkMayPublish(ctx);
+    if (input.address && (input.name || input.visibility)) {
+      throw new ToolError("invalid_input", "name and visibility are only for creating an app. To publish a new version of an existing app give its address alone; to change who can see it use share.");
+    }
+    if (input.address) await requireOwnedApp(app.db, ctx, input.address);
+    else accountOf(ctx);
+
+    const folder = input.files ? decodeInline(input.files) : null;
+    const entries: FolderEntry[] = folder?.entries ?? input.manifest!.map((m) => ({ ...m, contentType: contentTypeOf(m.path) }));
+    checkFolder(entries);
+    // service.json is checked as early as its bytes are at hand: now when inline, after its upload otherwise.
+    const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
+    const configBytes = configEntry ? (folder?.bytes.get(configEntry.sha256) ?? (await storedBytes(app, configEntry.sha256))) : null;
+    const config = configEntry && !configBytes ? null : parseServiceJson(configBytes);
+    if (config) checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
+
+    const target = input.address ? ({ kind: "existing", address: input.address, expectedVersion: input.expectedVersion } as const) : newAppTarget(app, call);
+    if ("ask" in target) return target;
+
+    if (folder) {
+      for (const [sha256, bytes] of folder.bytes) await app.blobs.put(sha256, bytes);
+      await app.db.insert(blobs).values([...folder.bytes].map(([sha256, bytes]) => ({ sha256, size: bytes.byteLength }))).onConflictDoNothing();
+    } else {
+      const missing = await missingBlobs(app, entries);
+      if (missing.length > 0) return needsUpload(app, ctx, missing, input);
+    }
+    return finish(app, ctx, target, entries, config ?? parseServiceJson(await requireStored(app, configEntry!.sha256)));
+  });
+}
+
+/** A new app needs the user's own choice of name and visibility: ask, unless the input or the answer has them. */
+function newAppTarget(app: AppsContext, call: ToolCall<PublishInput>): VersionTarget | { ask: ReturnType<typeof buildQuestion> } {
+  const { ctx, input, answer } = call;
+  const name = input.name ?? (call.confirmation ? stringAnswer(answer?.name) : undefined);
+  const visibility = input.visibility ?? (call.confirmation ? visibilityAnswer(answer?.visibility) : undefined);
+  if (name && visibility) return { kind: "new", name: name.trim(), visibility, account: accountOf(ctx) };
+  const question = buildQuestion(
+    app.keys.confirm,
+    { sub: ctx.sub, tool: "publish", input },
+    {
+      message: "This publishes a new app. What should it be called, and who may open it?",
+      properties: {
+        name: { type: "string", title: "App name", description: "The app's name, as the user wants it (its address is made from it)" },
+        visibility: {
+          type: "string",
+          title: "Who can open it",
+          description: "private = only me; org = my organization; people = people I add by email; public = anyone with the link",
+          enum: [...VISIBILITIES],
+        },
+      },
+      required: ["name", "visibility"],
+      fallback: "ask_ai",
+    },
+  );
+  return { ask: question };
+}
+
+async function finish(app: AppsContext, ctx: CallContext, target: VersionTarget, entries: readonly FolderEntry[], config: ReturnType<typeof parseServiceJson>): Promise<Outcome> {
+  const done = await commitVersion(app.db, ctx, target, entries, config);
+  const url = appUrl(app.config, done.app.address);
+  const what = done.created ? `Created the app "${done.app.name}"` : `Published version ${done.version} of ${done.app.address}`;
+  app.logger.info("published", { address: done.app.address, version: done.version, files: entries.length, created: done.created });
+  return {
+    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}).`,
+    data: { status: "published", address: done.app.address, url, version: done.version },
+  };
+}
+
+async function needsUpload(app: AppsContext, ctx: CallContext, missing: FolderEntry[], input: PublishInput): Promise<Outcome> {
+  const uploads = await issueUploads(app, ctx, missing);
+  const again = input.address ? `address ${input.address}` : "the same name and visibility";
+  return {
+    text:
+      `${missing.length} of ${input.manifest!.length} files are not on Hatch yet. Upload each one with an HTTP PUT of its raw bytes to its url ` +
+      `(for example: curl -T <file> <url>), then call publish again with the same manifest and ${again} to finish. Nothing is published until then.`,
+    data: { status: "needs_upload", ...(input.address ? { address: input.address } : {}), missing: missing.map((m) => m.path), uploads },
+  };
+}
+
+/** Distinct contents of the manifest the store does not hold yet, each named by its first path. */
+async function missingBlobs(app: AppsContext, entries: readonly FolderEntry[]): Promise<FolderEntry[]> {
+  const bySha = new Map<string, FolderEntry>();
+  for (const e of entries) if (!bySha.has(e.sha256)) bySha.set(e.sha256, e);
+  const shas = [...bySha.keys()];
+  for (let i = 0; i < shas.length; i += 1000) {
+    const rows = await app.db.select({ sha256: blobs.sha256 }).from(blobs).where(inArray(blobs.sha256, shas.slice(i, i + 1000)));
+    for (const row of rows) bySha.delete(row.sha256);
+  }
+  return [...bySha.values()];
+}
+
+async function requireStored(app: AppsContext, sha256: string): Promise<Uint8Array> {
+  const bytes = await storedBytes(app, sha256);
+  if (!bytes) throw new ToolError("conflict", "service.json was not found in storage. Call publish again; it will ask for the file.");
+  return bytes;
+}
+
+async function storedBytes(app: AppsContext, sha256: string): Promise<Uint8Array | null> {
+  const blob = await app.blobs.get(sha256);
+  return blob ? new Uint8Array(await blob.arrayBuffer()) : null;
+}
+
+function stringAnswer(value: unknown): string | undefined {
+  return typeof value === "string" && value.trim().length > 0 ? value.trim().slice(0, 80) : undefined;
+}
+
+function visibilityAnswer(value: unknown): (typeof VISIBILITIES)[number] | undefined {
+  return VISIBILITIES.find((v) => v === value);
+}

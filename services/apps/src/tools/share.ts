@@ -1,0 +1,66 @@
+import { bindTool, buildQuestion, consumeConfirm, share, ToolError, type CallContext, type ShareInput, type ShareOutput, type ToolOutcome } from "@hatch/shared";
+import { and, eq, inArray } from "drizzle-orm";
+import { appUrl, checkMayMakePublic, requireOwnedApp, type AppRow } from "../apps-repo.ts";
+import type { AppsContext } from "../context.ts";
+import { appPeople, appsTable, confirmUses } from "../db/schema.ts";
+
+/** share: visibility, people by email, aiDiscoverable. Making an app public needs the user's own confirmation. */
+export function shareTool(app: AppsContext) {
+  return bindTool(share, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ShareOutput>> => {
+    const current = await requireOwnedApp(app.db, ctx, input.address);
+    const visibility = input.visibility ?? current.visibility;
+    const aiDiscoverable = visibility === "public" ? (input.aiDiscoverable ?? current.aiDiscoverable) : false;
+    if (input.aiDiscoverable && visibility !== "public") {
+      throw new ToolError("invalid_input", `aiDiscoverable can be on only for public apps, and ${input.address} would be ${visibility}. Nothing was changed. Make it public first (visibility "public"; the user confirms), or leave aiDiscoverable out.`);
+    }
+    const overlap = (input.add ?? []).filter((e) => (input.remove ?? []).some((r) => r.toLowerCase() === e.toLowerCase()));
+    if (overlap.length > 0) throw new ToolError("invalid_input", `${overlap.join(", ")} is both added and removed. Nothing was changed.`);
+    const goesPublic = visibility === "public" && current.visibility !== "public";
+    if (goesPublic) {
+      checkMayMakePublic(ctx);
+      if (!confirmation) return { ask: askPublic(app, ctx, input, current) };
+      if (answer?.confirm !== true) return { text: "The user did not confirm, so nothing was changed.", data: { status: "updated", address: current.address, visibility: current.visibility } };
+    }
+    const people = await app.db.transaction(async (tx) => {
+      if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
+      await tx.update(appsTable).set({ visibility, aiDiscoverable, updatedAt: new Date() }).where(eq(appsTable.id, current.id));
+      const add = [...new Set((input.add ?? []).map((e) => e.toLowerCase()))];
+      if (add.length > 0) await tx.insert(appPeople).values(add.map((email) => ({ appId: current.id, email }))).onConflictDoNothing();
+      const remove = (input.remove ?? []).map((e) => e.toLowerCase());
+      if (remove.length > 0) await tx.delete(appPeople).where(and(eq(appPeople.appId, current.id), inArray(appPeople.email, remove)));
+      const rows = await tx.select({ email: appPeople.email }).from(appPeople).where(eq(appPeople.appId, current.id)).orderBy(appPeople.email);
+      return rows.map((r) => r.email);
+    });
+    app.logger.info("shared", { address: current.address, visibility, people: people.length });
+    const url = appUrl(app.config, current.address);
+    return {
+      text: summary(current.address, url, visibility, people, aiDiscoverable),
+      data: { status: "updated", address: current.address, url, visibility, people, aiDiscoverable },
+    };
+  });
+}
+
+function askPublic(app: AppsContext, ctx: CallContext, input: ShareInput, current: AppRow) {
+  return buildQuestion(
+    app.keys.confirm,
+    { sub: ctx.sub, tool: "share", input },
+    {
+      message: `Make "${current.name}" (${appUrl(app.config, current.address)}) public? Anyone with the link will be able to open it.`,
+      properties: { confirm: { type: "boolean", title: "Yes, make it public" } },
+      required: ["confirm"],
+      fallback: "link",
+      data: { address: current.address },
+    },
+  );
+}
+
+function summary(address: string, url: string, visibility: string, people: string[], aiDiscoverable: boolean): string {
+  const who: Record<string, string> = {
+    private: "only you can open it",
+    org: "everyone in your organization can open it",
+    people: people.length > 0 ? `you and ${people.join(", ")} can open it` : "only you can open it until you add people by email",
+    public: `anyone with the link can open it${aiDiscoverable ? ", and AI assistants may recommend it" : ""}`,
+  };
+  const list = visibility !== "people" && people.length > 0 ? ` (${people.length} people stay on its list for visibility people)` : "";
+  return `${address} (${url}) is ${visibility}: ${who[visibility]}.${list}`;
+}

@@ -1,0 +1,126 @@
+import { DOCS_TOPICS } from "../contracts/apps.ts";
+import { formatBytes, PUBLISH_LIMITS } from "./limits.ts";
+
+// The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
+// Written for an AI that follows it literally: say exactly what works today, and plainly what does not yet.
+
+export type ReferenceTopic = (typeof DOCS_TOPICS)[number];
+
+const L = PUBLISH_LIMITS;
+
+const OVERVIEW = `# Hatch developer reference
+
+Hatch hosts small web apps. You build the app into a folder of static files, then publish that folder
+with the \`publish\` tool. Each app gets its own address and origin, e.g. \`https://my-todo.<apps domain>\`
+(in local development \`http://my-todo.localhost:3001\`).
+
+## Build the app
+
+1. Make a static site: an \`index.html\` at the root of the output folder, plus its scripts, styles and assets.
+   Any tool works (Vite, plain HTML, Bun.build). Publish the **output** folder (\`dist/\`, \`build/\`), never the
+   sources or \`node_modules\`.
+2. The app is served at the root of its own origin, so absolute paths like \`/assets/app.js\` work. With Vite
+   keep the default \`base: "/"\`.
+3. Give bundled assets content hashes in their names (Vite does: \`assets/index-B1a2C3d4.js\`). Hatch serves
+   such files with a one-year immutable cache; everything else is revalidated on each visit.
+4. Client-side routing (React Router, Vue Router, ...): add \`service.json\` with \`{"spa": true}\`.
+5. Never put secret values, API keys or AI provider keys in the files. Published files are readable by
+   everyone who can open the app.
+
+## Publish
+
+- **Small apps (inline)**: \`publish\` with \`files\`: \`[{ "path": "index.html", "content": "<!doctype html>…",
+  "encoding": "utf8" }]\`. Use \`"encoding": "base64"\` for images, fonts and other binary files. At most
+  ${L.maxInlineFiles} files and ${formatBytes(L.maxInlineBytes)} in one call.
+- **Larger apps (manifest)**: \`publish\` with \`manifest\`: \`[{ "path": "assets/app.js", "sha256": "<64 hex>",
+  "size": 1234 }, …]\` listing **every** file. The result has \`status: "needs_upload"\` and \`uploads\`: for each,
+  send the file's raw bytes with HTTP PUT to its \`url\` (\`curl -T dist/assets/app.js '<url>'\`). Then call
+  \`publish\` again with the same manifest (and the same address, or name and visibility); it answers
+  \`status: "published"\`. Files Hatch already has are never asked for again, so a republish uploads only
+  what changed. Upload URLs work once and expire after ${L.uploadUrlTtlSeconds / 60} minutes.
+- **A new app**: leave out \`address\`. The user chooses the app's **name** and **who can see it**; never
+  choose for them. If the client cannot ask them directly, the result says \`needs_user\`: ask the user, then
+  call again with \`name\` and \`visibility\`.
+- **A new version**: pass the app's \`address\` (see \`list_tools\`). Each publish creates a new immutable
+  version and makes it current. Pass \`expectedVersion\` (the version you think is current) to be refused with
+  a conflict instead of overwriting someone else's newer publish.
+- Older versions stay: \`rollback\` makes one current again.
+
+## Who can open an app (visibility)
+
+| value | who |
+| --- | --- |
+| \`private\` | only the owner |
+| \`org\` | everyone in the owner's organization |
+| \`people\` | the owner and the people added by email with \`share\` |
+| \`public\` | anyone with the link |
+
+Viewers of a non-public app sign in to Hatch in the browser and come back to the app. Making an app public
+asks the user to confirm. \`aiDiscoverable\` can be on only for public apps.
+
+## Limits
+
+| limit | value |
+| --- | --- |
+| files in one version | ${L.maxFiles.toLocaleString("en-US")} |
+| size of one file | ${formatBytes(L.maxFileBytes)} |
+| size of one version | ${formatBytes(L.maxTotalBytes)} |
+| inline files per call | ${L.maxInlineFiles}, ${formatBytes(L.maxInlineBytes)} together |
+| app name | ${L.maxNameLength} characters |
+
+Paths are relative to the folder, use \`/\`, and have no \`.\` or \`..\` parts. A folder without \`index.html\` at
+its root is refused.
+`;
+
+const SERVICE_JSON = `## service.json
+
+An optional JSON file at the root of the published folder. It tells the app host how to serve the app.
+Unknown keys are refused (so a typo is caught at publish time), and a bad file stops the publish before
+anything is stored.
+
+| key | type | default | meaning |
+| --- | --- | --- | --- |
+| \`spa\` | boolean | \`false\` | Single-page app: a path that matches no file and has no file extension is answered with \`/index.html\` (status 200) instead of the 404 page. |
+| \`notFound\` | string | \`"404.html"\` if the folder has it | The page served with status 404 for a path that matches no file. Must be an \`.html\` file in the folder. |
+| \`$schema\` | string | | Ignored; lets editors validate the file. |
+
+Examples:
+
+\`\`\`json
+{ "spa": true }
+\`\`\`
+
+\`\`\`json
+{ "notFound": "errors/missing.html" }
+\`\`\`
+
+How paths are served: \`/\` → \`index.html\`; \`/docs/\` → \`docs/index.html\`; \`/about\` → \`about.html\` or
+\`about/index.html\`; anything else that matches no file → the SPA fallback when \`spa\` is true, else the
+404 page.
+`;
+
+const BROWSER_LIBRARY = `## Browser library (/_hatch/client.js)
+
+**Not available yet on this server.** Apps are static today: there is no \`/_hatch/client.js\`, no data
+collections, file buckets, API calls or AI calls from the browser. Do not include that script or call
+\`/_hatch/\` paths from an app. Keep state in the browser (\`localStorage\`, \`IndexedDB\`) or call public APIs
+that need no secret. This section will describe the library when it ships.
+`;
+
+const SERVER_CODE = `## Server code
+
+**Not available yet on this server.** Hatch does not run server code for apps today; \`service.json\` has no
+\`server\` key, and \`tool_logs\` has nothing to show. Build apps that run entirely in the browser.
+`;
+
+const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {
+  service_json: SERVICE_JSON,
+  browser_library: BROWSER_LIBRARY,
+  server_code: SERVER_CODE,
+};
+
+/** The reference in Markdown: the whole of it, or one topic. */
+export function developerReference(topic: ReferenceTopic = "all"): string {
+  if (topic !== "all") return SECTIONS[topic];
+  return [OVERVIEW, SERVICE_JSON, BROWSER_LIBRARY, SERVER_CODE].join("\n");
+}
