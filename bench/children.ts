@@ -26,6 +26,8 @@ export class Child {
   private readonly tail: string[] = [];
   private readonly listeners = new Set<() => void>();
   private stopping: Promise<void> | undefined;
+  /** Set once the child exited and everything it wrote to stdout was read, so no marker line is missed. */
+  private ended = false;
 
   constructor(
     readonly name: string,
@@ -33,10 +35,11 @@ export class Child {
     env: Record<string, string | undefined>,
   ) {
     this.proc = Bun.spawn(cmd, { cwd: ROOT, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    void this.drain(this.proc.stdout, true);
+    const stdout = this.drain(this.proc.stdout, true);
     void this.drain(this.proc.stderr, false);
     live.add(this);
-    void this.proc.exited.then(() => {
+    void Promise.all([this.proc.exited, stdout.catch(() => {})]).then(() => {
+      this.ended = true;
       live.delete(this);
       this.notify();
     });
@@ -49,7 +52,7 @@ export class Child {
     for (;;) {
       const line = this.markers.find((m) => m.startsWith(prefix));
       if (line !== undefined) return line.slice(prefix.length);
-      if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
+      if (this.ended) {
         throw new Error(`${this.name} exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${tag}:\n${this.output()}`);
       }
       const left = deadline - Date.now();

@@ -1,11 +1,14 @@
 import { join } from "node:path";
 import { Child } from "./children.ts";
 import { CpuMeter, type CpuGroup } from "./cpu.ts";
+import type { HttpWorkerConfig } from "./http-load-worker.ts";
 import type { WorkerConfig, WorkerResult } from "./load-worker.ts";
 
 export interface LoadOptions {
   mcpUrl: string;
   token?: string;
+  /** Plain HTTP GETs instead of MCP calls: connect to `url`, send `host` as the Host header. */
+  http?: { url: string; host: string };
   clients: number;
   /** Processes the clients are spread over; the load generator must not be what limits the result. */
   workers: number;
@@ -34,18 +37,18 @@ export interface RunStats {
 }
 
 const WORKER = join(import.meta.dir, "load-worker.ts");
+const HTTP_WORKER = join(import.meta.dir, "http-load-worker.ts");
 
 /** Runs `clients` concurrent MCP clients against one server for a fixed window and merges what they saw. */
 export async function runLoad(options: LoadOptions): Promise<RunStats> {
   const workers = Math.max(1, Math.min(options.workers, options.clients));
   const children = Array.from({ length: workers }, (_, i) => {
-    const config: WorkerConfig = {
-      mcpUrl: options.mcpUrl,
-      token: options.token,
-      clients: share(options.clients, workers, i),
-      warmupMs: options.warmupMs,
-      durationMs: options.durationMs,
-    };
+    const common = { clients: share(options.clients, workers, i), warmupMs: options.warmupMs, durationMs: options.durationMs };
+    if (options.http) {
+      const config: HttpWorkerConfig = { ...common, url: options.http.url, host: options.http.host };
+      return new Child(`load-${i}`, [process.execPath, HTTP_WORKER, JSON.stringify(config)], { ...process.env });
+    }
+    const config: WorkerConfig = { ...common, mcpUrl: options.mcpUrl, token: options.token };
     return new Child(`load-${i}`, [process.execPath, WORKER, JSON.stringify(config)], { ...process.env });
   });
   try {

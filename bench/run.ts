@@ -1,18 +1,19 @@
 // `bun run bench`: whoami through (a) a bare MCP server, (b) the embedded stack, (c) the gateway and orgs as
-// separate processes over NATS and Postgres, at 1 and 32 concurrent clients. One target runs at a time, so
-// none shares the machine with another. Prints a table and writes bench/results/latest.json. Never fails on
+// separate processes over NATS and Postgres, at 1 and 32 concurrent clients; then the app host against bare
+// Bun.serve and the publish of a large folder. One target runs at a time, so none shares the machine with another. Prints a table and writes bench/results/latest.json. Never fails on
 // timing; exits non-zero only when something could not run.
 import { cpus } from "node:os";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { formatAppHost, measureAppHost } from "./app-host.ts";
 import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
 import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
 import { startBaseline, startClusterTarget, startEmbedded, TARGETS, type RunningTarget, type TargetKey, type TargetSettings } from "./targets.ts";
 
-/** Parts measured on their own after the whoami targets: `publish` (bench/publish.ts). */
-const EXTRA_PARTS = ["publish"];
+/** Parts measured on their own after the whoami targets: `host` (bench/app-host.ts), `publish` (bench/publish.ts). */
+const EXTRA_PARTS = ["host", "publish"];
 
 /** Start-up and shut-down allowance of the watchdog, on top of the measured runs. */
 const SETUP_ALLOWANCE_MS = 90_000;
@@ -30,7 +31,7 @@ function fail(message: string): never {
 }
 
 function readSettings() {
-  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,publish").split(",").map((t) => t.trim()).filter(Boolean);
+  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host,publish").split(",").map((t) => t.trim()).filter(Boolean);
   if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t))) fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
@@ -42,6 +43,7 @@ function readSettings() {
     // says the load generator was CPU-bound.
     workers: Math.round(number("BENCH_WORKERS", 1, 1, 8)),
     targets: targets.filter((t): t is TargetKey => t in TARGETS),
+    host: targets.includes("host"),
     publish: targets.includes("publish"),
     logLevel,
     databaseUrl: process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
@@ -108,7 +110,9 @@ async function measureTarget(key: TargetKey, settings: Settings, targetSettings:
 /** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
 function startWatchdog(settings: Settings): void {
   const runMs = settings.targets.length * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
-  const limitMs = SETUP_ALLOWANCE_MS + runMs + (settings.publish ? 60_000 : 0);
+  // The app host: four runs (s, h, h, s), each with its server's start.
+  const hostMs = settings.host ? 4 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
+  const limitMs = SETUP_ALLOWANCE_MS + runMs + hostMs + (settings.publish ? 60_000 : 0);
   const watchdog = setTimeout(() => {
     aborted = true;
     progress(`still running after ${Math.round(limitMs / 1000)} s: giving up`);
@@ -121,6 +125,15 @@ async function main(): Promise<void> {
   const settings = readSettings();
   startWatchdog(settings);
   if (settings.targets.length > 0) await measureWhoami(settings);
+  if (settings.host) {
+    progress("app host: starting");
+    const result = await measureAppHost(settings, progress);
+    if (aborted) throw new Error("interrupted");
+    const dir = join(import.meta.dir, "results");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "app-host.json"), `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`\n${formatAppHost(result)}\n\nwritten: bench/results/app-host.json\n`);
+  }
   if (settings.publish) {
     progress("publish: starting");
     const publish = await runPublishBench(progress);

@@ -25,6 +25,8 @@ for (const mode of MODES) {
     let alice: User, bob: User, carol: User, dave: User;
     let a: Client, b: Client, c: Client, d: Client;
     let orgId = "";
+    /** The app Dave publishes in the organization. */
+    let site = "";
 
     beforeAll(async () => {
       hatch = await startTestHatch(mode);
@@ -96,17 +98,23 @@ for (const mode of MODES) {
       expect((await ok<{ invitations: unknown[] }>(d, "org_members")).invitations).toEqual([]);
     }, TEST_TIMEOUT_MS);
 
-    test("a member cannot pause apps or read the activity log; a manager can pause and unpause", async () => {
-      await seedApp(hatch, { address: `acme-site-${mode}`, name: "Acme Site", accountId: orgId, owner: { id: dave.id, email: dave.email, name: dave.name } });
-      const address = `acme-site-${mode}`;
+    test("a member cannot pause apps or read the activity log; a manager pauses (the app answers 503) and unpauses", async () => {
+      const published = await ok<{ address: string; url: string }>(d, "publish", { name: "Acme Site", visibility: "public", files: [{ path: "index.html", content: "<h1>Acme</h1>", encoding: "utf8" }] });
+      site = published.address;
+      const address = site;
+      expect((await fetch(published.url)).status).toBe(200);
       expect(await refused(d, "org_app_pause", { address, paused: true })).toContain("(forbidden)");
       expect(await refused(d, "org_activity")).toContain("(forbidden)");
       expect((await ok<{ apps: { address: string }[] }>(d, "org_apps")).apps.map((x) => x.address)).toEqual([address]);
 
       expect(await ok(c, "org_app_pause", { address, paused: true, reason: "spam reports" })).toEqual({ address, paused: true, changed: true });
       expect(await ok(c, "org_app_pause", { address, paused: true })).toEqual({ address, paused: true, changed: false });
+      const paused = await fetch(published.url);
+      expect(paused.status).toBe(503);
+      expect(await paused.text()).toContain("paused");
       expect((await ok<{ apps: { address: string; paused: boolean }[] }>(c, "org_apps", { paused: true })).apps).toMatchObject([{ address, paused: true }]);
       expect(await ok(b, "org_app_pause", { address, paused: false })).toEqual({ address, paused: false, changed: true });
+      expect((await fetch(published.url)).status).toBe(200);
       expect(await refused(c, "org_app_pause", { address: "no-such-app", paused: true })).toContain("(not_found)");
     }, TEST_TIMEOUT_MS);
 
@@ -178,7 +186,7 @@ for (const mode of MODES) {
     }, TEST_TIMEOUT_MS);
 
     test("the activity log: newest first, who, which app, what and through which client; filtered by date, person, app and action", async () => {
-      const address = `acme-site-${mode}`;
+      const address = site;
       const all = await eventually(async () => {
         const log = await ok<Activity>(a, "org_activity");
         return log.entries.filter((x) => x.action === "member.removed").length === 2 && log.entries.filter((x) => x.action === "app.moved").length === 3 ? log : undefined;
@@ -196,7 +204,8 @@ for (const mode of MODES) {
       const byBob = await ok<Activity>(a, "org_activity", { person: bob.email });
       expect(byBob.entries.map((x) => x.action).sort()).toEqual(["app.unpaused", "member.joined", "member.updated"]);
       const aboutSite = await ok<Activity>(a, "org_activity", { app: address });
-      expect(aboutSite.entries.map((x) => x.action)).toEqual(["app.unpaused", "app.paused"]);
+      expect(aboutSite.entries.every((x) => x.app === address)).toBe(true);
+      expect(aboutSite.entries.map((x) => x.action).filter((x) => x.endsWith("paused"))).toEqual(["app.unpaused", "app.paused"]);
       expect((await ok<Activity>(a, "org_activity", { from: dayOffset(1) })).entries).toEqual([]);
       expect((await ok<Activity>(a, "org_activity", { to: dayOffset(-1) })).entries).toEqual([]);
       expect((await ok<Activity>(a, "org_activity", { from: today(), to: today(), action: "member.removed" })).entries).toHaveLength(2);
@@ -208,7 +217,7 @@ for (const mode of MODES) {
     }, TEST_TIMEOUT_MS);
 
     test("stop orgs, act through the apps service, start orgs again: every entry appears exactly once", async () => {
-      const address = `acme-site-${mode}`;
+      const address = site;
       const appsDb = hatch.databases.get("apps")!;
       await ok(a, "org_apps"); // the gateway now holds Alice's session, so apps calls work while orgs is down
       await hatch.stopService("orgs");
@@ -227,7 +236,7 @@ for (const mode of MODES) {
       }, "the four events in the activity log");
       expect(recorded.map((r) => r.id).sort()).toEqual([...ids].sort());
       const log = await ok<Activity>(a, "org_activity", { app: address });
-      expect(log.entries.map((x) => x.action)).toEqual(["app.unpaused", "app.paused", "app.unpaused", "app.paused", "app.unpaused", "app.paused"]);
+      expect(log.entries.map((x) => x.action).filter((x) => x.endsWith("paused"))).toEqual(["app.unpaused", "app.paused", "app.unpaused", "app.paused", "app.unpaused", "app.paused"]);
       const [total] = await orgsDb.select({ n: count(), distinct: countDistinct(activity.eventId) }).from(activity).where(eq(activity.accountId, orgId));
       expect(total?.n).toBe(total?.distinct);
     }, TEST_TIMEOUT_MS);
@@ -238,7 +247,7 @@ for (const mode of MODES) {
       await ok(f, "org_setup", { action: "convert", name: "Other Co" });
       expect(await ok(f, "whoami")).toMatchObject({ kind: "company" });
       expect((await ok<{ apps: unknown[] }>(f, "org_apps")).apps).toEqual([]);
-      expect(await refused(f, "org_app_pause", { address: `acme-site-${mode}`, paused: true })).toContain("(not_found)");
+      expect(await refused(f, "org_app_pause", { address: site, paused: true })).toContain("(not_found)");
       const theirs = await ok<Activity>(f, "org_activity");
       expect(theirs.entries.map((x) => x.action)).toEqual(["org.converted"]);
       expect(await refused(f, "org_member_update", { email: dave.email, action: "remove" })).toContain("(not_found)");

@@ -9,6 +9,7 @@ import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
+import { createAppSignIn } from "./pages/app-signin.ts";
 import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
@@ -62,6 +63,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
   const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION });
+  const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
   const revoked: BusSubscription = bus.subscribe(subjects.grantRevoked, (msg) => {
@@ -92,6 +94,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       set.status = report.status === "ok" ? 200 : 503;
       return report;
     })
+    .get("/apps/signin", ({ request }) => appSignIn.show(request))
+    .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
     .get("/mcp/docs", ({ request }) => docsResponse(request, false))
     .get("/mcp/docs.md", ({ request }) => docsResponse(request, true))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))

@@ -50,6 +50,8 @@ export { bindRpc, bindTool, startService } from "./service.ts";
 export type { RpcBinding, RpcCall, RunningService, ServiceOptions, ToolBinding, ToolCall, ToolHandler, ToolOutcome } from "./service.ts";
 export { describeIssues } from "./validation.ts";
 export { rpcMethods, subjects } from "./subjects.ts";
+export { signViewerTicket, verifyViewerTicket, VIEWER_TICKET_TTL_SECONDS, ViewerOriginInputSchema, ViewerOriginSchema } from "./viewer-ticket.ts";
+export type { ViewerIdentity, ViewerOrigin, ViewerTicketCheck, ViewerTicketClaims } from "./viewer-ticket.ts";
 export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionSchema } from "./session.ts";
 export type { Permission, Role, Session } from "./session.ts";
 export { runServiceMain } from "./main.ts";

@@ -6,6 +6,12 @@ export const subjects = {
   rpc: (service: ServiceName, method: string) => `rpc.${service}.${method}`,
   /** Published by a gateway that revoked a grant, so every gateway instance drops its cached copy. */
   grantRevoked: "events.gateway.grant.revoked",
+  /**
+   * An app changed (publish, rollback, share, delete, pause): every apps instance drops its cached copy. Plain
+   * publish-subscribe, no queue group (all instances must hear it) and not a JetStream event (a missed message
+   * only lasts until the app host's short cache TTL).
+   */
+  appsCacheInvalidate: "broadcast.apps.cache.invalidate",
 } as const;
 
 /** Internal methods, per service. */
@@ -25,5 +31,7 @@ export const rpcMethods = {
     listOwned: "owned.list",
     /** Moves every app one person owns in an account to another member, in one transaction. */
     moveOwned: "owned.move",
+    /** Where an app is served, for the gateway's viewer sign-in (see viewer-ticket.ts). */
+    viewerOrigin: "viewer.origin",
   },
 } as const;

@@ -12,18 +12,20 @@ import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
 import type { Params } from "./http.ts";
 import { buildRoutes } from "./routes.ts";
-import { readBrowserState, type BrowserState } from "./sessions.ts";
+import { endSession, readBrowserState, type BrowserState } from "./sessions.ts";
 import { createUser, findUserByEmail } from "./users.ts";
 
 export { AuthInputError, CLI_CLIENT, cookieHeaders };
 export type { AccessIdentity, BearerResult, BrowserState, Params };
 
-/** The browser side of sign-in, for pages outside this module (the confirm page). */
+/** The browser side of sign-in, for pages outside this module (the confirm page, the app viewer sign-in). */
 export interface BrowserPages {
   /** Who is signed in, the CSRF token for the page's forms, and cookies the response must set. */
   state(request: Request): Promise<BrowserState>;
   /** A POSTed form with its browser state, or the page refusing it when the CSRF check fails. */
   form(request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }>;
+  /** Ends the browser's session; returns the Set-Cookie header value that clears it. */
+  signOut(state: BrowserState): Promise<string>;
 }
 
 export interface AuthDeps {
@@ -115,7 +117,7 @@ export function createAuth(deps: AuthDeps): Auth {
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
     sweepExpired: () => sweepExpired(ctx),
-    pages: { state: (request) => readBrowserState(ctx, request), form: (request) => readForm(ctx, request) },
+    pages: { state: (request) => readBrowserState(ctx, request), form: (request) => readForm(ctx, request), signOut: (state) => endSession(ctx, state) },
     async identityForGrant(grantId) {
       const grant = await findGrant(ctx, grantId);
       if (!grant || grant.revoked) return null;

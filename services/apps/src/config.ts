@@ -15,6 +15,11 @@ export interface AppsConfig {
    */
   appsProtocol: "http:" | "https:";
   appsDomain: string;
+  /**
+   * Take the viewer's address from the first X-Forwarded-For entry (only behind a proxy that sets it): the app
+   * host's unique-viewer counting uses it, hashed, never stored raw.
+   */
+  trustProxy: boolean;
   /** Where content-addressed files live when no S3 store is configured. */
   blobDir: string;
   s3: S3Settings | null;
@@ -38,6 +43,7 @@ const AppsEnvSchema = CommonEnvSchema.extend({
     .regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port, e.g. apps.example.com or localhost:3001")
     .optional(),
   APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
+  TRUST_PROXY: z.enum(["true", "false"]).optional(),
   BLOB_DIR: z.string().min(1).optional(),
   S3_BUCKET: z.string().min(1).optional(),
   S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
@@ -61,6 +67,7 @@ export function loadAppsConfig(env: Record<string, string | undefined>): AppsCon
     appHostname: parsed.APP_HOST,
     appsProtocol: parsed.APPS_PROTOCOL ? `${parsed.APPS_PROTOCOL}:` : parsed.APPS_DOMAIN ? "https:" : "http:",
     appsDomain: parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT}`,
+    trustProxy: parsed.TRUST_PROXY === "true",
     blobDir: resolve(parsed.BLOB_DIR ?? join(parsed.DATA_DIR, "blobs")),
     s3: parsed.S3_BUCKET
       ? {

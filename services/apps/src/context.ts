@@ -1,4 +1,4 @@
-import { deriveKey, type Database, type Logger } from "@hatch/shared";
+import { deriveKey, type Bus, type Database, type Logger } from "@hatch/shared";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
 
@@ -9,6 +9,10 @@ export interface AppsContext {
   blobs: BlobStore;
   keys: AppsKeys;
   logger: Logger;
+  /** The service's bus: the app host listens there for cache invalidations (see host/announce.ts). */
+  bus: Bus;
+  /** This process's app host, once started: a change drops its cached copy at once, before the broadcast. */
+  host?: { invalidate(address: string): void };
 }
 
 export interface AppsKeys {

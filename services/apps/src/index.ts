@@ -1,1 +1,4 @@
 export { APPS_MIGRATIONS, APPS_VERSION, startAppsService } from "./service.ts";
+export type { AppsService } from "./service.ts";
+export { announceAppChanged } from "./host/announce.ts";
+export type { AppHost, AppHostOptions } from "./host/server.ts";

@@ -3,20 +3,29 @@ import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
-import { startAppHost } from "./host/server.ts";
+import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
+import { receiveUpload } from "./publish/uploads.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
+import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
 import { startSweeper } from "./sweep.ts";
 import { appsTools } from "./tools/index.ts";
 
 export const APPS_VERSION = "0.2.0";
 export const APPS_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
+/** The running apps service; `context` and `host` let the launcher's tests seed apps and flush the stats. */
+export interface AppsService extends RunningService {
+  readonly context: AppsContext;
+  readonly host: AppHost;
+}
+
 /** Answers the apps tools on the bus and runs the app host. */
-export async function startAppsService(deps: ServiceDeps): Promise<RunningService> {
+export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOptions = {}): Promise<AppsService> {
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
-  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger };
-  const host = startAppHost(ctx);
+  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger, bus: deps.bus };
+  const host = startAppHost(ctx, { uploads: (request, token) => receiveUpload(ctx, request, token), ...hostOptions });
+  ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
     // Port 0 (tests): app origins use the port the host really got.
     config = { ...config, appsDomain: `localhost:${host.port}` };
@@ -31,6 +40,7 @@ export async function startAppsService(deps: ServiceDeps): Promise<RunningServic
     contracts: TOOL_CONTRACTS,
     tools: appsTools(ctx),
     rpc: {
+      [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx),
       [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),
       [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
     },
@@ -41,6 +51,8 @@ export async function startAppsService(deps: ServiceDeps): Promise<RunningServic
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },
+    context: ctx,
+    host,
     async stop() {
       stopSweeper();
       await service.stop();

@@ -3,6 +3,7 @@ import { and, asc, eq, inArray } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
+import { announceAppChanged } from "../host/announce.ts";
 
 const MANAGERS = ["owner", "admin", "manager"];
 
@@ -33,7 +34,7 @@ export function moveOwnedRpc(apps: AppsContext) {
     OwnedAppsMoveInputSchema,
     async ({ ctx, input }): Promise<OwnedApps> => {
       const caller = requireManagerOf(ctx, input.accountId);
-      return apps.db.transaction(async (tx) => {
+      const moved = await apps.db.transaction(async (tx) => {
         const owned = await tx
           .select({ id: appsTable.id, address: appsTable.address, name: appsTable.name, accountId: appsTable.accountId, ownerEmail: appsTable.ownerEmail })
           .from(appsTable)
@@ -50,6 +51,9 @@ export function moveOwnedRpc(apps: AppsContext) {
         }
         return { apps: owned.map((a) => ({ address: a.address, name: a.name })) };
       });
+      // Who may open a private app changed with its owner.
+      for (const app of moved.apps) announceAppChanged(apps, app.address);
+      return moved;
     },
     { writes: true },
   );

@@ -2,6 +2,7 @@ import { bindTool, buildQuestion, consumeConfirm, delete_tool, type DeleteToolOu
 import { and, eq, inArray, notExists } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { announceAppChanged } from "../host/announce.ts";
 import { addresses, appsTable, blobs, confirmUses, versionFiles } from "../db/schema.ts";
 
 /** delete_tool: asks the user; on their confirmation the app, its versions and files go; the address stays reserved. */
@@ -39,6 +40,7 @@ export function deleteToolTool(app: AppsContext) {
       const gone = await tx.delete(blobs).where(and(inArray(blobs.sha256, shas), unused)).returning({ sha256: blobs.sha256 });
       return gone.map((r) => r.sha256);
     });
+    announceAppChanged(app, target.address);
     for (const sha256 of orphans) {
       await app.blobs.delete(sha256).catch((error: unknown) => app.logger.warn("blob not removed after delete", { sha256, error }));
     }

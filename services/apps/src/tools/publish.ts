@@ -7,6 +7,7 @@ import { commitVersion, type VersionTarget } from "../publish/commit.ts";
 import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
 import { decodeInline } from "../publish/inline.ts";
 import { issueUploads } from "../publish/uploads.ts";
+import { announceAppChanged } from "../host/announce.ts";
 
 type Outcome = ToolOutcome<PublishOutput>;
 
@@ -76,6 +77,7 @@ function newAppTarget(app: AppsContext, call: ToolCall<PublishInput>): VersionTa
 
 async function finish(app: AppsContext, ctx: CallContext, target: VersionTarget, entries: readonly FolderEntry[], config: ReturnType<typeof parseServiceJson>): Promise<Outcome> {
   const done = await commitVersion(app.db, ctx, target, entries, config);
+  announceAppChanged(app, done.app.address);
   const url = appUrl(app.config, done.app.address);
   const what = done.created ? `Created the app "${done.app.name}"` : `Published version ${done.version} of ${done.app.address}`;
   app.logger.info("published", { address: done.app.address, version: done.version, files: entries.length, created: done.created });

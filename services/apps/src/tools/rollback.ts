@@ -2,12 +2,13 @@ import { bindTool, rollback, ToolError, type RollbackOutput } from "@hatch/share
 import { desc, eq } from "drizzle-orm";
 import { appUrl, iso, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { announceAppChanged } from "../host/announce.ts";
 import { appsTable, versions } from "../db/schema.ts";
 
 /** rollback: make an older version current; without a version, list them so the user can choose. */
 export function rollbackTool(app: AppsContext) {
   return bindTool(rollback, async ({ ctx, input }) => {
-    return app.db.transaction(async (tx) => {
+    const outcome = await app.db.transaction(async (tx) => {
       const current = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true });
       const rows = await tx.select().from(versions).where(eq(versions.appId, current.id)).orderBy(desc(versions.number));
       const url = appUrl(app.config, current.address);
@@ -35,5 +36,8 @@ export function rollbackTool(app: AppsContext) {
         data: { status: "rolled_back" as const, ...base, currentVersion: input.version, versions: list(input.version) },
       };
     });
+    // After the commit, so no app host reloads the old row.
+    if (outcome.data.status === "rolled_back") announceAppChanged(app, outcome.data.address);
+    return outcome;
   });
 }

@@ -2,6 +2,7 @@ import { bindTool, buildQuestion, consumeConfirm, share, ToolError, type CallCon
 import { and, eq, inArray } from "drizzle-orm";
 import { appUrl, checkMayMakePublic, requireOwnedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { announceAppChanged } from "../host/announce.ts";
 import { appPeople, appsTable, confirmUses } from "../db/schema.ts";
 
 /** share: visibility, people by email, aiDiscoverable. Making an app public needs the user's own confirmation. */
@@ -31,6 +32,7 @@ export function shareTool(app: AppsContext) {
       const rows = await tx.select({ email: appPeople.email }).from(appPeople).where(eq(appPeople.appId, current.id)).orderBy(appPeople.email);
       return rows.map((r) => r.email);
     });
+    announceAppChanged(app, current.address);
     app.logger.info("shared", { address: current.address, visibility, people: people.length });
     const url = appUrl(app.config, current.address);
     return {

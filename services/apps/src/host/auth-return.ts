@@ -1,0 +1,50 @@
+import { verifyViewerTicket } from "@hatch/shared";
+import { appOrigin } from "../config.ts";
+import type { AppsContext } from "../context.ts";
+import { confirmUses } from "../db/schema.ts";
+import { signInUrl, viewerCookie } from "./access.ts";
+import { pages } from "./pages.ts";
+import { sameOriginTarget } from "./paths.ts";
+
+/** Marks a used ticket's nonce in confirm_uses (same table as confirm tokens, its own id space). */
+const NONCE_PREFIX = "viewer-ticket:";
+
+/**
+ * `GET <app origin>/_hatch/auth?ticket=…&path=…`: the gateway sends a signed-in viewer here. The ticket must be for
+ * this app, unexpired and unused; then the app's own cookie is set and the browser goes to `path` on this origin
+ * (never anywhere else, whatever the query says).
+ */
+export async function answerAuthReturn(ctx: AppsContext, url: URL, address: string): Promise<Response> {
+  const origin = appOrigin(ctx.config, address);
+  const target = sameOriginTarget(url.searchParams.get("path"), origin);
+  const retry = signInUrl(ctx.config.gatewayUrl, address, target.slice(origin.length));
+  const ticket = url.searchParams.get("ticket");
+  if (!ticket) return pages.badTicket("The sign-in link is incomplete.", retry);
+  const check = verifyViewerTicket(ctx.keys.viewer, ticket, address);
+  if (!check.ok) {
+    ctx.logger.info("viewer ticket refused", { address, reason: check.reason });
+    const message =
+      check.reason === "expired"
+        ? "The sign-in link expired (it is valid for one minute)."
+        : check.reason === "wrong_app"
+          ? "This sign-in link was made for another app."
+          : "This sign-in link is not valid.";
+    return pages.badTicket(message, retry);
+  }
+  const { claims } = check;
+  // Single use across every app host instance: the link travels in a URL and may be seen in history or logs.
+  const fresh = await ctx.db
+    .insert(confirmUses)
+    .values({ id: `${NONCE_PREFIX}${claims.nonce}`, expiresAt: new Date(claims.exp * 1000) })
+    .onConflictDoNothing()
+    .returning({ id: confirmUses.id });
+  if (fresh.length === 0) {
+    ctx.logger.info("viewer ticket replayed", { address });
+    return pages.badTicket("This sign-in link was already used.", retry);
+  }
+  const cookie = viewerCookie(ctx.keys.viewer, ctx.config, { sub: claims.sub, email: claims.email, account: claims.account }, address);
+  return new Response(null, {
+    status: 302,
+    headers: { Location: target, "Set-Cookie": cookie, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer" },
+  });
+}

@@ -1,0 +1,45 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
+import { createDiskBlobStore } from "../../src/blobs/disk.ts";
+import { loadAppsConfig } from "../../src/config.ts";
+import { appsKeys, type AppsContext } from "../../src/context.ts";
+import { APPS_MIGRATIONS } from "../../src/service.ts";
+import { freshDatabase } from "../../../../test/support/servers.ts";
+
+export const TEST_SECRET = "apps-test-secret-".padEnd(48, "x");
+
+export interface TestContext {
+  ctx: AppsContext;
+  close(): Promise<void>;
+}
+
+/**
+ * An apps context on a fresh, migrated database (a new database on TEST_DATABASE_URL's server when set, else an
+ * in-memory PGlite), a temporary blob folder and the in-process bus. `gatewayUrl` is where sign-in redirects point.
+ */
+export async function openTestContext(options: { gatewayUrl?: string; env?: Record<string, string> } = {}): Promise<TestContext> {
+  const blobDir = mkdtempSync(join(tmpdir(), "hatch-apps-test-"));
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  const pglite = serverUrl ? null : await openEmbeddedPostgres();
+  const database = serverUrl ? await freshDatabase(serverUrl) : null;
+  const handle = await openServiceDatabase(pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url }, {
+    schema: "apps",
+    migrationsFolder: APPS_MIGRATIONS,
+  });
+  const logger = createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" });
+  const config = loadAppsConfig({ APP_PORT: "0", BLOB_DIR: blobDir, BASE_URL: options.gatewayUrl ?? "http://localhost:39999", ...options.env });
+  const bus = createMemoryBus({ logger });
+  const ctx: AppsContext = { db: handle.db, config, blobs: createDiskBlobStore(blobDir), keys: appsKeys(TEST_SECRET), logger, bus };
+  return {
+    ctx,
+    async close() {
+      await bus.drain();
+      await handle.close();
+      await pglite?.close();
+      await database?.drop();
+      rmSync(blobDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import { connect } from "node:net";
+import { startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
+import { openTestContext, type TestContext } from "./context.ts";
+
+export interface TestHost extends TestContext {
+  host: AppHost;
+  port: number;
+  /** http://<address>.localhost:<port> */
+  origin(address: string): string;
+  /** A real HTTP request to an app's origin; redirects are not followed. */
+  get(address: string, path: string, init?: RequestInit): Promise<Response>;
+}
+
+/** An app host on a free port over a fresh test context; apps open at http://<address>.localhost:<port>. */
+export async function startTestHost(options: AppHostOptions & { gatewayUrl?: string; env?: Record<string, string> } = {}): Promise<TestHost> {
+  const test = await openTestContext({ gatewayUrl: options.gatewayUrl, env: options.env });
+  const host = startAppHost(test.ctx, options);
+  test.ctx.host = host;
+  test.ctx.config = { ...test.ctx.config, appsDomain: `localhost:${host.port}` };
+  const origin = (address: string) => `http://${address}.localhost:${host.port}`;
+  return {
+    ...test,
+    host,
+    port: host.port,
+    origin,
+    get: (address, path, init = {}) => fetch(`${origin(address)}${path}`, { redirect: "manual", ...init }),
+    async close() {
+      await host.stop();
+      await test.close();
+    },
+  };
+}
+
+/**
+ * Sends a request line exactly as written (fetch would normalise `..` and percent-encoded dots before sending),
+ * and returns the status code of the answer.
+ */
+export function rawStatus(port: number, host: string, target: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+    let data = "";
+    socket.on("data", (chunk) => (data += chunk.toString("latin1")));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const match = /^HTTP\/1\.1 (\d{3})/.exec(data);
+      if (match) resolve(Number(match[1]));
+      else reject(new Error(`no HTTP answer: ${data.slice(0, 200)}`));
+    });
+  });
+}

@@ -1,0 +1,53 @@
+/**
+ * A browser's cookie store for host-only cookies (RFC 6265 §5.3: no Domain attribute → sent back only to the exact
+ * host name that set it, on any port). Hatch never sets a Domain attribute; the jar refuses one, so a test notices
+ * if that ever changes. Requests are real HTTP; redirects are returned, not followed.
+ */
+export class HostCookieJar {
+  private readonly hosts = new Map<string, Map<string, string>>();
+
+  /** The cookie names this jar would send to `url`. */
+  namesFor(url: string): string[] {
+    return [...(this.hosts.get(new URL(url).hostname)?.keys() ?? [])];
+  }
+
+  async fetch(url: string, init: RequestInit = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    const cookies = this.hosts.get(new URL(url).hostname);
+    if (cookies?.size) headers.set("cookie", [...cookies].map(([k, v]) => `${k}=${v}`).join("; "));
+    const response = await fetch(url, { ...init, headers, redirect: "manual" });
+    this.absorb(url, response);
+    return response;
+  }
+
+  /** POSTs a form the way a browser does: urlencoded, with the page's own Origin. */
+  post(url: string, fields: Record<string, string>): Promise<Response> {
+    return this.fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: new URL(url).origin },
+      body: new URLSearchParams(fields),
+    });
+  }
+
+  private absorb(url: string, response: Response): void {
+    const host = new URL(url).hostname;
+    for (const line of response.headers.getSetCookie()) {
+      if (/;\s*domain=/i.test(line)) throw new Error(`${host} set a cookie with a Domain attribute: ${line}`);
+      const [pair = ""] = line.split(";");
+      const eq = pair.indexOf("=");
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      let cookies = this.hosts.get(host);
+      if (!cookies) this.hosts.set(host, (cookies = new Map()));
+      if (/max-age=0/i.test(line) || value === "") cookies.delete(name);
+      else cookies.set(name, value);
+    }
+  }
+}
+
+/** The CSRF token of the first form on a page. */
+export function csrfOf(page: string): string {
+  const match = /name="csrf" value="([^"]+)"/.exec(page);
+  if (!match?.[1]) throw new Error("no CSRF field on the page");
+  return match[1];
+}
