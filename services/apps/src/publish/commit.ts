@@ -2,6 +2,7 @@ import { randomId, ToolError, type CallContext, type Database, type ServiceJson,
 import { eq, inArray } from "drizzle-orm";
 import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
 import { addresses, appsTable, blobs, versionFiles, versions } from "../db/schema.ts";
+import { appEvent } from "../events.ts";
 import type { FolderEntry } from "./folder.ts";
 
 type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
@@ -43,6 +44,7 @@ export async function commitVersion(db: Database, ctx: CallContext, target: Vers
       .set({ currentVersion: version, lastVersion: version, updatedAt: new Date() })
       .where(eq(appsTable.id, app.id))
       .returning();
+    await appEvent(tx, ctx, "published", app, { summary: created ? `version ${version} (new app)` : `version ${version}`, version, files: entries.length, created });
     return { app: updated!, version, created };
   });
 }

@@ -2,6 +2,7 @@ import { bindTool, buildQuestion, consumeConfirm, delete_tool, type DeleteToolOu
 import { and, eq, inArray, notExists } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { addresses, appsTable, blobs, confirmUses, versionFiles } from "../db/schema.ts";
 
@@ -34,6 +35,7 @@ export function deleteToolTool(app: AppsContext) {
       await tx.delete(versionFiles).where(eq(versionFiles.appId, locked.id));
       await tx.delete(appsTable).where(eq(appsTable.id, locked.id));
       await tx.update(addresses).set({ appId: null }).where(eq(addresses.address, locked.address));
+      await appEvent(tx, ctx, "deleted", locked);
       if (shas.length === 0) return [];
       // Content no other version uses is forgotten here and removed from storage after the commit.
       const unused = notExists(tx.select({ one: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.sha256, blobs.sha256)));

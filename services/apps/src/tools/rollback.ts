@@ -2,6 +2,7 @@ import { bindTool, rollback, ToolError, type RollbackOutput } from "@hatch/share
 import { desc, eq } from "drizzle-orm";
 import { appUrl, iso, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { appsTable, versions } from "../db/schema.ts";
 
@@ -30,6 +31,7 @@ export function rollbackTool(app: AppsContext) {
         return { text: `Version ${input.version} is already current for ${current.address}; nothing changed.`, data: { status: "already_current" as const, ...base, currentVersion: input.version, versions: list(input.version) } };
       }
       await tx.update(appsTable).set({ currentVersion: input.version, updatedAt: new Date() }).where(eq(appsTable.id, current.id));
+      await appEvent(tx, ctx, "rolled_back", current, { summary: `to version ${input.version} (was ${current.currentVersion})`, version: input.version, previousVersion: current.currentVersion });
       app.logger.info("rolled back", { address: current.address, from: current.currentVersion, to: input.version });
       return {
         text: `${current.address} now serves version ${input.version} (was ${current.currentVersion}) at ${url}. Version ${current.currentVersion} is kept; roll forward the same way.`,

@@ -2,6 +2,7 @@ import { bindTool, buildQuestion, consumeConfirm, share, ToolError, type CallCon
 import { and, eq, inArray } from "drizzle-orm";
 import { appUrl, checkMayMakePublic, requireOwnedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { appPeople, appsTable, confirmUses } from "../db/schema.ts";
 
@@ -29,6 +30,14 @@ export function shareTool(app: AppsContext) {
       if (add.length > 0) await tx.insert(appPeople).values(add.map((email) => ({ appId: current.id, email }))).onConflictDoNothing();
       const remove = (input.remove ?? []).map((e) => e.toLowerCase());
       if (remove.length > 0) await tx.delete(appPeople).where(and(eq(appPeople.appId, current.id), inArray(appPeople.email, remove)));
+      await appEvent(tx, ctx, "shared", current, {
+        summary: `visibility ${visibility}${add.length ? `, ${add.length} added` : ""}${remove.length ? `, ${remove.length} removed` : ""}`,
+        visibility,
+        previousVisibility: current.visibility,
+        aiDiscoverable,
+        added: add.length,
+        removed: remove.length,
+      });
       const rows = await tx.select({ email: appPeople.email }).from(appPeople).where(eq(appPeople.appId, current.id)).orderBy(appPeople.email);
       return rows.map((r) => r.email);
     });
