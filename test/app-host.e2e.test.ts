@@ -1,17 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { eq } from "drizzle-orm";
 import { callRpc, deriveKey, rpcMethods, signContext, ViewerOriginSchema, type CallContextClaims } from "@hatch/shared";
 import type { AppsService } from "@hatch/apps";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser } from "playwright-core";
+import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { dailyOpens, dailyViewers } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { csrfOf, HostCookieJar } from "./support/cookies.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { MODES } from "./support/servers.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM) || process.env.CI === "true";
 const PASSWORD = "correct horse battery";
 
 // Published apps seen from a browser: the app host on its own origin, the gateway's viewer sign-in, and the
@@ -163,10 +161,7 @@ for (const mode of MODES) {
     describe.skipIf(!hasChromium)("in headless Chromium", () => {
       let browser: Browser;
       beforeAll(async () => {
-        browser = await chromium.launch({
-          executablePath: CHROMIUM,
-          args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-        });
+        browser = await launchChromium();
       }, 60_000);
       afterAll(async () => {
         await browser?.close();

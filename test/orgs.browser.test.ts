@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser } from "playwright-core";
+import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, userWithToken } from "./support/mcp.ts";
 import { ok } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
-const hasChromium = existsSync(CHROMIUM) || process.env.CI === "true";
 
 // bunfig's test timeout is not applied (Bun 1.4.5 keeps 5 s); these tests wait on events and browsers.
 const TEST_TIMEOUT_MS = 30_000;
@@ -21,10 +19,7 @@ for (const mode of MODES) {
 
     beforeAll(async () => {
       hatch = await startTestHatch(mode);
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      });
+      browser = await launchChromium();
     }, 60_000);
     afterAll(async () => {
       await browser?.close();

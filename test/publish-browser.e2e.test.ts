@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
+import { launchChromium } from "./support/chromium.ts";
 import { buildCounterApp, publishFolder } from "./support/app-folder.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, userWithToken } from "./support/mcp.ts";
@@ -27,10 +28,7 @@ for (const mode of MODES) {
       owner = await userWithToken(hatch, { name: "Owner" });
       stranger = await userWithToken(hatch, { name: "Stranger" });
       ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: "Click Counter", visibility: "private", confirm: true } })));
-      browser = await chromium.launch({
-        executablePath: "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      });
+      browser = await launchChromium();
     }, 90_000);
     afterAll(async () => {
       await ai?.close();

@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, type Page } from "playwright-core";
+import { CHROMIUM, hasChromium, launchChromium } from "../../test/support/chromium.ts";
 import { startTestHatch, type TestHatch } from "../../test/support/hatch.ts";
 import { connectClient, userWithToken } from "../../test/support/mcp.ts";
 import { startStandInApps, type StandInApps } from "../../test/support/stand-in-apps.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
-const hasChromium = existsSync(CHROMIUM) || process.env.CI === "true";
 const suiteName = hasChromium ? "the confirm page in a real browser" : `the confirm page in a real browser (SKIPPED: ${CHROMIUM} is missing; apt-get install -y chromium)`;
 
 // The user's side of a delete asked by a client without form elicitation: the AI hands them the link, they
@@ -23,10 +21,7 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     hatch = await startTestHatch("embedded", { services: ["orgs"] });
     apps = await startStandInApps(hatch);
     user = await userWithToken(hatch);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage();
   }, 60_000);
 

@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { createLogger } from "@hatch/shared";
 import { Elysia } from "elysia";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, type Page } from "playwright-core";
+import { CHROMIUM, hasChromium, launchChromium } from "../../test/support/chromium.ts";
 import { createAuth, type Auth } from "../src/auth/index.ts";
 import { gatewayConfig } from "../src/config.ts";
 import { freePort } from "../../test/support/servers.ts";
 import { openTestDatabase, pkcePair, type TestDatabase } from "./support.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
-const hasChromium = existsSync(CHROMIUM) || process.env.CI === "true";
 const suiteName = hasChromium ? "pages in a real browser" : `pages in a real browser (SKIPPED: ${CHROMIUM} is missing; apt-get install -y chromium)`;
 
 
@@ -32,10 +30,7 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     gateway = Bun.serve({ port, hostname: "127.0.0.1", fetch: (request) => app.handle(request) });
     // Stands in for the AI client's local callback listener.
     callback = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("<!doctype html><title>Done</title><p>You can close this tab.</p>", { headers: { "content-type": "text/html" } }) });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage();
   }, 60_000);
 

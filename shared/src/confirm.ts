@@ -1,6 +1,7 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Question } from "./envelope.ts";
+import { openPayload, signPayload } from "./signed.ts";
 
 // Confirm tokens: what a service hands out with a question (`ask`) and checks when the answer comes back.
 // A token is bound to the user, the tool, the exact input and an expiry; the service makes it single use by
@@ -50,27 +51,14 @@ export function issueConfirm(key: Buffer, binding: ConfirmBinding, nowMs = Date.
     h: inputHash(binding.input),
     exp: Math.floor(nowMs / 1000) + ttlSeconds,
   };
-  const body = Buffer.from(JSON.stringify(claims)).toString("base64url");
-  return { token: `${body}.${mac(body, key)}`, claims };
+  return { token: signPayload(claims, key), claims };
 }
 
 export type ConfirmCheck = { ok: true; claims: ConfirmClaims } | { ok: false; reason: "invalid" | "mismatch" | "expired" };
 
 /** Checks signature, binding and expiry. Single use is the caller's part (`consumeConfirm`). Never throws. */
 export function checkConfirm(key: Buffer, token: string, binding: ConfirmBinding, nowMs = Date.now()): ConfirmCheck {
-  const dot = token.indexOf(".");
-  if (dot <= 0) return { ok: false, reason: "invalid" };
-  const body = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = Buffer.from(mac(body, key), "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: "invalid" };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
-  } catch {
-    return { ok: false, reason: "invalid" };
-  }
-  const claims = ClaimsSchema.safeParse(parsed);
+  const claims = ClaimsSchema.safeParse(openPayload(token, key));
   if (!claims.success) return { ok: false, reason: "invalid" };
   const c = claims.data;
   if (c.sub !== binding.sub || c.tool !== binding.tool || c.h !== inputHash(binding.input)) return { ok: false, reason: "mismatch" };
@@ -113,8 +101,4 @@ export function buildQuestion(key: Buffer, binding: ConfirmBinding, options: Que
     expiresAt: new Date(claims.exp * 1000).toISOString(),
     ...(options.data ? { data: options.data } : {}),
   };
-}
-
-function mac(body: string, key: Buffer): string {
-  return createHmac("sha256", key).update(body).digest("base64url");
 }

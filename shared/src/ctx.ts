@@ -1,6 +1,7 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
 import { z } from "zod";
 import { CLIENT_KINDS } from "./contracts/define.ts";
+import { openPayload, signPayload } from "./signed.ts";
 
 /**
  * The caller context the gateway signs for every bus call. Services verify it before anything else, so a
@@ -43,29 +44,12 @@ export function deriveKey(secret: string, purpose: string): Buffer {
 export function signContext(claims: CallContextClaims, key: Buffer, nowMs = Date.now()): string {
   const iat = Math.floor(nowMs / 1000);
   const payload: CallContext = { v: 1, ...claims, iat, exp: iat + CONTEXT_TTL_SECONDS };
-  const body = Buffer.from(JSON.stringify(payload)).toString("base64url");
-  return `${body}.${mac(body, key)}`;
+  return signPayload(payload, key);
 }
 
 /** Returns the context, or null when the signature, shape or expiry is wrong. Never throws. */
 export function verifyContext(token: string, key: Buffer, nowMs = Date.now()): CallContext | null {
-  const dot = token.indexOf(".");
-  if (dot <= 0) return null;
-  const body = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = Buffer.from(mac(body, key), "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
-  } catch {
-    return null;
-  }
-  const result = CallContextSchema.safeParse(parsed);
+  const result = CallContextSchema.safeParse(openPayload(token, key));
   if (!result.success) return null;
   return result.data.exp * 1000 >= nowMs ? result.data : null;
-}
-
-function mac(body: string, key: Buffer): string {
-  return createHmac("sha256", key).update(body).digest("base64url");
 }

@@ -7,6 +7,7 @@ export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 export { CallErrorSchema, CallReplySchema, isAskReply, CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, QuestionSchema } from "./envelope.ts";
 export type { AskReply, CallError, CallReply, CallRequest, Question } from "./envelope.ts";
+export { openPayload, signPayload } from "./signed.ts";
 export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyContext } from "./ctx.ts";
 export type { CallContext, CallContextClaims } from "./ctx.ts";
 export { formatBytes, PUBLISH_LIMITS } from "./apps/limits.ts";

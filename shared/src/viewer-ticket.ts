@@ -1,6 +1,7 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { AppAddressSchema } from "./contracts/common.ts";
+import { openPayload, signPayload } from "./signed.ts";
 
 // Viewer tickets: how a person signed in on the gateway proves who they are to an app's own origin, which never
 // sees the gateway's session cookie. The gateway signs a ticket for one app address and redirects the browser to
@@ -43,27 +44,14 @@ export function signViewerTicket(key: Buffer, viewer: ViewerIdentity & { address
     nonce: randomBytes(16).toString("base64url"),
     exp: Math.floor(nowMs / 1000) + VIEWER_TICKET_TTL_SECONDS,
   };
-  const body = Buffer.from(JSON.stringify(claims)).toString("base64url");
-  return `${body}.${mac(body, key)}`;
+  return signPayload(claims, key);
 }
 
 export type ViewerTicketCheck = { ok: true; claims: ViewerTicketClaims } | { ok: false; reason: "invalid" | "wrong_app" | "expired" };
 
 /** Checks signature, shape, the app it was issued for and expiry. Single use is the caller's part. Never throws. */
 export function verifyViewerTicket(key: Buffer, token: string, address: string, nowMs = Date.now()): ViewerTicketCheck {
-  const dot = token.indexOf(".");
-  if (dot <= 0 || token.length > 4096) return { ok: false, reason: "invalid" };
-  const body = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = Buffer.from(mac(body, key), "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: "invalid" };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
-  } catch {
-    return { ok: false, reason: "invalid" };
-  }
-  const claims = TicketClaimsSchema.safeParse(parsed);
+  const claims = TicketClaimsSchema.safeParse(openPayload(token, key));
   if (!claims.success) return { ok: false, reason: "invalid" };
   if (claims.data.address !== address) return { ok: false, reason: "wrong_app" };
   if (claims.data.exp * 1000 < nowMs) return { ok: false, reason: "expired" };
@@ -77,7 +65,3 @@ export function verifyViewerTicket(key: Buffer, token: string, address: string, 
 export const ViewerOriginInputSchema = z.object({ address: AppAddressSchema });
 export const ViewerOriginSchema = z.object({ origin: z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)) });
 export type ViewerOrigin = z.infer<typeof ViewerOriginSchema>;
-
-function mac(body: string, key: Buffer): string {
-  return createHmac("sha256", key).update(body).digest("base64url");
-}

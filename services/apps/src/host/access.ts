@@ -1,5 +1,4 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
-import type { ViewerIdentity } from "@hatch/shared";
+import { openPayload, signPayload, type ViewerIdentity } from "@hatch/shared";
 import { z } from "zod";
 import type { AppsConfig } from "../config.ts";
 import type { HostedApp } from "./site.ts";
@@ -31,8 +30,7 @@ export function viewerCookieName(config: Pick<AppsConfig, "appsProtocol">): stri
 
 export function viewerCookie(key: Buffer, config: Pick<AppsConfig, "appsProtocol">, viewer: Viewer, address: string, nowMs = Date.now()): string {
   const claims = { v: 1, typ: "viewer-cookie", sub: viewer.sub, email: viewer.email, account: viewer.account, address, exp: Math.floor(nowMs / 1000) + VIEWER_COOKIE_SECONDS };
-  const body = Buffer.from(JSON.stringify(claims)).toString("base64url");
-  const parts = [`${viewerCookieName(config)}=${body}.${mac(body, key)}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${VIEWER_COOKIE_SECONDS}`];
+  const parts = [`${viewerCookieName(config)}=${signPayload(claims, key)}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${VIEWER_COOKIE_SECONDS}`];
   if (config.appsProtocol === "https:") parts.push("Secure");
   return parts.join("; ");
 }
@@ -41,19 +39,7 @@ export function viewerCookie(key: Buffer, config: Pick<AppsConfig, "appsProtocol
 export function readViewer(request: Request, key: Buffer, name: string, address: string, nowMs = Date.now()): Viewer | null {
   const value = cookieValue(request.headers.get("cookie"), name);
   if (!value) return null;
-  const dot = value.indexOf(".");
-  if (dot <= 0) return null;
-  const body = value.slice(0, dot);
-  const given = Buffer.from(value.slice(dot + 1), "base64url");
-  const expected = Buffer.from(mac(body, key), "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
-  } catch {
-    return null;
-  }
-  const claims = CookieClaimsSchema.safeParse(parsed);
+  const claims = CookieClaimsSchema.safeParse(openPayload(value, key));
   if (!claims.success || claims.data.address !== address || claims.data.exp * 1000 < nowMs) return null;
   return { sub: claims.data.sub, email: claims.data.email, account: claims.data.account };
 }
@@ -90,8 +76,4 @@ function cookieValue(header: string | null, name: string): string | null {
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return null;
-}
-
-function mac(body: string, key: Buffer): string {
-  return createHmac("sha256", key).update(body).digest("base64url");
 }
