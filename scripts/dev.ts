@@ -42,6 +42,18 @@ const hatch = await startHatch({
   natsUrl: env.NATS_URL,
   busPrefix: env.BUS_PREFIX,
   gatewayConfig: fromEnv,
+}).catch((error: unknown) => {
+  // The services start first: the app host's port (APP_PORT) or a service setting can stop them.
+  const inUse = (error as { code?: string }).code === "EADDRINUSE";
+  process.stderr.write(
+    inUse
+      ? `The app host's port ${process.env.APP_PORT ?? 3001} is already in use. Stop what uses it, or start with APP_PORT=<another port>.\n`
+      : error instanceof ConfigError
+        ? `${error.message}\n`
+        : `Hatch could not start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  rmSync(lockFile, { force: true });
+  process.exit(1);
 });
 let server;
 try {
@@ -56,12 +68,15 @@ try {
 const readyMs = Math.round(performance.now() - started);
 
 const mcpUrl = hatch.config.mcpUrl;
+const appsOrigin = hatch.services.get("apps")?.urls?.appHost ?? "";
 process.stdout.write(`
 Hatch is running (${env.DATABASE_URL ? "Postgres" : `embedded database in ${dataDir}`}, ${env.NATS_URL ? "NATS" : "in-process bus"}; ready in ${readyMs} ms)
 
   MCP server:  ${mcpUrl}
   Sign up:     ${hatch.config.baseUrl}/signup
   Connect:     ${mcpUrl} (open it in a browser for one-click buttons)
+  Docs:        ${hatch.config.baseUrl}/mcp/docs
+  Apps:        ${appsOrigin.replace("//", "//<address>.")} (published apps, each on its own origin)
 
   Claude Code: claude mcp add --transport http hatch ${mcpUrl}
   Others:      add a remote MCP server with that URL; a browser window opens to sign in.
