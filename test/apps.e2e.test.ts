@@ -139,6 +139,28 @@ for (const mode of MODES) {
       expect(await callOk(alice, "publish", { address: "big-app", manifest: changed })).toMatchObject({ status: "published", version: 2 });
     });
 
+    test("knowing another user's file hash is not enough: that content must be uploaded again", async () => {
+      // Alice's big-app holds assets/logo.bin; Eve lists the same hash without having the bytes.
+      const logo = new Uint8Array(Array.from({ length: 4096 }, (_, i) => i % 256));
+      const index = new TextEncoder().encode(page("bob"));
+      const manifest = [
+        { path: "index.html", sha256: sha256(index), size: index.byteLength },
+        { path: "stolen.bin", sha256: sha256(logo), size: logo.byteLength },
+      ];
+      const eve = await connectClient(hatch, (await userWithToken(hatch, { name: "Eve" })).accessToken);
+      const asked = await callOk(eve, "publish", { name: "Bobs", visibility: "private", manifest });
+      expect(asked.status).toBe("needs_upload");
+      expect((asked.missing as string[]).sort()).toEqual(["index.html", "stolen.bin"]);
+      for (const upload of asked.uploads as { path: string; url: string }[]) {
+        const body = upload.path === "index.html" ? index : logo;
+        expect((await fetch(upload.url, { method: "PUT", body: new Blob([body]) })).status).toBe(201);
+      }
+      expect(await callOk(eve, "publish", { name: "Bobs", visibility: "private", manifest })).toMatchObject({ status: "published", address: "bobs" });
+      // Now that Eve has had the bytes, her own republish does not ask for them again.
+      expect(await callOk(eve, "publish", { address: "bobs", manifest })).toMatchObject({ status: "published", version: 2 });
+      await eve.close();
+    });
+
     test("another user's app is not found for every tool, never leaked", async () => {
       const calls: [string, Record<string, unknown>][] = [
         ["publish", { address: "todo-list", files: [{ path: "index.html", content: "x", encoding: "utf8" }] }],

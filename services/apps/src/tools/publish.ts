@@ -1,8 +1,8 @@
 import { bindTool, buildQuestion, publish, ToolError, VISIBILITIES, type CallContext, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
-import { inArray } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
-import { blobs } from "../db/schema.ts";
+import { appsTable, blobs, uploads, versionFiles } from "../db/schema.ts";
 import { commitVersion, type VersionTarget } from "../publish/commit.ts";
 import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
 import { decodeInline } from "../publish/inline.ts";
@@ -28,23 +28,25 @@ export function publishTool(app: AppsContext) {
     const folder = input.files ? decodeInline(input.files) : null;
     const entries: FolderEntry[] = folder?.entries ?? input.manifest!.map((m) => ({ ...m, contentType: contentTypeOf(m.path) }));
     checkFolder(entries);
-    // service.json is checked as early as its bytes are at hand: now when inline, after its upload otherwise.
+    const missing = folder ? [] : await missingBlobs(app, ctx, entries);
+    // service.json is checked as early as its bytes are at hand: now when inline or already uploaded, else after its upload.
     const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
-    const configBytes = configEntry ? (folder?.bytes.get(configEntry.sha256) ?? (await storedBytes(app, configEntry.sha256))) : null;
-    const config = configEntry && !configBytes ? null : parseServiceJson(configBytes);
+    const configPending = configEntry !== undefined && missing.some((m) => m.sha256 === configEntry.sha256);
+    const configBytes = configEntry && !configPending ? (folder?.bytes.get(configEntry.sha256) ?? (await requireStored(app, configEntry.sha256))) : null;
+    const config = configPending ? null : parseServiceJson(configBytes);
     if (config) checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
 
     const target = input.address ? ({ kind: "existing", address: input.address, expectedVersion: input.expectedVersion } as const) : newAppTarget(app, call);
     if ("ask" in target) return target;
 
+    if (!folder && missing.length > 0) return needsUpload(app, ctx, missing, input);
+    // Unreachable in practice: service.json's content is pending only while it is missing.
+    if (!config) throw new ToolError("conflict", "service.json has not been uploaded yet. Call publish again with the same manifest.");
     if (folder) {
       for (const [sha256, bytes] of folder.bytes) await app.blobs.put(sha256, bytes);
       await app.db.insert(blobs).values([...folder.bytes].map(([sha256, bytes]) => ({ sha256, size: bytes.byteLength }))).onConflictDoNothing();
-    } else {
-      const missing = await missingBlobs(app, entries);
-      if (missing.length > 0) return needsUpload(app, ctx, missing, input);
     }
-    return finish(app, ctx, target, entries, config ?? parseServiceJson(await requireStored(app, configEntry!.sha256)));
+    return finish(app, ctx, target, entries, config);
   });
 }
 
@@ -98,13 +100,30 @@ async function needsUpload(app: AppsContext, ctx: CallContext, missing: FolderEn
   };
 }
 
-/** Distinct contents of the manifest the store does not hold yet, each named by its first path. */
-async function missingBlobs(app: AppsContext, entries: readonly FolderEntry[]): Promise<FolderEntry[]> {
+/**
+ * Distinct contents of the manifest the caller must still upload, each named by its first path. Content counts
+ * as present only when the store holds it AND the caller has had it: in a version of an app they own, or in an
+ * upload of their own. Knowing another user's file hash must not let anyone serve (or probe for) that file.
+ */
+async function missingBlobs(app: AppsContext, ctx: CallContext, entries: readonly FolderEntry[]): Promise<FolderEntry[]> {
   const bySha = new Map<string, FolderEntry>();
   for (const e of entries) if (!bySha.has(e.sha256)) bySha.set(e.sha256, e);
   const shas = [...bySha.keys()];
   for (let i = 0; i < shas.length; i += 1000) {
-    const rows = await app.db.select({ sha256: blobs.sha256 }).from(blobs).where(inArray(blobs.sha256, shas.slice(i, i + 1000)));
+    const chunk = shas.slice(i, i + 1000);
+    const inOwnVersion = app.db
+      .select({ sha256: versionFiles.sha256 })
+      .from(versionFiles)
+      .innerJoin(appsTable, eq(appsTable.id, versionFiles.appId))
+      .where(and(eq(appsTable.ownerId, ctx.sub), inArray(versionFiles.sha256, chunk)));
+    const inOwnUpload = app.db
+      .select({ sha256: uploads.sha256 })
+      .from(uploads)
+      .where(and(eq(uploads.userId, ctx.sub), isNotNull(uploads.usedAt), inArray(uploads.sha256, chunk)));
+    const rows = await app.db
+      .select({ sha256: blobs.sha256 })
+      .from(blobs)
+      .where(and(inArray(blobs.sha256, chunk), or(inArray(blobs.sha256, inOwnVersion), inArray(blobs.sha256, inOwnUpload))));
     for (const row of rows) bySha.delete(row.sha256);
   }
   return [...bySha.values()];
