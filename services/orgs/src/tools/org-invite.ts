@@ -1,7 +1,7 @@
 import { bindTool, ORG_INVITE_MAX_PEOPLE, org_invite, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/shared";
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
-import { ensurePerson } from "../db/accounts.ts";
+import { ensurePerson, type Tx } from "../db/accounts.ts";
 import { hashToken, invitationOut, newInvitationSecrets, type InvitationRow } from "../db/invitations.ts";
 import { requireOrg, type OrgCaller } from "../db/members.ts";
 import { invitations, members, people } from "../db/schema.ts";
@@ -40,12 +40,7 @@ async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input:
       .innerJoin(people, eq(people.userId, members.userId))
       .where(and(eq(members.accountId, me.accountId), inArray(sql`lower(${people.email})`, emails)));
     const memberEmails = new Set(already.map((r) => r.email));
-    const open = await tx
-      .select()
-      .from(invitations)
-      .where(and(eq(invitations.accountId, me.accountId), inArray(invitations.email, emails), isNull(invitations.acceptedAt), isNull(invitations.revokedAt)))
-      .for("update");
-    const openByEmail = new Map(open.map((row) => [row.email, row]));
+    const openByEmail = await lockOpenInvitations(tx, me.accountId, emails);
     for (const email of emails) {
       const pending = openByEmail.get(email);
       if (memberEmails.has(email)) skipped.push({ email, reason: "already a member" });
@@ -84,12 +79,7 @@ async function revoke(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, emails
   const skipped: Skipped = [];
   const revoked: string[] = [];
   await orgs.db.transaction(async (tx) => {
-    const open = await tx
-      .select()
-      .from(invitations)
-      .where(and(eq(invitations.accountId, me.accountId), inArray(invitations.email, emails), isNull(invitations.acceptedAt), isNull(invitations.revokedAt)))
-      .for("update");
-    const openByEmail = new Map(open.map((row) => [row.email, row]));
+    const openByEmail = await lockOpenInvitations(tx, me.accountId, emails);
     for (const email of emails) {
       const row = openByEmail.get(email);
       if (!row) skipped.push({ email, reason: "no pending invitation" });
@@ -127,4 +117,14 @@ export function orgInviteTool(orgs: OrgsContext) {
     const out = input.action === "revoke" ? await revoke(orgs, ctx, me, emails) : await invite(orgs, ctx, me, input, emails);
     return { text: describe(orgs, me, out), data: out };
   });
+}
+
+/** The account's open (not accepted, not revoked) invitations for these emails, locked for this transaction. */
+async function lockOpenInvitations(tx: Tx, accountId: string, emails: string[]) {
+  const open = await tx
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.accountId, accountId), inArray(invitations.email, emails), isNull(invitations.acceptedAt), isNull(invitations.revokedAt)))
+    .for("update");
+  return new Map(open.map((row) => [row.email, row]));
 }
