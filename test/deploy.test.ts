@@ -30,6 +30,17 @@ test("compose runs the gateway and every service from its own folder with `bun r
   expect(services.domains?.deploy?.replicas).toBeGreaterThan(1);
 });
 
+test("the apps service keeps files in the object store and the edge routes the apps domain to its app host", async () => {
+  const apps = services.apps!.environment!;
+  expect(apps.S3_ENDPOINT).toBe("http://objects:9000");
+  expect(apps.S3_BUCKET).toBeTruthy();
+  expect(apps.APP_HOST).toBe("0.0.0.0");
+  expect(services.apps?.depends_on?.["objects-init"]?.condition).toBe("service_healthy");
+  const caddyfile = await Bun.file(join(ROOT, "deploy/Caddyfile")).text();
+  expect(caddyfile).toContain("@apps host {$APPS_DOMAIN} *.{$APPS_DOMAIN}");
+  expect(caddyfile).toContain(`reverse_proxy apps:${apps.APP_PORT}`);
+});
+
 test("every dependency has a healthcheck, waits on health, and every image tag is pinned", () => {
   for (const [name, service] of Object.entries(services)) {
     for (const [dependency, how] of Object.entries(service.depends_on ?? {})) {
@@ -47,7 +58,7 @@ test("docker-compose accepts the file (when docker-compose is installed)", async
   if (!Bun.which("docker-compose")) return;
   const check = Bun.spawn(["docker-compose", "-f", "compose.yaml", "config", "-q"], {
     cwd: ROOT,
-    env: { ...process.env, HATCH_SECRET: "x".repeat(32) },
+    env: { ...process.env, HATCH_SECRET: "x".repeat(32), S3_SECRET_ACCESS_KEY: "y".repeat(16) },
     stderr: "pipe",
   });
   const stderr = await new Response(check.stderr).text();
