@@ -1,19 +1,7 @@
-import {
-  ai_key,
-  delete_tool,
-  list_tools,
-  org_app_pause,
-  org_apps,
-  publish,
-  rollback,
-  service_docs,
-  share,
-  tool_ai,
-  tool_data,
-  tool_logs,
-  tool_secret,
-  tool_stats,
-} from "./apps.ts";
+import { delete_tool, list_tools, publish, rollback, service_docs, share } from "./apps.ts";
+import { tool_data, tool_logs, tool_stats } from "./apps-insight.ts";
+import { ai_key, tool_ai, tool_secret } from "./apps-keys.ts";
+import { org_app_pause, org_apps } from "./apps-org.ts";
 import { billing } from "./billing.ts";
 import type { ToolContract } from "./define.ts";
 import {
@@ -190,18 +178,10 @@ export {
 
 export {
   DOCS_TOPICS,
-  APP_LOG_LEVELS,
-  TOOL_LOGS_MAX_LINES,
-  type AiKeyInput,
-  type AiKeyOutput,
   type DeleteToolInput,
   type DeleteToolOutput,
   type ListToolsInput,
   type ListToolsOutput,
-  type OrgAppPauseInput,
-  type OrgAppPauseOutput,
-  type OrgAppsInput,
-  type OrgAppsOutput,
   type PublishInput,
   type PublishOutput,
   type RollbackInput,
@@ -210,17 +190,19 @@ export {
   type ServiceDocsOutput,
   type ShareInput,
   type ShareOutput,
-  type ToolAiInput,
-  type ToolAiOutput,
+} from "./apps.ts";
+export {
+  APP_LOG_LEVELS,
+  TOOL_LOGS_MAX_LINES,
   type ToolDataInput,
   type ToolDataOutput,
   type ToolLogsInput,
   type ToolLogsOutput,
-  type ToolSecretInput,
-  type ToolSecretOutput,
   type ToolStatsInput,
   type ToolStatsOutput,
-} from "./apps.ts";
+} from "./apps-insight.ts";
+export { type AiKeyInput, type AiKeyOutput, type ToolAiInput, type ToolAiOutput, type ToolSecretInput, type ToolSecretOutput } from "./apps-keys.ts";
+export { type OrgAppPauseInput, type OrgAppPauseOutput, type OrgAppsInput, type OrgAppsOutput } from "./apps-org.ts";
 
 export {
   CONNECTION_STAGES,
