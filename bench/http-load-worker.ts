@@ -5,6 +5,7 @@
 import { connect, type Socket } from "node:net";
 import { MARKER } from "./children.ts";
 import type { WorkerResult } from "./load-worker.ts";
+import { driveTimed, readGo } from "./worker-loop.ts";
 
 export interface HttpWorkerConfig {
   /** Where to connect (http://127.0.0.1:<port>/path). */
@@ -79,42 +80,13 @@ class Connection {
   }
 }
 
-async function readGo(): Promise<number> {
-  const decoder = new TextDecoder();
-  let text = "";
-  for await (const chunk of Bun.stdin.stream()) {
-    text += decoder.decode(chunk, { stream: true });
-    const match = /GO (\d+)\n/.exec(text);
-    if (match) return Number(match[1]);
-  }
-  throw new Error("stdin closed before GO");
-}
-
-async function drive(connection: Connection, measureFrom: number, measureUntil: number): Promise<void> {
-  for (;;) {
-    const started = performance.now();
-    if (started >= measureUntil) return;
-    let failed: string | undefined;
-    try {
-      const status = await connection.get();
-      if (status !== 200) failed = `HTTP ${status}`;
-    } catch (error) {
-      failed = error instanceof Error ? error.message : String(error);
-    }
-    const ended = performance.now();
-    if (ended < measureFrom) {
-      result.warmupCalls++;
-      continue;
-    }
-    if (ended > measureUntil) return;
-    if (failed !== undefined) {
-      result.errors++;
-      result.firstError ??= failed;
-      if (failed === "connection closed") return;
-    } else {
-      result.latencies.push(Math.round((ended - started) * 1000) / 1000);
-    }
-  }
+function drive(connection: Connection, measureFrom: number, measureUntil: number): Promise<void> {
+  const get = async () => {
+    const status = await connection.get();
+    return status === 200 ? undefined : `HTTP ${status}`;
+  };
+  // A closed connection cannot make another request: that client stops.
+  return driveTimed(get, measureFrom, measureUntil, result, (failure) => failure === "connection closed");
 }
 
 const connections = await Promise.all(Array.from({ length: config.clients }, () => Connection.open()));

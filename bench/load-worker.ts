@@ -4,6 +4,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { MARKER } from "./children.ts";
+import { driveTimed, readGo } from "./worker-loop.ts";
 
 export interface WorkerConfig {
   mcpUrl: string;
@@ -51,42 +52,13 @@ async function connect(index: number): Promise<Client> {
   return client;
 }
 
-async function readGo(): Promise<number> {
-  const decoder = new TextDecoder();
-  let text = "";
-  for await (const chunk of Bun.stdin.stream()) {
-    text += decoder.decode(chunk, { stream: true });
-    const match = /GO (\d+)\n/.exec(text);
-    if (match) return Number(match[1]);
-  }
-  throw new Error("stdin closed before GO");
-}
-
-/** One client's loop. Times are on this process's performance clock. */
-async function drive(client: Client, measureFrom: number, measureUntil: number, out: WorkerResult): Promise<void> {
-  for (;;) {
-    const started = performance.now();
-    if (started >= measureUntil) return;
-    let failed: string | undefined;
-    try {
-      const result = await client.callTool({ name: "whoami", arguments: {} });
-      if (result.isError) failed = JSON.stringify(result.content).slice(0, 300);
-    } catch (error) {
-      failed = error instanceof Error ? error.message : String(error);
-    }
-    const ended = performance.now();
-    if (ended < measureFrom) {
-      out.warmupCalls++;
-      continue;
-    }
-    if (ended > measureUntil) return;
-    if (failed !== undefined) {
-      out.errors++;
-      out.firstError ??= failed;
-    } else {
-      out.latencies.push(Math.round((ended - started) * 1000) / 1000);
-    }
-  }
+/** One client's loop: whoami, again and again. */
+function drive(client: Client, measureFrom: number, measureUntil: number, out: WorkerResult): Promise<void> {
+  const whoami = async () => {
+    const result = await client.callTool({ name: "whoami", arguments: {} });
+    return result.isError ? JSON.stringify(result.content).slice(0, 300) : undefined;
+  };
+  return driveTimed(whoami, measureFrom, measureUntil, out);
 }
 
 const clients = await Promise.all(Array.from({ length: config.clients }, (_, i) => connect(i)));
