@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { buildQuestion, CallReplySchema, childTraceparent, decodeJson, delete_tool, deriveKey, encodeJson, signContext, subjects, type CallReply } from "@hatch/shared";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
-import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
+import { connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 import { ANCIENT_ADDRESS, EXPIRED_ADDRESS, STAND_IN_CONFIRM_KEY, startStandInApps, type StandInApps } from "./support/stand-in-apps.ts";
 
@@ -34,17 +31,6 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
     beforeEach(() => apps.reset());
-
-    async function formClient(token: string, reply: (message: string) => ElicitResult): Promise<{ client: Client; asked: string[] }> {
-      const asked: string[] = [];
-      const client = new Client({ name: "claude-code", version: "2" }, { capabilities: { elicitation: {} } });
-      client.setRequestHandler(ElicitRequestSchema, async (request) => {
-        asked.push(request.params.message);
-        return reply(request.params.message);
-      });
-      await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-      return { client, asked };
-    }
 
     /** Calls a tool from a client without elicitation and returns the confirm page's path. */
     async function linkFor(user: User, name: string, args: Record<string, unknown>): Promise<string> {
@@ -91,7 +77,7 @@ for (const mode of MODES) {
 
     describe("with form elicitation", () => {
       test("accept: the service acts once on the user's answer", async () => {
-        const { client, asked } = await formClient(owner.accessToken, () => ({ action: "accept", content: { confirm: true } }));
+        const { client, asked } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { confirm: true } }));
         const result = await client.callTool({ name: "delete_tool", arguments: { address: "my-app" } });
         await client.close();
         expect(asked).toEqual(["Delete my-app? This cannot be undone."]);
@@ -103,7 +89,7 @@ for (const mode of MODES) {
 
       test("decline and cancel change nothing: the service is not called again", async () => {
         for (const action of ["decline", "cancel"] as const) {
-          const { client } = await formClient(owner.accessToken, () => ({ action }));
+          const { client } = await connectFormClient(hatch, owner.accessToken, () => ({ action }));
           const result = await client.callTool({ name: "delete_tool", arguments: { address: "my-app" } });
           await client.close();
           expect(result.isError).toBe(true);
@@ -114,7 +100,7 @@ for (const mode of MODES) {
       });
 
       test("publish's questions are asked in the form too", async () => {
-        const { client, asked } = await formClient(owner.accessToken, () => ({ action: "accept", content: { name: "Team Board", visibility: "org" } }));
+        const { client, asked } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: "Team Board", visibility: "org" } }));
         const result = await client.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
         await client.close();
         expect(asked).toEqual(["What should the new app be called, and who may open it?"]);

@@ -4,8 +4,7 @@ import { mails } from "../services/orgs/src/db/schema.ts";
 import { eventually } from "./support/eventually.ts";
 import { decodeHeader, parseMail, startFakeSmtp, type FakeSmtp } from "./support/fake-smtp.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
-import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
-import { ok } from "./support/orgs.ts";
+import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
 // With SMTP_URL set, invitations leave as real SMTP mail (here to a local server that speaks the protocol).
@@ -30,7 +29,7 @@ for (const mode of MODES) {
     test("each invitation is one mail with a working link; a refused address is given up; nothing stays in an outbox", async () => {
       const owner = await userWithToken(hatch, { name: "Zoë Owner" });
       const client = await connectClient(hatch, owner.accessToken);
-      await ok(client, "org_setup", { action: "create", name: "Mail Co" });
+      await callOk(client, "org_setup", { action: "create", name: "Mail Co" });
       const result = await client.callTool({ name: "org_invite", arguments: { emails: ["one@example.com", "two@example.com", "bounce@example.com"] } });
       expect(textOf(result)).not.toContain("dev/outbox");
       await eventually(() => smtp.received.length === 2, "two delivered mails");

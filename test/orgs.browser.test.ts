@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Browser } from "playwright-core";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
-import { connectClient, userWithToken } from "./support/mcp.ts";
-import { ok } from "./support/orgs.ts";
+import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
@@ -29,9 +28,9 @@ for (const mode of MODES) {
     test("the mail's link leads through sign-up to joining; the new user's AI then acts in the organization", async () => {
       const owner = await userWithToken(hatch, { name: "Olivia Owner" });
       const client = await connectClient(hatch, owner.accessToken);
-      await ok(client, "org_setup", { action: "create", name: "Browser Co" });
+      await callOk(client, "org_setup", { action: "create", name: "Browser Co" });
       const newcomer = `newcomer-${mode}-${process.pid}@example.com`;
-      await ok(client, "org_invite", { emails: [newcomer], role: "manager", message: "See you inside" });
+      await callOk(client, "org_invite", { emails: [newcomer], role: "manager", message: "See you inside" });
 
       const page = await browser.newPage();
       await page.goto(`${hatch.baseUrl}/dev/outbox`);
@@ -55,8 +54,8 @@ for (const mode of MODES) {
 
       const token = await hatch.gateway.auth.issueTokenForScript({ email: newcomer });
       const nina = await connectClient(hatch, token.accessToken);
-      expect(await ok(nina, "whoami")).toEqual({ email: newcomer, name: "Nina Newcomer", kind: "company" });
-      expect(await ok(nina, "org")).toMatchObject({ org: { name: "Browser Co", memberCount: 2 }, role: "manager" });
+      expect(await callOk(nina, "whoami")).toEqual({ email: newcomer, name: "Nina Newcomer", kind: "company" });
+      expect(await callOk(nina, "org")).toMatchObject({ org: { name: "Browser Co", memberCount: 2 }, role: "manager" });
 
       await page.goto(`${hatch.baseUrl}${invitePath}`);
       expect(await page.locator("main").innerText()).toContain("already accepted");

@@ -7,8 +7,8 @@ import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
-import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
-import { dayOffset, formClient, mailCount, ok, outboxMails, refused, seedApp, today } from "./support/orgs.ts";
+import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
+import { dayOffset, mailCount, outboxMails, refused, seedApp, today } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -43,17 +43,17 @@ for (const mode of MODES) {
 
     /** Joins `client`'s user to the organization through the invitation `org` lists for them. */
     async function join(client: Client, orgName: string) {
-      const mine = await ok<OrgOut>(client, "org");
+      const mine = await callOk<OrgOut>(client, "org");
       const invitation = mine.invitationsForMe.find((i) => i.org.name === orgName);
       expect(invitation).toBeDefined();
-      return ok<{ status: string; role: string }>(client, "org_setup", { action: "accept", invitationId: invitation!.invitationId });
+      return callOk<{ status: string; role: string }>(client, "org_setup", { action: "accept", invitationId: invitation!.invitationId });
     }
 
     test("org_setup create: the caller owns a company account from the very next call", async () => {
-      const created = await ok<{ status: string; role: string; org: { id: string } }>(a, "org_setup", { action: "create", name: "Acme" });
+      const created = await callOk<{ status: string; role: string; org: { id: string } }>(a, "org_setup", { action: "create", name: "Acme" });
       expect(created).toMatchObject({ status: "created", role: "owner" });
-      expect(await ok(a, "whoami")).toMatchObject({ kind: "company" });
-      const mine = await ok<OrgOut>(a, "org");
+      expect(await callOk(a, "whoami")).toMatchObject({ kind: "company" });
+      const mine = await callOk<OrgOut>(a, "org");
       expect(mine.org).toMatchObject({ id: created.org.id, name: "Acme", memberCount: 1 });
       expect(Object.values(mine.can).every(Boolean)).toBe(true);
       orgId = created.org.id;
@@ -61,11 +61,11 @@ for (const mode of MODES) {
     }, TEST_TIMEOUT_MS);
 
     test("50 people invited in one call get 50 mails; 51 are refused and nothing is sent", async () => {
-      await ok(a, "org_invite", { emails: [bob.email], role: "admin" });
-      await ok(a, "org_invite", { emails: [carol.email], role: "manager" });
+      await callOk(a, "org_invite", { emails: [bob.email], role: "admin" });
+      await callOk(a, "org_invite", { emails: [carol.email], role: "manager" });
       const before = await mailCount(hatch);
       const fifty = [dave.email, ...Array.from({ length: 49 }, (_, i) => `guest${i}-${mode}@example.com`)];
-      const invited = await ok<{ invited: { email: string; status: string }[]; skipped: unknown[] }>(a, "org_invite", { emails: fifty, role: "member", message: "Welcome aboard" });
+      const invited = await callOk<{ invited: { email: string; status: string }[]; skipped: unknown[] }>(a, "org_invite", { emails: fifty, role: "member", message: "Welcome aboard" });
       expect(invited.invited).toHaveLength(50);
       expect(invited.skipped).toEqual([]);
       expect(invited.invited.every((i) => i.status === "pending")).toBe(true);
@@ -77,7 +77,7 @@ for (const mode of MODES) {
       const text = await refused(a, "org_invite", { emails: [...fifty.map((e) => `x${e}`), "one-too-many@example.com"] });
       expect(text).toContain("At most 50 people");
       expect(await mailCount(hatch)).toBe(before + 50);
-      const again = await ok<{ invited: unknown[]; skipped: { email: string; reason: string }[] }>(a, "org_invite", { emails: [dave.email] });
+      const again = await callOk<{ invited: unknown[]; skipped: { email: string; reason: string }[] }>(a, "org_invite", { emails: [dave.email] });
       expect(again.invited).toEqual([]);
       expect(again.skipped[0]?.reason).toContain("already invited");
     }, TEST_TIMEOUT_MS);
@@ -86,8 +86,8 @@ for (const mode of MODES) {
       expect(await join(b, "Acme")).toMatchObject({ status: "joined", role: "admin" });
       expect(await join(c, "Acme")).toMatchObject({ status: "joined", role: "manager" });
       expect(await join(d, "Acme")).toMatchObject({ status: "joined", role: "member" });
-      expect(await ok(d, "whoami")).toMatchObject({ kind: "company" });
-      const listing = await ok<{ members: { email: string; role: string }[]; invitations: unknown[] }>(a, "org_members");
+      expect(await callOk(d, "whoami")).toMatchObject({ kind: "company" });
+      const listing = await callOk<{ members: { email: string; role: string }[]; invitations: unknown[] }>(a, "org_members");
       expect(listing.members.map((m) => [m.email, m.role])).toEqual([
         [alice.email, "owner"],
         [bob.email, "admin"],
@@ -95,25 +95,25 @@ for (const mode of MODES) {
         [dave.email, "member"],
       ]);
       expect(listing.invitations).toHaveLength(49);
-      expect((await ok<{ invitations: unknown[] }>(d, "org_members")).invitations).toEqual([]);
+      expect((await callOk<{ invitations: unknown[] }>(d, "org_members")).invitations).toEqual([]);
     }, TEST_TIMEOUT_MS);
 
     test("a member cannot pause apps or read the activity log; a manager pauses (the app answers 503) and unpauses", async () => {
-      const published = await ok<{ address: string; url: string }>(d, "publish", { name: "Acme Site", visibility: "public", files: [{ path: "index.html", content: "<h1>Acme</h1>", encoding: "utf8" }] });
+      const published = await callOk<{ address: string; url: string }>(d, "publish", { name: "Acme Site", visibility: "public", files: [{ path: "index.html", content: "<h1>Acme</h1>", encoding: "utf8" }] });
       site = published.address;
       const address = site;
       expect((await fetch(published.url)).status).toBe(200);
       expect(await refused(d, "org_app_pause", { address, paused: true })).toContain("(forbidden)");
       expect(await refused(d, "org_activity")).toContain("(forbidden)");
-      expect((await ok<{ apps: { address: string }[] }>(d, "org_apps")).apps.map((x) => x.address)).toEqual([address]);
+      expect((await callOk<{ apps: { address: string }[] }>(d, "org_apps")).apps.map((x) => x.address)).toEqual([address]);
 
-      expect(await ok(c, "org_app_pause", { address, paused: true, reason: "spam reports" })).toEqual({ address, paused: true, changed: true });
-      expect(await ok(c, "org_app_pause", { address, paused: true })).toEqual({ address, paused: true, changed: false });
+      expect(await callOk(c, "org_app_pause", { address, paused: true, reason: "spam reports" })).toEqual({ address, paused: true, changed: true });
+      expect(await callOk(c, "org_app_pause", { address, paused: true })).toEqual({ address, paused: true, changed: false });
       const paused = await fetch(published.url);
       expect(paused.status).toBe(503);
       expect(await paused.text()).toContain("paused");
-      expect((await ok<{ apps: { address: string; paused: boolean }[] }>(c, "org_apps", { paused: true })).apps).toMatchObject([{ address, paused: true }]);
-      expect(await ok(b, "org_app_pause", { address, paused: false })).toEqual({ address, paused: false, changed: true });
+      expect((await callOk<{ apps: { address: string; paused: boolean }[] }>(c, "org_apps", { paused: true })).apps).toMatchObject([{ address, paused: true }]);
+      expect(await callOk(b, "org_app_pause", { address, paused: false })).toEqual({ address, paused: false, changed: true });
       expect((await fetch(published.url)).status).toBe(200);
       expect(await refused(c, "org_app_pause", { address: "no-such-app", paused: true })).toContain("(not_found)");
     }, TEST_TIMEOUT_MS);
@@ -124,7 +124,7 @@ for (const mode of MODES) {
       expect(await refused(c, "org_member_update", { email: dave.email, action: "update", role: "admin" })).toContain("cannot make anyone admin");
       expect(await refused(c, "org_member_update", { email: dave.email, action: "update", permissions: ["billing"] })).toContain("billing");
       expect(await refused(c, "org_member_update", { email: alice.email, action: "remove" })).toContain("owner and cannot be removed");
-      const updated = await ok<{ member: { role: string; permissions: string[] } }>(b, "org_member_update", { email: dave.email, action: "update", permissions: ["custom_domains"] });
+      const updated = await callOk<{ member: { role: string; permissions: string[] } }>(b, "org_member_update", { email: dave.email, action: "update", permissions: ["custom_domains"] });
       expect(updated.member).toEqual(expect.objectContaining({ role: "member", permissions: ["publish", "custom_domains"] }));
       expect(await refused(b, "org_invite", { emails: ["x@example.com"], permissions: ["billing", "nonsense"] })).toContain("Invalid arguments");
     }, TEST_TIMEOUT_MS);
@@ -132,45 +132,45 @@ for (const mode of MODES) {
     test("removal shows the apps that will move, asks who receives them, and the removed person loses access at once", async () => {
       const eve = await userWithToken(hatch, { name: "Eve Leaver" });
       const e = await connectClient(hatch, eve.accessToken);
-      await ok(a, "org_invite", { emails: [eve.email] });
+      await callOk(a, "org_invite", { emails: [eve.email] });
       await join(e, "Acme");
       for (const [address, name] of [[`eve-one-${mode}`, "Eve One"], [`eve-two-${mode}`, "Eve Two"]] as const) {
         await seedApp(hatch, { address, name, accountId: orgId, owner: { id: eve.id, email: eve.email, name: eve.name } });
       }
-      expect((await ok<{ apps: unknown[] }>(e, "org_apps")).apps.length).toBeGreaterThan(0);
+      expect((await callOk<{ apps: unknown[] }>(e, "org_apps")).apps.length).toBeGreaterThan(0);
 
-      const declining = await formClient(hatch, alice.accessToken, () => ({ action: "decline" }));
+      const declining = await connectFormClient(hatch, alice.accessToken, () => ({ action: "decline" }));
       expect(textOf(await declining.client.callTool({ name: "org_member_update", arguments: { email: eve.email, action: "remove" } }))).toContain("nothing was changed");
-      expect(await ok(e, "whoami")).toMatchObject({ kind: "company" });
+      expect(await callOk(e, "whoami")).toMatchObject({ kind: "company" });
       await declining.client.close();
 
-      const { client, asked } = await formClient(hatch, alice.accessToken, () => ({ action: "accept", content: { appsRecipient: carol.email } }));
-      const removed = await ok<{ status: string; member: null; appsToMove: { address: string; name: string }[]; appsRecipient: string }>(client, "org_member_update", { email: eve.email, action: "remove" });
+      const { client, asked, schemas } = await connectFormClient(hatch, alice.accessToken, () => ({ action: "accept", content: { appsRecipient: carol.email } }));
+      const removed = await callOk<{ status: string; member: null; appsToMove: { address: string; name: string }[]; appsRecipient: string }>(client, "org_member_update", { email: eve.email, action: "remove" });
       expect(asked).toHaveLength(1);
-      expect(asked[0]!.message).toContain("Eve One");
-      expect(asked[0]!.message).toContain("Eve Two");
-      expect((asked[0]!.schema as { properties: { appsRecipient: { enum: string[] } } }).properties.appsRecipient.enum).toEqual([alice.email, bob.email, carol.email, dave.email]);
+      expect(asked[0]).toContain("Eve One");
+      expect(asked[0]).toContain("Eve Two");
+      expect((schemas[0] as { properties: { appsRecipient: { enum: string[] } } }).properties.appsRecipient.enum).toEqual([alice.email, bob.email, carol.email, dave.email]);
       expect(removed).toEqual({ status: "removed", member: null, appsToMove: [{ address: `eve-one-${mode}`, name: "Eve One" }, { address: `eve-two-${mode}`, name: "Eve Two" }], appsRecipient: carol.email });
       await client.close();
 
-      expect(await ok(e, "whoami")).toMatchObject({ kind: "personal" });
+      expect(await callOk(e, "whoami")).toMatchObject({ kind: "personal" });
       expect(await refused(e, "org_apps")).toContain("not in an organization");
-      const carols = await ok<{ apps: { address: string; owner: { email: string } }[] }>(a, "org_apps", { owner: carol.email });
+      const carols = await callOk<{ apps: { address: string; owner: { email: string } }[] }>(a, "org_apps", { owner: carol.email });
       expect(carols.apps.map((x) => x.address)).toEqual([`eve-one-${mode}`, `eve-two-${mode}`]);
-      expect((await ok<{ members: { email: string }[] }>(a, "org_members")).members.map((m) => m.email)).not.toContain(eve.email);
+      expect((await callOk<{ members: { email: string }[] }>(a, "org_members")).members.map((m) => m.email)).not.toContain(eve.email);
       await e.close();
     }, TEST_TIMEOUT_MS);
 
     test("without form elicitation, removal gives a confirm link where the signed-in manager picks the recipient", async () => {
       const gina = await userWithToken(hatch, { name: "Gina Gone" });
       const g = await connectClient(hatch, gina.accessToken);
-      await ok(a, "org_invite", { emails: [gina.email] });
+      await callOk(a, "org_invite", { emails: [gina.email] });
       await join(g, "Acme");
       await seedApp(hatch, { address: `gina-app-${mode}`, name: "Gina App", accountId: orgId, owner: { id: gina.id, email: gina.email, name: gina.name } });
 
-      const asked = await ok<{ status: string; appsToMove: { address: string }[]; userAction: { kind: string; url: string } }>(a, "org_member_update", { email: gina.email, action: "remove" });
+      const asked = await callOk<{ status: string; appsToMove: { address: string }[]; userAction: { kind: string; url: string } }>(a, "org_member_update", { email: gina.email, action: "remove" });
       expect(asked).toMatchObject({ status: "needs_user", appsToMove: [{ address: `gina-app-${mode}` }], userAction: { kind: "open_link" } });
-      expect(await ok(g, "whoami")).toMatchObject({ kind: "company" });
+      expect(await callOk(g, "whoami")).toMatchObject({ kind: "company" });
 
       const path = new URL(asked.userAction.url).pathname;
       const browser = new Browser((p, init) => fetch(`${hatch.baseUrl}${p}`, { ...init, redirect: "manual" }));
@@ -180,15 +180,15 @@ for (const mode of MODES) {
       const done = await browser.post(path, { csrf: csrfOf(form), action: "confirm", "f.appsRecipient": dave.email });
       expect(done.status).toBe(200);
       expect(await done.text()).toContain(`Removed ${gina.email}`);
-      expect(await ok(g, "whoami")).toMatchObject({ kind: "personal" });
-      expect((await ok<{ apps: { address: string }[] }>(a, "org_apps", { owner: dave.email })).apps.map((x) => x.address)).toContain(`gina-app-${mode}`);
+      expect(await callOk(g, "whoami")).toMatchObject({ kind: "personal" });
+      expect((await callOk<{ apps: { address: string }[] }>(a, "org_apps", { owner: dave.email })).apps.map((x) => x.address)).toContain(`gina-app-${mode}`);
       await g.close();
     }, TEST_TIMEOUT_MS);
 
     test("the activity log: newest first, who, which app, what and through which client; filtered by date, person, app and action", async () => {
       const address = site;
       const all = await eventually(async () => {
-        const log = await ok<Activity>(a, "org_activity");
+        const log = await callOk<Activity>(a, "org_activity");
         return log.entries.filter((x) => x.action === "member.removed").length === 2 && log.entries.filter((x) => x.action === "app.moved").length === 3 ? log : undefined;
       }, "removal and moves in the log");
       const times = all.entries.map((x) => x.date);
@@ -197,33 +197,33 @@ for (const mode of MODES) {
       expect(all.entries.length).toBe(50);
       expect(all.hasMore).toBe(true);
 
-      const paused = await ok<Activity>(a, "org_activity", { action: "app.paused" });
+      const paused = await callOk<Activity>(a, "org_activity", { action: "app.paused" });
       expect(paused.entries).toEqual([
         { date: expect.any(String), person: { email: carol.email, name: "Carol Manager" }, app: address, action: "app.paused", summary: expect.stringContaining("spam reports"), client: { kind: "claude", name: "claude-code" } },
       ]);
-      const byBob = await ok<Activity>(a, "org_activity", { person: bob.email });
+      const byBob = await callOk<Activity>(a, "org_activity", { person: bob.email });
       expect(byBob.entries.map((x) => x.action).sort()).toEqual(["app.unpaused", "member.joined", "member.updated"]);
-      const aboutSite = await ok<Activity>(a, "org_activity", { app: address });
+      const aboutSite = await callOk<Activity>(a, "org_activity", { app: address });
       expect(aboutSite.entries.every((x) => x.app === address)).toBe(true);
       expect(aboutSite.entries.map((x) => x.action).filter((x) => x.endsWith("paused"))).toEqual(["app.unpaused", "app.paused"]);
-      expect((await ok<Activity>(a, "org_activity", { from: dayOffset(1) })).entries).toEqual([]);
-      expect((await ok<Activity>(a, "org_activity", { to: dayOffset(-1) })).entries).toEqual([]);
-      expect((await ok<Activity>(a, "org_activity", { from: today(), to: today(), action: "member.removed" })).entries).toHaveLength(2);
-      const one = await ok<Activity>(a, "org_activity", { action: "invitation.created", limit: 1 });
+      expect((await callOk<Activity>(a, "org_activity", { from: dayOffset(1) })).entries).toEqual([]);
+      expect((await callOk<Activity>(a, "org_activity", { to: dayOffset(-1) })).entries).toEqual([]);
+      expect((await callOk<Activity>(a, "org_activity", { from: today(), to: today(), action: "member.removed" })).entries).toHaveLength(2);
+      const one = await callOk<Activity>(a, "org_activity", { action: "invitation.created", limit: 1 });
       expect(one.entries).toHaveLength(1);
       expect(one.hasMore).toBe(true);
-      expect(await ok<Activity>(c, "org_activity", { action: "org.created" })).toMatchObject({ entries: [{ person: { email: alice.email } }], hasMore: false });
+      expect(await callOk<Activity>(c, "org_activity", { action: "org.created" })).toMatchObject({ entries: [{ person: { email: alice.email } }], hasMore: false });
       expect(await refused(a, "org_activity", { from: today(), to: dayOffset(-1) })).toContain("swap them");
     }, TEST_TIMEOUT_MS);
 
     test("stop orgs, act through the apps service, start orgs again: every entry appears exactly once", async () => {
       const address = site;
       const appsDb = hatch.databases.get("apps")!;
-      await ok(a, "org_apps"); // the gateway now holds Alice's session, so apps calls work while orgs is down
+      await callOk(a, "org_apps"); // the gateway now holds Alice's session, so apps calls work while orgs is down
       await hatch.stopService("orgs");
       expect(await refused(b, "whoami")).toContain("(unavailable)");
       const marker = new Date();
-      for (const paused of [true, false, true, false]) await ok(a, "org_app_pause", { address, paused });
+      for (const paused of [true, false, true, false]) await callOk(a, "org_app_pause", { address, paused });
       const written = await appsDb.select({ id: appsOutbox.id }).from(appsOutbox).where(gte(appsOutbox.createdAt, marker));
       expect(written).toHaveLength(4);
       await hatch.startService("orgs");
@@ -235,7 +235,7 @@ for (const mode of MODES) {
         return rows.length === ids.length ? rows : undefined;
       }, "the four events in the activity log");
       expect(recorded.map((r) => r.id).sort()).toEqual([...ids].sort());
-      const log = await ok<Activity>(a, "org_activity", { app: address });
+      const log = await callOk<Activity>(a, "org_activity", { app: address });
       expect(log.entries.map((x) => x.action).filter((x) => x.endsWith("paused"))).toEqual(["app.unpaused", "app.paused", "app.unpaused", "app.paused", "app.unpaused", "app.paused"]);
       const [total] = await orgsDb.select({ n: count(), distinct: countDistinct(activity.eventId) }).from(activity).where(eq(activity.accountId, orgId));
       expect(total?.n).toBe(total?.distinct);
@@ -244,11 +244,11 @@ for (const mode of MODES) {
     test("another organization's manager can neither see nor pause our apps, nor read our log", async () => {
       const frank = await userWithToken(hatch, { name: "Frank Other" });
       const f = await connectClient(hatch, frank.accessToken);
-      await ok(f, "org_setup", { action: "convert", name: "Other Co" });
-      expect(await ok(f, "whoami")).toMatchObject({ kind: "company" });
-      expect((await ok<{ apps: unknown[] }>(f, "org_apps")).apps).toEqual([]);
+      await callOk(f, "org_setup", { action: "convert", name: "Other Co" });
+      expect(await callOk(f, "whoami")).toMatchObject({ kind: "company" });
+      expect((await callOk<{ apps: unknown[] }>(f, "org_apps")).apps).toEqual([]);
       expect(await refused(f, "org_app_pause", { address: site, paused: true })).toContain("(not_found)");
-      const theirs = await ok<Activity>(f, "org_activity");
+      const theirs = await callOk<Activity>(f, "org_activity");
       expect(theirs.entries.map((x) => x.action)).toEqual(["org.converted"]);
       expect(await refused(f, "org_member_update", { email: dave.email, action: "remove" })).toContain("(not_found)");
       await f.close();
@@ -256,23 +256,23 @@ for (const mode of MODES) {
 
     test("revoked and expired invitations cannot be accepted; the owner transfers ownership and stays an admin", async () => {
       const guest = `guest0-${mode}@example.com`;
-      const revoked = await ok<{ revoked: string[]; skipped: unknown[] }>(c, "org_invite", { action: "revoke", emails: [guest, "never-invited@example.com"] });
+      const revoked = await callOk<{ revoked: string[]; skipped: unknown[] }>(c, "org_invite", { action: "revoke", emails: [guest, "never-invited@example.com"] });
       expect(revoked).toMatchObject({ revoked: [guest], skipped: [{ email: "never-invited@example.com", reason: "no pending invitation" }] });
       const late = await userWithToken(hatch, { name: "Late Guest" });
       const orgsDb = hatch.databases.get("orgs")!;
-      await ok(a, "org_invite", { emails: [late.email] });
+      await callOk(a, "org_invite", { emails: [late.email] });
       await orgsDb.update(invitations).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(invitations.email, late.email));
       const l = await connectClient(hatch, late.accessToken);
-      expect((await ok<OrgOut>(l, "org")).invitationsForMe).toEqual([]);
+      expect((await callOk<OrgOut>(l, "org")).invitationsForMe).toEqual([]);
       const [row] = await orgsDb.select({ id: invitations.id }).from(invitations).where(eq(invitations.email, late.email));
       expect(await refused(l, "org_setup", { action: "accept", invitationId: row!.id })).toContain("expired");
       expect(await refused(d, "org_setup", { action: "accept", invitationId: row!.id })).toContain("no pending invitation");
       await l.close();
 
-      const moved = await ok<{ status: string; member: { email: string; role: string } }>(a, "org_member_update", { email: bob.email, action: "transfer_ownership" });
+      const moved = await callOk<{ status: string; member: { email: string; role: string } }>(a, "org_member_update", { email: bob.email, action: "transfer_ownership" });
       expect(moved).toMatchObject({ status: "transferred", member: { email: bob.email, role: "owner" } });
-      expect(await ok<OrgOut>(a, "org")).toMatchObject({ role: "admin", can: { transferOwnership: false, setCompanyDomain: true } });
-      expect((await ok<OrgOut>(b, "org")).can.transferOwnership).toBe(true);
+      expect(await callOk<OrgOut>(a, "org")).toMatchObject({ role: "admin", can: { transferOwnership: false, setCompanyDomain: true } });
+      expect((await callOk<OrgOut>(b, "org")).can.transferOwnership).toBe(true);
       expect(await refused(a, "org_member_update", { email: bob.email, action: "remove" })).toContain("owner and cannot be removed");
     }, TEST_TIMEOUT_MS);
   });

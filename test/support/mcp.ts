@@ -34,25 +34,31 @@ export function textOf(result: object): string {
   return content.map((c) => c.text ?? "").join("\n");
 }
 
-/** A client that declared form elicitation and answers every question with `reply`; `asked` records the messages. */
+/**
+ * A client that declared form elicitation and answers every question with `reply`; `asked` records the
+ * messages and `schemas` the forms, in the order the gateway showed them.
+ */
 export async function connectFormClient(
   hatch: TestHatch,
   accessToken: string,
   reply: (message: string, schema: unknown) => ElicitResult,
-): Promise<{ client: Client; asked: string[] }> {
+): Promise<{ client: Client; asked: string[]; schemas: unknown[] }> {
   const asked: string[] = [];
+  const schemas: unknown[] = [];
   const client = new Client({ name: "claude-code", version: "2.0.0" }, { capabilities: { elicitation: {} } });
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const schema = "requestedSchema" in request.params ? request.params.requestedSchema : undefined;
     asked.push(request.params.message);
-    return reply(request.params.message, "requestedSchema" in request.params ? request.params.requestedSchema : undefined);
+    schemas.push(schema);
+    return reply(request.params.message, schema);
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
-  return { client, asked };
+  return { client, asked, schemas };
 }
 
 /** Calls a tool and returns its structured result; fails the test with the tool's text when it is an error. */
-export async function callOk(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function callOk<T = Record<string, unknown>>(client: Client, name: string, args: Record<string, unknown> = {}): Promise<T> {
   const result = await client.callTool({ name, arguments: args });
   if (result.isError) throw new Error(`${name} failed: ${textOf(result)}`);
-  return result.structuredContent as Record<string, unknown>;
+  return result.structuredContent as T;
 }

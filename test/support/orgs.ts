@@ -1,39 +1,17 @@
 import { expect } from "bun:test";
 import { callRpc, MailOutboxSchema, randomId } from "@hatch/shared";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { count, desc, eq } from "drizzle-orm";
 import { addresses, appsTable } from "../../services/apps/src/db/schema.ts";
 import { mails } from "../../services/orgs/src/db/schema.ts";
 import type { TestHatch } from "./hatch.ts";
 import { textOf } from "./mcp.ts";
 
-/** Calls a tool and returns its structured result, failing the test (with the tool's text) on an error result. */
-export async function ok<T = Record<string, unknown>>(client: Client, name: string, args: Record<string, unknown> = {}): Promise<T> {
-  const result = await client.callTool({ name, arguments: args });
-  if (result.isError) throw new Error(`${name} failed: ${textOf(result)}`);
-  return result.structuredContent as T;
-}
-
 /** Calls a tool that must fail; returns its text (which ends with the error code in parentheses). */
 export async function refused(client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> {
   const result = await client.callTool({ name, arguments: args });
   expect(result.isError).toBe(true);
   return textOf(result);
-}
-
-/** A client that declared form elicitation; `reply` answers each question the gateway shows. */
-export async function formClient(hatch: TestHatch, accessToken: string, reply: (message: string, schema: unknown) => ElicitResult) {
-  const asked: { message: string; schema: unknown }[] = [];
-  const client = new Client({ name: "claude-code", version: "2" }, { capabilities: { elicitation: {} } });
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    const schema = "requestedSchema" in request.params ? request.params.requestedSchema : undefined;
-    asked.push({ message: request.params.message, schema });
-    return reply(request.params.message, schema);
-  });
-  await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
-  return { client, asked };
 }
 
 /** An app row straight in the apps schema (publishing is another issue's; these tests need apps to exist). */

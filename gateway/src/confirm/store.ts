@@ -26,16 +26,9 @@ export interface PendingConfirmation {
   decidedAt: Date | null;
 }
 
-export interface NewConfirmation {
-  userId: string;
-  grantId: string;
-  client: { kind: ClientKind; name: string };
-  service: string;
-  tool: string;
-  input: unknown;
+export type NewConfirmation = Pick<PendingConfirmation, "userId" | "grantId" | "client" | "service" | "tool" | "input" | "expiresAt"> & {
   question: Question;
-  expiresAt: Date;
-}
+};
 
 /** Stores a question and returns its id: 24 random bytes, the only secret part of the link. */
 export async function insertConfirmation(db: Database, entry: NewConfirmation): Promise<string> {

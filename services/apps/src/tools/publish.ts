@@ -129,15 +129,11 @@ async function missingBlobs(app: AppsContext, ctx: CallContext, entries: readonl
   return [...bySha.values()];
 }
 
+/** The bytes of service.json already in the store (the caller has had them). */
 async function requireStored(app: AppsContext, sha256: string): Promise<Uint8Array> {
-  const bytes = await storedBytes(app, sha256);
-  if (!bytes) throw new ToolError("conflict", "service.json was not found in storage. Call publish again; it will ask for the file.");
-  return bytes;
-}
-
-async function storedBytes(app: AppsContext, sha256: string): Promise<Uint8Array | null> {
   const blob = await app.blobs.get(sha256);
-  return blob ? new Uint8Array(await blob.arrayBuffer()) : null;
+  if (!blob) throw new ToolError("conflict", "service.json was not found in storage. Call publish again; it will ask for the file.");
+  return new Uint8Array(await blob.arrayBuffer());
 }
 
 function stringAnswer(value: unknown): string | undefined {
