@@ -50,6 +50,7 @@ export type { RpcCallOptions, RpcReply } from "./rpc.ts";
 export { bindRpc, bindTool, startService } from "./service.ts";
 export type { RpcBinding, RpcCall, RunningService, ServiceOptions, ToolBinding, ToolCall, ToolHandler, ToolOutcome } from "./service.ts";
 export { describeIssues } from "./validation.ts";
+export { CONTROL_CHARS_MESSAGE, hasControlChars, plainText, stripControlChars, textBlock } from "./text.ts";
 export { rpcMethods, subjects } from "./subjects.ts";
 export { signViewerTicket, verifyViewerTicket, VIEWER_TICKET_TTL_SECONDS, ViewerOriginInputSchema, ViewerOriginSchema } from "./viewer-ticket.ts";
 export type { ViewerIdentity, ViewerOrigin, ViewerTicketCheck, ViewerTicketClaims } from "./viewer-ticket.ts";
