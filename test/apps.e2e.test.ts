@@ -110,7 +110,7 @@ for (const mode of MODES) {
         ["assets/logo.bin", new Uint8Array(Array.from({ length: 4096 }, (_, i) => i % 256))],
       ]);
       const manifest = [...files].map(([path, bytes]) => ({ path, sha256: sha256(bytes), size: bytes.byteLength }));
-      const first = await callOk(alice, "publish", { name: "Big App", visibility: "public", manifest });
+      const first = await callOk(alice, "publish", { name: "Big App", visibility: "private", manifest });
       expect(first.status).toBe("needs_upload");
       const uploads = first.uploads as { path: string; url: string; method: string }[];
       expect(uploads.map((u) => u.path).sort()).toEqual([...files.keys()].sort());
@@ -125,7 +125,7 @@ for (const mode of MODES) {
       const replay = await fetch(uploads[0]!.url, { method: "PUT", body: new Blob([files.get(uploads[0]!.path)!]) });
       expect(replay.status).toBe(404);
 
-      const done = await callOk(alice, "publish", { name: "Big App", visibility: "public", manifest });
+      const done = await callOk(alice, "publish", { name: "Big App", visibility: "private", manifest });
       expect(done).toMatchObject({ status: "published", address: "big-app", version: 1 });
 
       // Republish with one changed file: only that file is asked for.

@@ -98,8 +98,25 @@ for (const mode of MODES) {
       expect((await callOk<{ invitations: unknown[] }>(d, "org_members")).invitations).toEqual([]);
     }, TEST_TIMEOUT_MS);
 
+    test("a member without share_public cannot create a public app by publishing; nothing is created", async () => {
+      const files = [{ path: "index.html", content: "<h1>Acme</h1>", encoding: "utf8" }];
+      const text = await refused(d, "publish", { name: "Acme Site", visibility: "public", files });
+      expect(text).toContain("does not allow making apps public");
+      expect(text).toContain("(forbidden)");
+      expect((await callOk<{ apps: unknown[] }>(d, "list_tools")).apps).toEqual([]);
+      // Same refusal when the manifest needs uploads: before any upload is asked for.
+      const manifest = [{ path: "index.html", sha256: new Bun.CryptoHasher("sha256").update("<h1>new</h1>").digest("hex"), size: 12 }];
+      expect(await refused(d, "publish", { name: "Acme Site", visibility: "public", manifest })).toContain("(forbidden)");
+      // With the permission, the member may; the next test publishes that way.
+      await callOk(a, "org_member_update", { email: dave.email, action: "update", permissions: ["share_public"] });
+    }, TEST_TIMEOUT_MS);
+
     test("a member cannot pause apps or read the activity log; a manager pauses (the app answers 503) and unpauses", async () => {
-      const published = await callOk<{ address: string; url: string }>(d, "publish", { name: "Acme Site", visibility: "public", files: [{ path: "index.html", content: "<h1>Acme</h1>", encoding: "utf8" }] });
+      // Publishing an app as public still asks the user themselves (here: a form they confirm).
+      const member = await connectFormClient(hatch, dave.accessToken, () => ({ action: "accept", content: { confirm: true } }));
+      const published = await callOk<{ address: string; url: string }>(member.client, "publish", { name: "Acme Site", visibility: "public", files: [{ path: "index.html", content: "<h1>Acme</h1>", encoding: "utf8" }] });
+      expect(member.asked).toEqual([expect.stringContaining('Make the new app "Acme Site" public?')]);
+      await member.client.close();
       site = published.address;
       const address = site;
       expect((await fetch(published.url)).status).toBe(200);

@@ -55,8 +55,9 @@ with the \`publish\` tool. Each app gets its own address and origin, e.g. \`http
 | \`people\` | the owner and the people added by email with \`share\` |
 | \`public\` | anyone with the link |
 
-Viewers of a non-public app sign in to Hatch in the browser and come back to the app. Making an app public
-asks the user to confirm. \`aiDiscoverable\` can be on only for public apps.
+Viewers of a non-public app sign in to Hatch in the browser and come back to the app. Making an app public,
+or creating one as public with \`publish\`, asks the user to confirm (in a company it also needs the
+\`share_public\` permission). \`aiDiscoverable\` can be on only for public apps.
 
 ## Limits
 

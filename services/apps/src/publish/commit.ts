@@ -1,7 +1,7 @@
-import { randomId, ToolError, type CallContext, type Database, type ServiceJson, type Visibility } from "@hatch/shared";
+import { consumeConfirm, randomId, ToolError, type CallContext, type ConfirmClaims, type Database, type ServiceJson, type Visibility } from "@hatch/shared";
 import { eq, inArray } from "drizzle-orm";
 import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
-import { addresses, appsTable, blobs, versionFiles, versions } from "../db/schema.ts";
+import { addresses, appsTable, blobs, confirmUses, versionFiles, versions } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
 import type { FolderEntry } from "./folder.ts";
 
@@ -21,8 +21,17 @@ export interface CommittedVersion {
  * Creates the version (and the app, when new) and makes it current, in one transaction. Every blob must
  * already be stored; they are locked so a concurrent delete cannot drop one this version points at.
  */
-export async function commitVersion(db: Database, ctx: CallContext, target: VersionTarget, entries: readonly FolderEntry[], config: ServiceJson): Promise<CommittedVersion> {
+export async function commitVersion(
+  db: Database,
+  ctx: CallContext,
+  target: VersionTarget,
+  entries: readonly FolderEntry[],
+  config: ServiceJson,
+  confirmation?: ConfirmClaims,
+): Promise<CommittedVersion> {
   return db.transaction(async (tx) => {
+    // The user's answer (e.g. to making a new app public) is spent with the change, so it cannot be replayed.
+    if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
     await lockBlobs(tx, entries);
     const { app, created } = target.kind === "new" ? { app: await createApp(tx, ctx, target), created: true } : { app: await lockForPublish(tx, ctx, target), created: false };
     const version = app.lastVersion + 1;

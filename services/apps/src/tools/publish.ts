@@ -1,6 +1,6 @@
-import { bindTool, buildQuestion, publish, ToolError, VISIBILITIES, type CallContext, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
+import { bindTool, buildQuestion, publish, ToolError, VISIBILITIES, type CallContext, type ConfirmClaims, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
-import { accountOf, appUrl, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
+import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, blobs, uploads, versionFiles } from "../db/schema.ts";
 import { commitVersion, type VersionTarget } from "../publish/commit.ts";
@@ -8,6 +8,7 @@ import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVIC
 import { decodeInline } from "../publish/inline.ts";
 import { issueUploads } from "../publish/uploads.ts";
 import { announceAppChanged } from "../host/announce.ts";
+import { gateMakePublic } from "../public-gate.ts";
 
 type Outcome = ToolOutcome<PublishOutput>;
 
@@ -38,15 +39,26 @@ export function publishTool(app: AppsContext) {
 
     const target = input.address ? ({ kind: "existing", address: input.address, expectedVersion: input.expectedVersion } as const) : newAppTarget(app, call);
     if ("ask" in target) return target;
+    const goesPublic = target.kind === "new" && target.visibility === "public";
+    // Refused before any upload is asked for; the user's own confirmation comes once the files are all here.
+    if (goesPublic) checkMayMakePublic(ctx);
 
     if (!folder && missing.length > 0) return needsUpload(app, ctx, missing, input);
+    if (goesPublic) {
+      const chosenByUser = input.visibility === undefined && call.answer?.visibility === "public";
+      const gate = gateMakePublic(app, { ...call, tool: "publish", subject: `the new app "${target.name}"`, data: {}, chosenByUser });
+      if ("ask" in gate) return gate;
+      if ("declined" in gate) {
+        throw new ToolError("forbidden", `The user did not confirm making "${target.name}" public, so nothing was published. Publish it as private, org or people, or ask the user and call again.`);
+      }
+    }
     // Unreachable in practice: service.json's content is pending only while it is missing.
     if (!config) throw new ToolError("conflict", "service.json has not been uploaded yet. Call publish again with the same manifest.");
     if (folder) {
       for (const [sha256, bytes] of folder.bytes) await app.blobs.put(sha256, bytes);
       await app.db.insert(blobs).values([...folder.bytes].map(([sha256, bytes]) => ({ sha256, size: bytes.byteLength }))).onConflictDoNothing();
     }
-    return finish(app, ctx, target, entries, config);
+    return finish(app, ctx, target, entries, config, call.confirmation);
   });
 }
 
@@ -77,8 +89,15 @@ function newAppTarget(app: AppsContext, call: ToolCall<PublishInput>): VersionTa
   return { ask: question };
 }
 
-async function finish(app: AppsContext, ctx: CallContext, target: VersionTarget, entries: readonly FolderEntry[], config: ReturnType<typeof parseServiceJson>): Promise<Outcome> {
-  const done = await commitVersion(app.db, ctx, target, entries, config);
+async function finish(
+  app: AppsContext,
+  ctx: CallContext,
+  target: VersionTarget,
+  entries: readonly FolderEntry[],
+  config: ReturnType<typeof parseServiceJson>,
+  confirmation: ConfirmClaims | undefined,
+): Promise<Outcome> {
+  const done = await commitVersion(app.db, ctx, target, entries, config, confirmation);
   announceAppChanged(app, done.app.address);
   const url = appUrl(app.config, done.app.address);
   const what = done.created ? `Created the app "${done.app.name}"` : `Published version ${done.version} of ${done.app.address}`;

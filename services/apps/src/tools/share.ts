@@ -1,10 +1,11 @@
-import { bindTool, buildQuestion, consumeConfirm, share, ToolError, type CallContext, type ShareInput, type ShareOutput, type ToolOutcome } from "@hatch/shared";
+import { bindTool, consumeConfirm, share, ToolError, type ShareOutput, type ToolOutcome } from "@hatch/shared";
 import { and, eq, inArray } from "drizzle-orm";
-import { appUrl, checkMayMakePublic, requireOwnedApp, type AppRow } from "../apps-repo.ts";
+import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { appPeople, appsTable, confirmUses } from "../db/schema.ts";
+import { gateMakePublic } from "../public-gate.ts";
 
 /** share: visibility, people by email, aiDiscoverable. Making an app public needs the user's own confirmation. */
 export function shareTool(app: AppsContext) {
@@ -19,9 +20,10 @@ export function shareTool(app: AppsContext) {
     if (overlap.length > 0) throw new ToolError("invalid_input", `${overlap.join(", ")} is both added and removed. Nothing was changed.`);
     const goesPublic = visibility === "public" && current.visibility !== "public";
     if (goesPublic) {
-      checkMayMakePublic(ctx);
-      if (!confirmation) return { ask: askPublic(app, ctx, input, current) };
-      if (answer?.confirm !== true) return { text: "The user did not confirm, so nothing was changed.", data: { status: "updated", address: current.address, visibility: current.visibility } };
+      const subject = `"${current.name}" (${appUrl(app.config, current.address)})`;
+      const gate = gateMakePublic(app, { ctx, tool: "share", input, answer, confirmation, subject, data: { address: current.address } });
+      if ("ask" in gate) return gate;
+      if ("declined" in gate) return { text: "The user did not confirm, so nothing was changed.", data: { status: "updated", address: current.address, visibility: current.visibility } };
     }
     const people = await app.db.transaction(async (tx) => {
       if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
@@ -49,20 +51,6 @@ export function shareTool(app: AppsContext) {
       data: { status: "updated", address: current.address, url, visibility, people, aiDiscoverable },
     };
   });
-}
-
-function askPublic(app: AppsContext, ctx: CallContext, input: ShareInput, current: AppRow) {
-  return buildQuestion(
-    app.keys.confirm,
-    { sub: ctx.sub, tool: "share", input },
-    {
-      message: `Make "${current.name}" (${appUrl(app.config, current.address)}) public? Anyone with the link will be able to open it.`,
-      properties: { confirm: { type: "boolean", title: "Yes, make it public" } },
-      required: ["confirm"],
-      fallback: "link",
-      data: { address: current.address },
-    },
-  );
 }
 
 function summary(address: string, url: string, visibility: string, people: string[], aiDiscoverable: boolean): string {
