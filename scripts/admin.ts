@@ -7,7 +7,7 @@ import { AuthInputError, createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig } fro
 import { CommonEnvSchema, createLogger, loadConfig, openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { dataDirSecret, devHolder } from "./data-dir.ts";
+import { dataDirSecret, lockDataDir } from "./data-dir.ts";
 
 const USAGE = `Usage:
   bun run admin user:create --email E --password P --name N
@@ -36,8 +36,9 @@ if (!values.email) fail(`--email is required.\n${USAGE}`);
 
 const env = loadConfig(CommonEnvSchema, process.env);
 const dataDir = resolve(env.DATA_DIR);
-if (!env.DATABASE_URL && devHolder(dataDir)) {
-  fail(`\`bun run dev\` is running on ${dataDir}; stop it first (the embedded database allows one process at a time).`);
+const lock = env.DATABASE_URL ? null : lockDataDir(dataDir, "bun run admin");
+if (lock && !lock.ok) {
+  fail(`${dataDir} is in use by ${lock.holder}; stop it first (the embedded database allows one process at a time).`);
 }
 const config = loadGatewayConfig(process.env, env.HATCH_SECRET ?? dataDirSecret(dataDir));
 const pglite = env.DATABASE_URL ? undefined : await openEmbeddedPostgres(join(dataDir, "pg"));

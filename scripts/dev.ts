@@ -2,10 +2,10 @@
 // the in-process bus and PGlite under DATA_DIR. Set either to use the real server instead.
 import { loadGatewayConfig } from "@hatch/gateway";
 import { CommonEnvSchema, ConfigError, createLogger, loadConfig } from "@hatch/shared";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";
-import { dataDirSecret, devHolder } from "./data-dir.ts";
+import { dataDirSecret, lockDataDir } from "./data-dir.ts";
 
 const started = performance.now();
 let env;
@@ -21,13 +21,13 @@ try {
   process.stderr.write(`${error.message}\n`);
   process.exit(2);
 }
-const lockFile = join(dataDir, "dev.pid");
-const holder = env.DATABASE_URL ? null : devHolder(dataDir);
-if (holder) {
-  process.stderr.write(`Another \`bun run dev\` (pid ${holder}) is using ${dataDir}. Stop it, or set DATA_DIR to another folder.\n`);
+// The embedded database allows one process at a time: hold the data dir's lock for as long as we run.
+const lock = env.DATABASE_URL ? null : lockDataDir(dataDir, "bun run dev");
+if (lock && !lock.ok) {
+  process.stderr.write(`${dataDir} is in use by ${lock.holder}. Stop it, or set DATA_DIR to another folder.\n`);
   process.exit(1);
 }
-writeFileSync(lockFile, String(process.pid));
+const releaseLock = () => (lock?.ok ? lock.release() : undefined);
 
 const logger = createLogger({ level: env.LOG_LEVEL });
 // Every gateway setting read from the environment (TTLs, hosts, limits) reaches the embedded gateway too.
@@ -52,7 +52,7 @@ const hatch = await startHatch({
         ? `${error.message}\n`
         : `Hatch could not start: ${error instanceof Error ? error.message : String(error)}\n`,
   );
-  rmSync(lockFile, { force: true });
+  releaseLock();
   process.exit(1);
 });
 let server;
@@ -62,7 +62,7 @@ try {
   const inUse = (error as { code?: string }).code === "EADDRINUSE";
   process.stderr.write(inUse ? `Port ${config.port} is already in use. Stop what uses it, or start with PORT=<another port>.\n` : `Could not listen: ${String(error)}\n`);
   await hatch.close();
-  rmSync(lockFile, { force: true });
+  releaseLock();
   process.exit(1);
 }
 const readyMs = Math.round(performance.now() - started);
@@ -90,7 +90,7 @@ const stop = async () => {
   stopping = true;
   await server.stop();
   await hatch.close();
-  rmSync(lockFile, { force: true });
+  releaseLock();
   process.exit(0);
 };
 process.once("SIGINT", () => void stop());
