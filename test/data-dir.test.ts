@@ -28,7 +28,7 @@ async function waitFor(child: Bun.Subprocess<"ignore", "pipe", "pipe">, marker: 
 }
 
 function devEnv(dataDir: string): Record<string, string> {
-  const env = { ...(process.env as Record<string, string>), DATA_DIR: dataDir, PORT: String(freePort()), APP_PORT: String(freePort()), LOG_LEVEL: "warn" };
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), DATA_DIR: dataDir, PORT: String(freePort()), APP_PORT: String(freePort()), LOG_LEVEL: "warn" };
   delete env.DATABASE_URL;
   delete env.NATS_URL;
   delete env.HATCH_SECRET;
