@@ -58,8 +58,9 @@ export async function mailCount(hatch: TestHatch): Promise<number> {
 /** The accept link in the newest invitation mail to `email` (read from the orgs mail table). */
 export async function invitationLink(hatch: TestHatch, email: string): Promise<string> {
   const db = hatch.databases.get("orgs")!;
-  const [mail] = await db.select().from(mails).where(eq(mails.to, email.toLowerCase())).orderBy(desc(mails.createdAt)).limit(1);
-  const link = mail?.body?.match(/https?:\/\/\S+\/invite\/[A-Za-z0-9_-]+/)?.[0];
+  // Newest first; a verification mail to the same address may be newer than the invitation.
+  const all = await db.select().from(mails).where(eq(mails.to, email.toLowerCase())).orderBy(desc(mails.createdAt));
+  const link = all.map((m) => m.body?.match(/https?:\/\/\S+\/invite\/[A-Za-z0-9_-]+/)?.[0]).find(Boolean);
   if (!link) throw new Error(`no invitation mail to ${email}`);
   return link;
 }
