@@ -34,10 +34,10 @@ export async function seedApp(hatch: TestHatch, app: { address: string; name: st
   return id;
 }
 
-/** Every mail orgs kept for the dev outbox (to anyone), newest first, read from its table. */
+/** The latest 50 mails orgs kept for the dev outbox (to anyone), newest first, read from its table. */
 export async function outboxMails(hatch: TestHatch) {
   const db = hatch.databases.get("orgs")!;
-  return db.select().from(mails).where(eq(mails.status, "outbox")).orderBy(desc(mails.createdAt));
+  return db.select().from(mails).where(eq(mails.status, "outbox")).orderBy(desc(mails.createdAt), desc(mails.id)).limit(50);
 }
 
 /** The verification link in the newest verification mail to `email` (read from the orgs mail table). */
