@@ -156,6 +156,7 @@ for (const mode of MODES) {
       expect((await outboxMails(hatch)).filter((m) => m.to === ivy)).toEqual([]);
 
       const resend = () => jar.post(`${hatch.baseUrl}/verify-email/resend`, { csrf: csrfOf(status), next: "/dashboard/tokens" });
+      expect((await jar.post(`${hatch.baseUrl}/verify-email/resend`, { next: "/" })).status).toBe(403);
       for (let i = 0; i < 5; i++) {
         const sent = await resend();
         expect(sent.status).toBe(200);
