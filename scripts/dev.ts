@@ -41,7 +41,8 @@ const hatch = await startHatch({
   pgliteDir: join(dataDir, "pg"),
   natsUrl: env.NATS_URL,
   busPrefix: env.BUS_PREFIX,
-  gatewayConfig: fromEnv,
+  // The dev outbox page (mail kept when no SMTP server is set) is for this command only, never `bun run start`.
+  gatewayConfig: { ...fromEnv, devPages: true },
 }).catch((error: unknown) => {
   // The services start first: the app host's port (APP_PORT) or a service setting can stop them.
   const inUse = (error as { code?: string }).code === "EADDRINUSE";

@@ -57,6 +57,8 @@ export interface Hatch {
   services: Map<ServiceName, RunningService>;
   /** Each service's database handle (tests look at and seed what a service stores). */
   databases: Map<ServiceName, Database>;
+  /** The gateway's database handle (tests look at users and sessions). */
+  gatewayDb: Database;
   /** Stops one service (tests of "a service that is down"). */
   stopService(name: ServiceName): Promise<void>;
   /** Starts a stopped service again, on the same database and bus. */
@@ -94,10 +96,11 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     databases.set(name, await open(name, SERVICES[name].migrations));
     await start(name);
   }
+  const gatewayDb = await open("gateway", GATEWAY_MIGRATIONS);
   const gateway = createGateway({
     config,
     bus,
-    db: await open("gateway", GATEWAY_MIGRATIONS),
+    db: gatewayDb,
     logger: options.logger.child({ service: "gateway" }),
     fetchClientMetadata: options.fetchClientMetadata,
   });
@@ -108,6 +111,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     bus,
     services,
     databases,
+    gatewayDb,
     async stopService(name) {
       await services.get(name)?.stop();
       services.delete(name);

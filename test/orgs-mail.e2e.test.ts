@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { mails } from "../services/orgs/src/db/schema.ts";
+import { csrfOf, HostCookieJar } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { decodeHeader, parseMail, startFakeSmtp, type FakeSmtp } from "./support/fake-smtp.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -19,7 +20,11 @@ for (const mode of MODES) {
 
     beforeAll(async () => {
       smtp = await startFakeSmtp({ credentials: { user: "hatch", password: "mail secret" }, refuse: (to) => to.startsWith("bounce") });
-      hatch = await startTestHatch(mode, { serviceEnv: { SMTP_URL: smtp.url, MAIL_FROM: "Hatch Test <hatch@example.com>" }, logWrite: (line) => logs.push(line) });
+      hatch = await startTestHatch(mode, {
+        serviceEnv: { SMTP_URL: smtp.url, MAIL_FROM: "Hatch Test <hatch@example.com>" },
+        gatewayConfig: { devPages: true },
+        logWrite: (line) => logs.push(line),
+      });
     }, 60_000);
     afterAll(async () => {
       await hatch?.stop();
@@ -54,7 +59,10 @@ for (const mode of MODES) {
       // Neither the SMTP password nor an invitation token reaches a log line.
       const tokens = smtp.received.map((r) => parseMail(r.data).body.match(/\/invite\/([A-Za-z0-9_-]+)/)?.[1] ?? "missing");
       for (const secret of ["mail secret", ...tokens]) expect(logs.some((l) => l.includes(secret))).toBe(false);
-      const outbox = await fetch(`${hatch.baseUrl}/dev/outbox`);
+      const jar = new HostCookieJar();
+      const signIn = await jar.fetch(`${hatch.baseUrl}/signin`);
+      await jar.post(`${hatch.baseUrl}/signin`, { csrf: csrfOf(await signIn.text()), email: owner.email, password: "correct horse battery", next: "/" });
+      const outbox = await jar.fetch(`${hatch.baseUrl}/dev/outbox`);
       expect(await outbox.text()).toContain("sent by SMTP");
       await client.close();
     }, TEST_TIMEOUT_MS);

@@ -3,6 +3,7 @@ import { type Browser } from "playwright-core";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
+import { invitationLink } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
@@ -17,7 +18,7 @@ for (const mode of MODES) {
     let browser: Browser;
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode);
+      hatch = await startTestHatch(mode, { gatewayConfig: { devPages: true } });
       browser = await launchChromium();
     }, 60_000);
     afterAll(async () => {
@@ -33,10 +34,10 @@ for (const mode of MODES) {
       await callOk(client, "org_invite", { emails: [newcomer], role: "manager", message: "See you inside" });
 
       const page = await browser.newPage();
+      // Nobody is signed in yet, so the dev outbox shows nothing: the link comes from the mail itself.
       await page.goto(`${hatch.baseUrl}/dev/outbox`);
-      const mail = page.locator("article", { hasText: newcomer });
-      expect(await mail.innerText()).toContain("Olivia Owner invited you to Browser Co");
-      await Promise.all([page.waitForNavigation(), mail.getByRole("link").click()]);
+      expect(new URL(page.url()).pathname).toBe("/signin");
+      await page.goto(await invitationLink(hatch, newcomer));
       const invitePath = new URL(page.url()).pathname;
       expect(invitePath).toMatch(/^\/invite\/[A-Za-z0-9_-]+$/);
       expect(await page.locator("main").innerText()).toContain(`Olivia Owner (${owner.email}) invited ${newcomer}`);
@@ -51,6 +52,15 @@ for (const mode of MODES) {
 
       await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Join Browser Co" }).click()]);
       expect(await page.locator("h1").innerText()).toBe("You joined Browser Co");
+
+      // Signed in now, the dev outbox shows the newcomer's own mail: the invitation they used and the sign-up's
+      // verification mail. Using the invitation link sent to their own address already verified it.
+      await page.goto(`${hatch.baseUrl}/dev/outbox`);
+      const mail = page.locator("article", { hasText: "Olivia Owner invited you to Browser Co" });
+      expect(await mail.innerText()).toContain(`To ${newcomer}`);
+      expect(await page.locator("article", { hasText: "Verify your email for Hatch" }).count()).toBe(1);
+      await page.goto(`${hatch.baseUrl}/`);
+      expect(await page.locator("main").innerText()).not.toContain("not verified");
 
       const token = await hatch.gateway.auth.issueTokenForScript({ email: newcomer });
       const nina = await connectClient(hatch, token.accessToken);

@@ -1,4 +1,18 @@
-import { decodeJson, deriveKey, encodeJson, subjects, type Bus, type BusSubscription, type Database, type Logger } from "@hatch/shared";
+import {
+  callRpc,
+  decodeJson,
+  deriveKey,
+  encodeJson,
+  randomId,
+  rpcMethods,
+  signContext,
+  subjects,
+  VerificationMailSentSchema,
+  type Bus,
+  type BusSubscription,
+  type Database,
+  type Logger,
+} from "@hatch/shared";
 import { Elysia, type AnyElysia } from "elysia";
 import { createAuth, type Auth } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -54,10 +68,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     onUserCreated: async (user) => {
       await accounts
         .resolve(
-          { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "read", client: { kind: "other", name: "signup", elicitation: { form: false, url: false } }, grant: "signup", rid: "signup" },
+          { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "read", client: { kind: "other", name: "signup", elicitation: { form: false, url: false } }, grant: "signup", rid: "signup" },
           { requestId: `signup-${user.id}`, traceparent: "" },
         )
         .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
+    },
+    sendVerificationMail: async (user, token) => {
+      const ctx = signContext(
+        { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
+        contextKey,
+      );
+      return (await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })).delivery;
     },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
   });
@@ -88,7 +109,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(auth.routes)
     .use(confirmations.routes)
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
-    .use(outboxPage({ bus, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
+    .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
       set.status = report.status === "ok" ? 200 : 503;

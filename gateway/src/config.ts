@@ -19,7 +19,10 @@ export interface GatewayConfig {
   maxBodyBytes: number;
   /** Cookies get `Secure` when the base URL is https. */
   secureCookies: boolean;
-  /** Serves the developer pages (`/dev/outbox`); off when NODE_ENV is production. */
+  /**
+   * Serves the developer pages (`/dev/outbox`: a signed-in user's own kept mail). Off unless turned on in code:
+   * only `bun run dev` does (scripts/dev.ts); no environment variable turns it on for `bun run start`.
+   */
   devPages: boolean;
 }
 
@@ -57,7 +60,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? (loopback && base.protocol === "http:"),
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
-    devPages: overrides.devPages ?? true,
+    devPages: overrides.devPages ?? false,
   };
 }
 
@@ -75,6 +78,5 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     allowedHosts: parsed.ALLOWED_HOSTS?.split(",").map((h) => h.trim()).filter(Boolean),
     allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
     maxBodyBytes: parsed.MAX_BODY_BYTES,
-    devPages: parsed.NODE_ENV !== "production",
   });
 }

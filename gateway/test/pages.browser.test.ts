@@ -25,7 +25,13 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     const port = freePort();
     base = `http://127.0.0.1:${port}`;
     database = await openTestDatabase();
-    auth = createAuth({ config: gatewayConfig({ secret: "x".repeat(40), port, baseUrl: base }), db: database.db, logger: createLogger({ level: "silent" }) });
+    auth = createAuth({
+      config: gatewayConfig({ secret: "x".repeat(40), port, baseUrl: base }),
+      db: database.db,
+      logger: createLogger({ level: "silent" }),
+      // Stands in for orgs' mailer: the verification mail is "sent" (these tests do not open it).
+      sendVerificationMail: async () => "outbox",
+    });
     const app = new Elysia().use(auth.routes);
     gateway = Bun.serve({ port, hostname: "127.0.0.1", fetch: (request) => app.handle(request) });
     // Stands in for the AI client's local callback listener.

@@ -12,6 +12,11 @@ export const CallContextSchema = z.object({
   /** The user id (gateway's users table). */
   sub: z.string(),
   email: z.string(),
+  /**
+   * The user opened the verification link mailed to `email` (or proved the address otherwise). Missing means
+   * false: nothing bound to the email (invitations by id, apps shared with it) may match until it is true.
+   */
+  emailVerified: z.boolean().optional(),
   name: z.string(),
   /** The account the user acts as, once orgs has resolved it. */
   account: z.string().optional(),

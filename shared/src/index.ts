@@ -36,8 +36,10 @@ export {
   OwnedAppsListInputSchema,
   OwnedAppsMoveInputSchema,
   OwnedAppsSchema,
+  VerificationMailInputSchema,
+  VerificationMailSentSchema,
 } from "./internal-rpc.ts";
-export type { InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps } from "./internal-rpc.ts";
+export type { InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, VerificationMailSent } from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";

@@ -23,8 +23,10 @@ export const rpcMethods = {
     previewInvitation: "invitation.preview",
     /** The signed-in user accepts an invitation by its link's token. */
     acceptInvitation: "invitation.accept",
-    /** The mails kept in the dev outbox (answered only when no SMTP server is configured). */
+    /** The mails kept in the dev outbox addressed to the caller's email (signed ctx; only without SMTP). */
     mailOutbox: "mail.outbox",
+    /** Mails the caller (signed ctx) the link that verifies their email; the gateway made the token. */
+    sendVerificationMail: "mail.verify-email",
   },
   apps: {
     /** The apps one person owns in an account (org_member_update shows them before a removal). */

@@ -5,11 +5,14 @@ import type { TestHatch } from "./hatch.ts";
 
 let users = 0;
 
-/** A signed-up user with a script token (the admin path), for tests that are not about sign-in itself. */
-export async function userWithToken(hatch: TestHatch, options: { readOnly?: boolean; name?: string } = {}) {
-  const email = `user${++users}-${process.pid}@example.com`;
+/**
+ * A user with a script token, created the admin way (`bun run admin user:create`: email verified), for tests
+ * that are not about sign-in itself. `verified: false` makes one as sign-up does, before the mailed link is opened.
+ */
+export async function userWithToken(hatch: TestHatch, options: { readOnly?: boolean; name?: string; email?: string; verified?: boolean } = {}) {
+  const email = options.email ?? `user${++users}-${process.pid}@example.com`;
   const name = options.name ?? `Test User ${users}`;
-  const user = await hatch.gateway.auth.createUser({ email, password: "correct horse battery", name });
+  const user = await hatch.gateway.auth.createUser({ email, password: "correct horse battery", name }, { verified: options.verified ?? true });
   const token = await hatch.gateway.auth.issueTokenForScript({ email, readOnly: options.readOnly });
   return { ...user, ...token };
 }

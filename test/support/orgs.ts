@@ -1,7 +1,7 @@
 import { expect } from "bun:test";
-import { callRpc, MailOutboxSchema, randomId } from "@hatch/shared";
+import { randomId } from "@hatch/shared";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { count, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq } from "drizzle-orm";
 import { addresses, appsTable } from "../../services/apps/src/db/schema.ts";
 import { mails } from "../../services/orgs/src/db/schema.ts";
 import type { TestHatch } from "./hatch.ts";
@@ -34,9 +34,19 @@ export async function seedApp(hatch: TestHatch, app: { address: string; name: st
   return id;
 }
 
-/** The mails the dev outbox holds, newest first (as the gateway's /dev/outbox page gets them). */
+/** The latest 50 mails orgs kept for the dev outbox (to anyone), newest first, read from its table. */
 export async function outboxMails(hatch: TestHatch) {
-  return (await callRpc(hatch.bus, "orgs", "mail.outbox", {}, MailOutboxSchema)).mails;
+  const db = hatch.databases.get("orgs")!;
+  return db.select().from(mails).where(eq(mails.status, "outbox")).orderBy(desc(mails.createdAt), desc(mails.id)).limit(50);
+}
+
+/** The verification link in the newest verification mail to `email` (read from the orgs mail table). */
+export async function verificationLink(hatch: TestHatch, email: string): Promise<string> {
+  const db = hatch.databases.get("orgs")!;
+  const [mail] = await db.select().from(mails).where(and(eq(mails.to, email.toLowerCase()), eq(mails.subject, "Verify your email for Hatch"))).orderBy(desc(mails.createdAt)).limit(1);
+  const link = mail?.body?.match(/https?:\/\/\S+\/verify-email\?token=[A-Za-z0-9_.-]+/)?.[0];
+  if (!link) throw new Error(`no verification mail to ${email}`);
+  return link;
 }
 
 /** How many mails orgs has queued or kept, all told. */
@@ -48,8 +58,9 @@ export async function mailCount(hatch: TestHatch): Promise<number> {
 /** The accept link in the newest invitation mail to `email` (read from the orgs mail table). */
 export async function invitationLink(hatch: TestHatch, email: string): Promise<string> {
   const db = hatch.databases.get("orgs")!;
-  const [mail] = await db.select().from(mails).where(eq(mails.to, email.toLowerCase())).orderBy(desc(mails.createdAt)).limit(1);
-  const link = mail?.body?.match(/https?:\/\/\S+\/invite\/[A-Za-z0-9_-]+/)?.[0];
+  // Newest first; a verification mail to the same address may be newer than the invitation.
+  const all = await db.select().from(mails).where(eq(mails.to, email.toLowerCase())).orderBy(desc(mails.createdAt));
+  const link = all.map((m) => m.body?.match(/https?:\/\/\S+\/invite\/[A-Za-z0-9_-]+/)?.[0]).find(Boolean);
   if (!link) throw new Error(`no invitation mail to ${email}`);
   return link;
 }

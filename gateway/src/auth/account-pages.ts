@@ -5,6 +5,7 @@ import { findGrant, listConnectedClients } from "./grants.ts";
 import { readParams, redirect, safeNext, type Params } from "./http.ts";
 import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
 import { createUser, checkPassword } from "./users.ts";
+import { sendVerification } from "./verify-email.ts";
 import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
 export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
@@ -35,7 +36,10 @@ export async function submitSignUp(ctx: AuthContext, request: Request): Promise<
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
   try {
     const user = await createUser(ctx, fields);
-    return redirect(next, cookieHeaders([await startSession(ctx, user.id)]));
+    // The account exists either way; when the mail could not go out, a page says so and offers to resend.
+    const sent = await sendVerification(ctx, user);
+    const to = sent.ok ? next : `/verify-email?${new URLSearchParams({ unsent: "1", next })}`;
+    return redirect(to, cookieHeaders([await startSession(ctx, user.id)]));
   } catch (error) {
     if (!(error instanceof AuthInputError)) throw error;
     return htmlResponse(signUpPage(state, { next, email: fields.email, name: fields.name, error: error.message }), { status: 400 });

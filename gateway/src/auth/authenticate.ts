@@ -5,6 +5,7 @@ import { findGrant, touchGrant, type GrantView } from "./grants.ts";
 export interface AccessIdentity {
   userId: string;
   email: string;
+  emailVerified: boolean;
   name: string;
   grantId: string;
   clientId: string;
@@ -34,6 +35,8 @@ class BoundedMap<V> extends Map<string, V> {
 export interface Authenticator {
   authenticate(authorization: string | null): Promise<BearerResult>;
   forget(grantId: string): void;
+  /** The user changed (e.g. verified their email): drop every cached grant of theirs. */
+  forgetUser(userId: string): void;
 }
 
 export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Authenticator {
@@ -95,6 +98,9 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
     },
     forget(grantId) {
       cache.delete(grantId);
+    },
+    forgetUser(userId) {
+      for (const [grantId, hit] of cache) if (hit.grant?.userId === userId) cache.delete(grantId);
     },
   };
 }

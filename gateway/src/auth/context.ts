@@ -1,6 +1,7 @@
 import type { Database, Logger } from "@hatch/shared";
 import type { GatewayConfig } from "../config.ts";
 import type { FailureThrottle } from "./throttle.ts";
+import type { PublicUser } from "./users.ts";
 
 /** What every part of the auth module shares; built once by createAuth. */
 export interface AuthContext {
@@ -13,7 +14,13 @@ export interface AuthContext {
   csrfKey: Buffer;
   /** Failed sign-ins per email. */
   signInThrottle: FailureThrottle;
-  onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
+  onUserCreated?: (user: PublicUser) => Promise<void>;
+  /** HMAC key of email verification links. */
+  verifyEmailKey: Buffer;
+  /** Mails the user their verification link (orgs); resolves to how it went out. Missing: mail cannot be sent. */
+  sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
+  /** Drops the user's cached grants (their identity changed, e.g. a verified email). */
+  forgetUser(userId: string): void;
   /** Revokes in the database, drops the cached grant and tells the caller's hook (e.g. to publish a bus event). */
   revokeGrant(grantId: string, reason: string): Promise<void>;
 }

@@ -13,6 +13,8 @@ export interface GrantView {
   grantId: string;
   userId: string;
   email: string;
+  /** The user's email is verified (read with the grant, so every signed call context carries it). */
+  emailVerified: boolean;
   name: string;
   clientId: string;
   clientName: string;
@@ -32,6 +34,7 @@ export async function findGrant(ctx: AuthContext, grantId: string): Promise<Gran
       grantId: grants.id,
       userId: users.id,
       email: users.email,
+      emailVerifiedAt: users.emailVerifiedAt,
       name: users.name,
       clientId: oauthClients.clientId,
       clientName: oauthClients.name,
@@ -44,8 +47,8 @@ export async function findGrant(ctx: AuthContext, grantId: string): Promise<Gran
     .where(eq(grants.id, grantId))
     .limit(1);
   if (!row) return null;
-  const { revokedAt, scope, ...rest } = row;
-  return { ...rest, scope: scope === "read" ? "read" : "write", revoked: revokedAt !== null };
+  const { revokedAt, scope, emailVerifiedAt, ...rest } = row;
+  return { ...rest, emailVerified: emailVerifiedAt !== null, scope: scope === "read" ? "read" : "write", revoked: revokedAt !== null };
 }
 
 /** Marks the grant revoked once; the first reason wins. Returns whether this call revoked it. */

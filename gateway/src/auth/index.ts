@@ -13,10 +13,11 @@ import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.
 import type { Params } from "./http.ts";
 import { buildRoutes } from "./routes.ts";
 import { endSession, readBrowserState, type BrowserState } from "./sessions.ts";
-import { createUser, findUserByEmail } from "./users.ts";
+import { createUser, findUserByEmail, type PublicUser } from "./users.ts";
+import { markEmailVerified } from "./verify-email.ts";
 
 export { AuthInputError, CLI_CLIENT, cookieHeaders };
-export type { AccessIdentity, BearerResult, BrowserState, Params };
+export type { AccessIdentity, BearerResult, BrowserState, Params, PublicUser };
 
 /** The browser side of sign-in, for pages outside this module (the confirm page, the app viewer sign-in). */
 export interface BrowserPages {
@@ -32,7 +33,9 @@ export interface AuthDeps {
   config: GatewayConfig;
   db: Database;
   logger: Logger;
-  onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
+  onUserCreated?: (user: PublicUser) => Promise<void>;
+  /** Mails the user the link that verifies their email (the gateway wires it to orgs); resolves to how it went out. */
+  sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
   /** Called after a grant was revoked in this process (pages, refresh reuse, revocation endpoint): publish it to other instances. */
   onGrantRevoked?: (grantId: string, reason: string) => void | Promise<void>;
   /** Injectable for tests: fetches Client ID Metadata Documents. */
@@ -50,8 +53,13 @@ export interface Auth {
   authenticate(authorization: string | null): Promise<BearerResult>;
   /** Another gateway instance revoked this grant: stop trusting the cached copy. */
   forgetGrant(grantId: string): void;
-  /** Throws AuthInputError (message fit for the user) on a bad email, short password or taken email. */
-  createUser(input: { email: string; password: string; name: string }): Promise<{ id: string; email: string; name: string }>;
+  /**
+   * Throws AuthInputError (message fit for the user) on a bad email, short password or taken email. `verified`:
+   * the caller vouches for the address (admin user:create); otherwise it waits for the mailed link.
+   */
+  createUser(input: { email: string; password: string; name: string }, options?: { verified?: boolean }): Promise<PublicUser>;
+  /** Marks the email verified while it is still the user's (an invitation link to it was used); false otherwise. */
+  markEmailVerified(userId: string, email: string): Promise<boolean>;
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
   issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
@@ -92,6 +100,9 @@ export function createAuth(deps: AuthDeps): Auth {
     now: deps.now ?? Date.now,
     fetchClientMetadata: deps.fetchClientMetadata ?? fetch,
     csrfKey: deriveKey(deps.config.secret, "csrf"),
+    verifyEmailKey: deriveKey(deps.config.secret, "verify-email"),
+    sendVerificationMail: deps.sendVerificationMail,
+    forgetUser: (userId) => authenticator?.forgetUser(userId),
     signInThrottle: new FailureThrottle(),
     onUserCreated: deps.onUserCreated,
     async revokeGrant(grantId, reason) {
@@ -113,7 +124,8 @@ export function createAuth(deps: AuthDeps): Auth {
     routes,
     authenticate: authenticator.authenticate,
     forgetGrant: authenticator.forget,
-    createUser: (input) => createUser(ctx, input),
+    createUser: (input, options) => createUser(ctx, input, options),
+    markEmailVerified: (userId, email) => markEmailVerified(ctx, userId, email),
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
     sweepExpired: () => sweepExpired(ctx),

@@ -9,6 +9,7 @@ import { BodyTooLargeError } from "./errors.ts";
 import { jsonResponse, oauthError, readBodyText } from "./http.ts";
 import { authorizationServerMetadata, protectedResourceMetadata } from "./metadata.ts";
 import { handleRevoke, handleToken } from "./token-endpoint.ts";
+import { showVerifyEmail, submitResend } from "./verify-email.ts";
 import { errorPage } from "./views.ts";
 
 type Handler = (request: Request) => Promise<Response>;
@@ -70,6 +71,7 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
   const [authorizeGet, authorizePost] = [page(showAuthorize), page(answerAuthorize)];
   const [signUpGet, signUpPost, signInGet, signInPost] = [page(showSignUp), page(submitSignUp), page(showSignIn), page(submitSignIn)];
   const [signOut, tokensGet, tokensRevoke, landing] = [page(submitSignOut), page(showTokens), page(submitRevoke), page(showLanding)];
+  const [verifyEmailGet, verifyEmailResend] = [page(showVerifyEmail), page(submitResend)];
 
   return new Elysia({ name: "hatch-auth" })
     .get("/.well-known/oauth-protected-resource", ({ request }) => resource(request))
@@ -92,5 +94,7 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     .post("/signout", ({ request }) => signOut(request), raw)
     .get("/dashboard/tokens", ({ request }) => tokensGet(request))
     .post("/dashboard/tokens/revoke", ({ request }) => tokensRevoke(request), raw)
+    .get("/verify-email", ({ request }) => verifyEmailGet(request))
+    .post("/verify-email/resend", ({ request }) => verifyEmailResend(request), raw)
     .get("/", ({ request }) => landing(request));
 }

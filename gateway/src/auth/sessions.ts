@@ -47,12 +47,12 @@ export async function readBrowserState(ctx: AuthContext, request: Request): Prom
 async function sessionUser(ctx: AuthContext, sessionId: string | undefined): Promise<PublicUser | null> {
   if (!sessionId) return null;
   const [row] = await ctx.db
-    .select({ id: users.id, email: users.email, name: users.name })
+    .select({ id: users.id, email: users.email, name: users.name, emailVerifiedAt: users.emailVerifiedAt })
     .from(browserSessions)
     .innerJoin(users, eq(users.id, browserSessions.userId))
     .where(and(eq(browserSessions.idHash, sha256Hex(sessionId)), gt(browserSessions.expiresAt, new Date(ctx.now()))))
     .limit(1);
-  return row ?? null;
+  return row ? { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null } : null;
 }
 
 /**

@@ -8,6 +8,8 @@ export interface PublicUser {
   id: string;
   email: string;
   name: string;
+  /** The user proved the email is theirs (see verify-email.ts); until then nothing bound to it matches them. */
+  emailVerified: boolean;
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -41,14 +43,15 @@ export async function findUserByEmail(ctx: AuthContext, email: string) {
   return row;
 }
 
-export async function createUser(ctx: AuthContext, input: { email: string; password: string; name: string }): Promise<PublicUser> {
+/** `verified`: the caller vouches for the address (admin, scripts); sign-up leaves it false until the mailed link is opened. */
+export async function createUser(ctx: AuthContext, input: { email: string; password: string; name: string }, options: { verified?: boolean } = {}): Promise<PublicUser> {
   const valid = validate(input);
   const duplicate = new AuthInputError("An account with this email already exists. Sign in instead.");
   if (await findUserByEmail(ctx, valid.email)) throw duplicate;
   const passwordHash = await Bun.password.hash(valid.password, { algorithm: "argon2id" });
-  const user = { id: `usr_${randomId(12)}`, email: valid.email, name: valid.name };
+  const user = { id: `usr_${randomId(12)}`, email: valid.email, name: valid.name, emailVerified: options.verified === true };
   try {
-    await ctx.db.insert(users).values({ ...user, passwordHash });
+    await ctx.db.insert(users).values({ id: user.id, email: user.email, name: user.name, passwordHash, emailVerifiedAt: user.emailVerified ? new Date(ctx.now()) : null });
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicate;
     throw error;
@@ -66,5 +69,5 @@ export async function checkPassword(ctx: AuthContext, email: string, password: s
   if (password.length > MAX_PASSWORD) return null;
   const row = await findUserByEmail(ctx, email);
   const ok = await Bun.password.verify(password, row?.passwordHash ?? (await dummy()));
-  return row && ok ? { id: row.id, email: row.email, name: row.name } : null;
+  return row && ok ? { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null } : null;
 }

@@ -14,6 +14,8 @@ export const users = gateway.table(
     name: text("name").notNull(),
     /** Bun.password (argon2id). */
     passwordHash: text("password_hash").notNull(),
+    /** When the user proved `email` is theirs (the mailed link, an invitation link to it, or an admin); null = not yet. */
+    emailVerifiedAt: timestamp("email_verified_at", { withTimezone: true }),
     createdAt: created(),
   },
   (t) => [uniqueIndex("users_email_lower").on(sql`lower(${t.email})`)],

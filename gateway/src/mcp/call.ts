@@ -91,6 +91,7 @@ async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInf
   const base: CallContextClaims = {
     sub: identity.userId,
     email: identity.email,
+    emailVerified: identity.emailVerified,
     name: identity.name,
     permissions: [],
     scope: identity.scope,

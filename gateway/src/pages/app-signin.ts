@@ -76,6 +76,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     const claims: CallContextClaims = {
       sub: state.user.id,
       email: state.user.email,
+      emailVerified: state.user.emailVerified,
       name: state.user.name,
       permissions: [],
       scope: "read",

@@ -87,12 +87,14 @@ export function invitePages(deps: InvitePagesDeps) {
     if (!TOKEN.test(token)) return problem(state, "Invitation not found", "This invitation link is not valid. Ask for a new invitation.", 404);
     const user = state.user;
     const ctx = signContext(
-      { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
+      { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
       deps.contextKey,
     );
     try {
       const joined = await callRpc(deps.bus, "orgs", rpcMethods.orgs.acceptInvitation, { token }, InvitationAcceptedSchema, { ctx });
       deps.accounts.drop(user.id);
+      // The link went to that inbox: using it proves the address when it is the user's own.
+      if (!user.emailVerified && joined.email?.toLowerCase() === user.email.toLowerCase()) await deps.auth.markEmailVerified(user.id, user.email);
       const body = html`<h1>You joined ${joined.orgName}</h1>
 <p>You are ${ROLE_WORDS[joined.role] ?? joined.role} of <strong>${joined.orgName}</strong>. From their next call on, your AI clients act in it.</p>
 <p><a href="/dashboard/tokens">Your connected clients</a></p>`;

@@ -1,35 +1,61 @@
-import { callRpc, isToolError, MailOutboxSchema, rpcMethods, type Bus, type Logger } from "@hatch/shared";
+import { callRpc, isToolError, MailOutboxSchema, randomId, rpcMethods, signContext, type Bus, type Logger } from "@hatch/shared";
 import { Elysia } from "elysia";
+import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 
 /** Links into this Hatch become clickable; everything else is shown as text. */
 function linkify(text: string, baseUrl: string): SafeHtml {
   const escaped = baseUrl.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const parts = text.split(new RegExp(`(${escaped}/[A-Za-z0-9/_-]+)`));
+  const parts = text.split(new RegExp(`(${escaped}/[A-Za-z0-9/_?=.-]+)`));
   return html`${parts.map((part, i) => (i % 2 === 1 ? html`<a href="${part}">${part}</a>` : part))}`;
 }
 
+export interface OutboxPageDeps {
+  auth: Auth;
+  bus: Bus;
+  contextKey: Buffer;
+  logger: Logger;
+  baseUrl: string;
+  enabled: boolean;
+}
+
 /**
- * `/dev/outbox`: the mails orgs kept because no SMTP server is configured (invitations, with their links).
- * Only when the gateway runs outside production: the links in them are credentials.
+ * `/dev/outbox`: the mails orgs kept because no SMTP server is configured (invitations and verification links),
+ * only under `bun run dev` (config `devPages`), and only the signed-in user's own: orgs answers with mail to the
+ * email of the signed context, so the links in other people's mail (credentials) are never shown.
  */
-export function outboxPage(deps: { bus: Bus; logger: Logger; baseUrl: string; enabled: boolean }) {
-  return new Elysia({ name: "hatch-dev-outbox" }).get("/dev/outbox", async () => {
+export function outboxPage(deps: OutboxPageDeps) {
+  const respond = (state: BrowserState, body: SafeHtml, status = 200) => {
+    const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
+    return htmlResponse(renderPage({ title: "Outbox", user, body }), { status, headers: state.setCookies.map((c): [string, string] => ["Set-Cookie", c]) });
+  };
+  return new Elysia({ name: "hatch-dev-outbox" }).get("/dev/outbox", async ({ request }) => {
     if (!deps.enabled) return htmlResponse(renderPage({ title: "Not found", body: html`<h1>Not found</h1>` }), { status: 404 });
+    const state = await deps.auth.pages.state(request);
+    const user = state.user;
+    if (!user) {
+      const headers = [["Location", `/signin?next=${encodeURIComponent("/dev/outbox")}`], ...state.setCookies.map((c) => ["Set-Cookie", c])] as [string, string][];
+      return new Response(null, { status: 303, headers });
+    }
+    const ctx = signContext(
+      { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "read", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
+      deps.contextKey,
+    );
     try {
-      const outbox = await callRpc(deps.bus, "orgs", rpcMethods.orgs.mailOutbox, {}, MailOutboxSchema);
+      const outbox = await callRpc(deps.bus, "orgs", rpcMethods.orgs.mailOutbox, {}, MailOutboxSchema, { ctx });
       const mails = outbox.mails.map(
         (m) => html`<article class="card"><p><strong>${m.subject}</strong><br><span class="muted">To ${m.to} · ${m.createdAt.slice(0, 16).replace("T", " ")} UTC</span></p>
 <pre style="white-space:pre-wrap">${linkify(m.body, deps.baseUrl)}</pre></article>`,
       );
       const body = !outbox.enabled
         ? html`<h1>Outbox</h1><p>Mail is sent by SMTP on this server, so nothing is kept here.</p>`
-        : html`<h1>Outbox</h1><p class="muted">No mail server is configured (SMTP_URL), so mails are kept here instead of being sent. Newest first, at most 50.</p>
-${mails.length ? mails : html`<p>No mail yet.</p>`}`;
-      return htmlResponse(renderPage({ title: "Outbox", body }));
+        : html`<h1>Outbox</h1><p class="muted">No mail server is configured (SMTP_URL), so mails are kept here instead of being sent.
+Only mail to ${user.email} is shown. Newest first, at most 50.</p>
+${mails.length ? mails : html`<p>No mail to ${user.email} yet.</p>`}`;
+      return respond(state, body);
     } catch (error) {
       if (!isToolError(error) || error.code === "internal") deps.logger.error("outbox page failed", { error });
-      return htmlResponse(renderPage({ title: "Outbox", body: html`<h1>Outbox</h1><p class="error" role="alert">The orgs service is not answering. Try again in a minute.</p>` }), { status: 503 });
+      return respond(state, html`<h1>Outbox</h1><p class="error" role="alert">The orgs service is not answering. Try again in a minute.</p>`, 503);
     }
   });
 }

@@ -14,17 +14,30 @@ export interface Joined {
   org: { id: string; name: string };
   role: Role;
   permissions: ReturnType<typeof effectivePermissions>;
+  /** The address the invitation went to (lower-cased). */
+  invitedEmail: string;
 }
 
 const NOT_FOUND =
   "There is no pending invitation like that for you. org lists the invitations waiting for your email; " +
   "ask the organization to invite you (again) if it is not there.";
 
+/** What an unverified caller is told when something needs their email to be theirs. */
+export function unverified(email: string): ToolError {
+  return new ToolError(
+    "forbidden",
+    `Verify your email first: open the link Hatch mailed to ${email} (the home page can send it again), ` +
+      "or accept through the invitation link you were mailed. Nothing was changed.",
+  );
+}
+
 /**
- * The caller joins the organization of an invitation. By id, only the invited email may accept (the tool has
- * nothing else to go on); by token, whoever holds the link does (it went to that inbox).
+ * The caller joins the organization of an invitation. By id, only the invited email may accept, and only once
+ * the caller verified it (the tool has nothing else to go on: anyone can sign up with any address); by token,
+ * whoever holds the link does (it went to that inbox).
  */
 export async function acceptInvitation(orgs: OrgsContext, ctx: CallContext, key: InvitationKey): Promise<Joined> {
+  if ("id" in key && !ctx.emailVerified) throw unverified(ctx.email);
   const person = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
   return orgs.db.transaction(async (tx) => {
     const where = "id" in key ? eq(invitations.id, key.id) : eq(invitations.tokenHash, hashToken(key.token));
@@ -61,6 +74,6 @@ export async function acceptInvitation(orgs: OrgsContext, ctx: CallContext, key:
       details: { member: { userId: person.userId, email: person.email }, role, invitation: invitation.id },
       affectedUsers: [person.userId],
     });
-    return { org: { id: org.id, name: org.name }, role, permissions: effectivePermissions(role, invitation.permissions) };
+    return { org: { id: org.id, name: org.name }, role, permissions: effectivePermissions(role, invitation.permissions), invitedEmail: invitation.email };
   });
 }

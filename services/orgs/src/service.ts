@@ -4,7 +4,8 @@ import { loadOrgsConfig } from "./config.ts";
 import { orgsConfirmKey, type OrgsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { createMailer } from "./mail/mailer.ts";
-import { acceptInvitationRpc, mailOutboxRpc, previewInvitationRpc } from "./rpc/invitations.ts";
+import { acceptInvitationRpc, previewInvitationRpc } from "./rpc/invitations.ts";
+import { mailOutboxRpc, sendVerificationMailRpc } from "./rpc/mail.ts";
 import { resolveSessionRpc } from "./rpc/session.ts";
 import { orgsTools } from "./tools/index.ts";
 
@@ -16,7 +17,7 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
   const config = loadOrgsConfig(deps.env);
   const logger = deps.logger;
   if (!config.smtp && deps.env.NODE_ENV === "production") {
-    logger.warn("SMTP_URL is not set: invitation emails are not sent, only kept for the dev outbox (which production does not serve)");
+    logger.warn("SMTP_URL is not set: invitation and verification emails are not sent, only kept for the dev outbox (which only `bun run dev` serves)");
   }
   const mailer = createMailer({ db: deps.db, config, logger });
   const orgs: OrgsContext = { db: deps.db, config, bus: deps.bus, contextKey: deps.contextKey, confirmKey: orgsConfirmKey(deps.secret), mailer, logger };
@@ -33,6 +34,7 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
       [rpcMethods.orgs.previewInvitation]: previewInvitationRpc(orgs),
       [rpcMethods.orgs.acceptInvitation]: acceptInvitationRpc(orgs),
       [rpcMethods.orgs.mailOutbox]: mailOutboxRpc(orgs),
+      [rpcMethods.orgs.sendVerificationMail]: sendVerificationMailRpc(orgs),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger }),
     logger,

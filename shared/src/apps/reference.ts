@@ -59,6 +59,16 @@ Viewers of a non-public app sign in to Hatch in the browser and come back to the
 or creating one as public with \`publish\`, asks the user to confirm (in a company it also needs the
 \`share_public\` permission). \`aiDiscoverable\` can be on only for public apps.
 
+## Accounts with an unverified email
+
+Anyone can sign up with any email address, so an address counts only once its owner proved it: by opening
+the link Hatch mails at sign-up (the Hatch home page sends it again), or by accepting an invitation through
+the link mailed to that address. Accounts an operator creates are verified. Until then the account does
+everything with its own apps (publish, share, delete, create an organization), but nothing bound to its
+email: \`list_tools\` does not show apps shared with that email (\`people\`), \`org\` does not list invitations
+to it, and \`org_setup\` \`accept\` by invitation id is refused. When one of these is refused or empty for that
+reason, tell the user to open the verification link in their mail, or the invitation link itself.
+
 ## Limits
 
 | limit | value |

@@ -5,11 +5,14 @@ import type { AppsContext } from "../context.ts";
 import { appPeople, appsTable } from "../db/schema.ts";
 import { opensByApp } from "../stats.ts";
 
-/** list_tools: apps the user owns, and apps others shared with them (by email, or with their organization). */
+/**
+ * list_tools: apps the user owns, and apps others shared with them (with their organization, or by email once
+ * the user verified that email: anyone can sign up with any address).
+ */
 export function listToolsTool(app: AppsContext) {
   return bindTool(list_tools, async ({ ctx, input }) => {
     const mine = input.include !== "shared" ? await app.db.select().from(appsTable).where(eq(appsTable.ownerId, ctx.sub)) : [];
-    const shared = input.include !== "mine" ? await sharedWith(app, ctx.sub, ctx.email, ctx.account) : [];
+    const shared = input.include !== "mine" ? await sharedWith(app, ctx.sub, ctx.emailVerified ? ctx.email : null, ctx.account) : [];
     const rows = [...mine, ...shared].sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime());
     const opens = await opensByApp(app.db, rows.map((r) => r.id), 7);
     const apps: ListToolsOutput["apps"] = rows.map((row) => ({
@@ -30,10 +33,10 @@ export function listToolsTool(app: AppsContext) {
   });
 }
 
-async function sharedWith(app: AppsContext, userId: string, email: string, account: string | undefined): Promise<AppRow[]> {
-  const byEmail = app.db.select({ id: appPeople.appId }).from(appPeople).where(eq(appPeople.email, email.toLowerCase()));
+async function sharedWith(app: AppsContext, userId: string, email: string | null, account: string | undefined): Promise<AppRow[]> {
+  const byEmail = email ? app.db.select({ id: appPeople.appId }).from(appPeople).where(eq(appPeople.email, email.toLowerCase())) : null;
   const visibleToMe = or(
-    and(eq(appsTable.visibility, "people"), inArray(appsTable.id, byEmail)),
+    byEmail ? and(eq(appsTable.visibility, "people"), inArray(appsTable.id, byEmail)) : sql`false`,
     account ? and(eq(appsTable.visibility, "org"), eq(appsTable.accountId, account)) : sql`false`,
   );
   return app.db.select().from(appsTable).where(and(ne(appsTable.ownerId, userId), visibleToMe));

@@ -28,8 +28,8 @@ export interface Mailer {
   kick(): Promise<void>;
   start(): void;
   stop(): Promise<void>;
-  /** The latest mails kept for the dev outbox (newest first). */
-  outbox(limit: number): Promise<{ id: string; to: string; subject: string; body: string; createdAt: string }[]>;
+  /** The latest mails to `to` kept for the dev outbox (newest first). */
+  outbox(limit: number, to: string): Promise<{ id: string; to: string; subject: string; body: string; createdAt: string }[]>;
 }
 
 /** After a failed attempt: 1 min, doubling, at most 2 h. */
@@ -129,11 +129,11 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
       timer = undefined;
       await running;
     },
-    async outbox(limit) {
+    async outbox(limit, to) {
       const rows = await db
         .select()
         .from(mails)
-        .where(eq(mails.status, "outbox"))
+        .where(and(eq(mails.status, "outbox"), eq(sql`lower(${mails.to})`, to.toLowerCase())))
         .orderBy(desc(mails.createdAt), desc(sql`${mails.id}`))
         .limit(limit);
       return rows.map((m) => ({ id: m.id, to: m.to, subject: m.subject, body: m.body ?? "", createdAt: m.createdAt.toISOString() }));

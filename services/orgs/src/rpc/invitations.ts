@@ -1,6 +1,5 @@
-import { bindRpc, InvitationTokenInputSchema, MailOutboxSchema, ToolError, type InvitationAccepted, type InvitationPreview, type MailOutbox } from "@hatch/shared";
+import { bindRpc, InvitationTokenInputSchema, ToolError, type InvitationAccepted, type InvitationPreview } from "@hatch/shared";
 import { eq } from "drizzle-orm";
-import { z } from "zod";
 import { acceptInvitation } from "../accept.ts";
 import type { OrgsContext } from "../context.ts";
 import { hashToken, invitationStatus } from "../db/invitations.ts";
@@ -42,20 +41,8 @@ export function acceptInvitationRpc(orgs: OrgsContext) {
     async ({ ctx, input }): Promise<InvitationAccepted> => {
       if (!ctx) throw new ToolError("forbidden", "A signed call context is required.");
       const joined = await acceptInvitation(orgs, ctx, { token: input.token });
-      return { orgId: joined.org.id, orgName: joined.org.name, role: joined.role };
+      return { orgId: joined.org.id, orgName: joined.org.name, role: joined.role, email: joined.invitedEmail };
     },
     { writes: true },
-  );
-}
-
-/** The dev outbox: answered only when mail is not sent (no SMTP server configured). */
-export function mailOutboxRpc(orgs: OrgsContext) {
-  return bindRpc(
-    z.object({}).strict(),
-    async (): Promise<MailOutbox> => {
-      if (orgs.mailer.mode !== "outbox") return MailOutboxSchema.parse({ enabled: false, mails: [] });
-      return { enabled: true, mails: await orgs.mailer.outbox(50) };
-    },
-    { requiresContext: false },
   );
 }

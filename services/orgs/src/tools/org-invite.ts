@@ -102,7 +102,7 @@ async function revoke(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, emails
 function describe(orgs: OrgsContext, me: OrgCaller, out: Output): string {
   const skipped = out.skipped.length ? ` Skipped: ${out.skipped.map((s) => `${s.email} (${s.reason})`).join("; ")}.` : "";
   if (out.status === "revoked") return `Revoked ${out.revoked.length} invitation(s) to ${me.accountName}${out.revoked.length ? `: ${out.revoked.join(", ")}` : ""}.${skipped}`;
-  const where = orgs.mailer.mode === "smtp" ? "an email" : `an email (no mail server is configured here: see ${orgs.config.baseUrl}/dev/outbox)`;
+  const where = orgs.mailer.mode === "smtp" ? "an email" : `an email (no mail server is configured here: under \`bun run dev\` each invitee reads it at ${orgs.config.baseUrl}/dev/outbox, signed in with that email)`;
   const until = out.invited[0] ? `; the links work until ${day(new Date(out.invited[0].expiresAt))}` : "";
   return `Invited ${out.invited.length} people to ${me.accountName}; each gets ${where} with a link to join${until}.${skipped}`;
 }

@@ -11,7 +11,8 @@ const NONE = Object.fromEntries(Object.keys(NOTHING).map((k) => [k, false])) as 
 export function orgTool(orgs: OrgsContext) {
   return bindTool(org, async ({ ctx }) => {
     const me = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
-    const waiting = await invitationsForEmail(orgs.db, me.email);
+    // An unverified address proves nothing: invitations to it are listed once the user verified it.
+    const waiting = ctx.emailVerified ? await invitationsForEmail(orgs.db, me.email) : [];
     const invitationsForMe = waiting.map(({ invitation, orgName }) => ({
       invitationId: invitation.id,
       org: { id: invitation.accountId, name: orgName },
@@ -19,9 +20,11 @@ export function orgTool(orgs: OrgsContext) {
       invitedBy: invitation.invitedByEmail,
       expiresAt: invitation.expiresAt.toISOString(),
     }));
-    const invitesLine = invitationsForMe.length
-      ? ` Invitations waiting for you: ${invitationsForMe.map((i) => `${i.org.name} (invitationId ${i.invitationId})`).join(", ")}; org_setup action accept joins one.`
-      : "";
+    const invitesLine = !ctx.emailVerified
+      ? ` Invitations sent to ${ctx.email} are listed once the user verifies that email (the link Hatch mailed them); an invitation link from a mail works at once.`
+      : invitationsForMe.length
+        ? ` Invitations waiting for you: ${invitationsForMe.map((i) => `${i.org.name} (invitationId ${i.invitationId})`).join(", ")}; org_setup action accept joins one.`
+        : "";
     if (me.accountKind !== "company") {
       return {
         text: `You are not in an organization (this is a personal account). org_setup can create one or turn this account into one.${invitesLine}`,
