@@ -14,6 +14,8 @@ export interface AuthContext {
   /** Failed sign-ins per email. */
   signInThrottle: FailureThrottle;
   onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
+  /** A browser session ended (sign-out): its id hash, so app sessions bound to it end too. Must not throw. */
+  onSessionEnded?: (sessionHash: string) => Promise<void>;
   /** Revokes in the database, drops the cached grant and tells the caller's hook (e.g. to publish a bus event). */
   revokeGrant(grantId: string, reason: string): Promise<void>;
 }

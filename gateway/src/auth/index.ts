@@ -33,6 +33,8 @@ export interface AuthDeps {
   db: Database;
   logger: Logger;
   onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
+  /** Called after a browser session ended (sign-out, switching accounts) with its id hash; awaited, must not throw. */
+  onSessionEnded?: (sessionHash: string) => Promise<void>;
   /** Called after a grant was revoked in this process (pages, refresh reuse, revocation endpoint): publish it to other instances. */
   onGrantRevoked?: (grantId: string, reason: string) => void | Promise<void>;
   /** Injectable for tests: fetches Client ID Metadata Documents. */
@@ -94,6 +96,7 @@ export function createAuth(deps: AuthDeps): Auth {
     csrfKey: deriveKey(deps.config.secret, "csrf"),
     signInThrottle: new FailureThrottle(),
     onUserCreated: deps.onUserCreated,
+    onSessionEnded: deps.onSessionEnded,
     async revokeGrant(grantId, reason) {
       const revokedNow = await markGrantRevoked(ctx, grantId, reason);
       authenticator?.forget(grantId);
