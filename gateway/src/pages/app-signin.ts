@@ -21,7 +21,8 @@ import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
 // Viewer sign-in for published apps. The app host sends a viewer of a non-public app here
 // (`/apps/signin?app=<address>&path=<path>`); once signed in, the gateway hands the browser a one-minute ticket
 // for that app and sends it to `<app origin>/_hatch/auth`, where the app host sets its own cookie. The origin
-// comes from the apps service, never from the query, so this page cannot be turned into an open redirect.
+// comes from the apps service, never from the query, so this page cannot be turned into an open redirect. The
+// ticket names this browser session (its id hash), so the app session ends with it (see viewer-check.ts).
 
 export interface AppSignInDeps {
   config: GatewayConfig;

@@ -75,8 +75,11 @@ function requestTarget(request: Request): URL | null {
   const raw = request.url;
   const scheme = raw.indexOf("://");
   const slash = scheme < 0 ? -1 : raw.indexOf("/", scheme + 3);
-  const target = `http://app.invalid${slash < 0 ? "/" : raw.slice(slash)}`;
-  return URL.canParse(target) ? new URL(target) : null;
+  try {
+    return new URL(`http://app.invalid${slash < 0 ? "/" : raw.slice(slash)}`);
+  } catch {
+    return null;
+  }
 }
 
 /** The app host: serves published apps on their own origins, and upload URLs on the bare apps domain. */
