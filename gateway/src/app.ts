@@ -27,6 +27,7 @@ import { createAppSignIn } from "./pages/app-signin.ts";
 import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
+import { announceViewerChanged, answerViewerChecks } from "./viewer-check.ts";
 
 export const GATEWAY_VERSION = "0.1.0";
 const SWEEP_EVERY_MS = 10 * 60_000;
@@ -81,6 +82,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       return (await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })).delivery;
     },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
+    // Sign-out ends every app session of that browser: app hosts drop their cached answer before the page answers.
+    onSessionEnded: (session) => announceViewerChanged(bus, logger, { session }, true),
   });
   const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
   const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION });
@@ -92,8 +95,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (typeof grantId === "string") auth.forgetGrant(grantId);
   });
 
-  // Orgs events about members and organizations: drop those people's cached sessions at once.
+  // Orgs events about members and organizations: drop those people's cached sessions at once (and tell app hosts).
   const sessionEvents = dropSessionsOnOrgEvents(bus, accounts, logger);
+  // App hosts ask who an app viewer's browser session is now (signed questions only).
+  const viewerChecks = answerViewerChecks({ bus, db: options.db, accounts, viewerKey: deriveKey(config.secret, "viewer-ticket"), logger });
 
   const sweep = async () => {
     const removed = await auth.sweepExpired();
@@ -139,6 +144,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     async close() {
       clearInterval(sweeping);
       revoked.unsubscribe();
+      viewerChecks.unsubscribe();
       for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();
     },

@@ -54,8 +54,21 @@ export type { RpcBinding, RpcCall, RunningService, ServiceOptions, ToolBinding, 
 export { describeIssues } from "./validation.ts";
 export { CONTROL_CHARS_MESSAGE, hasControlChars, plainText, stripControlChars, textBlock } from "./text.ts";
 export { rpcMethods, subjects } from "./subjects.ts";
-export { signViewerTicket, verifyViewerTicket, VIEWER_TICKET_TTL_SECONDS, ViewerOriginInputSchema, ViewerOriginSchema } from "./viewer-ticket.ts";
-export type { ViewerIdentity, ViewerOrigin, ViewerTicketCheck, ViewerTicketClaims } from "./viewer-ticket.ts";
+export {
+  openViewerCheck,
+  signViewerCheck,
+  signViewerTicket,
+  verifyViewerTicket,
+  VIEWER_CHECK_TTL_SECONDS,
+  VIEWER_TICKET_TTL_SECONDS,
+  ViewerChangedSchema,
+  ViewerCheckInputSchema,
+  ViewerCheckSchema,
+  ViewerIdentitySchema,
+  ViewerOriginInputSchema,
+  ViewerOriginSchema,
+} from "./viewer-ticket.ts";
+export type { ViewerChanged, ViewerCheck, ViewerIdentity, ViewerOrigin, ViewerSession, ViewerTicketCheck, ViewerTicketClaims } from "./viewer-ticket.ts";
 export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionSchema } from "./session.ts";
 export type { Permission, Role, Session } from "./session.ts";
 export { runServiceMain } from "./main.ts";

@@ -12,6 +12,12 @@ export const subjects = {
    * only lasts until the app host's short cache TTL).
    */
   appsCacheInvalidate: "broadcast.apps.cache.invalidate",
+  /**
+   * A Hatch browser session ended (sign-out, switching accounts) or a person's membership changed: every app host
+   * drops its cached answer about that viewer (viewer-ticket.ts `ViewerChangedSchema`). Plain publish-subscribe
+   * like the one above: one missed only lasts until the app host's 30 s cache runs out.
+   */
+  viewerChanged: "broadcast.gateway.viewer.changed",
 } as const;
 
 /** Internal methods, per service. */
@@ -27,6 +33,10 @@ export const rpcMethods = {
     mailOutbox: "mail.outbox",
     /** Mails the caller (signed ctx) the link that verifies their email; the gateway made the token. */
     sendVerificationMail: "mail.verify-email",
+  },
+  gateway: {
+    /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */
+    viewerCheck: "viewer.check",
   },
   apps: {
     /** The apps one person owns in an account (org_member_update shows them before a removal). */

@@ -1,15 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { deriveKey, issueConfirm, signViewerTicket, verifyViewerTicket, VIEWER_TICKET_TTL_SECONDS } from "../src/index.ts";
+import { deriveKey, issueConfirm, openViewerCheck, signViewerCheck, signViewerTicket, verifyViewerTicket, VIEWER_CHECK_TTL_SECONDS, VIEWER_TICKET_TTL_SECONDS } from "../src/index.ts";
 
 const key = deriveKey("viewer-test-secret".padEnd(40, "x"), "viewer-ticket");
-const viewer = { sub: "user-1", email: "ada@example.com", account: "acct-1", address: "my-app" };
+const viewer = { sub: "user-1", session: "session-hash-1", address: "my-app" };
 
 describe("viewer tickets", () => {
   test("a ticket checks out for the app it was issued for and carries who the viewer is", () => {
     const check = verifyViewerTicket(key, signViewerTicket(key, viewer), "my-app");
     expect(check.ok).toBe(true);
     if (!check.ok) return;
-    expect(check.claims).toMatchObject({ sub: "user-1", email: "ada@example.com", account: "acct-1", address: "my-app" });
+    expect(check.claims).toMatchObject({ v: 2, sub: "user-1", session: "session-hash-1", address: "my-app" });
     expect(check.claims.nonce.length).toBeGreaterThanOrEqual(16);
   });
 
@@ -47,5 +47,21 @@ describe("viewer tickets", () => {
     // Another token signed with the same key (a confirm token here) is not a ticket.
     const { token } = issueConfirm(key, { sub: "user-1", tool: "delete_tool", input: { address: "my-app" } });
     expect(verifyViewerTicket(key, token, "my-app")).toEqual({ ok: false, reason: "invalid" });
+  });
+});
+
+describe("viewer checks (the app host's signed question to the gateway)", () => {
+  test("a check opens with the key it was signed with, within its minute", () => {
+    const now = Date.now();
+    const check = signViewerCheck(key, { sub: "user-1", session: "s-1" }, now);
+    expect(openViewerCheck(key, check, now)).toEqual({ sub: "user-1", session: "s-1" });
+    expect(openViewerCheck(key, check, now + (VIEWER_CHECK_TTL_SECONDS + 1) * 1000)).toBeNull();
+    expect(openViewerCheck(deriveKey("another-secret".padEnd(40, "y"), "viewer-ticket"), check, now)).toBeNull();
+  });
+
+  test("a ticket is not a check, and a check is not a ticket", () => {
+    const ticket = signViewerTicket(key, viewer);
+    expect(openViewerCheck(key, ticket)).toBeNull();
+    expect(verifyViewerTicket(key, signViewerCheck(key, viewer), "my-app")).toEqual({ ok: false, reason: "invalid" });
   });
 });

@@ -11,6 +11,11 @@ export class HostCookieJar {
     return [...(this.hosts.get(new URL(url).hostname)?.keys() ?? [])];
   }
 
+  /** The value of one cookie this jar holds for `url`'s host (tests that look inside a cookie). */
+  valueFor(url: string, name: string): string | undefined {
+    return this.hosts.get(new URL(url).hostname)?.get(name);
+  }
+
   async fetch(url: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     const cookies = this.hosts.get(new URL(url).hostname);

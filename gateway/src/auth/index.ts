@@ -36,6 +36,8 @@ export interface AuthDeps {
   onUserCreated?: (user: PublicUser) => Promise<void>;
   /** Mails the user the link that verifies their email (the gateway wires it to orgs); resolves to how it went out. */
   sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
+  /** Called after a browser session ended (sign-out, switching accounts) with its id hash; awaited, must not throw. */
+  onSessionEnded?: (sessionHash: string) => Promise<void>;
   /** Called after a grant was revoked in this process (pages, refresh reuse, revocation endpoint): publish it to other instances. */
   onGrantRevoked?: (grantId: string, reason: string) => void | Promise<void>;
   /** Injectable for tests: fetches Client ID Metadata Documents. */
@@ -105,6 +107,7 @@ export function createAuth(deps: AuthDeps): Auth {
     forgetUser: (userId) => authenticator?.forgetUser(userId),
     signInThrottle: new FailureThrottle(),
     onUserCreated: deps.onUserCreated,
+    onSessionEnded: deps.onSessionEnded,
     async revokeGrant(grantId, reason) {
       const revokedNow = await markGrantRevoked(ctx, grantId, reason);
       authenticator?.forget(grantId);

@@ -21,6 +21,11 @@ export interface BrowserState {
   setCookies: string[];
   /** The cookies the request carried (a CSRF cookie minted for this response is not among them). */
   cookies: Map<string, string>;
+  /**
+   * The signed-in session's id hash (`browser_sessions.id_hash`), null when nobody is signed in: app viewer
+   * tickets name it, so an app session ends with this one (never the session id itself).
+   */
+  sessionHash: string | null;
 }
 
 /**
@@ -40,8 +45,9 @@ export async function readBrowserState(ctx: AuthContext, request: Request): Prom
     csrfCookie = newSecret();
     setCookies.push(serializeCookie(names.csrf, csrfCookie, { secure: ctx.config.secureCookies }));
   }
-  const user = await sessionUser(ctx, cookies.get(names.session));
-  return { user, csrfToken: csrfTokenFor(ctx, csrfCookie), setCookies, cookies };
+  const sessionId = cookies.get(names.session);
+  const user = await sessionUser(ctx, sessionId);
+  return { user, csrfToken: csrfTokenFor(ctx, csrfCookie), setCookies, cookies, sessionHash: user && sessionId ? sha256Hex(sessionId) : null };
 }
 
 async function sessionUser(ctx: AuthContext, sessionId: string | undefined): Promise<PublicUser | null> {
@@ -79,6 +85,10 @@ export async function startSession(ctx: AuthContext, userId: string): Promise<st
 export async function endSession(ctx: AuthContext, state: BrowserState): Promise<string> {
   const names = cookieNames(ctx);
   const id = state.cookies.get(names.session);
-  if (id) await ctx.db.delete(browserSessions).where(eq(browserSessions.idHash, sha256Hex(id)));
+  if (id) {
+    await ctx.db.delete(browserSessions).where(eq(browserSessions.idHash, sha256Hex(id)));
+    // Every app session of this browser ends with it (app hosts drop what they cached about this session).
+    await ctx.onSessionEnded?.(sha256Hex(id));
+  }
   return serializeCookie(names.session, "", { secure: ctx.config.secureCookies, maxAgeSeconds: 0 });
 }

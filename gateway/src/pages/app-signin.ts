@@ -21,7 +21,8 @@ import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
 // Viewer sign-in for published apps. The app host sends a viewer of a non-public app here
 // (`/apps/signin?app=<address>&path=<path>`); once signed in, the gateway hands the browser a one-minute ticket
 // for that app and sends it to `<app origin>/_hatch/auth`, where the app host sets its own cookie. The origin
-// comes from the apps service, never from the query, so this page cannot be turned into an open redirect.
+// comes from the apps service, never from the query, so this page cannot be turned into an open redirect. The
+// ticket names this browser session (its id hash), so the app session ends with it (see viewer-check.ts).
 
 export interface AppSignInDeps {
   config: GatewayConfig;
@@ -70,7 +71,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     const target = readTarget((name) => url.searchParams.get(name));
     const state = await deps.auth.pages.state(request);
     if (!target) return problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
-    if (!state.user) return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+    if (!state.user || !state.sessionHash) return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
     if (url.searchParams.get("switch") === "1") return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
     const claims: CallContextClaims = {
@@ -88,7 +89,8 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
       const session = await deps.accounts.resolve(claims, { requestId, traceparent: "" });
       const ctx = signContext({ ...claims, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions }, deps.contextKey);
       const { origin } = await callRpc(deps.bus, "apps", rpcMethods.apps.viewerOrigin, { address: target.address }, ViewerOriginSchema, { ctx, requestId });
-      const ticket = signViewerTicket(viewerKey, { sub: state.user.id, email: state.user.email, account: session.account, address: target.address });
+      // The ticket names this browser session, not the account: the app host asks who it is on every request.
+      const ticket = signViewerTicket(viewerKey, { sub: state.user.id, session: state.sessionHash, address: target.address });
       log.info("viewer ticket issued", { rid: requestId, user: state.user.id, address: target.address });
       return redirect(`${origin}/_hatch/auth?${new URLSearchParams({ ticket, path: target.path })}`, cookieHeaders(state.setCookies));
     } catch (error) {

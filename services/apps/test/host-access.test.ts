@@ -29,13 +29,19 @@ describe("app host: who may open an app", () => {
     await t?.close();
   });
 
+  /** A viewer's ticket for one app, for a fresh browser session on the stand-in gateway. */
+  function ticketFor(address: string, viewer: typeof stranger, nowMs = Date.now()): string {
+    return signViewerTicket(t.ctx.keys.viewer, { sub: viewer.sub, session: t.gateway.signIn(viewer), address }, nowMs);
+  }
+
   /** What the gateway does for a signed-in viewer: a ticket for this app, then the app's /_hatch/auth. */
-  async function signIn(address: string, viewer: typeof stranger, path = "/"): Promise<{ cookie: string; location: string; setCookie: string }> {
-    const ticket = signViewerTicket(t.ctx.keys.viewer, { ...viewer, address });
+  async function signIn(address: string, viewer: typeof stranger, path = "/"): Promise<{ cookie: string; location: string; setCookie: string; session: string }> {
+    const session = t.gateway.signIn(viewer);
+    const ticket = signViewerTicket(t.ctx.keys.viewer, { sub: viewer.sub, session, address });
     const response = await t.get(address, `/_hatch/auth?${new URLSearchParams({ ticket, path })}`);
     expect(response.status).toBe(302);
     const setCookie = response.headers.get("set-cookie") ?? "";
-    return { cookie: setCookie.split(";")[0]!, location: response.headers.get("location") ?? "", setCookie };
+    return { cookie: setCookie.split(";")[0]!, location: response.headers.get("location") ?? "", setCookie, session };
   }
 
   test("an anonymous viewer of a non-public app is sent to the gateway's sign-in, with the path to come back to", async () => {
@@ -123,12 +129,12 @@ describe("app host: who may open an app", () => {
     const claims = JSON.parse(Buffer.from(body, "base64url").toString());
     const forged = `${name}=${Buffer.from(JSON.stringify({ ...claims, sub: owner.id })).toString("base64url")}.${mac}`;
     expect((await t.get("mine", "/", { headers: { cookie: forged } })).status).toBe(302);
-    const old = viewerCookie(t.ctx.keys.viewer, t.ctx.config, ownerViewer, "mine", Date.now() - 2 * 3_600_000).split(";")[0]!;
+    const old = viewerCookie(t.ctx.keys.viewer, t.ctx.config, { sub: owner.id, session: t.gateway.signIn(ownerViewer) }, "mine", Date.now() - 2 * 3_600_000).split(";")[0]!;
     expect((await t.get("mine", "/", { headers: { cookie: old } })).status).toBe(302);
   });
 
   test("a ticket works once, for its own app, within its minute", async () => {
-    const ticket = signViewerTicket(t.ctx.keys.viewer, { ...ownerViewer, address: "mine" });
+    const ticket = ticketFor("mine", ownerViewer);
     const first = await t.get("mine", `/_hatch/auth?ticket=${ticket}&path=/`);
     expect(first.status).toBe(302);
     const replay = await t.get("mine", `/_hatch/auth?ticket=${ticket}&path=/`);
@@ -136,13 +142,13 @@ describe("app host: who may open an app", () => {
     expect(replay.headers.get("set-cookie")).toBeNull();
     expect(await replay.text()).toContain("already used");
 
-    const forTeam = signViewerTicket(t.ctx.keys.viewer, { ...ownerViewer, address: "team" });
+    const forTeam = ticketFor("team", ownerViewer);
     const wrongApp = await t.get("mine", `/_hatch/auth?ticket=${forTeam}`);
     expect(wrongApp.status).toBe(400);
     expect(wrongApp.headers.get("set-cookie")).toBeNull();
     expect(await wrongApp.text()).toContain("made for another app");
 
-    const expired = signViewerTicket(t.ctx.keys.viewer, { ...ownerViewer, address: "mine" }, Date.now() - 120_000);
+    const expired = ticketFor("mine", ownerViewer, Date.now() - 120_000);
     const late = await t.get("mine", `/_hatch/auth?ticket=${expired}`);
     expect(late.status).toBe(400);
     expect(await late.text()).toContain("expired");
@@ -159,8 +165,62 @@ describe("app host: who may open an app", () => {
     }
   });
 
+  test("the cookie names the session, not the person: it carries no email or account", async () => {
+    const { cookie, session } = await signIn("mine", ownerViewer);
+    const claims = JSON.parse(Buffer.from(cookie.split("=")[1]!.split(".")[0]!, "base64url").toString());
+    expect(claims).toMatchObject({ v: 2, typ: "viewer-cookie", sub: owner.id, session, address: "mine" });
+    expect(JSON.stringify(claims)).not.toContain(owner.email);
+    expect(JSON.stringify(claims)).not.toContain("acct-company");
+  });
+
+  test("when the Hatch session ends, the cookie is cleared and the viewer sent to sign in on the next request", async () => {
+    const { cookie, session } = await signIn("mine", ownerViewer);
+    expect((await t.get("mine", "/", { headers: { cookie } })).status).toBe(200);
+    t.gateway.signOut(session);
+    const after = await t.get("mine", "/notes", { headers: { cookie } });
+    expect(after.status).toBe(302);
+    expect(after.headers.get("location")).toBe(`${GATEWAY}/apps/signin?${new URLSearchParams({ app: "mine", path: "/notes" })}`);
+    expect(after.headers.get("set-cookie")).toBe("hatch_viewer=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+  });
+
+  test("who the viewer is comes from the gateway, on the next request after a change is broadcast", async () => {
+    const mover = { sub: "user-mover", email: "mover@example.com", account: "acct-company" };
+    const { cookie } = await signIn("team", mover);
+    expect((await t.get("team", "/", { headers: { cookie } })).status).toBe(200);
+    t.gateway.changeAccount(mover.sub, "acct-mover");
+    const refused = await t.get("team", "/", { headers: { cookie } });
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain("mover@example.com");
+  });
+
+  test("a cookie whose session belongs to someone else counts as signed out", async () => {
+    const session = t.gateway.signIn(stranger);
+    const cookie = viewerCookie(t.ctx.keys.viewer, t.ctx.config, { sub: owner.id, session }, "mine").split(";")[0]!;
+    expect((await t.get("mine", "/", { headers: { cookie } })).status).toBe(302);
+  });
+
+  test("a public app never asks the gateway; when the gateway is down a non-public app is refused with a 503 page", async () => {
+    const { cookie } = await signIn("team", colleague);
+    const askedBefore = t.gateway.asked;
+    const open = await t.get("open", "/", { headers: { cookie } });
+    expect(open.status).toBe(200);
+    await open.text();
+    expect(t.gateway.asked).toBe(askedBefore);
+    t.gateway.down();
+    try {
+      const refused = await t.get("team", "/", { headers: { cookie } });
+      expect(refused.status).toBe(503);
+      const body = await refused.text();
+      expect(body).toContain("Hatch could not check who you are; try again in a minute.");
+      expect(body).not.toContain("Secret");
+      expect((await t.get("open", "/")).status).toBe(200);
+    } finally {
+      t.gateway.up();
+    }
+  });
+
   test("on https the cookie is __Host- prefixed and Secure", () => {
-    const cookie = viewerCookie(t.ctx.keys.viewer, { appsProtocol: "https:" }, ownerViewer, "mine");
+    const cookie = viewerCookie(t.ctx.keys.viewer, { appsProtocol: "https:" }, { sub: owner.id, session: "s" }, "mine");
     expect(cookie).toStartWith("__Host-hatch_viewer=");
     expect(cookie).toContain("; Secure");
     expect(cookie).not.toContain("Domain");

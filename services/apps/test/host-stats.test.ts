@@ -76,7 +76,8 @@ describe("app host: opens and unique viewers", () => {
     const first = await seedApp(t.ctx, { address: "signed-a", visibility: "private", owner, files: { "index.html": "a" } });
     const second = await seedApp(t.ctx, { address: "signed-b", visibility: "private", owner, files: { "index.html": "b" } });
     for (const address of ["signed-a", "signed-b"]) {
-      const ticket = signViewerTicket(t.ctx.keys.viewer, { sub: owner.id, email: owner.email, account: "acct", address });
+      const session = t.gateway.signIn({ sub: owner.id, email: owner.email, account: "acct" });
+      const ticket = signViewerTicket(t.ctx.keys.viewer, { sub: owner.id, session, address });
       const cookie = (await t.get(address, `/_hatch/auth?ticket=${ticket}`)).headers.get("set-cookie")!.split(";")[0]!;
       for (const ua of [UA_ONE, UA_TWO]) await (await t.get(address, "/", { headers: { cookie, "user-agent": ua } })).text();
     }

@@ -1,26 +1,32 @@
-import { openPayload, signPayload, type ViewerIdentity } from "@hatch/shared";
+import { openPayload, signPayload, type ViewerIdentity, type ViewerSession } from "@hatch/shared";
 import { z } from "zod";
 import type { AppsConfig } from "../config.ts";
 import type { HostedApp } from "./site.ts";
 
 // Who is looking at an app, and whether they may. The app host's own cookie, set by `/_hatch/auth` after the
 // gateway vouched for the viewer with a ticket, is host-only on the app's origin: it never reaches the gateway or
-// another app, and the gateway's session cookie never reaches an app.
+// another app, and the gateway's session cookie never reaches an app. It names the Hatch browser session the viewer
+// signed in with, not who they are: who they are now comes from the gateway on every request (viewers.ts).
 
-/** About an hour; after that the browser goes through the gateway again (a quick redirect when still signed in there). */
+/**
+ * About an hour; after that the browser goes through the gateway again (a quick redirect when still signed in there).
+ * The cookie ends sooner with the Hatch session it names (sign-out), whatever its age.
+ */
 export const VIEWER_COOKIE_SECONDS = 3_600;
 
 const CookieClaimsSchema = z.object({
-  v: z.literal(1),
+  /** 2: names a session (1 carried email and account; such cookies count as none and the viewer signs in again). */
+  v: z.literal(2),
   /** Not a viewer ticket, though signed with the same key: neither is accepted in place of the other. */
   typ: z.literal("viewer-cookie"),
-  sub: z.string(),
-  email: z.string(),
-  account: z.string(),
+  sub: z.string().min(1),
+  /** The gateway's browser session id hash (see shared viewer-ticket.ts). */
+  session: z.string().min(1),
   address: z.string(),
   exp: z.number(),
 });
 
+/** Who is looking, as the gateway says now (never the cookie's copy). */
 export type Viewer = ViewerIdentity;
 
 /** `__Host-` on https: such a cookie cannot be planted by a sibling subdomain (another app) or scoped to the parent domain. */
@@ -28,25 +34,35 @@ export function viewerCookieName(config: Pick<AppsConfig, "appsProtocol">): stri
   return config.appsProtocol === "https:" ? "__Host-hatch_viewer" : "hatch_viewer";
 }
 
-export function viewerCookie(key: Buffer, config: Pick<AppsConfig, "appsProtocol">, viewer: Viewer, address: string, nowMs = Date.now()): string {
-  const claims = { v: 1, typ: "viewer-cookie", sub: viewer.sub, email: viewer.email, account: viewer.account, address, exp: Math.floor(nowMs / 1000) + VIEWER_COOKIE_SECONDS };
-  const parts = [`${viewerCookieName(config)}=${signPayload(claims, key)}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${VIEWER_COOKIE_SECONDS}`];
+export function viewerCookie(key: Buffer, config: Pick<AppsConfig, "appsProtocol">, viewer: ViewerSession, address: string, nowMs = Date.now()): string {
+  const claims = { v: 2, typ: "viewer-cookie", sub: viewer.sub, session: viewer.session, address, exp: Math.floor(nowMs / 1000) + VIEWER_COOKIE_SECONDS };
+  return cookieLine(config, `${viewerCookieName(config)}=${signPayload(claims, key)}`, VIEWER_COOKIE_SECONDS);
+}
+
+/** Removes the viewer cookie (its session ended): the next visit goes through sign-in without asking the gateway first. */
+export function clearedViewerCookie(config: Pick<AppsConfig, "appsProtocol">): string {
+  return cookieLine(config, `${viewerCookieName(config)}=`, 0);
+}
+
+function cookieLine(config: Pick<AppsConfig, "appsProtocol">, pair: string, maxAge: number): string {
+  const parts = [pair, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${maxAge}`];
   if (config.appsProtocol === "https:") parts.push("Secure");
   return parts.join("; ");
 }
 
-/** The signed-in viewer of this app from the request's cookie; null when absent, forged, expired or for another app. */
-export function readViewer(request: Request, key: Buffer, name: string, address: string, nowMs = Date.now()): Viewer | null {
+/** The session this app's cookie names; null when absent, forged, expired or for another app. Not yet checked live. */
+export function readViewerSession(request: Request, key: Buffer, name: string, address: string, nowMs = Date.now()): ViewerSession | null {
   const value = cookieValue(request.headers.get("cookie"), name);
   if (!value) return null;
   const claims = CookieClaimsSchema.safeParse(openPayload(value, key));
   if (!claims.success || claims.data.address !== address || claims.data.exp * 1000 < nowMs) return null;
-  return { sub: claims.data.sub, email: claims.data.email, account: claims.data.account };
+  return { sub: claims.data.sub, session: claims.data.session };
 }
 
 /**
- * The visibility rule, checked on every request: `public` anyone; otherwise a signed-in viewer who is the owner,
- * or (`org`) acts as the account the app belongs to, or (`people`) has an email the app is shared with.
+ * The visibility rule, checked on every request with the gateway's live answer: `public` anyone; otherwise a
+ * signed-in viewer who is the owner, or (`org`) acts as the account the app belongs to, or (`people`) has an email
+ * the app is shared with.
  */
 export function canView(app: HostedApp, viewer: Viewer | null): boolean {
   if (app.visibility === "public") return true;

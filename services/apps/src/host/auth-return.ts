@@ -42,7 +42,7 @@ export async function answerAuthReturn(ctx: AppsContext, url: URL, address: stri
     ctx.logger.info("viewer ticket replayed", { address });
     return pages.badTicket("This sign-in link was already used.", retry);
   }
-  const cookie = viewerCookie(ctx.keys.viewer, ctx.config, { sub: claims.sub, email: claims.email, account: claims.account }, address);
+  const cookie = viewerCookie(ctx.keys.viewer, ctx.config, { sub: claims.sub, session: claims.session }, address);
   return new Response(null, {
     status: 302,
     headers: { Location: target, "Set-Cookie": cookie, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer" },

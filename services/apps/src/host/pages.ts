@@ -58,6 +58,13 @@ export const pages = {
   badTicket: (message: string, retryHref: string) => hostPage({ status: 400, title: "Sign-in did not complete", lines: [message], link: { href: retryHref, text: "Try signing in again" } }),
   badRequest: () => hostPage({ status: 400, title: "Bad request", lines: ["This address is not valid."] }),
   methodNotAllowed: () => hostPage({ status: 405, title: "Method not allowed", lines: ["Published apps answer GET and HEAD requests only."], headers: { Allow: "GET, HEAD" } }),
+  viewerUnknown: () =>
+    hostPage({
+      status: 503,
+      title: "Hatch could not check who you are",
+      lines: ["Hatch could not check who you are; try again in a minute.", "This app is not public, so it is only shown once Hatch knows you may see it."],
+      headers: { "Retry-After": "30" },
+    }),
   unavailable: () => hostPage({ status: 503, title: "Temporarily unavailable", lines: ["This app cannot be served right now. Try again in a moment."], headers: { "Retry-After": "5" } }),
   failed: () => hostPage({ status: 500, title: "Something went wrong", lines: ["This app could not be served. Try again; if it keeps happening, tell the app's owner."] }),
 };

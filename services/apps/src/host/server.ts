@@ -1,7 +1,8 @@
 import type { Server } from "bun";
+import { isToolError } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
-import { canView, readViewer, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
+import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
 import { onAppChanged } from "./announce.ts";
 import { answerAuthReturn } from "./auth-return.ts";
 import { BlobCache } from "./blob-cache.ts";
@@ -11,6 +12,7 @@ import { storedPathOf } from "./paths.ts";
 import { serveSite, type Served } from "./serve.ts";
 import { loadHostedApp, type HostedApp } from "./site.ts";
 import { StatsCounter } from "./stats.ts";
+import { LiveViewers } from "./viewers.ts";
 
 export interface AppHostOptions {
   /**
@@ -22,6 +24,8 @@ export interface AppHostOptions {
   cacheTtlMs?: number;
   /** How often counted opens are written (default 2 s). */
   statsFlushMs?: number;
+  /** How long the gateway's answer about a viewer is trusted without a broadcast (default 30 s). */
+  viewerTtlMs?: number;
 }
 
 export interface AppHost {
@@ -36,20 +40,46 @@ export interface AppHost {
 const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Upload tokens are 24 random bytes, base64url (publish/uploads.ts); anything else is no upload URL. */
 const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})$/;
+/** A DNS name is at most 253 characters; with a port and a dot this is the longest Host worth reading. */
+const MAX_HOST_LENGTH = 261;
+/** name, a trailing dot, port, a trailing dot (after the port, as `x.localhost:3001.` arrives). No IPv6 literals. */
+const HOST_PARTS = /^([a-z0-9.-]+?)(\.)?(?::(\d{1,5}))?(\.)?$/;
 
 /**
  * Which site a Host header names: "" for the bare apps domain, an address for `<address>.<apps domain>`, null
- * for anything else. The port is ignored when the apps domain has none (a proxy in front may keep it).
+ * for anything else (other names, IP literals, empty labels, odd ports, over-long values). Case does not matter and
+ * one trailing dot names the same host (`a.example.` is `a.example`). The port is ignored when the apps domain has
+ * none (a proxy in front may keep it).
  */
 export function addressOfHost(host: string | null, appsDomain: string): string | null {
-  if (!host) return null;
-  let name = host.toLowerCase();
-  if (!appsDomain.includes(":")) name = name.replace(/:\d+$/, "");
-  if (name.endsWith(".")) name = name.slice(0, -1);
-  if (name === appsDomain) return "";
-  if (!name.endsWith(`.${appsDomain}`)) return null;
-  const label = name.slice(0, -(appsDomain.length + 1));
+  if (!host || host.length > MAX_HOST_LENGTH) return null;
+  const given = HOST_PARTS.exec(host.toLowerCase());
+  const domain = HOST_PARTS.exec(appsDomain.toLowerCase());
+  if (!given || !domain || (given[2] && given[4])) return null;
+  const [, name = "", , port] = given;
+  const [, domainName = "", , domainPort] = domain;
+  if (domainPort !== undefined && port !== domainPort) return null;
+  if (name.split(".").includes("")) return null;
+  if (name === domainName) return "";
+  if (!name.endsWith(`.${domainName}`)) return null;
+  const label = name.slice(0, -(domainName.length + 1));
   return ADDRESS.test(label) ? label : null;
+}
+
+/**
+ * The request's path and query on a fixed origin. `request.url` is built from the Host header, which need not make
+ * a URL at all (`x.localhost:3001.`); the Host was checked already (no `/`, `?` or `#` in it), so the path starts at
+ * the first slash after the scheme. Null when even that is no URL.
+ */
+function requestTarget(request: Request): URL | null {
+  const raw = request.url;
+  const scheme = raw.indexOf("://");
+  const slash = scheme < 0 ? -1 : raw.indexOf("/", scheme + 3);
+  try {
+    return new URL(`http://app.invalid${slash < 0 ? "/" : raw.slice(slash)}`);
+  } catch {
+    return null;
+  }
 }
 
 /** The app host: serves published apps on their own origins, and upload URLs on the bare apps domain. */
@@ -59,12 +89,14 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const blobs = new BlobCache(ctx.blobs);
   const stats = new StatsCounter(ctx.db, ctx.keys.stats, log, { flushEveryMs: options.statsFlushMs });
   const cookieName = viewerCookieName(ctx.config);
+  const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
 
-  // Synchronous whenever the app and the file's bytes are cached: a served file then costs no promise at all.
+  // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
-    const url = new URL(request.url);
     const address = addressOfHost(request.headers.get("host"), ctx.config.appsDomain);
     if (address === null) return pages.unknownHost();
+    const url = requestTarget(request);
+    if (!url) return pages.badRequest();
     if (address === "") return answerRoot(request, url);
     if (request.method !== "GET" && request.method !== "HEAD") return pages.methodNotAllowed();
     if (url.pathname === "/_hatch/auth") return answerAuthReturn(ctx, url, address);
@@ -82,22 +114,47 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   }
 
   function answerApp(request: Request, server: Server<undefined>, url: URL, app: HostedApp): Response | Promise<Response> {
-    const isPublic = app.visibility === "public";
-    const viewer = isPublic ? null : readViewer(request, ctx.keys.viewer, cookieName, app.address);
-    if (!isPublic && !canView(app, viewer)) {
-      const back = url.pathname + url.search;
-      if (!viewer) {
-        return new Response(null, { status: 302, headers: { Location: signInUrl(ctx.config.gatewayUrl, app.address, back), "Cache-Control": "no-store" } });
-      }
-      return pages.forbidden(viewer.email, signInUrl(ctx.config.gatewayUrl, app.address, back, true));
+    if (app.visibility === "public") return serveApp(request, server, url, app, null);
+    const back = url.pathname + url.search;
+    const session = readViewerSession(request, ctx.keys.viewer, cookieName, app.address);
+    const toSignIn = (clear: boolean): Response => {
+      const headers: Record<string, string> = { Location: signInUrl(ctx.config.gatewayUrl, app.address, back), "Cache-Control": "no-store" };
+      if (clear) headers["Set-Cookie"] = clearedViewerCookie(ctx.config);
+      return new Response(null, { status: 302, headers });
+    };
+    if (!session) return toSignIn(false);
+    const decide = (viewer: Viewer | null): Response | Promise<Response> => {
+      // The Hatch session behind the cookie ended (sign-out) or is no longer this person's: sign in again.
+      if (!viewer) return toSignIn(true);
+      if (!canView(app, viewer)) return pages.forbidden(viewer.email, signInUrl(ctx.config.gatewayUrl, app.address, back, true));
+      return serveApp(request, server, url, app, viewer);
+    };
+    let live: ReturnType<LiveViewers["check"]>;
+    try {
+      live = viewers.check(session);
+    } catch (error) {
+      return unknownViewer(app, error);
     }
+    return live instanceof Promise ? live.then(decide, (error: unknown) => unknownViewer(app, error)) : decide(live);
+  }
+
+  /** Nobody could say who the viewer is (gateway or bus down): a non-public app is refused, never shown on trust. */
+  function unknownViewer(app: HostedApp, error: unknown): Response {
+    log.warn("viewer could not be checked", { address: app.address, code: isToolError(error) ? error.code : "error" });
+    return pages.viewerUnknown();
+  }
+
+  function serveApp(request: Request, server: Server<undefined>, url: URL, app: HostedApp, viewer: Viewer | null): Response | Promise<Response> {
+    const isPublic = app.visibility === "public";
     if (app.paused) return pages.paused();
     if (!app.site) return pages.nothingPublished();
     const path = storedPathOf(url.pathname);
     if (path === null) return pages.notFound();
     const finish = (served: Served): Response => {
       if (served.document && request.method === "GET" && isNavigation(request)) {
-        stats.count(app.id, whoIsViewing(request, server, viewer ?? (isPublic ? readViewer(request, ctx.keys.viewer, cookieName, app.address) : null)));
+        // A public app's viewer is counted by the cookie's user, unchecked: only statistics, and no bus call.
+        const sub = viewer?.sub ?? (isPublic ? readViewerSession(request, ctx.keys.viewer, cookieName, app.address)?.sub : undefined);
+        stats.count(app.id, whoIsViewing(request, server, sub ?? null));
       }
       return served.response;
     };
@@ -114,8 +171,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     return pages.root(appOrigin(ctx.config, "my-app"));
   }
 
-  function whoIsViewing(request: Request, server: Server<undefined>, viewer: Viewer | null): string {
-    if (viewer) return `u:${viewer.sub}`;
+  function whoIsViewing(request: Request, server: Server<undefined>, sub: string | null): string {
+    if (sub) return `u:${sub}`;
     const forwarded = ctx.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
     const ip = forwarded || server.requestIP(request)?.address || "";
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
@@ -139,6 +196,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     },
   });
   const subscription = onAppChanged(ctx.bus, log, (address) => cache.invalidate(address));
+  const viewerChanges = viewers.listen(log);
 
   return {
     port: server.port ?? ctx.config.appPort,
@@ -146,6 +204,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     flushStats: () => stats.flush(),
     async stop() {
       subscription.unsubscribe();
+      viewerChanges.unsubscribe();
       await server.stop(true);
       await stats.stop();
     },

@@ -1,19 +1,25 @@
 import { connect } from "node:net";
 import { startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
 import { openTestContext, type TestContext } from "./context.ts";
+import { StandInGateway } from "./stand-in-gateway.ts";
 
 export interface TestHost extends TestContext {
   host: AppHost;
   port: number;
   /** http://<address>.localhost:<port> */
   origin(address: string): string;
+  /** Answers the app host's viewer checks on the test's bus, as the gateway would. */
+  gateway: StandInGateway;
   /** A real HTTP request to an app's origin; redirects are not followed. */
   get(address: string, path: string, init?: RequestInit): Promise<Response>;
 }
 
 /** An app host on a free port over a fresh test context; apps open at http://<address>.localhost:<port>. */
-export async function startTestHost(options: AppHostOptions & { gatewayUrl?: string; env?: Record<string, string> } = {}): Promise<TestHost> {
-  const test = await openTestContext({ gatewayUrl: options.gatewayUrl, env: options.env });
+export async function startTestHost(
+  options: AppHostOptions & { gatewayUrl?: string; env?: Record<string, string>; logWrite?: (line: string) => void } = {},
+): Promise<TestHost> {
+  const test = await openTestContext({ gatewayUrl: options.gatewayUrl, env: options.env, logWrite: options.logWrite });
+  const gateway = new StandInGateway(test.ctx.bus, test.ctx.keys.viewer);
   const host = startAppHost(test.ctx, options);
   test.ctx.host = host;
   test.ctx.config = { ...test.ctx.config, appsDomain: `localhost:${host.port}` };
@@ -21,11 +27,13 @@ export async function startTestHost(options: AppHostOptions & { gatewayUrl?: str
   return {
     ...test,
     host,
+    gateway,
     port: host.port,
     origin,
     get: (address, path, init = {}) => fetch(`${origin(address)}${path}`, { redirect: "manual", ...init }),
     async close() {
       await host.stop();
+      gateway.down();
       await test.close();
     },
   };
