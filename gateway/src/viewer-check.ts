@@ -50,7 +50,7 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
 
   async function liveViewer(asked: ViewerSession, requestId: string): Promise<ViewerCheck> {
     const [row] = await deps.db
-      .select({ id: users.id, email: users.email, name: users.name })
+      .select({ id: users.id, email: users.email, name: users.name, emailVerifiedAt: users.emailVerifiedAt })
       .from(browserSessions)
       .innerJoin(users, eq(users.id, browserSessions.userId))
       .where(and(eq(browserSessions.idHash, asked.session), gt(browserSessions.expiresAt, new Date())))
@@ -61,6 +61,7 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
         sub: row.id,
         email: row.email,
         name: row.name,
+        emailVerified: row.emailVerifiedAt !== null,
         permissions: [],
         scope: "read",
         client: { kind: "other", name: "browser", elicitation: { form: false, url: false } },
@@ -69,7 +70,7 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
       },
       { requestId, traceparent: "" },
     );
-    return { viewer: { sub: row.id, email: row.email, account: session.account } };
+    return { viewer: { sub: row.id, email: row.email, emailVerified: row.emailVerifiedAt !== null, account: session.account } };
   }
 
   async function answer(msg: BusMessage): Promise<BusReply> {

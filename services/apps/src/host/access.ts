@@ -61,8 +61,8 @@ export function readViewerSession(request: Request, key: Buffer, name: string, a
 
 /**
  * The visibility rule, checked on every request with the gateway's live answer: `public` anyone; otherwise a
- * signed-in viewer who is the owner, or (`org`) acts as the account the app belongs to, or (`people`) has an email
- * the app is shared with.
+ * signed-in viewer who is the owner, or (`org`) acts as the account the app belongs to, or (`people`) has a
+ * verified email the app is shared with (an unverified sign-up must not claim someone else's address).
  */
 export function canView(app: HostedApp, viewer: Viewer | null): boolean {
   if (app.visibility === "public") return true;
@@ -74,7 +74,7 @@ export function canView(app: HostedApp, viewer: Viewer | null): boolean {
     case "org":
       return viewer.account === app.accountId;
     case "people":
-      return app.people.has(viewer.email.toLowerCase());
+      return viewer.emailVerified === true && app.people.has(viewer.email.toLowerCase());
   }
 }
 
