@@ -79,6 +79,7 @@ export {
   DomainNameSchema,
   DomainStageSchema,
   EmailSchema,
+  emailProblem,
   MoneySchema,
   ORG_ACTIVITY_MAX_ENTRIES,
   ORG_INVITE_MAX_PEOPLE,
