@@ -1,6 +1,6 @@
 import type { Database, Logger } from "@hatch/shared";
 import type { GatewayConfig } from "../config.ts";
-import type { FailureThrottle } from "./throttle.ts";
+import type { AuthThrottles } from "./throttle.ts";
 
 /** What every part of the auth module shares; built once by createAuth. */
 export interface AuthContext {
@@ -11,8 +11,10 @@ export interface AuthContext {
   fetchClientMetadata: typeof fetch;
   /** HMAC key for CSRF tokens, derived from the deployment secret. */
   csrfKey: Buffer;
-  /** Failed sign-ins per email. */
-  signInThrottle: FailureThrottle;
+  /** Per-address limits on sign-in, sign-up and client registration; the per-email sign-in delay. */
+  throttles: AuthThrottles;
+  /** Waits before a sign-in attempt on an email that failed often (injected in tests: no real waiting). */
+  sleep: (ms: number) => Promise<void>;
   onUserCreated?: (user: { id: string; email: string; name: string }) => Promise<void>;
   /** Revokes in the database, drops the cached grant and tells the caller's hook (e.g. to publish a bus event). */
   revokeGrant(grantId: string, reason: string): Promise<void>;
