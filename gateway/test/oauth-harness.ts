@@ -37,7 +37,7 @@ export async function createHarness(overrides: { allowInsecureClientMetadata?: b
   const auth = createAuth({ config, db: database.db, logger, now: () => clock.now, sleep: async (ms) => void delays.push(ms) });
   const app = new Elysia().use(auth.routes);
   const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));
-  const browser = (address = `2001:db8::${(++addresses).toString(16)}`) => new Browser(request, address);
+  const browser = (address = `10.0.${(++addresses >> 8) & 255}.${addresses & 255}`) => new Browser(request, address);
   return { config, database, auth, clock, logs, delays, request, browser, close: () => database.close() };
 }
 

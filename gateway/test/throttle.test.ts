@@ -98,6 +98,14 @@ describe("sign-up and client registration per address", () => {
     expect((await registerClient(h, body, from("203.0.113.51"))).status).toBe(201);
   });
 
+  test("IPv6 addresses count by their /64: a new address in the same block is the same source", async () => {
+    const from = (address: string) => ({ "x-forwarded-for": address });
+    const body = { client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/callback"] };
+    for (let i = 0; i < 30; i++) expect((await registerClient(h, body, from(`2001:db8:1:2::${(i + 1).toString(16)}`))).status).toBe(201);
+    expect((await registerClient(h, body, from("2001:db8:1:2:ffff:ffff:ffff:ffff"))).status).toBe(429);
+    expect((await registerClient(h, body, from("2001:db8:1:3::1"))).status).toBe(201);
+  });
+
   test("without TRUST_PROXY the connection's address counts and X-Forwarded-For is ignored", async () => {
     const direct = await createHarness({ trustProxy: false });
     const server = new Elysia().use(direct.auth.routes).listen({ port: 0, hostname: "127.0.0.1" });
