@@ -49,6 +49,13 @@ describe("sign-in", () => {
     expect((await h.browser("203.0.113.10").signIn(email, PASSWORD)).status).toBe(303);
   });
 
+  test("parallel attempts from one address cannot slip past the limit together", async () => {
+    const email = await owner();
+    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => h.browser("203.0.113.60").signIn(email, `wrong ${i}`)));
+    const statuses = responses.map((r) => r.status).sort();
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
+  });
+
   test("failures from many addresses on one email only slow it down, growing and capped, never a lock", async () => {
     const email = await owner();
     const delaysBefore = h.delays.length;

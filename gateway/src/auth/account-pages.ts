@@ -82,13 +82,16 @@ export async function submitSignIn(ctx: AuthContext, request: Request, source: s
     return htmlResponse(signInPage(state, { next, email, error }), { status: 429, headers: { "Retry-After": String(wait) } });
   }
   const delay = ctx.throttles.signInDelayMs(key, ctx.now());
+  // Counted as a failure before the check and taken back on success: parallel attempts cannot all slip past the limit.
+  const counted = [[signInPair, pair], [signInSource, source], [signInEmail, key]] as const;
+  for (const [limit, limitKey] of counted) limit.hit(limitKey, ctx.now());
   if (delay > 0) await ctx.sleep(delay);
   const user = await checkPassword(ctx, email, params.get("password") ?? "");
   if (!user) {
-    for (const [limit, limitKey] of [[signInPair, pair], [signInSource, source], [signInEmail, key]] as const) limit.hit(limitKey, ctx.now());
     ctx.logger.info("sign-in refused");
     return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
   }
+  for (const [limit, limitKey] of counted) limit.undo(limitKey);
   signInPair.clear(pair);
   return redirect(next, cookieHeaders([await startSession(ctx, user.id)]));
 }

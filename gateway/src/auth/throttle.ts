@@ -32,6 +32,11 @@ export class SlidingWindow {
     if (this.hits.size > this.maxKeys) this.hits.delete(this.hits.keys().next().value as string);
   }
 
+  /** Takes back the newest event of the key (an attempt counted up front that turned out fine). */
+  undo(key: string): void {
+    this.hits.get(key)?.pop();
+  }
+
   clear(key: string): void {
     this.hits.delete(key);
   }
