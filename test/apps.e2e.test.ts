@@ -194,6 +194,20 @@ for (const mode of MODES) {
       expect((await callOk(bob, "list_tools", { include: "shared" })).apps).toEqual([]);
     });
 
+    test("share: lookalike, zero-width and a@b..c emails are refused with the reason; nothing is shared", async () => {
+      const cases: [string, string][] = [
+        ["a@b..c", "two dots in a row"],
+        [bobEmail.replace("@", "\u200B@"), "invisible or control character"],
+        [bobEmail.replace("e", "\u0435"), "plain ASCII"], // Cyrillic е
+      ];
+      for (const [email, reason] of cases) {
+        const refused = await alice.callTool({ name: "share", arguments: { address: "todo-list", visibility: "people", add: [email] } });
+        expect(refused.isError).toBe(true);
+        expect(textOf(refused)).toContain(reason);
+      }
+      expect((await callOk(bob, "list_tools", { include: "shared" })).apps).toEqual([]);
+    });
+
     test("share: making an app public asks the user; only their yes changes it", async () => {
       const viaAi = await callOk(alice, "share", { address: "todo-list", visibility: "public" });
       expect(viaAi.status).toBe("needs_user");

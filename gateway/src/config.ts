@@ -20,6 +20,11 @@ export interface GatewayConfig {
   /** Cookies get `Secure` when the base URL is https. */
   secureCookies: boolean;
   /**
+   * Behind a proxy that sets `X-Forwarded-For`: the client's address is the last entry of that header (the one the
+   * proxy added) instead of the connection's. Sign-in, sign-up and client registration are throttled per address.
+   */
+  trustProxy: boolean;
+  /**
    * Serves the developer pages (`/dev/outbox`: a signed-in user's own kept mail). Off unless turned on in code:
    * only `bun run dev` does (scripts/dev.ts); no environment variable turns it on for `bun run start`.
    */
@@ -37,6 +42,7 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
   ALLOWED_HOSTS: z.string().optional(),
   ALLOW_INSECURE_CLIENT_METADATA: z.enum(["true", "false"]).optional(),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  TRUST_PROXY: z.enum(["true", "false"]).optional(),
 });
 
 export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
@@ -60,6 +66,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? (loopback && base.protocol === "http:"),
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
+    trustProxy: overrides.trustProxy ?? false,
     devPages: overrides.devPages ?? false,
   };
 }
@@ -78,5 +85,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     allowedHosts: parsed.ALLOWED_HOSTS?.split(",").map((h) => h.trim()).filter(Boolean),
     allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
     maxBodyBytes: parsed.MAX_BODY_BYTES,
+    trustProxy: parsed.TRUST_PROXY === "true",
   });
 }

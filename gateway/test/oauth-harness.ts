@@ -17,37 +17,52 @@ export interface Harness {
   auth: Auth;
   clock: { now: number };
   logs: string[];
+  /** Every per-email sign-in delay asked for, in ms (nothing really waits). */
+  delays: number[];
   request(path: string, init?: RequestInit): Promise<Response>;
-  browser(): Browser;
+  /** A browser on its own network address (X-Forwarded-For, trusted by the harness's config) unless one is given. */
+  browser(address?: string): Browser;
   close(): Promise<void>;
 }
 
-export async function createHarness(overrides: { allowInsecureClientMetadata?: boolean } = {}): Promise<Harness> {
-  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, ...overrides });
+let addresses = 0;
+
+export async function createHarness(overrides: { allowInsecureClientMetadata?: boolean; trustProxy?: boolean } = {}): Promise<Harness> {
+  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, trustProxy: true, ...overrides });
   const database = await openTestDatabase();
   const clock = { now: Date.now() };
   const logs: string[] = [];
   const logger = createLogger({ level: "debug", write: (line) => logs.push(line) });
-  const auth = createAuth({ config, db: database.db, logger, now: () => clock.now });
+  const delays: number[] = [];
+  const auth = createAuth({ config, db: database.db, logger, now: () => clock.now, sleep: async (ms) => void delays.push(ms) });
   const app = new Elysia().use(auth.routes);
   const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));
-  return { config, database, auth, clock, logs, request, browser: () => new Browser(request), close: () => database.close() };
+  const browser = (address = `10.0.${(++addresses >> 8) & 255}.${addresses & 255}`) => new Browser(request, address);
+  return { config, database, auth, clock, logs, delays, request, browser, close: () => database.close() };
 }
 
 /** A person's browser: keeps cookies and submits forms with their hidden fields. */
 export class Browser {
   readonly jar = new CookieJar();
-  constructor(private readonly send: (path: string, init?: RequestInit) => Promise<Response>) {}
+  constructor(
+    private readonly send: (path: string, init?: RequestInit) => Promise<Response>,
+    /** Sent as X-Forwarded-For (the harness trusts it); real servers see the connection's address instead. */
+    readonly address?: string,
+  ) {}
+
+  private get forwarded(): Record<string, string> {
+    return this.address ? { "x-forwarded-for": this.address } : {};
+  }
 
   async get(path: string): Promise<Response> {
-    return this.jar.absorb(await this.send(path, { headers: { cookie: this.jar.header() } }));
+    return this.jar.absorb(await this.send(path, { headers: { cookie: this.jar.header(), ...this.forwarded } }));
   }
 
   async post(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
     return this.jar.absorb(
       await this.send(path, {
         method: "POST",
-        headers: { cookie: this.jar.header(), "content-type": "application/x-www-form-urlencoded", ...headers },
+        headers: { cookie: this.jar.header(), "content-type": "application/x-www-form-urlencoded", ...this.forwarded, ...headers },
         body: new URLSearchParams(form).toString(),
       }),
     );
@@ -69,8 +84,8 @@ export class Browser {
   }
 }
 
-export async function registerClient(h: Harness, body: Record<string, unknown>): Promise<Response> {
-  return h.request("/oauth/register", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+export async function registerClient(h: Harness, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
+  return h.request("/oauth/register", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 }
 
 export async function registerClientId(h: Harness, name = "Test Client", redirectUris = [REDIRECT]): Promise<string> {

@@ -60,6 +60,15 @@ export class CookieJar {
   has(name: string): boolean {
     return this.cookies.has(name);
   }
+
+  get(name: string): string | undefined {
+    return this.cookies.get(name);
+  }
+
+  /** Plants a cookie, as a sibling subdomain or a shared browser could. */
+  set(name: string, value: string): void {
+    this.cookies.set(name, value);
+  }
 }
 
 /** The CSRF token of the first form on a page. */

@@ -94,6 +94,7 @@ export {
   DomainNameSchema,
   DomainStageSchema,
   EmailSchema,
+  emailProblem,
   MoneySchema,
   ORG_ACTIVITY_MAX_ENTRIES,
   ORG_INVITE_MAX_PEOPLE,

@@ -4,7 +4,7 @@ import { AuthInputError } from "./errors.ts";
 import { findGrant, listConnectedClients } from "./grants.ts";
 import { readParams, redirect, safeNext, type Params } from "./http.ts";
 import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
-import { createUser, checkPassword } from "./users.ts";
+import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
 import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
@@ -28,21 +28,31 @@ export async function showSignUp(ctx: AuthContext, request: Request): Promise<Re
   return htmlResponse(signUpPage(state, { next: nextOf(ctx, request) }), { headers: cookieHeaders(state.setCookies) });
 }
 
-export async function submitSignUp(ctx: AuthContext, request: Request): Promise<Response> {
+const minutes = (seconds: number) => `${Math.ceil(seconds / 60)} minute(s)`;
+
+export async function submitSignUp(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const form = await readForm(ctx, request);
   if ("refused" in form) return form.refused;
   const { params, state } = form;
   const fields = { email: params.get("email") ?? "", name: params.get("name") ?? "", password: params.get("password") ?? "" };
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
+  const shown = { next, email: fields.email, name: fields.name };
+  const wait = ctx.throttles.signUpSource.retryAfter(source, ctx.now());
+  if (wait > 0) {
+    ctx.logger.warn("sign-up throttled");
+    const error = `Too many sign-ups from your network. Try again in ${minutes(wait)}.`;
+    return htmlResponse(signUpPage(state, { ...shown, error }), { status: 429, headers: { "Retry-After": String(wait) } });
+  }
+  ctx.throttles.signUpSource.hit(source, ctx.now());
   try {
     const user = await createUser(ctx, fields);
     // The account exists either way; when the mail could not go out, a page says so and offers to resend.
     const sent = await sendVerification(ctx, user);
     const to = sent.ok ? next : `/verify-email?${new URLSearchParams({ unsent: "1", next })}`;
-    return redirect(to, cookieHeaders([await startSession(ctx, user.id)]));
+    return redirect(to, cookieHeaders([await startSession(ctx, user.id, state)]));
   } catch (error) {
     if (!(error instanceof AuthInputError)) throw error;
-    return htmlResponse(signUpPage(state, { next, email: fields.email, name: fields.name, error: error.message }), { status: 400 });
+    return htmlResponse(signUpPage(state, { ...shown, error: error.message }), { status: 400 });
   }
 }
 
@@ -53,27 +63,41 @@ export async function showSignIn(ctx: AuthContext, request: Request): Promise<Re
   return htmlResponse(signInPage(state, { next }), { headers: cookieHeaders(state.setCookies) });
 }
 
-export async function submitSignIn(ctx: AuthContext, request: Request): Promise<Response> {
+/**
+ * Wrong passwords lock the source, never the person: past the limit for an email from one address, that address
+ * waits (429); from anywhere else the right password still works, each attempt on a much-guessed email only held
+ * a little longer (a growing delay, capped at a few seconds). One address failing on many emails waits too.
+ */
+export async function submitSignIn(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const form = await readForm(ctx, request);
   if ("refused" in form) return form.refused;
   const { params, state } = form;
-  const email = params.get("email") ?? "";
+  const email = (params.get("email") ?? "").trim();
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
-  const key = email.trim().toLowerCase();
-  const wait = ctx.signInThrottle.retryAfter(key, ctx.now());
+  const problem = formEmailProblem(email);
+  if (problem) return htmlResponse(signInPage(state, { next, email, error: problem }), { status: 400 });
+  const key = email.toLowerCase();
+  const pair = `${key}\n${source}`;
+  const { signInPair, signInSource, signInEmail } = ctx.throttles;
+  const wait = Math.max(signInPair.retryAfter(pair, ctx.now()), signInSource.retryAfter(source, ctx.now()));
   if (wait > 0) {
     ctx.logger.warn("sign-in throttled");
-    const error = `Too many wrong passwords for this email. Try again in ${Math.ceil(wait / 60)} minute(s).`;
+    const error = `Too many wrong passwords from your network. Try again in ${minutes(wait)}, or sign in from another network.`;
     return htmlResponse(signInPage(state, { next, email, error }), { status: 429, headers: { "Retry-After": String(wait) } });
   }
+  const delay = ctx.throttles.signInDelayMs(key, ctx.now());
+  // Counted as a failure before the check and taken back on success: parallel attempts cannot all slip past the limit.
+  const counted = [[signInPair, pair], [signInSource, source], [signInEmail, key]] as const;
+  for (const [limit, limitKey] of counted) limit.hit(limitKey, ctx.now());
+  if (delay > 0) await ctx.sleep(delay);
   const user = await checkPassword(ctx, email, params.get("password") ?? "");
   if (!user) {
-    ctx.signInThrottle.fail(key, ctx.now());
     ctx.logger.info("sign-in refused");
     return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
   }
-  ctx.signInThrottle.clear(key);
-  return redirect(next, cookieHeaders([await startSession(ctx, user.id)]));
+  for (const [limit, limitKey] of counted) limit.undo(limitKey);
+  signInPair.clear(pair);
+  return redirect(next, cookieHeaders([await startSession(ctx, user.id, state)]));
 }
 
 export async function submitSignOut(ctx: AuthContext, request: Request): Promise<Response> {

@@ -1,6 +1,6 @@
 import type { Database, Logger } from "@hatch/shared";
 import type { GatewayConfig } from "../config.ts";
-import type { FailureThrottle } from "./throttle.ts";
+import type { AuthThrottles } from "./throttle.ts";
 import type { PublicUser } from "./users.ts";
 
 /** What every part of the auth module shares; built once by createAuth. */
@@ -12,8 +12,10 @@ export interface AuthContext {
   fetchClientMetadata: typeof fetch;
   /** HMAC key for CSRF tokens, derived from the deployment secret. */
   csrfKey: Buffer;
-  /** Failed sign-ins per email. */
-  signInThrottle: FailureThrottle;
+  /** Per-address limits on sign-in, sign-up and client registration; the per-email sign-in delay. */
+  throttles: AuthThrottles;
+  /** Waits before a sign-in attempt on an email that failed often (injected in tests: no real waiting). */
+  sleep: (ms: number) => Promise<void>;
   onUserCreated?: (user: PublicUser) => Promise<void>;
   /** HMAC key of email verification links. */
   verifyEmailKey: Buffer;

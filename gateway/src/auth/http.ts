@@ -111,14 +111,27 @@ export function serializeCookie(name: string, value: string, options: CookieOpti
   return parts.join("; ");
 }
 
-/** A `next` target is followed only when it stays on this origin: a path, never `//host` or `/\host`. */
-export function safeNext(next: string | null | undefined, baseUrl: string, fallback = "/dashboard/tokens"): string {
-  if (!next || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return fallback;
+/**
+ * The path and query `target` leads to when a browser resolves it against `origin`, or null when it leaves that
+ * origin. Resolving first is what makes this safe: browsers drop tabs and line breaks, read a backslash as `/`, decode
+ * `%2e` and collapse `.`/`..` segments, so `/.//evil.com`, `/%2e//evil.com`, `/a/..//evil.com` or `/\t/evil.com`
+ * all become `//evil.com`, which a browser follows to another host. The normalised result never starts with `//`.
+ */
+export function localPath(target: string, origin: string): string | null {
+  if (target.length > 4096) return null;
+  let url: URL;
   try {
-    const url = new URL(next, baseUrl);
-    if (url.origin !== new URL(baseUrl).origin) return fallback;
-    return url.pathname + url.search;
+    url = new URL(target, origin);
   } catch {
-    return fallback;
+    return null;
   }
+  if (url.origin !== new URL(origin).origin) return null;
+  if (url.pathname.startsWith("//") || url.pathname.startsWith("/\\")) return null;
+  return url.pathname + url.search;
+}
+
+/** A `next` target is followed only when it stays on this origin (see localPath); anything else goes to `fallback`. */
+export function safeNext(next: string | null | undefined, baseUrl: string, fallback = "/dashboard/tokens"): string {
+  if (!next) return fallback;
+  return localPath(next, baseUrl) ?? fallback;
 }

@@ -3,7 +3,7 @@ import type { Elysia } from "elysia";
 import type { GatewayConfig } from "../config.ts";
 import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
 import { sweepExpired, type SweepResult } from "./sweep.ts";
-import { FailureThrottle } from "./throttle.ts";
+import { AuthThrottles } from "./throttle.ts";
 import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
@@ -43,6 +43,8 @@ export interface AuthDeps {
   /** Injectable for tests: fetches Client ID Metadata Documents. */
   fetchClientMetadata?: typeof fetch;
   now?: () => number;
+  /** Injectable for tests: the per-email sign-in delay waits through it. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface Auth {
@@ -105,7 +107,8 @@ export function createAuth(deps: AuthDeps): Auth {
     verifyEmailKey: deriveKey(deps.config.secret, "verify-email"),
     sendVerificationMail: deps.sendVerificationMail,
     forgetUser: (userId) => authenticator?.forgetUser(userId),
-    signInThrottle: new FailureThrottle(),
+    throttles: new AuthThrottles(),
+    sleep: deps.sleep ?? ((ms) => Bun.sleep(ms)),
     onUserCreated: deps.onUserCreated,
     onSessionEnded: deps.onSessionEnded,
     async revokeGrant(grantId, reason) {

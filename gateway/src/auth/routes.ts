@@ -1,3 +1,4 @@
+import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { htmlResponse } from "../pages/layout.ts";
 import type { AccessTokens } from "./access-tokens.ts";
@@ -13,6 +14,33 @@ import { showVerifyEmail, submitResend } from "./verify-email.ts";
 import { errorPage } from "./views.ts";
 
 type Handler = (request: Request) => Promise<Response>;
+type PageHandler = (ctx: AuthContext, request: Request, source: string) => Promise<Response>;
+
+/**
+ * The client's address, the key of the per-address limits: the connection's, or with TRUST_PROXY the last entry of
+ * X-Forwarded-For (the one our proxy added; entries before it are whatever the client sent). "unknown" when
+ * neither exists (the app driven in-process): those requests share one budget.
+ */
+export function clientAddress(trustProxy: boolean, request: Request, server: Server<unknown> | null | undefined): string {
+  const forwarded = trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
+  const address = forwarded || server?.requestIP(request)?.address;
+  return address ? addressKey(address.slice(0, 64)) : "unknown";
+}
+
+/**
+ * IPv4 as it is (also when IPv4-mapped); IPv6 by its /64, the block one subscriber gets: otherwise a single
+ * machine could spend a new address on every attempt.
+ */
+function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(":")) return address;
+  const [head = "", tail = ""] = address.split("%")[0]!.toLowerCase().split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = address.includes("::") ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
 
 /**
  * Endpoints that MCP clients running in a browser (the MCP Inspector, web IDEs) call cross-origin. No cookies
@@ -41,7 +69,15 @@ function guard(ctx: AuthContext, kind: "json" | "html", handler: Handler): Handl
   };
 }
 
-async function register(ctx: AuthContext, request: Request): Promise<Response> {
+async function register(ctx: AuthContext, request: Request, source: string): Promise<Response> {
+  const limit = ctx.throttles.registerSource;
+  const wait = limit.retryAfter(source, ctx.now());
+  if (wait > 0) {
+    ctx.logger.warn("client registration throttled");
+    const description = `Too many client registrations from this address (${limit.limit} an hour). Try again in ${Math.ceil(wait / 60)} minute(s), or reuse the client already registered.`;
+    return jsonResponse({ error: "temporarily_unavailable", error_description: description }, 429, { "Cache-Control": "no-store", "Retry-After": String(wait) });
+  }
+  limit.hit(source, ctx.now());
   const text = await readBodyText(request, ctx.config.maxBodyBytes);
   let body: unknown;
   try {
@@ -59,12 +95,18 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     const guarded = guard(ctx, "json", handler);
     return async (request) => withCors(await guarded(request));
   };
-  const page = (handler: (ctx: AuthContext, request: Request) => Promise<Response>) => guard(ctx, "html", (request) => handler(ctx, request));
+  // `listener` is the Bun server the request came through (null when driven in-process); it knows the address.
+  type Sourced = (request: Request, listener?: Server<unknown> | null) => Promise<Response>;
+  const source = (request: Request, listener: Server<unknown> | null | undefined) => clientAddress(ctx.config.trustProxy, request, listener);
+  const page =
+    (handler: PageHandler): Sourced =>
+    (request, listener) =>
+      guard(ctx, "html", (r) => handler(ctx, r, source(r, listener)))(request);
   const resource = json(async () => jsonResponse(protectedResourceMetadata(ctx.config), 200, { "Cache-Control": "public, max-age=300" }));
   const server = json(async () => jsonResponse(authorizationServerMetadata(ctx.config), 200, { "Cache-Control": "public, max-age=300" }));
   const token = json((request) => handleToken(ctx, tokens, request));
   const revoke = json((request) => handleRevoke(ctx, tokens, request));
-  const registration = json((request) => register(ctx, request));
+  const registration: Sourced = (request, listener) => json((r) => register(ctx, r, source(r, listener)))(request);
   const preflight = () => new Response(null, { status: 204, headers: CORS });
   const raw = { parse: "none" as const };
 
@@ -79,7 +121,7 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     .get("/.well-known/oauth-authorization-server", ({ request }) => server(request))
     .get("/.well-known/openid-configuration", ({ request }) => server(request))
     .options("/.well-known/*", preflight)
-    .post("/oauth/register", ({ request }) => registration(request), raw)
+    .post("/oauth/register", ({ request, server: listener }) => registration(request, listener), raw)
     .post("/oauth/token", ({ request }) => token(request), raw)
     .post("/oauth/revoke", ({ request }) => revoke(request), raw)
     .options("/oauth/register", preflight)
@@ -88,9 +130,9 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     .get("/oauth/authorize", ({ request }) => authorizeGet(request))
     .post("/oauth/authorize", ({ request }) => authorizePost(request), raw)
     .get("/signup", ({ request }) => signUpGet(request))
-    .post("/signup", ({ request }) => signUpPost(request), raw)
+    .post("/signup", ({ request, server: listener }) => signUpPost(request, listener), raw)
     .get("/signin", ({ request }) => signInGet(request))
-    .post("/signin", ({ request }) => signInPost(request), raw)
+    .post("/signin", ({ request, server: listener }) => signInPost(request, listener), raw)
     .post("/signout", ({ request }) => signOut(request), raw)
     .get("/dashboard/tokens", ({ request }) => tokensGet(request))
     .post("/dashboard/tokens/revoke", ({ request }) => tokensRevoke(request), raw)

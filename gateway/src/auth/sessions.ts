@@ -29,11 +29,17 @@ export interface BrowserState {
 }
 
 /**
- * Signed double-submit: the form field is an HMAC of the CSRF cookie, so an attacker who can plant a cookie
- * (from a sibling subdomain) still cannot produce the matching field without the server's key.
+ * Signed double-submit bound to the session: the form field is an HMAC of the CSRF cookie and the session id
+ * ("anon" before sign-in). An attacker who can plant a cookie (from a sibling subdomain) cannot produce the field
+ * without the server's key, and a field minted for one session (or before sign-in) fails in any other.
  */
-function csrfTokenFor(ctx: AuthContext, cookieValue: string): string {
-  return createHmac("sha256", ctx.csrfKey).update(cookieValue).digest("base64url");
+function csrfTokenFor(ctx: AuthContext, cookieValue: string, sessionId: string | null): string {
+  return createHmac("sha256", ctx.csrfKey).update(`${cookieValue}:${sessionId ?? "anon"}`).digest("base64url");
+}
+
+/** The session id the CSRF token is bound to: the cookie's, but only while it names a live session. */
+function boundSession(ctx: AuthContext, cookies: Map<string, string>, user: PublicUser | null): string | null {
+  return user ? (cookies.get(cookieNames(ctx).session) ?? null) : null;
 }
 
 export async function readBrowserState(ctx: AuthContext, request: Request): Promise<BrowserState> {
@@ -47,7 +53,13 @@ export async function readBrowserState(ctx: AuthContext, request: Request): Prom
   }
   const sessionId = cookies.get(names.session);
   const user = await sessionUser(ctx, sessionId);
-  return { user, csrfToken: csrfTokenFor(ctx, csrfCookie), setCookies, cookies, sessionHash: user && sessionId ? sha256Hex(sessionId) : null };
+  return {
+    user,
+    csrfToken: csrfTokenFor(ctx, csrfCookie, boundSession(ctx, cookies, user)),
+    setCookies,
+    cookies,
+    sessionHash: user && sessionId ? sha256Hex(sessionId) : null,
+  };
 }
 
 async function sessionUser(ctx: AuthContext, sessionId: string | undefined): Promise<PublicUser | null> {
@@ -62,19 +74,25 @@ async function sessionUser(ctx: AuthContext, sessionId: string | undefined): Pro
 }
 
 /**
- * A POSTed form is accepted only with a matching CSRF field and, when the browser named one, our own Origin.
- * `Origin: null` (privacy settings, sandboxed frames) names none; the token still has to match.
+ * A POSTed form is accepted only with a CSRF field bound to this CSRF cookie and this session, and, when the
+ * browser named one, our own Origin. `Origin: null` (a sandboxed frame, a `data:` page, a cross-origin redirect)
+ * is refused: our pages send `Referrer-Policy: same-origin`, so a browser posting our own form names our origin.
+ * A missing Origin (older browsers) is left to the token.
  */
 export function csrfValid(ctx: AuthContext, request: Request, state: BrowserState, field: string | undefined): boolean {
   const origin = request.headers.get("origin");
-  if (origin !== null && origin !== "null" && origin !== new URL(ctx.config.baseUrl).origin) return false;
+  if (origin !== null && origin !== new URL(ctx.config.baseUrl).origin) return false;
   const cookie = state.cookies.get(cookieNames(ctx).csrf);
   if (!cookie || !field) return false;
-  return safeEqual(field, csrfTokenFor(ctx, cookie));
+  return safeEqual(field, csrfTokenFor(ctx, cookie, boundSession(ctx, state.cookies, state.user)));
 }
 
-/** Starts a fresh session (a new id on every sign-in, so a planted session id is never promoted). */
-export async function startSession(ctx: AuthContext, userId: string): Promise<string> {
+/**
+ * Starts a fresh session (a new id on every sign-in, so a planted session id is never promoted). The browser's
+ * previous session ends first, with its app sessions: a sign-in over someone else's never leaves theirs alive.
+ */
+export async function startSession(ctx: AuthContext, userId: string, previous: BrowserState): Promise<string> {
+  await endSession(ctx, previous);
   const id = newSecret();
   const now = ctx.now();
   await ctx.db.delete(browserSessions).where(and(eq(browserSessions.userId, userId), lt(browserSessions.expiresAt, new Date(now))));

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { randomId } from "@hatch/shared";
+import { emailProblem, hasControlChars, plainText, randomId } from "@hatch/shared";
 import { users } from "../db/schema.ts";
 import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";
@@ -12,7 +12,6 @@ export interface PublicUser {
   emailVerified: boolean;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const MIN_PASSWORD = 8;
 // argon2 cost grows with input; a cap keeps one request from pinning a CPU.
 const MAX_PASSWORD = 1024;
@@ -21,14 +20,23 @@ const MAX_PASSWORD = 1024;
 let dummyHash: Promise<string> | undefined;
 const dummy = () => (dummyHash ??= Bun.password.hash("not-a-real-password", { algorithm: "argon2id" }));
 
+const NAME = plainText(100);
+
+/** Why the email typed on a form cannot be used (the shared rule of every contract), or null. */
+export function formEmailProblem(email: string): string | null {
+  return email ? emailProblem(email) : "Enter your email address.";
+}
+
 function validate(input: { email: string; password: string; name: string }): { email: string; name: string; password: string } {
   const email = input.email.trim();
-  const name = input.name.trim();
-  if (!EMAIL.test(email) || email.length > 254) throw new AuthInputError("Enter a valid email address.");
-  if (!name || name.length > 100) throw new AuthInputError("Enter your name (up to 100 characters).");
+  const emailError = formEmailProblem(email);
+  if (emailError) throw new AuthInputError(emailError);
+  if (hasControlChars(input.name)) throw new AuthInputError("Your name must not contain control characters. Type it again.");
+  const name = NAME.safeParse(input.name);
+  if (!name.success) throw new AuthInputError("Enter your name (up to 100 characters).");
   if (input.password.length < MIN_PASSWORD) throw new AuthInputError(`Choose a password of at least ${MIN_PASSWORD} characters.`);
   if (input.password.length > MAX_PASSWORD) throw new AuthInputError(`Choose a password of at most ${MAX_PASSWORD} characters.`);
-  return { email, name, password: input.password };
+  return { email, name: name.data, password: input.password };
 }
 
 function isUniqueViolation(error: unknown): boolean {

@@ -1,5 +1,6 @@
 import { csrfField, html, renderPage, type SafeHtml } from "../pages/layout.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
+import { SIGN_IN_RULE } from "./throttle.ts";
 import type { ConnectedClient } from "./grants.ts";
 import type { PublicUser } from "./users.ts";
 
@@ -19,6 +20,7 @@ export function signInPage(viewer: Viewer, form: { next: string; email?: string;
 <label>Email <input type="email" name="email" autocomplete="email" required value="${form.email ?? ""}"></label>
 <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button></form>
+<p class="muted">${SIGN_IN_RULE}</p>
 <p class="muted">No account yet? <a href="/signup?next=${encodeURIComponent(form.next)}">Sign up</a></p>`;
   return renderPage({ title: "Sign in", user: navUser(viewer), body });
 }

@@ -13,7 +13,7 @@ import {
   type Logger,
 } from "@hatch/shared";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { localPath, redirect } from "../auth/http.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
@@ -50,8 +50,9 @@ function readTarget(get: (name: string) => string | null | undefined): Target | 
   const address = AppAddressSchema.safeParse(get("app"));
   if (!address.success) return null;
   const path = get("path") ?? "/";
-  const plain = path.startsWith("/") && !path.startsWith("//") && !path.startsWith("/\\") && path.length <= 2048 && !/[\0-\x1f\x7f]/.test(path);
-  return { address: address.data, path: plain ? path : "/" };
+  // Resolved as the browser will on the app's origin (`/.//evil.com` is `//evil.com` there); the origin is a stand-in.
+  const plain = path.startsWith("/") && path.length <= 2048 && !/[\0-\x1f\x7f]/.test(path) ? localPath(path, "https://app.invalid") : null;
+  return { address: address.data, path: plain ?? "/" };
 }
 
 const selfUrl = (target: Target, extra: Record<string, string> = {}) =>

@@ -13,7 +13,47 @@ export const AppAddressSchema = z
   })
   .describe("The app's address, e.g. my-todo for https://my-todo.<apps domain>; list_tools shows every address");
 
-export const EmailSchema = z.email().max(254);
+// One email rule for sign-up, sign-in and every tool that takes an email: plain ASCII (an international domain in
+// its xn-- form), a dot-atom before the @ and a domain name after it. Lookalike letters from other alphabets, zero-width
+// and control characters cannot sneak into an address that then matches an invitation or a share by eye.
+const ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
+const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+const TLD = "(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})";
+/** The whole rule as one pattern (also the JSON Schema `pattern` clients see). */
+export const EMAIL_PATTERN = new RegExp(`^(?=[^@]{1,64}@)${ATEXT}+(?:\\.${ATEXT}+)*@(?:${LABEL}\\.)+${TLD}$`);
+export const EMAIL_MAX_LENGTH = 254;
+/** Zero-width, format (bidi, soft hyphen, tags), other invisible fillers and control characters. */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0]|[\u{e0100}-\u{e01ef}]/u;
+
+/** Why `email` is not an address Hatch accepts, in words a person or an AI can act on; null when it is fine. */
+export function emailProblem(email: string): string | null {
+  if (INVISIBLE.test(email)) {
+    return "The email address contains an invisible or control character (often copied along with it). Type the address again.";
+  }
+  if (/\s/.test(email)) return "An email address has no spaces.";
+  if (/[^\x00-\x7f]/.test(email)) {
+    return "Write the email address in plain ASCII: letters a-z, digits and . _ + - before the @, and an international domain in its xn-- (punycode) form. Letters from other alphabets are not accepted.";
+  }
+  if (email.length > EMAIL_MAX_LENGTH) return `An email address has at most ${EMAIL_MAX_LENGTH} characters.`;
+  const at = email.lastIndexOf("@");
+  const [local, domain] = [email.slice(0, at), email.slice(at + 1)];
+  if (at <= 0 || !domain || local.includes("@")) return "Enter an email address such as ada@example.com.";
+  if (/^\.|\.\.|\.$/.test(local) || /^\.|\.\.|\.$/.test(domain)) {
+    return "An email address cannot have two dots in a row, or a dot at the start or end of either part (as in a@b..c).";
+  }
+  if (local.length > 64) return "The part before the @ has at most 64 characters.";
+  if (!new RegExp(`^${ATEXT}+(?:\\.${ATEXT}+)*$`).test(local)) {
+    return "The part before the @ may hold letters, digits, dots and ! # $ % & ' * + / = ? ^ _ ` { | } ~ - only.";
+  }
+  if (!EMAIL_PATTERN.test(email)) {
+    return "The part after the @ must be a domain such as example.com: letters, digits and inner hyphens in each part, and a top-level domain of letters.";
+  }
+  return null;
+}
+
+export const EmailSchema = z
+  .email({ pattern: EMAIL_PATTERN, error: (issue) => emailProblem(String(issue.input)) ?? "Enter an email address such as ada@example.com" })
+  .max(EMAIL_MAX_LENGTH);
 
 /**
  * Who can open an app. The spec leaves the value set open; these are ours:

@@ -157,6 +157,7 @@ export {
   DnsRecordSchema,
   DomainNameSchema,
   EmailSchema,
+  emailProblem,
   MoneySchema,
   ORG_PERMISSIONS,
   ORG_ROLES,
