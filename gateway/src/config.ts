@@ -13,7 +13,10 @@ export interface GatewayConfig {
   refreshTokenTtlSeconds: number;
   /** Host header values accepted on /mcp (DNS-rebinding protection); the base URL's host is always allowed. */
   allowedHosts: string[];
-  /** Lets Client ID Metadata Documents be fetched over plain http (dev and tests on loopback only). */
+  /**
+   * Lets Client ID Metadata Documents be fetched over plain http and from private addresses. Only when set
+   * explicitly (ALLOW_INSECURE_CLIENT_METADATA=true: `bun run dev` on loopback, tests); never inferred.
+   */
   allowInsecureClientMetadata: boolean;
   /** Largest request body accepted on /mcp and the OAuth endpoints. */
   maxBodyBytes: number;
@@ -54,7 +57,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     accessTokenTtlSeconds: overrides.accessTokenTtlSeconds ?? 900,
     refreshTokenTtlSeconds: overrides.refreshTokenTtlSeconds ?? 30 * 86_400,
     allowedHosts: [...new Set([base.host, ...(loopback ? [`localhost:${base.port || port}`, `127.0.0.1:${base.port || port}`] : []), ...(overrides.allowedHosts ?? [])])],
-    allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? (loopback && base.protocol === "http:"),
+    allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? false,
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
     devPages: overrides.devPages ?? true,

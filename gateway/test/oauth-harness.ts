@@ -22,13 +22,20 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function createHarness(overrides: { allowInsecureClientMetadata?: boolean } = {}): Promise<Harness> {
-  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, ...overrides });
+export interface HarnessOptions {
+  /** Default true here (the test metadata server is plain http on loopback); the product default is false. */
+  allowInsecureClientMetadata?: boolean;
+  fetchClientMetadata?: typeof fetch;
+  resolveHost?: (hostname: string) => Promise<string[]>;
+}
+
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, allowInsecureClientMetadata: options.allowInsecureClientMetadata ?? true });
   const database = await openTestDatabase();
   const clock = { now: Date.now() };
   const logs: string[] = [];
   const logger = createLogger({ level: "debug", write: (line) => logs.push(line) });
-  const auth = createAuth({ config, db: database.db, logger, now: () => clock.now });
+  const auth = createAuth({ config, db: database.db, logger, now: () => clock.now, fetchClientMetadata: options.fetchClientMetadata, resolveHost: options.resolveHost });
   const app = new Elysia().use(auth.routes);
   const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));
   return { config, database, auth, clock, logs, request, browser: () => new Browser(request), close: () => database.close() };
