@@ -45,6 +45,8 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser">, version: st
           "To allow changes, the user can reconnect this client and approve full access.",
       );
     }
+    const overLimit = contract.limitProblem?.(input.data);
+    if (overLimit) return errorResult("limit_exceeded", overLimit);
     return forwardToolCall(
       {
         ...deps,

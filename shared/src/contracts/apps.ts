@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
 import {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
@@ -78,7 +79,7 @@ export const publish = defineTool({
             .strict(),
         )
         .min(1)
-        .max(500)
+        .max(PUBLISH_LIMITS.maxInlineFiles)
         .optional()
         .describe(
           "The whole built folder inline, for small apps (a few files, under about 1 MB in total). " +
@@ -106,6 +107,7 @@ export const publish = defineTool({
         ),
     })
     .strict(),
+  limitProblem: (input) => (input.files ? inlineLimitProblem(input.files) : null),
   output: z.object({
     status: z
       .enum(["published", "needs_upload", "needs_user"])
