@@ -20,6 +20,10 @@ export interface GatewayConfig {
   allowInsecureClientMetadata: boolean;
   /** Largest request body accepted on /mcp and the OAuth endpoints. */
   maxBodyBytes: number;
+  /** Open MCP sessions of this gateway in all (memory bound); when full, the biggest holder's oldest is closed. */
+  maxSessions: number;
+  /** Open MCP sessions of one user; a new one closes that user's oldest, so no user can push others out. */
+  maxSessionsPerUser: number;
   /** Cookies get `Secure` when the base URL is https. */
   secureCookies: boolean;
   /** Serves the developer pages (`/dev/outbox`); off when NODE_ENV is production. */
@@ -37,6 +41,8 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
   ALLOWED_HOSTS: z.string().optional(),
   ALLOW_INSECURE_CLIENT_METADATA: z.enum(["true", "false"]).optional(),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  MAX_SESSIONS: z.coerce.number().int().min(1).default(5_000),
+  MAX_SESSIONS_PER_USER: z.coerce.number().int().min(1).default(20),
 });
 
 export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
@@ -59,6 +65,8 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     allowedHosts: [...new Set([base.host, ...(loopback ? [`localhost:${base.port || port}`, `127.0.0.1:${base.port || port}`] : []), ...(overrides.allowedHosts ?? [])])],
     allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? false,
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
+    maxSessions: overrides.maxSessions ?? 5_000,
+    maxSessionsPerUser: overrides.maxSessionsPerUser ?? 20,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
     devPages: overrides.devPages ?? true,
   };
@@ -78,6 +86,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     allowedHosts: parsed.ALLOWED_HOSTS?.split(",").map((h) => h.trim()).filter(Boolean),
     allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
     maxBodyBytes: parsed.MAX_BODY_BYTES,
+    maxSessions: parsed.MAX_SESSIONS,
+    maxSessionsPerUser: parsed.MAX_SESSIONS_PER_USER,
     devPages: parsed.NODE_ENV !== "production",
   });
 }

@@ -1,4 +1,5 @@
 import { createLogger, type ServiceName } from "@hatch/shared";
+import type { GatewayConfig } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
 
@@ -21,6 +22,8 @@ export interface TestHatchOptions {
   logWrite?: (line: string) => void;
   /** Extra service settings (S3_*, ...); the app host always gets a free port and a fresh blob folder. */
   serviceEnv?: Record<string, string>;
+  /** Gateway settings other than the ones a test hatch always sets (secret, port, base URL). */
+  gatewayConfig?: Partial<GatewayConfig>;
 }
 
 /** The whole service on a real port: embedded (in-process bus, in-memory PGlite) or on the real servers. */
@@ -39,6 +42,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     services: options.services,
     serviceEnv: { APP_PORT: "0", BLOB_DIR: testBlobDir(), ...options.serviceEnv },
     fetchClientMetadata: options.fetchClientMetadata,
+    gatewayConfig: options.gatewayConfig,
     dropEventsStreamOnClose: true,
   });
   const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1", reusePort: false });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { plainText } from "../text.ts";
 import { inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
 import {
   AiKeyChoiceSchema,
@@ -47,10 +48,7 @@ export const publish = defineTool({
       address: AppAddressSchema.optional().describe(
         "Address of an existing app to publish a new version of. Leave it out to create a new app.",
       ),
-      name: z
-        .string()
-        .min(1)
-        .max(80)
+      name: plainText(PUBLISH_LIMITS.maxNameLength)
         .optional()
         .describe("Only when creating: the app's name as the user chose it"),
       visibility: VisibilitySchema.optional().describe(
