@@ -210,7 +210,7 @@ for (const mode of MODES) {
       const carol = await connectClient(hatch, c.accessToken);
       expect(await callOk(bob, "whoami")).toMatchObject({ email: b.email });
       expect(await callOk(carol, "whoami")).toMatchObject({ email: c.email });
-      expect(alice[0]!.callTool({ name: "whoami", arguments: {} })).rejects.toThrow();
+      await expect(alice[0]!.callTool({ name: "whoami", arguments: {} })).rejects.toThrow();
 
       // Alice keeps opening sessions: past her cap each closes her own oldest.
       for (let i = 0; i < 6; i++) alice.push(await connectClient(hatch, a.accessToken));
@@ -218,7 +218,7 @@ for (const mode of MODES) {
       expect(await callOk(bob, "whoami")).toMatchObject({ email: b.email });
       expect(await callOk(carol, "whoami")).toMatchObject({ email: c.email });
       expect(await callOk(alice.at(-1)!, "whoami")).toMatchObject({ email: a.email });
-      expect(alice[3]!.callTool({ name: "whoami", arguments: {} })).rejects.toThrow();
+      await expect(alice[3]!.callTool({ name: "whoami", arguments: {} })).rejects.toThrow();
 
       for (const client of [bob, carol, ...alice]) await client.close().catch(() => {});
     });
