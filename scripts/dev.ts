@@ -15,7 +15,9 @@ try {
   env = loadConfig(CommonEnvSchema, process.env);
   dataDir = resolve(env.DATA_DIR);
   mkdirSync(dataDir, { recursive: true });
-  config = loadGatewayConfig(process.env, env.HATCH_SECRET ?? dataDirSecret(dataDir));
+  // Local MCP clients publish their metadata document on http://127.0.0.1: allowed while dev listens on loopback only.
+  const loopbackOnly = ["127.0.0.1", "localhost", "::1"].includes(process.env.HOST ?? "127.0.0.1");
+  config = loadGatewayConfig({ ALLOW_INSECURE_CLIENT_METADATA: loopbackOnly ? "true" : "false", ...process.env }, env.HATCH_SECRET ?? dataDirSecret(dataDir));
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
   process.stderr.write(`${error.message}\n`);

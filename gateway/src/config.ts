@@ -13,10 +13,17 @@ export interface GatewayConfig {
   refreshTokenTtlSeconds: number;
   /** Host header values accepted on /mcp (DNS-rebinding protection); the base URL's host is always allowed. */
   allowedHosts: string[];
-  /** Lets Client ID Metadata Documents be fetched over plain http (dev and tests on loopback only). */
+  /**
+   * Lets Client ID Metadata Documents be fetched over plain http and from private addresses. Only when set
+   * explicitly (ALLOW_INSECURE_CLIENT_METADATA=true: `bun run dev` on loopback, tests); never inferred.
+   */
   allowInsecureClientMetadata: boolean;
   /** Largest request body accepted on /mcp and the OAuth endpoints. */
   maxBodyBytes: number;
+  /** Open MCP sessions of this gateway in all (memory bound); when full, the biggest holder's oldest is closed. */
+  maxSessions: number;
+  /** Open MCP sessions of one user; a new one closes that user's oldest, so no user can push others out. */
+  maxSessionsPerUser: number;
   /** Cookies get `Secure` when the base URL is https. */
   secureCookies: boolean;
   /**
@@ -43,6 +50,8 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
   ALLOW_INSECURE_CLIENT_METADATA: z.enum(["true", "false"]).optional(),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
   TRUST_PROXY: z.enum(["true", "false"]).optional(),
+  MAX_SESSIONS: z.coerce.number().int().min(1).default(5_000),
+  MAX_SESSIONS_PER_USER: z.coerce.number().int().min(1).default(20),
 });
 
 export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
@@ -63,8 +72,10 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     accessTokenTtlSeconds: overrides.accessTokenTtlSeconds ?? 900,
     refreshTokenTtlSeconds: overrides.refreshTokenTtlSeconds ?? 30 * 86_400,
     allowedHosts: [...new Set([base.host, ...(loopback ? [`localhost:${base.port || port}`, `127.0.0.1:${base.port || port}`] : []), ...(overrides.allowedHosts ?? [])])],
-    allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? (loopback && base.protocol === "http:"),
+    allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? false,
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
+    maxSessions: overrides.maxSessions ?? 5_000,
+    maxSessionsPerUser: overrides.maxSessionsPerUser ?? 20,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
     trustProxy: overrides.trustProxy ?? false,
     devPages: overrides.devPages ?? false,
@@ -86,5 +97,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
     maxBodyBytes: parsed.MAX_BODY_BYTES,
     trustProxy: parsed.TRUST_PROXY === "true",
+    maxSessions: parsed.MAX_SESSIONS,
+    maxSessionsPerUser: parsed.MAX_SESSIONS_PER_USER,
   });
 }

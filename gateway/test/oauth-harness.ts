@@ -27,14 +27,30 @@ export interface Harness {
 
 let addresses = 0;
 
-export async function createHarness(overrides: { allowInsecureClientMetadata?: boolean; trustProxy?: boolean } = {}): Promise<Harness> {
-  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, trustProxy: true, ...overrides });
+export interface HarnessOptions {
+  /** Default true here (the test metadata server is plain http on loopback); the product default is false. */
+  allowInsecureClientMetadata?: boolean;
+  trustProxy?: boolean;
+  fetchClientMetadata?: typeof fetch;
+  resolveHost?: (hostname: string) => Promise<string[]>;
+}
+
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, trustProxy: options.trustProxy ?? true, allowInsecureClientMetadata: options.allowInsecureClientMetadata ?? true });
   const database = await openTestDatabase();
   const clock = { now: Date.now() };
   const logs: string[] = [];
   const logger = createLogger({ level: "debug", write: (line) => logs.push(line) });
   const delays: number[] = [];
-  const auth = createAuth({ config, db: database.db, logger, now: () => clock.now, sleep: async (ms) => void delays.push(ms) });
+  const auth = createAuth({
+    config,
+    db: database.db,
+    logger,
+    now: () => clock.now,
+    sleep: async (ms) => void delays.push(ms),
+    fetchClientMetadata: options.fetchClientMetadata,
+    resolveHost: options.resolveHost,
+  });
   const app = new Elysia().use(auth.routes);
   const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));
   const browser = (address = `10.0.${(++addresses >> 8) & 255}.${addresses & 255}`) => new Browser(request, address);

@@ -10,7 +10,7 @@ export type { AskReply, CallError, CallReply, CallRequest, Question } from "./en
 export { openPayload, signPayload } from "./signed.ts";
 export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyContext } from "./ctx.ts";
 export type { CallContext, CallContextClaims } from "./ctx.ts";
-export { formatBytes, PUBLISH_LIMITS } from "./apps/limits.ts";
+export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.ts";
 export { developerReference } from "./apps/reference.ts";
 export type { ReferenceTopic } from "./apps/reference.ts";
 export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { BusError, createMemoryBus, createNatsBus, decodeJson, encodeJson, subjectMatches, type Bus } from "../src/index.ts";
+import { BusError, createMemoryBus, createNatsBus, decodeJson, encodeJson, subjectMatches, ToolError, type Bus } from "../src/index.ts";
 
 const natsUrl = process.env.TEST_NATS_URL;
 let counter = 0;
@@ -111,6 +111,44 @@ test("prefixes keep two deployments apart on one nats-server", async () => {
   const err = await two.request("tools.orgs.whoami", "", { timeoutMs: 1000 }).catch((e: unknown) => e);
   expect((err as BusError).code).toBe("no_responders");
   await Promise.all([one.drain(), two.drain()]);
+});
+
+test("a request over the bus's size limit is refused before sending, with limit_exceeded and the manifest hint", async () => {
+  if (!natsUrl) return;
+  const bus = await createNatsBus({ url: natsUrl, prefix: unique(), maxPayloadBytes: 1024 });
+  try {
+    let received = 0;
+    bus.subscribe("tools.apps.publish", () => {
+      received++;
+      return { data: "ok" };
+    });
+    await bus.flush();
+    const small = await bus.request("tools.apps.publish", "x".repeat(900), { timeoutMs: 2000, headers: { "hatch-request-id": "r-1" } });
+    expect(text(small.data)).toBe("ok");
+    // 1000 bytes of data fit; with the headers NATS sends, the message does not.
+    const err = await bus.request("tools.apps.publish", "x".repeat(1000), { timeoutMs: 2000, headers: { "hatch-request-id": "r".repeat(40) } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ToolError);
+    expect((err as ToolError).code).toBe("limit_exceeded");
+    expect((err as ToolError).message).toContain("over the bus limit of 1 KB");
+    expect((err as ToolError).message).toContain("manifest");
+    expect(() => bus.publish("events.x", new Uint8Array(2048))).toThrow("over the bus limit");
+    expect(received).toBe(1);
+  } finally {
+    await bus.drain();
+  }
+});
+
+test("the server's max_payload applies when no lower limit is set", async () => {
+  if (!natsUrl) return;
+  const bus = await createNatsBus({ url: natsUrl, prefix: unique() });
+  try {
+    const limit = bus.connection.info?.max_payload ?? 0;
+    expect(limit).toBeGreaterThan(0);
+    const err = await bus.request("tools.apps.publish", new Uint8Array(limit + 1), { timeoutMs: 2000 }).catch((e: unknown) => e);
+    expect((err as ToolError).code).toBe("limit_exceeded");
+  } finally {
+    await bus.drain();
+  }
 });
 
 test("a drained bus refuses new work with closed", async () => {

@@ -1,5 +1,5 @@
-import type { GatewayConfig } from "@hatch/gateway";
 import { createLogger, type ServiceName } from "@hatch/shared";
+import type { GatewayConfig } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
 

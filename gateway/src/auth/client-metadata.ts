@@ -4,6 +4,7 @@ import { z } from "zod";
 import { metadataProblem, redirectUriProblem } from "./client-rules.ts";
 import type { AuthContext } from "./context.ts";
 import { readCapped } from "./http.ts";
+import { isSpecialPurposeAddress } from "./ip-ranges.ts";
 
 const TIMEOUT_MS = 5_000;
 const MAX_BYTES = 64 * 1024;
@@ -26,35 +27,50 @@ export type FetchedDocument =
   | { ok: true; name: string; redirectUris: string[]; document: Record<string, unknown> }
   | { ok: false; reason: string };
 
-/** Why this URL may not be fetched, or null. Plain http and private addresses only with allowInsecureClientMetadata. */
-async function urlProblem(ctx: AuthContext, clientId: string): Promise<string | null> {
-  if (!URL.canParse(clientId)) return "The client id is not a valid URL.";
+/** Where to connect for a client id URL: the address that was checked, and the name for Host and TLS. */
+interface Target {
+  /** The URL with its host replaced by the checked address (unchanged for IP literals and in unsafe mode). */
+  url: string;
+  /** The name the server expects: Host header and TLS server name (SNI and certificate check). */
+  host?: { header: string; serverName: string };
+}
+
+/** Every address of a name, as the system resolver answers (the default of AuthContext.resolveHost). */
+export async function resolveHostAddresses(hostname: string): Promise<string[]> {
+  return (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+}
+
+/**
+ * Checks the URL and picks the address to connect to. The name is resolved once: the fetch goes to the address
+ * checked here (a second lookup could answer differently: DNS rebinding). Plain http and special-purpose
+ * addresses only with allowInsecureClientMetadata.
+ */
+async function target(ctx: AuthContext, clientId: string): Promise<Target | { problem: string }> {
+  if (!URL.canParse(clientId)) return { problem: "The client id is not a valid URL." };
   const url = new URL(clientId);
-  if (url.hash || url.username || url.password || url.pathname === "/") return "A client id URL needs a path and no fragment or credentials.";
-  if (ctx.config.allowInsecureClientMetadata) return null;
-  if (url.protocol !== "https:") return "A client id URL must use https.";
+  if (url.hash || url.username || url.password || url.pathname === "/") return { problem: "A client id URL needs a path and no fragment or credentials." };
+  if (ctx.config.allowInsecureClientMetadata) return { url: clientId };
+  if (url.protocol !== "https:") return { problem: "A client id URL must use https." };
   // The server fetches a URL chosen by a stranger: refuse anything that reaches inside our own network.
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  const addresses = isIP(host) ? [host] : await lookup(host, { all: true }).then((r) => r.map((a) => a.address)).catch(() => []);
-  if (addresses.length === 0) return "The client id URL's host does not resolve.";
-  if (addresses.some(isPrivateAddress)) return "The client id URL points to a private address.";
-  return null;
+  const literal = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(literal)) return isSpecialPurposeAddress(literal) ? { problem: PRIVATE } : { url: clientId };
+  const addresses = await ctx.resolveHost(url.hostname).catch(() => []);
+  if (addresses.length === 0) return { problem: "The client id URL's host does not resolve." };
+  if (addresses.some(isSpecialPurposeAddress)) return { problem: PRIVATE };
+  const address = addresses[0]!;
+  const pinned = new URL(clientId);
+  pinned.hostname = isIP(address) === 6 ? `[${address}]` : address;
+  return { url: pinned.href, host: { header: url.host, serverName: url.hostname } };
 }
 
-function isPrivateAddress(ip: string): boolean {
-  const v4 = ip.startsWith("::ffff:") ? ip.slice(7) : ip;
-  if (isIP(v4) === 4) {
-    const [a = 0, b = 0] = v4.split(".").map(Number);
-    return a === 0 || a === 10 || a === 127 || a >= 224 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
-  }
-  const lower = ip.toLowerCase();
-  return lower === "::" || lower === "::1" || /^f[cd]/.test(lower) || /^fe[89ab]/.test(lower);
-}
+const PRIVATE = "The client id URL points to a private or special-purpose address.";
 
-async function download(ctx: AuthContext, clientId: string): Promise<{ ok: true; body: string } | { ok: false; reason: string }> {
+async function download(ctx: AuthContext, clientId: string, to: Target): Promise<{ ok: true; body: string } | { ok: false; reason: string }> {
   try {
-    const response = await ctx.fetchClientMetadata(clientId, {
-      headers: { Accept: "application/json" },
+    const response = await ctx.fetchClientMetadata(to.url, {
+      headers: { Accept: "application/json", ...(to.host ? { Host: to.host.header } : {}) },
+      // Bun's fetch checks the certificate against serverName and sends it as SNI, though it connects to an address.
+      ...(to.host ? { tls: { serverName: to.host.serverName } } : {}),
       redirect: "error",
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
@@ -70,9 +86,9 @@ async function download(ctx: AuthContext, clientId: string): Promise<{ ok: true;
 
 /** Fetches and checks a Client ID Metadata Document: its `client_id` must be exactly the URL it was fetched from. */
 export async function fetchMetadataDocument(ctx: AuthContext, clientId: string): Promise<FetchedDocument> {
-  const problem = await urlProblem(ctx, clientId);
-  if (problem) return { ok: false, reason: problem };
-  const downloaded = await download(ctx, clientId);
+  const to = await target(ctx, clientId);
+  if ("problem" in to) return { ok: false, reason: to.problem };
+  const downloaded = await download(ctx, clientId, to);
   if (!downloaded.ok) return downloaded;
   let json: unknown;
   try {

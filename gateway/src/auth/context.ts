@@ -10,6 +10,8 @@ export interface AuthContext {
   logger: Logger;
   now: () => number;
   fetchClientMetadata: typeof fetch;
+  /** Every address of a host name (Client ID Metadata URLs are resolved once, then fetched at a checked address). */
+  resolveHost: (hostname: string) => Promise<string[]>;
   /** HMAC key for CSRF tokens, derived from the deployment secret. */
   csrfKey: Buffer;
   /** Per-address limits on sign-in, sign-up and client registration; the per-email sign-in delay. */

@@ -5,6 +5,7 @@ import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
 import { sweepExpired, type SweepResult } from "./sweep.ts";
 import { AuthThrottles } from "./throttle.ts";
 import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
+import { resolveHostAddresses } from "./client-metadata.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
 import { cookieHeaders, readForm } from "./account-pages.ts";
@@ -42,6 +43,8 @@ export interface AuthDeps {
   onGrantRevoked?: (grantId: string, reason: string) => void | Promise<void>;
   /** Injectable for tests: fetches Client ID Metadata Documents. */
   fetchClientMetadata?: typeof fetch;
+  /** Injectable for tests: every address of a host name (default: the system resolver). */
+  resolveHost?: (hostname: string) => Promise<string[]>;
   now?: () => number;
   /** Injectable for tests: the per-email sign-in delay waits through it. */
   sleep?: (ms: number) => Promise<void>;
@@ -103,6 +106,7 @@ export function createAuth(deps: AuthDeps): Auth {
     logger,
     now: deps.now ?? Date.now,
     fetchClientMetadata: deps.fetchClientMetadata ?? fetch,
+    resolveHost: deps.resolveHost ?? resolveHostAddresses,
     csrfKey: deriveKey(deps.config.secret, "csrf"),
     verifyEmailKey: deriveKey(deps.config.secret, "verify-email"),
     sendVerificationMail: deps.sendVerificationMail,

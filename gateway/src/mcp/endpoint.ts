@@ -10,7 +10,6 @@ import type { ToolCallDeps } from "./call.ts";
 import { createMcpServer, type RequestScope } from "./server.ts";
 
 const IDLE_MS = 30 * 60_000;
-const MAX_SESSIONS = 5_000;
 
 interface SessionEntry {
   server: Server;
@@ -52,11 +51,28 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await entry.transport.close().catch(() => {});
   }
 
+  /** Closes the least recently used of these sessions. */
+  async function closeOldest(of: Array<[string, SessionEntry]>): Promise<void> {
+    const oldest = of.reduce<[string, SessionEntry] | undefined>((a, b) => (!a || b[1].lastSeen < a[1].lastSeen ? b : a), undefined);
+    if (oldest) await closeSession(oldest[0], oldest[1]);
+  }
+
+  /**
+   * Room for one more session of this user: their own oldest goes past the per-user cap; past the global bound,
+   * the oldest of whoever holds the most sessions. One user opening many sessions only ever closes their own.
+   */
+  async function makeRoom(userId: string): Promise<void> {
+    const mine = [...sessions].filter(([, e]) => e.userId === userId);
+    if (mine.length >= config.maxSessionsPerUser) await closeOldest(mine);
+    if (sessions.size < config.maxSessions) return;
+    const held = new Map<string, number>();
+    for (const entry of sessions.values()) held.set(entry.userId, (held.get(entry.userId) ?? 0) + 1);
+    const [biggest] = [...held].reduce((a, b) => (b[1] > a[1] ? b : a));
+    await closeOldest([...sessions].filter(([, e]) => e.userId === biggest));
+  }
+
   async function openSession(userId: string, stream: boolean): Promise<SessionEntry> {
-    if (sessions.size >= MAX_SESSIONS) {
-      const oldest = [...sessions].sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0];
-      if (oldest) await closeSession(oldest[0], oldest[1]);
-    }
+    await makeRoom(userId);
     const server = createMcpServer(deps, deps.version, logger);
     const entry: SessionEntry = { server, userId, lastSeen: Date.now(), transport: undefined as never };
     entry.transport = new WebStandardStreamableHTTPServerTransport({

@@ -1,4 +1,7 @@
-import type { ClientKind } from "@hatch/shared";
+import { stripControlChars, type ClientKind } from "@hatch/shared";
+
+/** Characters kept of a client's self-declared name: it goes into every call context, log line and confirm page. */
+export const CLIENT_NAME_MAX = 100;
 
 /**
  * Reads the client's kind from its self-declared `clientInfo.name`. Names seen in the wild: `claude-ai`,
@@ -12,6 +15,17 @@ export function clientKindOf(name: string | undefined): ClientKind {
   if (/visual studio code|vscode|vs code|copilot/i.test(name)) return "vscode";
   if (/hatch-cli/i.test(name)) return "cli";
   return "other";
+}
+
+/**
+ * The client's self-declared `clientInfo.name` as Hatch uses it everywhere: control characters removed, trimmed,
+ * at most CLIENT_NAME_MAX characters (whole code points); "unknown" when nothing is left.
+ */
+export function clientNameOf(raw: string | undefined): string {
+  // Cut first so a huge name costs nothing; a few extra characters cover the control characters removed.
+  const cleaned = stripControlChars((raw ?? "").slice(0, CLIENT_NAME_MAX * 4)).trim();
+  const name = Array.from(cleaned).slice(0, CLIENT_NAME_MAX).join("").trim();
+  return name || "unknown";
 }
 
 export interface ElicitationSupport {

@@ -4,7 +4,7 @@ import { CallToolRequestSchema, ErrorCode, type ElicitRequestFormParams, ListToo
 import type { AccessIdentity } from "../auth/index.ts";
 import { forwardToolCall, errorResult, type ToolCallDeps } from "./call.ts";
 import { contractFor, toolsFor } from "./catalog.ts";
-import { clientKindOf, elicitationOf } from "./profile.ts";
+import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 
 /** What the HTTP layer hands each MCP request through `authInfo.extra`. */
 export interface RequestScope {
@@ -22,8 +22,8 @@ const INSTRUCTIONS =
 export function createMcpServer(deps: Omit<ToolCallDeps, "askUser">, version: string, log: Logger): Server {
   const server = new Server({ name: "hatch", title: "Hatch", version }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
   const client = () => {
-    const info = server.getClientVersion();
-    return { kind: clientKindOf(info?.name), name: info?.name ?? "unknown", elicitation: elicitationOf(server.getClientCapabilities()) };
+    const name = clientNameOf(server.getClientVersion()?.name);
+    return { kind: clientKindOf(name), name, elicitation: elicitationOf(server.getClientCapabilities()) };
   };
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor(client().kind) }));
@@ -45,6 +45,8 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser">, version: st
           "To allow changes, the user can reconnect this client and approve full access.",
       );
     }
+    const overLimit = contract.limitProblem?.(input.data);
+    if (overLimit) return errorResult("limit_exceeded", overLimit);
     return forwardToolCall(
       {
         ...deps,

@@ -23,3 +23,30 @@ export function formatBytes(bytes: number): string {
   if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
   return `${bytes} bytes`;
 }
+
+/** Decoded bytes of inline files, counted without decoding (base64: 3 bytes per 4 characters, less the padding). */
+export function inlineBytes(files: readonly { content: string; encoding: "utf8" | "base64" }[]): number {
+  let total = 0;
+  for (const file of files) {
+    if (file.encoding === "utf8") {
+      total += Buffer.byteLength(file.content, "utf8");
+      continue;
+    }
+    const cleaned = file.content.replace(/\s+/g, "");
+    total += Math.floor((cleaned.length * 3) / 4) - (cleaned.endsWith("==") ? 2 : cleaned.endsWith("=") ? 1 : 0);
+  }
+  return total;
+}
+
+/**
+ * Why inline files are over the limit, or null. The gateway checks this before the call goes on the bus and the
+ * apps service again before storing (both answer limit_exceeded).
+ */
+export function inlineLimitProblem(files: readonly { content: string; encoding: "utf8" | "base64" }[]): string | null {
+  const total = inlineBytes(files);
+  if (total <= PUBLISH_LIMITS.maxInlineBytes) return null;
+  return (
+    `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} together. ` +
+    "Publish this folder with a manifest instead (path, sha256 and size of each file), then upload the files it asks for."
+  );
+}

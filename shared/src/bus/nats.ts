@@ -1,4 +1,6 @@
 import { connect, errors, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { formatBytes } from "../apps/limits.ts";
+import { ToolError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import {
   BusError,
@@ -21,6 +23,8 @@ export interface NatsBusOptions {
   prefix?: string;
   name?: string;
   logger?: Logger;
+  /** A lower message size limit than the server's `max_payload` (tests); the smaller of the two applies. */
+  maxPayloadBytes?: number;
 }
 
 /** The NATS bus also exposes its connection and prefix, for JetStream (the events stream) on the same connection. */
@@ -62,6 +66,20 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
   };
   const lowerKeys = (record: Record<string, string> | undefined) =>
     record ? Object.fromEntries(Object.entries(record).map(([k, v]) => [k.toLowerCase(), v])) : undefined;
+  /**
+   * The server drops a connection that sends more than its max_payload, and nats.js throws a bare error before
+   * that. Refuse here with a message the AI can act on (the only large calls are inline publishes).
+   */
+  const checkSize = (data: Uint8Array, headers: Record<string, string> | undefined) => {
+    const limit = Math.min(nc.info?.max_payload ?? Number.POSITIVE_INFINITY, options.maxPayloadBytes ?? Number.POSITIVE_INFINITY);
+    const size = data.byteLength + headerBytes(headers);
+    if (size <= limit) return;
+    throw new ToolError(
+      "limit_exceeded",
+      `This call is ${formatBytes(size)}, over the bus limit of ${formatBytes(limit)}. Publish larger folders with a manifest ` +
+        "(files: path → sha256, size) and upload the files it asks for.",
+    );
+  };
 
   const handle = async (handler: BusHandler, msg: Msg): Promise<void> => {
     try {
@@ -78,8 +96,10 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
     prefix,
     async request(subject: string, data: Uint8Array | string, opts: RequestOptions) {
       const full = withPrefix(prefix, subject);
+      const bytes = toBytes(data);
+      checkSize(bytes, opts.headers);
       try {
-        const msg = await nc.request(full, toBytes(data), { timeout: opts.timeoutMs, headers: toHeaders(lowerKeys(opts.headers)) });
+        const msg = await nc.request(full, bytes, { timeout: opts.timeoutMs, headers: toHeaders(lowerKeys(opts.headers)) });
         return { subject, data: msg.data, headers: fromHeaders(msg.headers) };
       } catch (error) {
         throw mapError(error, subject);
@@ -102,8 +122,10 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
       return { subject, unsubscribe: () => sub.unsubscribe() };
     },
     publish(subject: string, data: Uint8Array | string, opts: PublishOptions = {}) {
+      const bytes = toBytes(data);
+      checkSize(bytes, opts.headers);
       try {
-        nc.publish(withPrefix(prefix, subject), toBytes(data), { headers: toHeaders(lowerKeys(opts.headers)) });
+        nc.publish(withPrefix(prefix, subject), bytes, { headers: toHeaders(lowerKeys(opts.headers)) });
       } catch (error) {
         throw mapError(error, subject);
       }
@@ -117,6 +139,13 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
       await settleWithin(inFlight, DRAIN_WAIT_MS);
     },
   };
+}
+
+/** Size of headers as NATS encodes them: `NATS/1.0\r\n`, `key: value\r\n` each, then `\r\n`. */
+function headerBytes(record: Record<string, string> | undefined): number {
+  const entries = Object.entries(record ?? {});
+  if (entries.length === 0) return 0;
+  return entries.reduce((sum, [key, value]) => sum + Buffer.byteLength(`${key}: ${value}\r\n`), "NATS/1.0\r\n\r\n".length);
 }
 
 function mapError(error: unknown, subject: string): Error {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { plainText } from "../text.ts";
 import { AppAddressSchema } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -16,7 +17,7 @@ export const tool_data = defineTool({
   input: z
     .object({
       address: AppAddressSchema,
-      collection: z.string().min(1).max(64).optional().describe("Show only this collection"),
+      collection: plainText(64).optional().describe("Show only this collection"),
       recent: z
         .number()
         .int()

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { plainText } from "../text.ts";
 import { AppAddressSchema, EmailSchema, PersonSchema, VisibilitySchema } from "./common.ts";
 import { AppUrlSchema } from "./apps.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
@@ -51,7 +52,7 @@ export const org_app_pause = defineTool({
     .object({
       address: AppAddressSchema,
       paused: z.boolean().describe("true = pause the app; false = unpause it"),
-      reason: z.string().max(500).optional().describe("Why, for the activity log and the app's owner"),
+      reason: plainText(500).optional().describe("Why, for the activity log and the app's owner"),
     })
     .strict(),
   output: z.object({

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { plainText } from "../text.ts";
+import { inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
 import {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
@@ -46,10 +48,7 @@ export const publish = defineTool({
       address: AppAddressSchema.optional().describe(
         "Address of an existing app to publish a new version of. Leave it out to create a new app.",
       ),
-      name: z
-        .string()
-        .min(1)
-        .max(80)
+      name: plainText(PUBLISH_LIMITS.maxNameLength)
         .optional()
         .describe("Only when creating: the app's name as the user chose it"),
       visibility: VisibilitySchema.optional().describe(
@@ -78,7 +77,7 @@ export const publish = defineTool({
             .strict(),
         )
         .min(1)
-        .max(500)
+        .max(PUBLISH_LIMITS.maxInlineFiles)
         .optional()
         .describe(
           "The whole built folder inline, for small apps (a few files, under about 1 MB in total). " +
@@ -106,6 +105,7 @@ export const publish = defineTool({
         ),
     })
     .strict(),
+  limitProblem: (input) => (input.files ? inlineLimitProblem(input.files) : null),
   output: z.object({
     status: z
       .enum(["published", "needs_upload", "needs_user"])

@@ -38,6 +38,11 @@ export interface ToolContractOptions<I extends z.ZodObject, O extends z.ZodObjec
   timeoutMs?: number;
   /** Client kinds that are never offered this tool. */
   hiddenFor?: readonly ClientKind[];
+  /**
+   * Size limits of a valid input, or null: the gateway answers limit_exceeded with this message before the call
+   * goes on the bus (whose messages have a size limit). The owning service checks the same limits again.
+   */
+  limitProblem?(input: z.infer<I>): string | null;
 }
 
 export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
@@ -51,6 +56,7 @@ export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.Z
   readonly output: O;
   readonly timeoutMs: number;
   readonly hiddenFor: readonly ClientKind[];
+  limitProblem?(input: z.infer<I>): string | null;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
@@ -76,6 +82,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
     output: options.output,
     timeoutMs: options.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
     hiddenFor: options.hiddenFor ?? [],
+    limitProblem: options.limitProblem,
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { plainText } from "../text.ts";
 import { AppAddressSchema, DnsRecordSchema, DomainNameSchema, MoneySchema, UserActionSchema } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -145,7 +146,7 @@ export const find_domain = defineTool({
   hiddenFor: ["chatgpt"],
   input: z
     .object({
-      query: z.string().min(1).max(253).describe("A word or a domain name to look for, e.g. acme or acme.com"),
+      query: plainText(253).describe("A word or a domain name to look for, e.g. acme or acme.com"),
       tlds: z
         .array(z.string().regex(/^[a-z0-9-]{2,63}$/))
         .max(10)

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { plainText, textBlock } from "../text.ts";
 import {
   AppAddressSchema,
   AssignableRoleSchema,
@@ -114,8 +115,13 @@ export const org_setup = defineTool({
       action: z
         .enum(["create", "convert", "accept"])
         .describe("create = a new organization; convert = turn this account into one; accept = join by invitation"),
-      name: z.string().min(1).max(100).optional().describe("For create and convert: the organization's name"),
-      invitationId: z.string().min(1).max(100).optional().describe("For accept: the invitation's id from org"),
+      name: plainText(100).optional().describe("For create and convert: the organization's name"),
+      invitationId: z
+        .string()
+        .max(100)
+        .regex(/^[A-Za-z0-9_-]+$/, { error: "An invitation id is letters, digits, _ and -, as org lists it (inv_…)" })
+        .optional()
+        .describe("For accept: the invitation's id from org"),
     })
     .strict(),
   output: z.object({
@@ -160,7 +166,7 @@ export const org_invite = defineTool({
         .max(20)
         .optional()
         .describe("For invite: extra permissions on top of the role"),
-      message: z.string().max(500).optional().describe("For invite: a short note added to the email"),
+      message: textBlock(500).optional().describe("For invite: a short note added to the email"),
     })
     .strict(),
   output: z.object({

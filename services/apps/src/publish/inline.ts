@@ -1,4 +1,4 @@
-import { formatBytes, PUBLISH_LIMITS, ToolError, type PublishInput } from "@hatch/shared";
+import { inlineLimitProblem, ToolError, type PublishInput } from "@hatch/shared";
 import { contentTypeOf, type FolderEntry } from "./folder.ts";
 
 export interface InlineFolder {
@@ -11,18 +11,12 @@ type InlineFile = NonNullable<PublishInput["files"]>[number];
 
 /** Decodes inline files and hashes them; nothing is stored here. */
 export function decodeInline(files: readonly InlineFile[]): InlineFolder {
+  const over = inlineLimitProblem(files);
+  if (over) throw new ToolError("limit_exceeded", over);
   const entries: FolderEntry[] = [];
   const bytes = new Map<string, Uint8Array>();
-  let total = 0;
   for (const file of files) {
     const data = decode(file);
-    total += data.byteLength;
-    if (total > PUBLISH_LIMITS.maxInlineBytes) {
-      throw new ToolError(
-        "limit_exceeded",
-        `Inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} together. Publish this folder with a manifest instead (path, sha256 and size of each file), then upload the files it asks for.`,
-      );
-    }
     const sha256 = new Bun.CryptoHasher("sha256").update(data).digest("hex");
     bytes.set(sha256, data);
     entries.push({ path: file.path, sha256, size: data.byteLength, contentType: contentTypeOf(file.path) });

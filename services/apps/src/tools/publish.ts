@@ -1,4 +1,4 @@
-import { bindTool, buildQuestion, publish, ToolError, VISIBILITIES, type CallContext, type ConfirmClaims, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
+import { bindTool, buildQuestion, CONTROL_CHARS_MESSAGE, hasControlChars, publish, PUBLISH_LIMITS, ToolError, VISIBILITIES, type CallContext, type ConfirmClaims, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -156,7 +156,10 @@ async function requireStored(app: AppsContext, sha256: string): Promise<Uint8Arr
 }
 
 function stringAnswer(value: unknown): string | undefined {
-  return typeof value === "string" && value.trim().length > 0 ? value.trim().slice(0, 80) : undefined;
+  if (typeof value !== "string" || value.trim().length === 0) return undefined;
+  // The form answer is not checked by the contract: the same rule as the name field (no control characters).
+  if (hasControlChars(value.trim())) throw new ToolError("invalid_input", `The app name ${CONTROL_CHARS_MESSAGE}. Ask the user for the name again.`);
+  return value.trim().slice(0, PUBLISH_LIMITS.maxNameLength);
 }
 
 function visibilityAnswer(value: unknown): (typeof VISIBILITIES)[number] | undefined {
