@@ -27,6 +27,17 @@ async function signUp(hatch: TestHatch, email: string, name: string, next = "/")
   return { jar, location: done.headers.get("location") ?? "" };
 }
 
+/** Follows a non-public app's sign-in with a browser already signed in on the gateway, until the app's cookie is set. */
+async function viewerCookie(jar: HostCookieJar, appUrl: string): Promise<void> {
+  let response = await jar.fetch(appUrl);
+  for (let hops = 0; hops < 4 && response.status >= 300 && response.status < 400; hops++) {
+    const location = new URL(response.headers.get("location")!, appUrl).href;
+    if (location === appUrl) return;
+    response = await jar.fetch(location);
+  }
+  throw new Error(`no way back to ${appUrl}: ${response.status}`);
+}
+
 async function isVerified(hatch: TestHatch, email: string): Promise<boolean> {
   const [row] = await hatch.gatewayDb.select().from(users).where(eq(sql`lower(${users.email})`, email.toLowerCase()));
   return row?.emailVerifiedAt != null;
@@ -69,8 +80,14 @@ for (const mode of MODES) {
       expect(refusal).toContain("or accept through the invitation link");
       expect((await callOk<{ apps: unknown[] }>(ai, "list_tools", { include: "shared" })).apps).toEqual([]);
       expect((await callOk<{ org: unknown }>(ai, "org")).org).toBeNull();
+      // Nor does the app host open the app shared with that address.
+      const appUrl = `${hatch.appHostUrl.replace("://", `://${app.address}.`)}/`;
+      await viewerCookie(jar, appUrl);
+      const shut = await jar.fetch(appUrl);
+      expect(shut.status).toBe(403);
+      expect(await shut.text()).not.toContain("<h1>Erin</h1>");
 
-      // The owner of the inbox opens the link: now all three work.
+      // The owner of the inbox opens the link: now all four work (the app from the very next request).
       const opened = await fetch(await verificationLink(hatch, erin));
       expect(opened.status).toBe(200);
       expect(await opened.text()).toContain(`${erin}</strong> is verified`);
@@ -79,6 +96,9 @@ for (const mode of MODES) {
       expect(mine.invitationsForMe.map((i) => i.invitationId)).toEqual([invitation!.id]);
       expect((await callOk<{ apps: { address: string }[] }>(ai, "list_tools", { include: "shared" })).apps.map((a) => a.address)).toEqual([app.address]);
       expect(await callOk(ai, "org_setup", { action: "accept", invitationId: invitation!.id })).toMatchObject({ status: "joined", role: "admin" });
+      const open = await jar.fetch(appUrl);
+      expect(open.status).toBe(200);
+      expect(await open.text()).toContain("<h1>Erin</h1>");
       for (const c of [ai, ownerAi, sharerAi]) await c.close();
     }, TEST_TIMEOUT_MS);
 

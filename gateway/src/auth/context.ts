@@ -25,6 +25,8 @@ export interface AuthContext {
   sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
   /** Drops the user's cached grants (their identity changed, e.g. a verified email). */
   forgetUser(userId: string): void;
+  /** The user's identity changed (e.g. a verified email): app hosts drop what they cached about them. Must not throw. */
+  onUserChanged?: (userId: string) => Promise<void>;
   /** A browser session ended (sign-out): its id hash, so app sessions bound to it end too. Must not throw. */
   onSessionEnded?: (sessionHash: string) => Promise<void>;
   /** Revokes in the database, drops the cached grant and tells the caller's hook (e.g. to publish a bus event). */

@@ -37,6 +37,8 @@ export interface AuthDeps {
   onUserCreated?: (user: PublicUser) => Promise<void>;
   /** Mails the user the link that verifies their email (the gateway wires it to orgs); resolves to how it went out. */
   sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
+  /** Called after a user's identity changed (a verified email); awaited, must not throw. */
+  onUserChanged?: (userId: string) => Promise<void>;
   /** Called after a browser session ended (sign-out, switching accounts) with its id hash; awaited, must not throw. */
   onSessionEnded?: (sessionHash: string) => Promise<void>;
   /** Called after a grant was revoked in this process (pages, refresh reuse, revocation endpoint): publish it to other instances. */
@@ -115,6 +117,7 @@ export function createAuth(deps: AuthDeps): Auth {
     sleep: deps.sleep ?? ((ms) => Bun.sleep(ms)),
     onUserCreated: deps.onUserCreated,
     onSessionEnded: deps.onSessionEnded,
+    onUserChanged: deps.onUserChanged,
     async revokeGrant(grantId, reason) {
       const revokedNow = await markGrantRevoked(ctx, grantId, reason);
       authenticator?.forget(grantId);

@@ -32,6 +32,8 @@ export async function markEmailVerified(ctx: AuthContext, userId: string, email:
   if (row.verifiedAt) return true;
   await ctx.db.update(users).set({ emailVerifiedAt: new Date(ctx.now()) }).where(and(sameEmail, isNull(users.emailVerifiedAt)));
   ctx.forgetUser(userId);
+  // An app shared with this address opens for them from the next request on, not after a cache expires.
+  await ctx.onUserChanged?.(userId);
   ctx.logger.info("email verified", { userId });
   return true;
 }

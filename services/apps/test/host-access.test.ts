@@ -11,7 +11,9 @@ const GATEWAY = "http://localhost:39999";
 const owner = { id: "user-owner", email: "owner@example.com" };
 const ownerViewer = { sub: owner.id, email: owner.email, account: "acct-company" };
 const colleague = { sub: "user-colleague", email: "colleague@example.com", account: "acct-company" };
-const friend = { sub: "user-friend", email: "Friend@Example.com", account: "acct-friend" };
+const friend = { sub: "user-friend", email: "Friend@Example.com", emailVerified: true, account: "acct-friend" };
+/** Signed up with the friend's address but never opened the verification mail: proves nothing about it. */
+const friendUnverified = { sub: "user-squatter", email: "friend@example.com", emailVerified: false, account: "acct-squatter" };
 const stranger = { sub: "user-stranger", email: "stranger@example.com", account: "acct-stranger" };
 
 describe("app host: who may open an app", () => {
@@ -95,8 +97,8 @@ describe("app host: who may open an app", () => {
     expect((await t.get("team", "/", { headers: { cookie: outside.cookie } })).status).toBe(403);
   });
 
-  test("people: the owner and the emails it is shared with (any case), nobody else", async () => {
-    for (const [viewer, status] of [[ownerViewer, 200], [friend, 200], [colleague, 403], [stranger, 403]] as const) {
+  test("people: the owner and the verified emails it is shared with (any case), nobody else", async () => {
+    for (const [viewer, status] of [[ownerViewer, 200], [friend, 200], [friendUnverified, 403], [colleague, 403], [stranger, 403]] as const) {
       const { cookie } = await signIn("shared", viewer);
       const response = await t.get("shared", "/", { headers: { cookie } });
       expect({ who: viewer.email, status: response.status }).toEqual({ who: viewer.email, status });
