@@ -1,23 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connect } from "node:net";
-import { startTestHost, type TestHost } from "./support/host.ts";
+import { rawStatus, startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
-
-/** Sends a GET with exactly this Host line (none when null), as no fetch() would, and returns the status code. */
-function statusFor(port: number, host: string | null): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const hostLine = host === null ? "" : `Host: ${host}\r\n`;
-    const socket = connect(port, "127.0.0.1", () => socket.write(`GET / HTTP/1.1\r\n${hostLine}Connection: close\r\n\r\n`));
-    let data = "";
-    socket.on("data", (chunk) => (data += chunk.toString("latin1")));
-    socket.on("error", reject);
-    socket.on("close", () => {
-      const match = /^HTTP\/1\.1 (\d{3})/.exec(data);
-      if (match) resolve(Number(match[1]));
-      else reject(new Error(`no HTTP answer: ${data.slice(0, 200)}`));
-    });
-  });
-}
 
 // Odd Host values reach the app host as they are (a proxy in front may pass them on): each gets a clean answer,
 // an app for the ways of writing its name (case, a trailing dot), 404 for everything else; never a 500.
@@ -73,7 +56,7 @@ describe("app host: Host header values", () => {
       [null, 400],
     ];
     const seen: [string | null, number][] = [];
-    for (const [host] of table) seen.push([host, await statusFor(p, host)]);
+    for (const [host] of table) seen.push([host, await rawStatus(p, host, "/")]);
     expect(seen).toEqual(table);
     expect(lines.filter((line) => JSON.parse(line).level === "error")).toEqual([]);
   });
@@ -96,7 +79,7 @@ describe("app host: Host header values", () => {
         ["x.apps.test.evil.example", 404],
       ];
       const seen: [string, number][] = [];
-      for (const [host] of table) seen.push([host, await statusFor(t.port, host)]);
+      for (const [host] of table) seen.push([host, await rawStatus(t.port, host, "/")]);
       expect(seen).toEqual(table);
       expect(lines.filter((line) => JSON.parse(line).level === "error")).toEqual([]);
     } finally {

@@ -40,12 +40,13 @@ export async function startTestHost(
 }
 
 /**
- * Sends a request line exactly as written (fetch would normalise `..` and percent-encoded dots before sending),
- * and returns the status code of the answer.
+ * Sends a request line and Host line exactly as written (fetch would normalise `..` and percent-encoded dots, and
+ * never sends an odd or missing Host), and returns the status code of the answer. `host: null` sends no Host line.
  */
-export function rawStatus(port: number, host: string, target: string): Promise<number> {
+export function rawStatus(port: number, host: string | null, target: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+    const hostLine = host === null ? "" : `Host: ${host}\r\n`;
+    const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${target} HTTP/1.1\r\n${hostLine}Connection: close\r\n\r\n`));
     let data = "";
     socket.on("data", (chunk) => (data += chunk.toString("latin1")));
     socket.on("error", reject);
