@@ -28,6 +28,7 @@ import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 import { announceViewerChanged, answerViewerChecks } from "./viewer-check.ts";
+import { websiteClaims } from "./website-claims.ts";
 
 export const GATEWAY_VERSION = "0.1.0";
 const SWEEP_EVERY_MS = 10 * 60_000;
@@ -69,14 +70,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     onUserCreated: async (user) => {
       await accounts
         .resolve(
-          { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "read", client: { kind: "other", name: "signup", elicitation: { form: false, url: false } }, grant: "signup", rid: "signup" },
+          websiteClaims(user, { scope: "read", client: "signup", grant: "signup", rid: "signup" }),
           { requestId: `signup-${user.id}`, traceparent: "" },
         )
         .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
     },
     sendVerificationMail: async (user, token) => {
       const ctx = signContext(
-        { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
+        websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
         contextKey,
       );
       return (await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })).delivery;

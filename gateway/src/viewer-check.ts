@@ -24,6 +24,7 @@ import {
 import { and, eq, gt } from "drizzle-orm";
 import { browserSessions, users } from "./db/schema.ts";
 import type { AccountSessions } from "./mcp/accounts.ts";
+import { websiteClaims } from "./website-claims.ts";
 
 // The gateway's side of app viewers (shared/src/viewer-ticket.ts): it answers who a browser session is now, and
 // tells every app host when a session ended or a person's membership changed.
@@ -57,17 +58,7 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
       .limit(1);
     if (!row || row.id !== asked.sub) return { viewer: null };
     const session = await deps.accounts.resolve(
-      {
-        sub: row.id,
-        email: row.email,
-        name: row.name,
-        emailVerified: row.emailVerifiedAt !== null,
-        permissions: [],
-        scope: "read",
-        client: { kind: "other", name: "browser", elicitation: { form: false, url: false } },
-        grant: "browser",
-        rid: requestId,
-      },
+      websiteClaims({ id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null }, { scope: "read", client: "browser", grant: "browser", rid: requestId }),
       { requestId, traceparent: "" },
     );
     return { viewer: { sub: row.id, email: row.email, emailVerified: row.emailVerifiedAt !== null, account: session.account } };

@@ -9,7 +9,6 @@ import {
   signViewerTicket,
   ViewerOriginSchema,
   type Bus,
-  type CallContextClaims,
   type Logger,
 } from "@hatch/shared";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
@@ -17,6 +16,7 @@ import { localPath, redirect } from "../auth/http.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
+import { websiteClaims } from "../website-claims.ts";
 
 // Viewer sign-in for published apps. The app host sends a viewer of a non-public app here
 // (`/apps/signin?app=<address>&path=<path>`); once signed in, the gateway hands the browser a one-minute ticket
@@ -75,17 +75,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     if (!state.user || !state.sessionHash) return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
     if (url.searchParams.get("switch") === "1") return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
-    const claims: CallContextClaims = {
-      sub: state.user.id,
-      email: state.user.email,
-      emailVerified: state.user.emailVerified,
-      name: state.user.name,
-      permissions: [],
-      scope: "read",
-      client: { kind: "other", name: "browser", elicitation: { form: false, url: false } },
-      grant: "browser",
-      rid: requestId,
-    };
+    const claims = websiteClaims(state.user, { scope: "read", client: "browser", grant: "browser", rid: requestId });
     try {
       const session = await deps.accounts.resolve(claims, { requestId, traceparent: "" });
       const ctx = signContext({ ...claims, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions }, deps.contextKey);

@@ -14,6 +14,7 @@ import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
+import { websiteClaims } from "../website-claims.ts";
 
 export interface InvitePagesDeps {
   auth: Auth;
@@ -87,7 +88,7 @@ export function invitePages(deps: InvitePagesDeps) {
     if (!TOKEN.test(token)) return problem(state, "Invitation not found", "This invitation link is not valid. Ask for a new invitation.", 404);
     const user = state.user;
     const ctx = signContext(
-      { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
+      websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
       deps.contextKey,
     );
     try {

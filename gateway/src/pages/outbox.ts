@@ -2,6 +2,7 @@ import { callRpc, isToolError, MailOutboxSchema, randomId, rpcMethods, signConte
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
+import { websiteClaims } from "../website-claims.ts";
 
 /** Links into this Hatch become clickable; everything else is shown as text. */
 function linkify(text: string, baseUrl: string): SafeHtml {
@@ -38,7 +39,7 @@ export function outboxPage(deps: OutboxPageDeps) {
       return new Response(null, { status: 303, headers });
     }
     const ctx = signContext(
-      { sub: user.id, email: user.email, emailVerified: user.emailVerified, name: user.name, permissions: [], scope: "read", client: { kind: "other", name: "Hatch website", elicitation: { form: false, url: false } }, grant: "browser", rid: randomId(12) },
+      websiteClaims(user, { scope: "read", client: "Hatch website", grant: "browser", rid: randomId(12) }),
       deps.contextKey,
     );
     try {
