@@ -61,7 +61,7 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
       websiteClaims({ id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null }, { scope: "read", client: "browser", grant: "browser", rid: requestId }),
       { requestId, traceparent: "" },
     );
-    return { viewer: { sub: row.id, email: row.email, emailVerified: row.emailVerifiedAt !== null, account: session.account } };
+    return { viewer: { sub: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null, account: session.account } };
   }
 
   async function answer(msg: BusMessage): Promise<BusReply> {

@@ -14,6 +14,22 @@ export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.t
 export { developerReference } from "./apps/reference.ts";
 export type { ReferenceTopic } from "./apps/reference.ts";
 export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";
+export {
+  BUCKET_OPERATIONS,
+  bucketRules,
+  BucketRulesSchema,
+  COLLECTION_OPERATIONS,
+  collectionRules,
+  CollectionRulesSchema,
+  DATA_ERROR_STATUS,
+  DATA_LIMITS,
+  DATA_NAME,
+  DATA_RULES,
+  DEFAULT_DATA_RULE,
+  DOCUMENT_FIELD,
+  DOCUMENT_META_FIELDS,
+} from "./apps/data-rules.ts";
+export type { BucketOperation, BucketRules, CollectionOperation, CollectionRules, DataErrorCode, DataRule } from "./apps/data-rules.ts";
 export type { ServiceJson } from "./apps/service-json.ts";
 export { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, confirmProblem, inputHash, issueConfirm } from "./confirm.ts";
 export type { ConfirmBinding, ConfirmCheck, ConfirmClaims, QuestionOptions } from "./confirm.ts";

@@ -18,6 +18,12 @@ export const subjects = {
    * like the one above: one missed only lasts until the app host's 30 s cache runs out.
    */
   viewerChanged: "broadcast.gateway.viewer.changed",
+  /**
+   * A document of an app's collection was added, updated or removed: every app host passes it to its open
+   * `subscribe` streams of that collection. Plain publish-subscribe: live updates are best effort, and a page that
+   * missed one sees the change on its next list.
+   */
+  appsDataChanged: "broadcast.apps.data.changed",
 } as const;
 
 /** Internal methods, per service. */

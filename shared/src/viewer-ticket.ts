@@ -44,6 +44,8 @@ export interface ViewerSession {
 export const ViewerIdentitySchema = z.object({
   sub: z.string().min(1),
   email: z.string().min(1),
+  /** The person's display name (additive: absent from older gateways). */
+  name: z.string().optional(),
   /** The account the viewer acts as (orgs' session), for apps visible to an organization. */
   account: z.string().min(1),
   /** Whether the email was proven (the `people` rule will want it); absent while users do not record it. */

@@ -16,7 +16,7 @@ const app = (address: string, version = 1): HostedApp => ({
   visibility: "public",
   paused: false,
   people: new Set(),
-  site: { version, spa: false, notFound: null, files: new Map() },
+  site: { version, spa: false, notFound: null, files: new Map(), collections: new Map(), buckets: new Map() },
 });
 
 /** A loader whose answers the test releases by hand, counting calls. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BucketsSchema, CollectionsSchema } from "./data-rules.ts";
 
 /**
  * `service.json` at the root of a published folder: how the app host serves the app. Optional; unknown keys
@@ -19,6 +20,10 @@ export const ServiceJsonSchema = z
       .regex(/^[^/\\].*\.html$/, { error: "notFound is the path of an .html file in the folder, e.g. 404.html" })
       .optional()
       .describe("The page shown (with status 404) for a path that matches no file; default 404.html when the folder has it"),
+    collections: CollectionsSchema.optional().describe(
+      "The app's data collections (hatch.db(name)) and who may read, create, update and delete their documents",
+    ),
+    buckets: BucketsSchema.optional().describe("The app's file buckets (hatch.files(name)), who may read, upload and delete, and maxFileSize"),
   })
   .strict();
 export type ServiceJson = z.infer<typeof ServiceJsonSchema>;

@@ -129,6 +129,65 @@ export const dailyViewers = apps.table(
   (t) => [primaryKey({ columns: [t.appId, t.day, t.viewer] })],
 );
 
+/**
+ * App data: the documents of an app's collections (service.json `collections`). A document belongs to the app, not
+ * to a version, so a new version keeps it; deleting the app deletes it. `data` holds the app's own fields only
+ * (the meta fields id, createdAt, updatedAt and createdBy are columns).
+ */
+export const documents = apps.table(
+  "documents",
+  {
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    collection: text("collection").notNull(),
+    id: text("id").notNull(),
+    data: jsonb("data").$type<Record<string, unknown>>().notNull(),
+    /** Size of `data` as JSON, as the document size limit counts it. */
+    bytes: integer("bytes").notNull(),
+    /** The signed-in viewer who added it (user id; null when added anonymously): the `creator` rule compares this. */
+    createdBy: text("created_by"),
+    createdByEmail: text("created_by_email"),
+    createdAt: timestamp("created_at", { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.appId, t.collection, t.id] }),
+    // list: newest or oldest first, and each viewer's own documents (the creator rule), by cursor.
+    index("documents_by_created").on(t.appId, t.collection, t.createdAt, t.id),
+    index("documents_by_creator").on(t.appId, t.collection, t.createdBy, t.createdAt, t.id),
+    // list with an equality filter: `data @> '{"done": false}'`.
+    index("documents_data").using("gin", t.data.op("jsonb_path_ops")),
+  ],
+);
+
+/** Files uploaded to an app's buckets (service.json `buckets`); the bytes are blobs in the store, by sha256. */
+export const bucketFiles = apps.table(
+  "bucket_files",
+  {
+    id: text("id").primaryKey(),
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    bucket: text("bucket").notNull(),
+    name: text("name").notNull(),
+    contentType: text("content_type").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    sha256: text("sha256").notNull(),
+    createdBy: text("created_by"),
+    createdByEmail: text("created_by_email"),
+    createdAt: timestamp("created_at", { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  (t) => [index("bucket_files_by_created").on(t.appId, t.bucket, t.createdAt, t.id), index("bucket_files_sha").on(t.sha256)],
+);
+
+/**
+ * What an app's data holds, kept in the same transaction as each change, so the per-app limits are checked with one
+ * conditional update instead of a count.
+ */
+export const dataUsage = apps.table("data_usage", {
+  appId: text("app_id").primaryKey().references(() => appsTable.id, { onDelete: "cascade" }),
+  documents: integer("documents").notNull().default(0),
+  files: integer("files").notNull().default(0),
+  fileBytes: bigint("file_bytes", { mode: "number" }).notNull().default(0),
+});
+
 export const confirmUses = confirmUsesTable(apps);
 
 

@@ -5,8 +5,10 @@ import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
 import { onAppChanged } from "./announce.ts";
 import { answerAuthReturn } from "./auth-return.ts";
+import { LiveChanges } from "../data/live.ts";
 import { BlobCache } from "./blob-cache.ts";
 import { AppCache } from "./cache.ts";
+import { createHatchRoutes } from "./hatch-routes.ts";
 import { pages } from "./pages.ts";
 import { storedPathOf } from "./paths.ts";
 import { serveSite, type Served } from "./serve.ts";
@@ -90,6 +92,14 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const stats = new StatsCounter(ctx.db, ctx.keys.stats, log, { flushEveryMs: options.statsFlushMs });
   const cookieName = viewerCookieName(ctx.config);
   const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
+  const live = new LiveChanges(ctx.bus, log);
+  const hatch = createHatchRoutes({
+    ctx,
+    log,
+    loadApp: (address) => cache.get(address),
+    caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
+    live,
+  });
 
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
@@ -98,10 +108,12 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     const url = requestTarget(request);
     if (!url) return pages.badRequest();
     if (address === "") return answerRoot(request, url);
+    if (url.pathname.startsWith("/_hatch/") && url.pathname !== "/_hatch/auth") {
+      // Hatch's own routes on every app origin: the browser library and the app's data (any method).
+      return hatch(request, url, address, server.requestIP(request)?.address ?? "");
+    }
     if (request.method !== "GET" && request.method !== "HEAD") return pages.methodNotAllowed();
     if (url.pathname === "/_hatch/auth") return answerAuthReturn(ctx, url, address);
-    // Reserved for Hatch's own routes on every app origin (the browser library will live here).
-    if (url.pathname.startsWith("/_hatch/")) return pages.notFound();
     const cached = cache.get(address);
     if (!(cached instanceof Promise)) return cached ? answerApp(request, server, url, cached) : pages.noApp(address);
     return cached.then(
@@ -197,6 +209,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   });
   const subscription = onAppChanged(ctx.bus, log, (address) => cache.invalidate(address));
   const viewerChanges = viewers.listen(log);
+  const dataChanges = live.listen();
 
   return {
     port: server.port ?? ctx.config.appPort,
@@ -205,6 +218,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     async stop() {
       subscription.unsubscribe();
       viewerChanges.unsubscribe();
+      dataChanges.unsubscribe();
       await server.stop(true);
       await stats.stop();
     },

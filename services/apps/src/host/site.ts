@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import type { Database } from "@hatch/shared";
+import { bucketRules, collectionRules, type BucketOperation, type BucketRules, type CollectionOperation, type CollectionRules, type Database, type DataRule } from "@hatch/shared";
 import { appPeople, appsTable, versionFiles, versions } from "../db/schema.ts";
 import { cacheControlOf, isHtml } from "./paths.ts";
 
@@ -26,6 +26,10 @@ export interface Site {
   /** The file served (with status 404) for unknown paths: service.json `notFound`, else 404.html when present. */
   notFound: SiteFile | null;
   files: ReadonlyMap<string, SiteFile>;
+  /** service.json `collections`, every operation's rule filled in (unnamed ones are `owner`). */
+  collections: ReadonlyMap<string, Record<CollectionOperation, DataRule>>;
+  /** service.json `buckets`, likewise, with `maxFileSize` in bytes. */
+  buckets: ReadonlyMap<string, Record<BucketOperation, DataRule> & { maxFileSize: number }>;
 }
 
 export interface SiteFile {
@@ -91,6 +95,8 @@ export function buildSite(version: number, config: Record<string, unknown>, rows
     spa: config.spa === true,
     notFound: (named ? files.get(named) : undefined) ?? files.get("404.html") ?? null,
     files,
+    collections: new Map(Object.entries((config.collections ?? {}) as Record<string, CollectionRules>).map(([name, rules]) => [name, collectionRules(rules)])),
+    buckets: new Map(Object.entries((config.buckets ?? {}) as Record<string, BucketRules>).map(([name, rules]) => [name, bucketRules(rules)])),
   };
 }
 

@@ -1,0 +1,153 @@
+import { DATA_ERROR_STATUS, isToolError, type DataErrorCode, type DataRule, type Logger } from "@hatch/shared";
+import { appOrigin, type AppsConfig } from "../config.ts";
+import { canView, readViewerSession, type Viewer } from "../host/access.ts";
+import type { HostedApp } from "../host/site.ts";
+import type { LiveViewers } from "../host/viewers.ts";
+
+// The common part of every data request on an app's origin (`/_hatch/me`, `/_hatch/db/…`, `/_hatch/files/…`): who
+// is asking (the viewer the app host verified with the gateway, never anything the page sends), whether they may
+// open the app at all, whether the request comes from the app's own pages, and the answer's JSON shape.
+
+/** An expected refusal: becomes `{ error: { code, message } }` with the code's status. The message is for a person. */
+export class DataError extends Error {
+  constructor(
+    readonly code: DataErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "DataError";
+  }
+}
+
+const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
+
+export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+}
+
+export function dataErrorResponse(error: DataError): Response {
+  return json({ error: { code: error.code, message: error.message } }, DATA_ERROR_STATUS[error.code], error.headers);
+}
+
+/** Any failure of a data route as an answer: a DataError as itself, anything else `unavailable` (logged, never shown). */
+export function answerFailure(error: unknown, log: Logger, what: string): Response {
+  if (error instanceof DataError) return dataErrorResponse(error);
+  if (isToolError(error) && error.code === "unavailable") {
+    return dataErrorResponse(new DataError("unavailable", "Hatch could not check who you are right now. Try again in a minute.", { "Retry-After": "30" }));
+  }
+  log.error(`${what} failed`, { error });
+  return dataErrorResponse(new DataError("unavailable", "Hatch could not do this right now. Try again in a moment.", { "Retry-After": "5" }));
+}
+
+/** Who makes a data request to one app: the verified viewer (null when not signed in) and a key for rate limits. */
+export interface DataCaller {
+  app: HostedApp;
+  viewer: Viewer | null;
+  /** `<app id> u:<user id>` or `<app id> a:<address>`: whose requests to this app count together. */
+  rateKey: string;
+}
+
+export interface CallerDeps {
+  config: Pick<AppsConfig, "trustProxy">;
+  viewerKey: Buffer;
+  cookieName: string;
+  viewers: LiveViewers;
+}
+
+/**
+ * The verified viewer of a data request. A cookie is checked with the gateway for public apps too (a rule like
+ * `signed_in` needs to know); a cookie whose session ended counts as no viewer. Refuses with `forbidden` whoever
+ * may not open the app, and with `unavailable` a paused app.
+ */
+export async function dataCaller(deps: CallerDeps, request: Request, app: HostedApp, remoteAddress: string): Promise<DataCaller> {
+  if (app.paused) throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
+  const session = readViewerSession(request, deps.viewerKey, deps.cookieName, app.address);
+  const viewer = session ? await deps.viewers.check(session) : null;
+  if (!canView(app, viewer)) {
+    throw new DataError(
+      "forbidden",
+      viewer ? `You are signed in as ${viewer.email}, and this app is not shared with that account.` : "Sign in to use this app (hatch.signIn()).",
+    );
+  }
+  const forwarded = deps.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
+  return { app, viewer, rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${forwarded || remoteAddress}`}` };
+}
+
+/**
+ * Whether a rule lets the caller do something. `creator` answers "creator": allowed for a signed-in viewer, on their
+ * own documents or files only (the caller filters or compares `createdBy`).
+ */
+export function allows(rule: DataRule, caller: DataCaller): boolean | "creator" {
+  const { viewer, app } = caller;
+  switch (rule) {
+    case "anyone":
+      return true;
+    case "signed_in":
+      return viewer !== null;
+    case "creator":
+      return viewer !== null ? "creator" : false;
+    case "org":
+      return viewer !== null && viewer.account === app.accountId;
+    case "owner":
+      return viewer !== null && viewer.sub === app.ownerId;
+  }
+}
+
+/** Why a rule refused, in words a viewer can act on. */
+export function refusal(rule: DataRule, caller: DataCaller, action: string): DataError {
+  if (!caller.viewer) return new DataError("forbidden", `Sign in to ${action} (hatch.signIn()).`);
+  const who: Record<DataRule, string> = {
+    anyone: "anyone",
+    signed_in: "signed-in people",
+    creator: "whoever created it",
+    org: "members of the app owner's organization",
+    owner: "the app's owner",
+  };
+  return new DataError("forbidden", `Only ${who[rule]} may ${action} here; you are signed in as ${caller.viewer.email}.`);
+}
+
+/**
+ * A change must come from the app's own pages: a page of another app (a sibling subdomain shares the site, so the
+ * viewer cookie goes along) or any other origin is refused. Requests without Origin and Sec-Fetch-Site headers are
+ * not from a browser page and carry no one else's cookie.
+ */
+export function checkSameOrigin(request: Request, config: Pick<AppsConfig, "appsProtocol" | "appsDomain">, address: string): void {
+  const site = request.headers.get("sec-fetch-site");
+  const origin = request.headers.get("origin");
+  const ownOrigin = appOrigin(config, address);
+  if ((site !== null && site !== "same-origin") || (origin !== null && origin !== ownOrigin)) {
+    throw new DataError("forbidden", "Data of this app can only be changed from the app's own pages.");
+  }
+}
+
+/**
+ * Data requests per caller per minute on this instance (a fixed window). Counting is per app host instance; with N
+ * instances behind a balancer a viewer gets up to N times the limit, which still stops a runaway loop.
+ */
+export class RateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number }>();
+
+  constructor(
+    private readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  take(key: string): void {
+    const now = this.now();
+    let window = this.windows.get(key);
+    if (!window || now - window.start >= 60_000) {
+      if (this.windows.size > 50_000) this.prune(now);
+      window = { start: now, count: 0 };
+      this.windows.set(key, window);
+    }
+    if (++window.count > this.perMinute) {
+      const wait = Math.max(1, Math.ceil((window.start + 60_000 - now) / 1000));
+      throw new DataError("limit_exceeded", `Too many requests: at most ${this.perMinute} a minute. Try again in ${wait} s.`, { "Retry-After": String(wait) });
+    }
+  }
+
+  private prune(now: number): void {
+    for (const [key, window] of this.windows) if (now - window.start >= 60_000) this.windows.delete(key);
+  }
+}

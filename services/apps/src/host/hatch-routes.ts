@@ -1,0 +1,77 @@
+import { DATA_LIMITS, type Logger } from "@hatch/shared";
+import type { AppsContext } from "../context.ts";
+import { answerFailure, dataCaller, DataError, dataErrorResponse, json, RateLimiter, type CallerDeps, type DataCaller } from "../data/access.ts";
+import { answerBuckets } from "../data/buckets-http.ts";
+import { answerCollections } from "../data/collections-http.ts";
+import type { LiveChanges } from "../data/live.ts";
+import { answerClientFile } from "../client/serve.ts";
+import { signInUrl } from "./access.ts";
+import { sameOriginTarget } from "./paths.ts";
+import type { HostedApp } from "./site.ts";
+
+// Hatch's own routes on every app origin, under /_hatch/ (an app's files never answer there): the browser library,
+// who the viewer is, sign-in, and the app's data. `/_hatch/auth` (the end of sign-in) is answered by server.ts.
+
+export interface HatchRouteDeps {
+  ctx: AppsContext;
+  log: Logger;
+  /** The app at an address, from the app host's cache; null when there is none. */
+  loadApp(address: string): HostedApp | null | Promise<HostedApp | null>;
+  caller: CallerDeps;
+  live: LiveChanges;
+}
+
+/** One data request, with everything a route needs. `rest` is the path after `/_hatch/db/` or `/_hatch/files/`. */
+export interface DataRequest {
+  request: Request;
+  url: URL;
+  rest: string;
+  caller: DataCaller;
+  deps: HatchRouteDeps;
+}
+
+export function createHatchRoutes(deps: HatchRouteDeps) {
+  const limiter = new RateLimiter(DATA_LIMITS.requestsPerViewerPerMinute);
+
+  async function withCaller(request: Request, url: URL, address: string, remoteAddress: string, answer: (caller: DataCaller) => Response | Promise<Response>): Promise<Response> {
+    try {
+      const app = await deps.loadApp(address);
+      if (!app) throw new DataError("not_found", `There is no app called "${address}".`);
+      const caller = await dataCaller(deps.caller, request, app, remoteAddress);
+      limiter.take(caller.rateKey);
+      return await answer(caller);
+    } catch (error) {
+      return answerFailure(error, deps.log, "data request");
+    }
+  }
+
+  /** Answers a path under /_hatch/ on an app's origin (any method). */
+  return function answerHatch(request: Request, url: URL, address: string, remoteAddress: string): Response | Promise<Response> {
+    const path = url.pathname;
+    if (path.startsWith("/_hatch/client.")) return answerClientFile(request, path.slice("/_hatch/".length));
+    if (path === "/_hatch/signin") {
+      // hatch.signIn(): through the gateway's sign-in and back to the page (only ever a path on this origin).
+      const origin = `http://app.invalid`;
+      const back = sameOriginTarget(url.searchParams.get("path"), origin).slice(origin.length);
+      return new Response(null, { status: 302, headers: { Location: signInUrl(deps.ctx.config.gatewayUrl, address, back), "Cache-Control": "no-store" } });
+    }
+    if (path === "/_hatch/me") {
+      if (request.method !== "GET") return methodNotAllowed("GET");
+      return withCaller(request, url, address, remoteAddress, ({ viewer }) => json(viewer ? { email: viewer.email, name: viewer.name ?? null } : null));
+    }
+    for (const [prefix, answer] of [
+      ["/_hatch/db/", answerCollections],
+      ["/_hatch/files/", answerBuckets],
+    ] as const) {
+      if (path.startsWith(prefix)) {
+        const rest = path.slice(prefix.length);
+        return withCaller(request, url, address, remoteAddress, (caller) => answer({ request, url, rest, caller, deps }));
+      }
+    }
+    return dataErrorResponse(new DataError("not_found", "Hatch has nothing at this /_hatch/ path. See service_docs, topic browser_library."));
+  };
+}
+
+export function methodNotAllowed(allowed: string): Response {
+  return json({ error: { code: "invalid", message: `This address answers ${allowed} only.` } }, 405, { Allow: allowed });
+}
