@@ -28,6 +28,7 @@ describe("app data: the common part of every request", () => {
     await seedApp(t.ctx, { ...base, address: "shared", visibility: "people", people: [friend.email] });
     await seedApp(t.ctx, { ...base, address: "limited", visibility: "public" });
     await seedApp(t.ctx, { ...base, address: "resting", visibility: "public", paused: true });
+    await seedApp(t.ctx, { ...base, address: "hidden-rest", visibility: "private", paused: true });
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -101,6 +102,14 @@ describe("app data: the common part of every request", () => {
     await t.ctx.db.update(appsTable).set({ paused: false }).where(eq(appsTable.address, "resting"));
     announceAppChanged(t.ctx, "resting");
     expect((await t.get("resting", "/_hatch/me")).status).toBe(200);
+  });
+
+  test("that a non-public app is paused is told only to those who may open it", async () => {
+    expect(await expectError(await t.get("hidden-rest", "/_hatch/me"), 403, "forbidden")).toContain("Sign in");
+    const outsider = await signInTo(t, "hidden-rest", stranger);
+    await expectError(await t.get("hidden-rest", "/_hatch/files/notes", { headers: { cookie: outsider } }), 403, "forbidden");
+    const cookie = await signInTo(t, "hidden-rest", owner);
+    expect(await expectError(await t.get("hidden-rest", "/_hatch/files/notes", { headers: { cookie } }), 503, "unavailable")).toContain("paused");
   });
 
   test("an unknown /_hatch/ path or app answers not_found as JSON", async () => {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { DATA_LIMITS, issueConfirm, type CallContext } from "@hatch/shared";
 import { createS3BlobStore } from "../src/blobs/s3.ts";
-import { blobs, bucketFiles, dataUsage } from "../src/db/schema.ts";
+import { appsTable, blobs, bucketFiles, dataUsage } from "../src/db/schema.ts";
+import { eventually } from "../../../test/support/eventually.ts";
 import { deleteToolTool } from "../src/tools/delete-tool.ts";
 import { startFakeS3, type FakeS3 } from "./support/fake-s3.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
@@ -150,6 +151,49 @@ for (const kind of ["disk", "s3"] as const) {
       expect(await (await t.get("store", second.url)).text()).toBe(content);
       await removeFile(second);
       await expectNothingOf(content);
+    });
+
+    test("removing a file while the same content is uploaded again never leaves the new file without its bytes", async () => {
+      for (let round = 0; round < 10; round++) {
+        const content = `coming and going ${kind} ${round}`;
+        const old = await uploaded(t, "store", "big", { cookie, body: content });
+        const [removed, again] = await Promise.all([t.get("store", old.url, { method: "DELETE", headers: { cookie } }), uploadTo(t, "store", "big", { cookie, body: content })]);
+        expect({ round, removed: removed.status, again: again.status }).toEqual({ round, removed: 200, again: 201 });
+        const file = (await again.json()) as WireFile;
+        expect({ round, served: await (await t.get("store", file.url)).text() }).toEqual({ round, served: content });
+        await removeFile(file);
+        await expectNothingOf(content);
+      }
+    });
+
+    // Needs a second connection to hold the app row while the upload waits for it: real Postgres only.
+    test.skipIf(!process.env.TEST_DATABASE_URL)("content removed between an upload's first look and its transaction is stored again", async () => {
+      const content = `removed under an upload ${kind}`;
+      const sha256 = sha256Hex(content);
+      const old = await uploaded(t, "store", "big", { cookie, body: content });
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const holding = t.ctx.db.transaction(async (tx) => {
+        await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, app.id)).for("update");
+        await held;
+      });
+      // The upload has seen the content registered (so it sends no bytes) and now waits for the app row.
+      const pending = uploadTo(t, "store", "big", { cookie, body: content });
+      await eventually(async () => {
+        const rows = await t.ctx.db.execute(sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%for key share%'`);
+        return [...(rows as unknown as Iterable<unknown>)].length > 0;
+      }, "the upload to wait for the app row");
+      // Meanwhile a removal of the last file with this content commits and takes the bytes.
+      await t.ctx.db.delete(bucketFiles).where(eq(bucketFiles.id, old.id));
+      await t.ctx.db.delete(blobs).where(eq(blobs.sha256, sha256));
+      await t.ctx.blobs.delete(sha256);
+      release();
+      await holding;
+      const response = await pending;
+      const file = (await response.json()) as WireFile;
+      expect(response.status).toBe(201);
+      expect(await (await t.get("store", file.url)).text()).toBe(content);
+      await removeFile(file);
     });
 
     test("removing a file keeps content a published version uses", async () => {

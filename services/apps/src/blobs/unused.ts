@@ -37,6 +37,21 @@ export async function forgetUnusedBlobs(tx: Tx, shas: readonly string[]): Promis
   return gone;
 }
 
+/**
+ * Registers content in `blobs` (or locks its row when it is there) for the rest of the transaction. True when the row
+ * is new: nobody held the content a moment ago, so a removal may have taken its bytes from the store meanwhile.
+ * Call it under `lockBlobContent`.
+ */
+export async function registerBlob(tx: Tx, sha256: string, size: number): Promise<boolean> {
+  const [row] = await tx
+    .insert(blobs)
+    .values({ sha256, size })
+    .onConflictDoUpdate({ target: blobs.sha256, set: { size: sql`excluded.size` } })
+    // A row this statement inserted has no xmax; one it updated (the conflict) carries this transaction's id.
+    .returning({ fresh: sql<boolean>`xmax = 0` });
+  return row?.fresh === true;
+}
+
 /** Serialises everything that puts or removes one content in the store (transaction-scoped, so it ends with it). */
 export async function lockBlobContent(tx: Tx, sha256: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`hatch:blob:${sha256}`}))`);

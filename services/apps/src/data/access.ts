@@ -58,10 +58,10 @@ export interface CallerDeps {
 /**
  * The verified viewer of a data request. A cookie is checked with the gateway for public apps too (a rule like
  * `signed_in` needs to know); a cookie whose session ended counts as no viewer. Refuses with `forbidden` whoever
- * may not open the app, and with `unavailable` a paused app.
+ * may not open the app, and with `unavailable` a paused app (only to those who may open it, as its pages do: a
+ * stranger learns nothing about a non-public app).
  */
 export async function dataCaller(deps: CallerDeps, request: Request, app: HostedApp, remoteAddress: string): Promise<DataCaller> {
-  if (app.paused) throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
   const session = readViewerSession(request, deps.viewerKey, deps.cookieName, app.address);
   const viewer = session ? await deps.viewers.check(session) : null;
   if (!canView(app, viewer)) {
@@ -70,6 +70,7 @@ export async function dataCaller(deps: CallerDeps, request: Request, app: Hosted
       viewer ? `You are signed in as ${viewer.email}, and this app is not shared with that account.` : "Sign in to use this app (hatch.signIn()).",
     );
   }
+  if (app.paused) throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
   // The last X-Forwarded-For entry is the one our proxy added; earlier ones are whatever the client sent.
   const forwarded = deps.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
   return { app, viewer, rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey((forwarded || remoteAddress).slice(0, 64))}`}` };

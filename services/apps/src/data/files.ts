@@ -2,7 +2,7 @@ import { DATA_LIMITS, formatBytes, randomId } from "@hatch/shared";
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable, blobs, bucketFiles, dataUsage } from "../db/schema.ts";
-import { forgetUnusedBlobs, lockBlobContent, removeStoredBlobs, type Tx } from "../blobs/unused.ts";
+import { forgetUnusedBlobs, lockBlobContent, registerBlob, removeStoredBlobs, type Tx } from "../blobs/unused.ts";
 import type { Viewer } from "../host/access.ts";
 import { DataError } from "./access.ts";
 
@@ -86,13 +86,9 @@ async function recordFile(app: FilesContext, tx: Tx, upload: Upload): Promise<St
   const size = upload.bytes.byteLength;
   await requireApp(tx, upload.appId);
   await lockBlobContent(tx, upload.sha256);
-  const [blob] = await tx
-    .insert(blobs)
-    .values({ sha256: upload.sha256, size })
-    .onConflictDoUpdate({ target: blobs.sha256, set: { size: sql`excluded.size` } })
-    .returning({ fresh: sql<boolean>`xmax = 0` });
   // A new row means nobody held this content a moment ago: a removal may have taken the bytes since they were put.
-  if (blob?.fresh && !(await app.blobs.has(upload.sha256))) await app.blobs.put(upload.sha256, upload.bytes);
+  const fresh = await registerBlob(tx, upload.sha256, size);
+  if (fresh && !(await app.blobs.has(upload.sha256))) await app.blobs.put(upload.sha256, upload.bytes);
   await tx.insert(dataUsage).values({ appId: upload.appId }).onConflictDoNothing();
   const counted = await tx
     .update(dataUsage)
