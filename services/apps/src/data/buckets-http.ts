@@ -159,7 +159,7 @@ function fileHeaders(file: StoredFile): Record<string, string> & { ETag: string 
 }
 
 /** Types a browser shows without running anything: images (not SVG, which holds script), audio, video, PDF, plain text. */
-export function isInlineSafe(contentType: string): boolean {
+function isInlineSafe(contentType: string): boolean {
   const essence = contentType.split(";")[0]!.trim().toLowerCase();
   if (essence === "application/pdf" || essence === "text/plain") return true;
   const [top, sub = ""] = essence.split("/") as [string, string?];
