@@ -58,10 +58,10 @@ export interface CallerDeps {
 /**
  * The verified viewer of a data request. A cookie is checked with the gateway for public apps too (a rule like
  * `signed_in` needs to know); a cookie whose session ended counts as no viewer. Refuses with `forbidden` whoever
- * may not open the app, and with `unavailable` a paused app.
+ * may not open the app, and with `unavailable` a paused app (only to those who may open it, as its pages do: a
+ * stranger learns nothing about a non-public app).
  */
 export async function dataCaller(deps: CallerDeps, request: Request, app: HostedApp, remoteAddress: string): Promise<DataCaller> {
-  if (app.paused) throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
   const session = readViewerSession(request, deps.viewerKey, deps.cookieName, app.address);
   const viewer = session ? await deps.viewers.check(session) : null;
   if (!canView(app, viewer)) {
@@ -70,8 +70,25 @@ export async function dataCaller(deps: CallerDeps, request: Request, app: Hosted
       viewer ? `You are signed in as ${viewer.email}, and this app is not shared with that account.` : "Sign in to use this app (hatch.signIn()).",
     );
   }
-  const forwarded = deps.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
-  return { app, viewer, rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${forwarded || remoteAddress}`}` };
+  if (app.paused) throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
+  // The last X-Forwarded-For entry is the one our proxy added; earlier ones are whatever the client sent.
+  const forwarded = deps.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
+  return { app, viewer, rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey((forwarded || remoteAddress).slice(0, 64))}`}` };
+}
+
+/**
+ * Whose anonymous requests count together: IPv4 as it is (also when IPv4-mapped), IPv6 by its /64, the block one
+ * subscriber gets (otherwise one machine could spend a new address on every request). As the gateway's sign-in limits.
+ */
+export function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(":")) return address;
+  const [head = "", tail = ""] = address.split("%")[0]!.toLowerCase().split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = address.includes("::") ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
 /**
@@ -131,13 +148,22 @@ export class RateLimiter {
   constructor(
     private readonly perMinute: number,
     private readonly now: () => number = Date.now,
+    /** Callers remembered at most; beyond it the oldest windows are forgotten (memory stays bounded under a flood). */
+    private readonly maxKeys = 50_000,
   ) {}
+
+  /** Callers with a window now (tests). */
+  get size(): number {
+    return this.windows.size;
+  }
 
   take(key: string): void {
     const now = this.now();
     let window = this.windows.get(key);
     if (!window || now - window.start >= 60_000) {
-      if (this.windows.size > 50_000) this.prune(now);
+      if (!window && this.windows.size >= this.maxKeys) this.prune(now);
+      // Re-inserted, so the map's order stays the order windows started in (the oldest first).
+      this.windows.delete(key);
       window = { start: now, count: 0 };
       this.windows.set(key, window);
     }
@@ -147,7 +173,14 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Drops ended windows, then, while a flood keeps them all alive, the oldest ones down to 90% of the bound, so the
+   * next scan is thousands of callers away (a scan for every new caller would cost a flood quadratic time).
+   */
   private prune(now: number): void {
-    for (const [key, window] of this.windows) if (now - window.start >= 60_000) this.windows.delete(key);
+    const keep = Math.floor(this.maxKeys * 0.9);
+    for (const [key, window] of this.windows) {
+      if (now - window.start >= 60_000 || this.windows.size > keep) this.windows.delete(key);
+    }
   }
 }

@@ -1,10 +1,11 @@
 import { bindTool, buildQuestion, consumeConfirm, delete_tool, type DeleteToolOutput, type ToolOutcome } from "@hatch/shared";
-import { and, eq, inArray, notExists } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
-import { addresses, appsTable, blobs, confirmUses, versionFiles } from "../db/schema.ts";
+import { forgetUnusedBlobs, removeStoredBlobs } from "../blobs/unused.ts";
+import { addresses, appsTable, bucketFiles, confirmUses, versionFiles } from "../db/schema.ts";
 
 /** delete_tool: asks the user; on their confirmation the app, its versions and files go; the address stays reserved. */
 export function deleteToolTool(app: AppsContext) {
@@ -31,21 +32,18 @@ export function deleteToolTool(app: AppsContext) {
     const orphans = await app.db.transaction(async (tx) => {
       await consumeConfirm(tx, confirmUses, confirmation);
       const locked = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true });
-      const shas = (await tx.selectDistinct({ sha256: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.appId, locked.id))).map((r) => r.sha256);
+      const inVersions = await tx.selectDistinct({ sha256: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.appId, locked.id));
+      // The bucket files go with the app (cascade); their content is collected first so it can be forgotten too.
+      const inBuckets = await tx.selectDistinct({ sha256: bucketFiles.sha256 }).from(bucketFiles).where(eq(bucketFiles.appId, locked.id));
       await tx.delete(versionFiles).where(eq(versionFiles.appId, locked.id));
       await tx.delete(appsTable).where(eq(appsTable.id, locked.id));
       await tx.update(addresses).set({ appId: null }).where(eq(addresses.address, locked.address));
       await appEvent(tx, ctx, "deleted", locked);
-      if (shas.length === 0) return [];
-      // Content no other version uses is forgotten here and removed from storage after the commit.
-      const unused = notExists(tx.select({ one: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.sha256, blobs.sha256)));
-      const gone = await tx.delete(blobs).where(and(inArray(blobs.sha256, shas), unused)).returning({ sha256: blobs.sha256 });
-      return gone.map((r) => r.sha256);
+      // Content no other version or bucket file uses is forgotten here and removed from storage after the commit.
+      return forgetUnusedBlobs(tx, [...inVersions, ...inBuckets].map((r) => r.sha256));
     });
     announceAppChanged(app, target.address);
-    for (const sha256 of orphans) {
-      await app.blobs.delete(sha256).catch((error: unknown) => app.logger.warn("blob not removed after delete", { sha256, error }));
-    }
+    await removeStoredBlobs(app, orphans);
     app.logger.info("deleted", { address: target.address, blobs: orphans.length });
     return {
       text: `Deleted ${target.address} with all its versions and files. Its address stays reserved and cannot be used again.`,
