@@ -52,6 +52,19 @@ export async function registerBlob(tx: Tx, sha256: string, size: number): Promis
   return row?.fresh === true;
 }
 
+/**
+ * Puts content in the store and registers it, under the content's lock, so a removal of the same content running
+ * at the same moment cannot delete the bytes under a row that then exists. `more` runs in the same transaction.
+ */
+export async function storeBlob(app: Pick<AppsContext, "db" | "blobs">, sha256: string, bytes: Uint8Array, more?: (tx: Tx) => Promise<void>): Promise<void> {
+  await app.db.transaction(async (tx) => {
+    await lockBlobContent(tx, sha256);
+    await app.blobs.put(sha256, bytes);
+    await registerBlob(tx, sha256, bytes.byteLength);
+    await more?.(tx);
+  });
+}
+
 /** Serialises everything that puts or removes one content in the store (transaction-scoped, so it ends with it). */
 export async function lockBlobContent(tx: Tx, sha256: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`hatch:blob:${sha256}`}))`);

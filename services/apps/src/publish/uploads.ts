@@ -5,6 +5,7 @@ import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { blobs, uploads } from "../db/schema.ts";
 import type { FolderEntry } from "./folder.ts";
+import { storeBlob } from "../blobs/unused.ts";
 
 
 export interface UploadTicket {
@@ -53,9 +54,7 @@ export async function receiveUpload(app: AppsContext, request: Request, token: s
   if (sha256 !== ticket.sha256) {
     return text(400, `The bytes sent hash to ${sha256}, not to the manifest's ${ticket.sha256}. Send the file's raw bytes (no encoding) or fix the manifest.`);
   }
-  await app.blobs.put(sha256, bytes);
-  await app.db.transaction(async (tx) => {
-    await tx.insert(blobs).values({ sha256, size: bytes.byteLength }).onConflictDoNothing();
+  await storeBlob(app, sha256, bytes, async (tx) => {
     await tx.update(uploads).set({ usedAt: new Date() }).where(eq(uploads.token, token));
   });
   return text(201, "Stored.");

@@ -7,6 +7,7 @@ import { commitVersion, type VersionTarget } from "../publish/commit.ts";
 import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
 import { decodeInline } from "../publish/inline.ts";
 import { issueUploads } from "../publish/uploads.ts";
+import { storeBlob } from "../blobs/unused.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { gateMakePublic } from "../public-gate.ts";
 
@@ -55,8 +56,7 @@ export function publishTool(app: AppsContext) {
     // Unreachable in practice: service.json's content is pending only while it is missing.
     if (!config) throw new ToolError("conflict", "service.json has not been uploaded yet. Call publish again with the same manifest.");
     if (folder) {
-      for (const [sha256, bytes] of folder.bytes) await app.blobs.put(sha256, bytes);
-      await app.db.insert(blobs).values([...folder.bytes].map(([sha256, bytes]) => ({ sha256, size: bytes.byteLength }))).onConflictDoNothing();
+      for (const [sha256, bytes] of folder.bytes) await storeBlob(app, sha256, bytes);
     }
     return finish(app, ctx, target, entries, config, call.confirmation);
   });
