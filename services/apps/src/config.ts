@@ -16,7 +16,7 @@ export interface AppsConfig {
   appsProtocol: "http:" | "https:";
   appsDomain: string;
   /**
-   * Take the viewer's address from the first X-Forwarded-For entry (only behind a proxy that sets it): the app
+   * Take the viewer's address from the last X-Forwarded-For entry (the one the proxy added) (only behind a proxy that sets it): the app
    * host's unique-viewer counting uses it, hashed, never stored raw.
    */
   trustProxy: boolean;

@@ -185,7 +185,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
   function whoIsViewing(request: Request, server: Server<undefined>, sub: string | null): string {
     if (sub) return `u:${sub}`;
-    const forwarded = ctx.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
+    // The last entry is the one our proxy added; the ones before it are whatever the client wrote.
+    const forwarded = ctx.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
     const ip = forwarded || server.requestIP(request)?.address || "";
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
