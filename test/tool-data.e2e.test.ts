@@ -14,7 +14,7 @@ import { MODES } from "./support/servers.ts";
 
 type DataOut = {
   address: string;
-  collections: { name: string; count: number; rules: Record<string, unknown>; declared?: boolean; recent: { id: string; createdAt: string; createdBy?: string | null; data: Record<string, unknown>; truncated?: boolean }[] }[];
+  collections: { name: string; count: number; rules: Record<string, unknown>; declared?: boolean; recent: { id: string; createdAt: string; updatedAt?: string; createdBy?: string | null; data: Record<string, unknown>; truncated?: boolean }[] }[];
   buckets: { name: string; count: number; rules?: Record<string, unknown>; declared?: boolean }[];
 };
 
@@ -39,7 +39,8 @@ for (const mode of MODES) {
       apps = hatch.services.get("apps") as AppsService;
       const [a, b, c, d] = await Promise.all(["Olive", "Manny", "Mel", "Stan"].map((name) => userWithToken(hatch, { name })));
       ownerEmail = a!.email;
-      [owner, manager, member, stranger] = await Promise.all([a!, b!, c!, d!].map((user) => connectClient(hatch, user.accessToken)));
+      const clients = await Promise.all([a!, b!, c!, d!].map((user) => connectClient(hatch, user.accessToken)));
+      [owner, manager, member, stranger] = clients as [Client, Client, Client, Client];
       const org = await callOk<{ org: { id: string } }>(owner, "org_setup", { action: "create", name: `Data ${mode}` });
       await callOk(owner, "org_invite", { emails: [b!.email], role: "manager" });
       await callOk(owner, "org_invite", { emails: [c!.email], role: "member" });
