@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { DATA_ERROR_STATUS } from "@hatch/shared";
+import { DATA_ERROR_STATUS, developerReference, EXAMPLE_APP, ServiceJsonSchema } from "@hatch/shared";
 import { acceptsGzip } from "../src/client/serve.ts";
 import type { Hatch } from "../src/client/hatch.d.ts";
 import { hasChromium, launchChromium } from "../../../test/support/chromium.ts";
@@ -23,12 +23,16 @@ const PAGE = `<!doctype html><html><head><title>Lib</title><script src="/_hatch/
 
 let test_: TestHost;
 let address = "";
+let example = "";
 const url = (path: string) => `${test_.origin(address)}${path}`;
 
 beforeAll(async () => {
   test_ = await startTestHost();
   address = (await seedApp(test_.ctx, { visibility: "public", files: { "index.html": PAGE } })).address;
-});
+  // The reference's example app, stored the way a publish stores it (service.json parsed).
+  const config = ServiceJsonSchema.parse(JSON.parse(EXAMPLE_APP["service.json"]));
+  example = (await seedApp(test_.ctx, { visibility: "public", files: EXAMPLE_APP, config })).address;
+}, 60_000);
 afterAll(async () => {
   await test_?.close();
 });
@@ -128,6 +132,14 @@ describe("served files", () => {
 });
 
 describe("the library outside a browser page", () => {
+  test("every function the types declare is shown in the developer reference", () => {
+    const types = readFileSync(join(import.meta.dir, "../src/client/hatch.d.ts"), "utf8");
+    const reference = developerReference("browser_library");
+    const methods = [...types.matchAll(/^ {2}(\w+)(?:<[^>]*>)?\(/gm)].map((m) => m[1]!);
+    expect(methods.sort()).toEqual(["add", "db", "files", "get", "list", "list", "me", "remove", "remove", "signIn", "subscribe", "update", "upload", "url"]);
+    for (const method of methods) expect([method, reference.includes(`.${method}(`)]).toEqual([method, true]);
+  });
+
   test("the module has a default export and the named exports me, signIn, db, files", async () => {
     const dir = mkdtempSync(join(tmpdir(), "hatch-client-"));
     try {
@@ -185,6 +197,23 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
     expect(result.failure!.message.length).toBeGreaterThan(0);
     expect(result.url).toBe("/_hatch/files/b/abc");
     expect(result.same).toBe(true);
+    await context.close();
+  });
+
+  test("the reference's example app runs: an anonymous viewer gets its sign-in button, which goes to /_hatch/signin", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await page.goto(`${test_.origin(example)}/`);
+    const button = page.getByRole("button", { name: "Sign in to keep a list" });
+    await button.waitFor();
+    expect(await page.locator("#add").isHidden()).toBe(true);
+    const signIn = page.waitForRequest((request) => new URL(request.url()).pathname === "/_hatch/signin");
+    await context.route(`${test_.ctx.config.gatewayUrl}/**`, (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<h1>Sign in</h1>" }));
+    await button.click();
+    expect(new URL((await signIn).url()).search).toBe("?path=%2F");
+    expect(errors).toEqual([]);
     await context.close();
   });
 
