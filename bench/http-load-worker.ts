@@ -1,5 +1,6 @@
 // One HTTP load-generating process: `bun bench/http-load-worker.ts '<HttpWorkerConfig JSON>'`. Runs `clients`
-// loops, each on its own keep-alive connection, of GET <url> (reading the whole body); prints
+// loops, each on its own keep-alive connection, of GET <url> (or the configured method and JSON body), reading
+// the whole answer; prints
 // `BENCH_CONNECTED {}` once every connection answered, waits for `GO <epoch ms>` on stdin, then prints
 // `BENCH_RESULT {…}` (the same WorkerResult as the MCP load worker, so load.ts merges both alike).
 import { connect, type Socket } from "node:net";
@@ -15,12 +16,18 @@ export interface HttpWorkerConfig {
   clients: number;
   warmupMs: number;
   durationMs: number;
+  /** Default GET; with `json`, the body sent as application/json. */
+  method?: string;
+  json?: string;
 }
 
 const config = JSON.parse(process.argv[2] ?? "{}") as HttpWorkerConfig;
 const result: WorkerResult = { latencies: [], errors: 0, warmupCalls: 0, answers: { json: 0, sse: 0 } };
 const target = new URL(config.url);
-const REQUEST = Buffer.from(`GET ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${config.host}\r\nUser-Agent: hatch-bench\r\nAccept: text/html\r\n\r\n`);
+const body = config.json === undefined ? "" : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(config.json)}\r\n\r\n${config.json}`;
+const REQUEST = Buffer.from(
+  `${config.method ?? "GET"} ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${config.host}\r\nUser-Agent: hatch-bench\r\nAccept: ${config.json === undefined ? "text/html" : "application/json"}\r\n${body || "\r\n"}`,
+);
 
 /**
  * A minimal HTTP/1.1 client on one keep-alive socket: one request at a time, the answer read to the end of its
@@ -83,7 +90,7 @@ class Connection {
 function drive(connection: Connection, measureFrom: number, measureUntil: number): Promise<void> {
   const get = async () => {
     const status = await connection.get();
-    return status === 200 ? undefined : `HTTP ${status}`;
+    return status >= 200 && status < 300 ? undefined : `HTTP ${status}`;
   };
   // A closed connection cannot make another request: that client stops.
   return driveTimed(get, measureFrom, measureUntil, result, (failure) => failure === "connection closed");

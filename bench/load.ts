@@ -8,7 +8,7 @@ export interface LoadOptions {
   mcpUrl: string;
   token?: string;
   /** Plain HTTP GETs instead of MCP calls: connect to `url`, send `host` as the Host header. */
-  http?: { url: string; host: string };
+  http?: { url: string; host: string; method?: string; json?: string };
   clients: number;
   /** Processes the clients are spread over; the load generator must not be what limits the result. */
   workers: number;
@@ -45,7 +45,7 @@ export async function runLoad(options: LoadOptions): Promise<RunStats> {
   const children = Array.from({ length: workers }, (_, i) => {
     const common = { clients: share(options.clients, workers, i), warmupMs: options.warmupMs, durationMs: options.durationMs };
     if (options.http) {
-      const config: HttpWorkerConfig = { ...common, url: options.http.url, host: options.http.host };
+      const config: HttpWorkerConfig = { ...common, ...options.http };
       return new Child(`load-${i}`, [process.execPath, HTTP_WORKER, JSON.stringify(config)], { ...process.env });
     }
     const config: WorkerConfig = { ...common, mcpUrl: options.mcpUrl, token: options.token };

@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, DATA_LIMITS, loadConfig } from "@hatch/shared";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 
@@ -23,6 +23,8 @@ export interface AppsConfig {
   /** Where content-addressed files live when no S3 store is configured. */
   blobDir: string;
   s3: S3Settings | null;
+  /** Data requests per viewer per app per minute (DATA_LIMITS' value unless set; benchmarks raise it). */
+  dataRequestsPerMinute: number;
 }
 
 export interface S3Settings {
@@ -50,6 +52,7 @@ const AppsEnvSchema = CommonEnvSchema.extend({
   S3_REGION: z.string().min(1).optional(),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  DATA_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).default(DATA_LIMITS.requestsPerViewerPerMinute),
 });
 
 /** Parses the environment; throws ConfigError naming every bad variable. */
@@ -69,6 +72,7 @@ export function loadAppsConfig(env: Record<string, string | undefined>): AppsCon
     appsDomain: parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT}`,
     trustProxy: parsed.TRUST_PROXY === "true",
     blobDir: resolve(parsed.BLOB_DIR ?? join(parsed.DATA_DIR, "blobs")),
+    dataRequestsPerMinute: parsed.DATA_REQUESTS_PER_MINUTE,
     s3: parsed.S3_BUCKET
       ? {
           bucket: parsed.S3_BUCKET,

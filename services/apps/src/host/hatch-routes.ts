@@ -1,4 +1,4 @@
-import { DATA_LIMITS, type Logger } from "@hatch/shared";
+import type { Logger } from "@hatch/shared";
 import type { AppsContext } from "../context.ts";
 import { answerFailure, dataCaller, DataError, dataErrorResponse, json, RateLimiter, type CallerDeps, type DataCaller } from "../data/access.ts";
 import { answerBuckets } from "../data/buckets-http.ts";
@@ -31,7 +31,7 @@ export interface DataRequest {
 }
 
 export function createHatchRoutes(deps: HatchRouteDeps) {
-  const limiter = new RateLimiter(DATA_LIMITS.requestsPerViewerPerMinute);
+  const limiter = new RateLimiter(deps.ctx.config.dataRequestsPerMinute);
 
   async function withCaller(request: Request, url: URL, address: string, remoteAddress: string, answer: (caller: DataCaller) => Response | Promise<Response>): Promise<Response> {
     try {
