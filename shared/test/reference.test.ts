@@ -51,6 +51,12 @@ describe("developer reference", () => {
     expect(html).not.toContain("innerHTML");
   });
 
+  test("rendered as HTML (GET /mcp/docs), the example's tags stay text: no script, style or form runs on the docs page", () => {
+    const page = Bun.markdown.html(developerReference());
+    expect(page).not.toMatch(/<(script|style|form|input|img|button)\b/);
+    expect(page).toContain("&lt;script src=");
+  });
+
   test("every rule example in the section is valid service.json", () => {
     const blocks = [...library.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
     expect(blocks.length).toBeGreaterThanOrEqual(2);

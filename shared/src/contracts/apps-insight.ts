@@ -51,14 +51,7 @@ export const tool_data = defineTool({
           .describe("Newest first"),
       }),
     ),
-    buckets: z.array(
-      z.object({
-        name: z.string(),
-        count: z.number().int(),
-        rules: z.record(z.string(), z.unknown()).optional().describe("The bucket's rules from service.json, filled in, with maxFileSize in bytes; {} when it is not declared"),
-        declared: z.boolean().optional(),
-      }),
-    ),
+    buckets: z.array(z.object({ name: z.string(), count: z.number().int() })),
   }),
 });
 

@@ -18,7 +18,8 @@ import { bucketFiles, documents, versions } from "../db/schema.ts";
 // the app's users, so the answer hands them over as data (one JSON line each, long values shortened) and says so.
 
 type CollectionOut = ToolDataOutput["collections"][number];
-type BucketOut = ToolDataOutput["buckets"][number];
+/** A bucket with its rules (filled in; null when service.json no longer declares it): the rules go in the text only. */
+type BucketOut = ToolDataOutput["buckets"][number] & { rules: Record<string, unknown> | null };
 type RecentOut = CollectionOut["recent"][number];
 
 /** Characters of document values shown per answer and per document: the AI pays for every one, and the bus has a size limit. */
@@ -52,11 +53,9 @@ export function toolDataTool(apps: AppsContext) {
         };
       }),
     );
-    const buckets: BucketOut[] = input.collection !== undefined ? [] : namesOf(Object.keys(declaredBuckets), counts.files).map((name) => {
-      const written = declaredBuckets[name];
-      return { name, count: counts.files.get(name) ?? 0, rules: written ? bucketRules(written) : {}, declared: written !== undefined };
-    });
-    return { text: summary(app.address, collections, buckets, input.collection !== undefined), data: { address: app.address, collections, buckets } };
+    const buckets = input.collection !== undefined ? [] : namesOf(Object.keys(declaredBuckets), counts.files).map((name) => bucketOf(name, counts.files, declaredBuckets[name]));
+    const data = { address: app.address, collections, buckets: buckets.map(({ name, count }) => ({ name, count })) };
+    return { text: summary(app.address, collections, buckets, input.collection !== undefined), data };
   });
 }
 
@@ -83,6 +82,10 @@ async function countsOf(apps: AppsContext, appId: string, only: string | undefin
     documents: new Map(documentCounts.map((row) => [row.name, Number(row.n)])),
     files: new Map(fileCounts.map((row) => [row.name, Number(row.n)])),
   };
+}
+
+function bucketOf(name: string, counts: Map<string, number>, written: BucketRules | undefined): BucketOut {
+  return { name, count: counts.get(name) ?? 0, rules: written ? bucketRules(written) : null };
 }
 
 /** Declared names, then names that only have data; each part alphabetically (jsonb does not keep service.json's order). */
@@ -155,7 +158,7 @@ function summary(address: string, collections: CollectionOut[], buckets: BucketO
   const lines = [`${address}:`];
   if (!filtered && collections.length === 0) lines.push("- no collections: declare them in service.json `collections` (service_docs, topic browser_library)");
   for (const c of collections) lines.push(`- collection ${c.name}: ${c.count} documents; ${c.declared ? `rules: ${ruleWords(c.rules)}` : UNDECLARED}`);
-  for (const b of buckets) lines.push(`- bucket ${b.name}: ${b.count} files; ${b.declared ? `rules: ${ruleWords(b.rules ?? {})}` : UNDECLARED}`);
+  for (const b of buckets) lines.push(`- bucket ${b.name}: ${b.count} files; ${b.rules ? `rules: ${ruleWords(b.rules)}` : UNDECLARED}`);
   const withDocuments = collections.filter((c) => c.recent.length > 0);
   if (withDocuments.length > 0) {
     lines.push("", USERS_DATA);
