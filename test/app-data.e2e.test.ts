@@ -149,11 +149,13 @@ for (const mode of MODES) {
         const first = await open();
         await signIn(first, alice);
         const second = await first.context().newPage();
+        // The second tab's stream is open once its answer (the event stream's headers) arrived; then the first tab adds.
+        // (A resource timing entry would only appear once the stream ended.)
+        const streaming = second.waitForResponse((response) => new URL(response.url()).pathname === "/_hatch/db/todos/_changes" && response.status() === 200);
         await second.goto(url);
         await shows(second.locator("#who"), alice.email);
         await shows(items(second), ["Buy milk"]);
-        // The second tab's stream is open once its subscription said so; then the first tab adds.
-        await second.waitForFunction(() => performance.getEntriesByType("resource").some((entry) => entry.name.includes("/_hatch/db/todos/_changes")));
+        await streaming;
         await first.locator("#text").fill("Call mom");
         await first.getByRole("button", { name: "Add" }).click();
         await shows(items(second), ["Buy milk", "Call mom"]);

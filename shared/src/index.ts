@@ -12,6 +12,7 @@ export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyC
 export type { CallContext, CallContextClaims } from "./ctx.ts";
 export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.ts";
 export { developerReference } from "./apps/reference.ts";
+export { EXAMPLE_APP } from "./apps/example-app.ts";
 export type { ReferenceTopic } from "./apps/reference.ts";
 export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";
 export {

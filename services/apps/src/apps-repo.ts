@@ -20,6 +20,21 @@ export async function requireOwnedApp(db: Pick<Database, "select">, ctx: CallCon
   return app;
 }
 
+/** "Managers" (interface spec): the owner, admins and managers of an organization. */
+export const ORG_MANAGER_ROLES: readonly string[] = ["owner", "admin", "manager"];
+
+/**
+ * The app at `address` if the caller owns it or manages the organization it belongs to (acting in that organization
+ * now). Anyone else gets exactly the answer of a missing app.
+ */
+export async function requireManagedApp(db: Pick<Database, "select">, ctx: CallContext, address: string): Promise<AppRow> {
+  const [app] = await db.select().from(appsTable).where(eq(appsTable.address, address));
+  if (!app) throw notFound(address);
+  const manager = ctx.org !== null && ctx.org !== undefined && ctx.org === app.accountId && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
+  if (app.ownerId !== ctx.sub && !manager) throw notFound(address);
+  return app;
+}
+
 export function appUrl(config: Pick<AppsConfig, "appsProtocol" | "appsDomain">, address: string): string {
   return `${appOrigin(config, address)}/`;
 }

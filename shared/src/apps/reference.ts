@@ -1,5 +1,6 @@
 import { DOCS_TOPICS } from "../contracts/apps.ts";
 import { formatBytes, PUBLISH_LIMITS } from "./limits.ts";
+import { BROWSER_LIBRARY } from "./reference-browser.ts";
 
 // The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
 // Written for an AI that follows it literally: say exactly what works today, and plainly what does not yet.
@@ -93,6 +94,8 @@ anything is stored.
 | --- | --- | --- | --- |
 | \`spa\` | boolean | \`false\` | Single-page app: a path that matches no file and has no file extension is answered with \`/index.html\` (status 200) instead of the 404 page. |
 | \`notFound\` | string | \`"404.html"\` if the folder has it | The page served with status 404 for a path that matches no file. Must be an \`.html\` file in the folder. |
+| \`collections\` | object | none | Data collections for \`hatch.db(name)\`: name → \`{ read, create, update, delete }\` rules. See the browser library. |
+| \`buckets\` | object | none | File buckets for \`hatch.files(name)\`: name → \`{ read, create, delete, maxFileSize }\`. See the browser library. |
 | \`$schema\` | string | | Ignored; lets editors validate the file. |
 
 Examples:
@@ -108,14 +111,6 @@ Examples:
 How paths are served: \`/\` → \`index.html\`; \`/docs/\` → \`docs/index.html\`; \`/about\` → \`about.html\` or
 \`about/index.html\`; anything else that matches no file → the SPA fallback when \`spa\` is true, else the
 404 page.
-`;
-
-const BROWSER_LIBRARY = `## Browser library (/_hatch/client.js)
-
-**Not available yet on this server.** Apps are static today: there is no \`/_hatch/client.js\`, no data
-collections, file buckets, API calls or AI calls from the browser. Do not include that script or call
-\`/_hatch/\` paths from an app. Keep state in the browser (\`localStorage\`, \`IndexedDB\`) or call public APIs
-that need no secret. This section will describe the library when it ships.
 `;
 
 const SERVER_CODE = `## Server code

@@ -8,6 +8,7 @@ import { publishTool } from "./publish.ts";
 import { rollbackTool } from "./rollback.ts";
 import { serviceDocsTool } from "./service-docs.ts";
 import { shareTool } from "./share.ts";
+import { toolDataTool } from "./tool-data.ts";
 import { toolStatsTool } from "./tool-stats.ts";
 
 /** Every apps tool that has a handler; the rest answer "not available yet". */
@@ -20,6 +21,7 @@ export function appsTools(ctx: AppsContext): ToolBinding[] {
     rollbackTool(ctx),
     deleteToolTool(ctx),
     toolStatsTool(ctx),
+    toolDataTool(ctx),
     orgAppsTool(ctx),
     orgAppPauseTool(ctx),
   ];

@@ -1,18 +1,16 @@
 import { bindTool, org_app_pause, ToolError } from "@hatch/shared";
 import { and, eq } from "drizzle-orm";
+import { ORG_MANAGER_ROLES } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { requireOrgOf } from "./org-apps.ts";
 
-/** "Managers" (interface spec): the owner, admins and managers of the organization. */
-const MANAGERS = ["owner", "admin", "manager"];
-
 export function orgAppPauseTool(apps: AppsContext) {
   return bindTool(org_app_pause, async ({ ctx, input }) => {
     const org = requireOrgOf(ctx);
-    if (!MANAGERS.includes(ctx.role ?? "")) {
+    if (!ORG_MANAGER_ROLES.includes(ctx.role ?? "")) {
       throw new ToolError("forbidden", `Only the owner, admins and managers of the organization pause or unpause apps; you are a ${ctx.role ?? "member"}. Nothing was changed.`);
     }
     const verb = input.paused ? "paused" : "unpaused";

@@ -1,0 +1,65 @@
+import { describe, expect, test } from "bun:test";
+import { EXAMPLE_APP } from "../src/apps/example-app.ts";
+import { DATA_ERROR_STATUS, DATA_LIMITS, DATA_RULES } from "../src/apps/data-rules.ts";
+import { formatBytes } from "../src/apps/limits.ts";
+import { developerReference } from "../src/apps/reference.ts";
+import { SERVICE_JSON_KEYS, ServiceJsonSchema } from "../src/apps/service-json.ts";
+
+// The developer reference says what the app host does: the browser library, its rules, limits and error codes come
+// from the same constants the app host enforces, and the example app is a folder a publish accepts.
+
+describe("developer reference", () => {
+  const library = developerReference("browser_library");
+
+  test("the browser library section documents the library instead of saying it is not available", () => {
+    expect(library).not.toContain("Not available yet");
+    expect(library).toContain('<script src="/_hatch/client.js"></script>');
+    expect(library).toContain('import hatch, { me, signIn, db, files } from "/_hatch/client.mjs";');
+    expect(library).toContain("/_hatch/client.d.ts");
+    expect(developerReference("server_code")).toContain("Not available yet");
+    expect(developerReference()).toContain(library);
+  });
+
+  test("every rule word, error code and limit is printed from the shared constants", () => {
+    for (const rule of DATA_RULES) expect(library).toContain(`| \`${rule}\` |`);
+    for (const [code, status] of Object.entries(DATA_ERROR_STATUS)) expect(library).toContain(`| \`${code}\` | ${status} |`);
+    expect(library).toContain(`| one document (as JSON) | ${formatBytes(DATA_LIMITS.maxDocumentBytes)} |`);
+    expect(library).toContain(`| documents per app (all collections) | ${DATA_LIMITS.maxDocumentsPerApp.toLocaleString("en-US")} |`);
+    expect(library).toContain(`| data requests per viewer per minute | ${DATA_LIMITS.requestsPerViewerPerMinute} |`);
+    expect(library).toContain(`| open subscriptions per viewer | ${DATA_LIMITS.subscriptionsPerViewer} |`);
+    expect(library).toContain(`default ${formatBytes(DATA_LIMITS.defaultMaxFileSize)}, at most ${formatBytes(DATA_LIMITS.maxFileSize)}`);
+    expect(library).toContain("An operation without a rule is `owner`");
+    expect(library).toContain("`create` cannot be `creator`");
+  });
+
+  test("the service.json table lists every key service.json accepts", () => {
+    const section = developerReference("service_json");
+    for (const key of [...SERVICE_JSON_KEYS, "$schema"]) expect(section).toContain(`| \`${key}\` |`);
+  });
+
+  test("the example app is printed in full, and its service.json is one a publish accepts", () => {
+    expect(library).toContain(EXAMPLE_APP["index.html"]);
+    expect(library).toContain(EXAMPLE_APP["service.json"]);
+    const parsed = ServiceJsonSchema.parse(JSON.parse(EXAMPLE_APP["service.json"]));
+    expect(Object.keys(parsed.collections ?? {})).toEqual(["todos"]);
+    expect(parsed.buckets?.photos?.maxFileSize).toBe(5 * 1024 * 1024);
+    const html = EXAMPLE_APP["index.html"];
+    expect(html).toContain('<script src="/_hatch/client.js"></script>');
+    for (const call of ["hatch.me()", "hatch.signIn()", 'hatch.db("todos")', 'hatch.files("photos")', "todos.subscribe(", "todos.list(", "todos.add(", "todos.update(", "todos.remove(", "photos.upload(", "photos.url(", "photos.remove("]) {
+      expect(html).toContain(call);
+    }
+    expect(html).not.toContain("innerHTML");
+  });
+
+  test("rendered as HTML (GET /mcp/docs), the example's tags stay text: no script, style or form runs on the docs page", () => {
+    const page = Bun.markdown.html(developerReference());
+    expect(page).not.toMatch(/<(script|style|form|input|img|button)\b/);
+    expect(page).toContain("&lt;script src=");
+  });
+
+  test("every rule example in the section is valid service.json", () => {
+    const blocks = [...library.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    for (const block of blocks) expect(ServiceJsonSchema.safeParse(JSON.parse(block)).success).toBe(true);
+  });
+});
