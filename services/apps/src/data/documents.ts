@@ -131,11 +131,10 @@ export async function getDocument(db: Database, key: DocumentKey, id: string): P
   return row ?? null;
 }
 
-/** One page of a list, in one statement (one row more than asked tells whether there is a next page). */
-export async function listDocuments(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null): Promise<{ documents: StoredDocument[]; next: string | null }> {
-  const sort = sortExpression(query.order);
+/** The statement of one list page (one row more than asked tells whether there is a next page). */
+export function listStatement(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null) {
   const direction = query.order.desc ? desc : asc;
-  const rows = await db
+  return db
     .select(COLUMNS)
     .from(documents)
     .where(
@@ -147,8 +146,13 @@ export async function listDocuments(db: Database, key: DocumentKey, query: ListQ
         afterCondition(query),
       ),
     )
-    .orderBy(direction(sort), direction(documents.id))
+    .orderBy(direction(sortExpression(query.order)), direction(documents.id))
     .limit(query.limit + 1);
+}
+
+/** One page of a list, in one statement. `onlyCreator`: the `creator` read rule, the viewer's user id. */
+export async function listDocuments(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null): Promise<{ documents: StoredDocument[]; next: string | null }> {
+  const rows = await listStatement(db, key, query, onlyCreator);
   const more = rows.length > query.limit;
   if (more) rows.length = query.limit;
   return { documents: rows, next: more ? cursorAfter(query, rows[rows.length - 1]!) : null };

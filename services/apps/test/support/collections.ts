@@ -15,7 +15,7 @@ export interface CallOptions {
   method?: string;
   body?: unknown;
   /** A raw body (sent as is), for malformed JSON. */
-  raw?: string | Uint8Array;
+  raw?: string | Uint8Array<ArrayBuffer>;
   viewer?: ViewerIdentity | null;
   /** The Origin header; defaults to the app's own origin for anything but GET. */
   origin?: string | null;
