@@ -90,7 +90,7 @@ describe("app data: live changes", () => {
   });
 
   async function subscribe(address: string, collection: string, viewer: ViewerIdentity | null, cookie?: string): Promise<EventStream> {
-    const headers = cookie ? { cookie } : viewer ? { cookie: db.cookie(address, viewer) } : {};
+    const headers: Record<string, string> = cookie ? { cookie } : viewer ? { cookie: db.cookie(address, viewer) } : {};
     const response = await t.get(address, `/_hatch/db/${collection}/_changes`, { headers });
     const stream = new EventStream(response);
     if (response.status === 200) open.push(stream);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eq, sql } from "drizzle-orm";
+import { eq, fillPlaceholders, sql } from "drizzle-orm";
 import { DATA_LIMITS } from "@hatch/shared";
 import { documents } from "../src/db/schema.ts";
-import { listStatement } from "../src/data/documents.ts";
+import { keptPrepared, listStatement, listStatementValues } from "../src/data/documents.ts";
 import { parseListQuery } from "../src/data/query.ts";
 import { allBy, DataClient, member, ownerSeed, stranger } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
@@ -226,11 +226,21 @@ describe("app data: list queries", () => {
     }));
     for (let start = 0; start < rows.length; start += 500) await t.ctx.db.insert(documents).values(rows.slice(start, start + 500));
     await t.ctx.db.execute(sql`analyze apps.documents`);
+    /**
+     * The plan Postgres uses for a list statement, after `enable_seqscan = off` (a table this small would otherwise be
+     * read whole): a generic plan (values unknown) for the statements kept prepared, else one for the values.
+     */
     const plan = async (params: Record<string, string>, onlyCreator: string | null = null): Promise<string> => {
-      const statement = listStatement(t.ctx.db, { appId: bulk.id, collection: "items" }, parseListQuery(new URLSearchParams(params)), onlyCreator);
+      const query = parseListQuery(new URLSearchParams(params));
+      const built = listStatement(t.ctx.db, query, onlyCreator !== null).toSQL();
+      const values = fillPlaceholders(built.params, listStatementValues({ appId: bulk.id, collection: "items" }, query, onlyCreator));
+      const literal = (value: unknown) => (typeof value === "number" ? String(value) : `'${String(value).replaceAll("'", "''")}'`);
       return t.ctx.db.transaction(async (tx) => {
         await tx.execute(sql`set local enable_seqscan = off`);
-        const result = (await tx.execute(sql`explain ${statement.getSQL()}`)) as unknown;
+        await tx.execute(sql.raw(`set local plan_cache_mode = ${keptPrepared(query) ? "force_generic_plan" : "force_custom_plan"}`));
+        await tx.execute(sql.raw(`prepare hatch_plan as ${built.sql}`));
+        const result = (await tx.execute(sql.raw(`explain execute hatch_plan(${values.map(literal).join(", ")})`))) as unknown;
+        await tx.execute(sql`deallocate hatch_plan`);
         const lines = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[];
         return lines.map((line) => Object.values(line)[0]).join("\n");
       });

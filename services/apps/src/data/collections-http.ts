@@ -1,6 +1,6 @@
 import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/shared";
 import { allows, checkSameOrigin, dataCaller, DataError, json, refusal, type DataCaller } from "./access.ts";
-import { addDocument, appFields, getDocument, listDocuments, removeDocument, updateDocument, type StoredDocument } from "./documents.ts";
+import { addDocument, appFields, getDocument, listDocuments, removeDocument, updateDocument, type ListedDocument, type StoredDocument } from "./documents.ts";
 import type { ChangeType } from "./live.ts";
 import { DOCUMENT_ID, parseListQuery } from "./query.ts";
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
@@ -70,6 +70,18 @@ function wire(document: StoredDocument): Record<string, unknown> {
   };
 }
 
+const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
+
+/** A list page as JSON text: each document's fields are copied from Postgres's JSON text, never parsed (the hot path). */
+function listAnswer(documents: ListedDocument[], next: string | null): Response {
+  let body = '{"documents":[';
+  for (const [index, document] of documents.entries()) {
+    const fields = document.dataJson.length > 2 ? `,${document.dataJson.slice(1, -1)}` : "";
+    body += `${index ? "," : ""}{"id":${JSON.stringify(document.id)},"createdAt":"${document.createdAt.slice(0, 23)}Z","updatedAt":"${document.updatedAt.slice(0, 23)}Z","createdBy":${JSON.stringify(document.createdByEmail)}${fields}}`;
+  }
+  return new Response(`${body}],"next":${JSON.stringify(next)}}`, { headers: JSON_HEADERS });
+}
+
 /** Tells open streams (on every instance) about a committed change. */
 function announce(req: DataRequest, collection: string, type: ChangeType, id: string, creator: string | null, document?: Record<string, unknown>): void {
   req.deps.live.publish({ appId: req.caller.app.id, collection, type, id, creator, ...(document ? { document } : {}) });
@@ -79,7 +91,7 @@ async function list(req: DataRequest, name: string, rules: Rules): Promise<Respo
   const onlyCreator = readerOf(rules, req.caller);
   const query = parseListQuery(req.url.searchParams);
   const page = await listDocuments(req.deps.ctx.db, { appId: req.caller.app.id, collection: name }, query, onlyCreator);
-  return json({ documents: page.documents.map(wire), next: page.next });
+  return listAnswer(page.documents, page.next);
 }
 
 async function get(req: DataRequest, name: string, rules: Rules, id: string): Promise<Response> {

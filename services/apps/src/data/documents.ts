@@ -2,10 +2,11 @@ import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
 import { dataUsage, documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
-import { afterCondition, cursorAfter, sortExpression, type ListQuery } from "./query.ts";
+import { afterCondition, conditionsSql, cursorAfter, listShape, listValues, sortExpression, type ListQuery } from "./query.ts";
 
 // The documents of an app's collections. Each change is one transaction that also keeps the app's document count in
-// data_usage, so the per-app limit is one conditional update, never a count. Reads are one statement.
+// data_usage, so the per-app limit is one conditional update, never a count. Reads are one statement, kept prepared:
+// building a statement with drizzle costs more than Postgres takes to answer it.
 
 export interface StoredDocument {
   id: string;
@@ -18,6 +19,9 @@ export interface StoredDocument {
   createdAt: string;
   updatedAt: string;
 }
+
+/** A document of a list page: its fields as jsonb's JSON text, copied into the answer without parsing. */
+export type ListedDocument = Omit<StoredDocument, "data"> & { dataJson: string };
 
 /** Who adds a document: the signed-in viewer, or null. */
 export interface Author {
@@ -42,6 +46,8 @@ const COLUMNS = {
   createdAt: sql<string>`to_char(${documents.createdAt} at time zone 'UTC', ${sql.raw(MICROS)})`,
   updatedAt: sql<string>`to_char(${documents.updatedAt} at time zone 'UTC', ${sql.raw(MICROS)})`,
 };
+const { data: _, ...META_COLUMNS } = COLUMNS;
+const LISTED_COLUMNS = { ...META_COLUMNS, dataJson: sql<string>`${documents.data}::text` };
 const MAX_DEPTH = 64;
 const META = new Set<string>(DOCUMENT_META_FIELDS);
 
@@ -99,6 +105,11 @@ function newDocumentId(): string {
 export async function addDocument(db: Database, key: DocumentKey, fields: Record<string, unknown>, author: Author | null): Promise<StoredDocument> {
   const bytes = documentBytes(fields);
   return db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(documents)
+      .values({ appId: key.appId, collection: key.collection, id: newDocumentId(), data: fields, bytes, createdBy: author?.sub ?? null, createdByEmail: author?.email ?? null })
+      .returning(COLUMNS);
+    // Counted last: the app's usage row stays locked (adds of one app wait for each other) only until the commit.
     const counted = await tx
       .insert(dataUsage)
       .values({ appId: key.appId, documents: 1 })
@@ -114,10 +125,6 @@ export async function addDocument(db: Database, key: DocumentKey, fields: Record
         `This app holds ${DATA_LIMITS.maxDocumentsPerApp} documents (all collections together), the most it may. Remove documents it no longer needs before adding more.`,
       );
     }
-    const [row] = await tx
-      .insert(documents)
-      .values({ appId: key.appId, collection: key.collection, id: newDocumentId(), data: fields, bytes, createdBy: author?.sub ?? null, createdByEmail: author?.email ?? null })
-      .returning(COLUMNS);
     return row!;
   });
 }
@@ -126,33 +133,83 @@ function byId(key: DocumentKey, id: string): SQL {
   return and(eq(documents.appId, key.appId), eq(documents.collection, key.collection), eq(documents.id, id))!;
 }
 
+/** A statement built once per database and shape: drizzle's query building is the dear part of a small read. */
+interface Prepared<T> {
+  execute(values: Record<string, unknown>): Promise<T>;
+}
+type Rows = (StoredDocument | ListedDocument)[];
+
+const prepared = new WeakMap<Database, Map<string, Prepared<Rows>>>();
+/** Shapes kept built per database; the least recently used goes first. */
+const MAX_SHAPES = 256;
+
+/**
+ * The statement of a shape, built on first use. `named`: kept prepared in Postgres too (postgres.js keeps a named
+ * statement per connection for the connection's life, and Postgres may settle on one generic plan for it).
+ */
+function statement<T extends Rows>(db: Database, shape: string, named: boolean, build: () => { prepare(name?: string): Prepared<T> }): Prepared<T> {
+  let shapes = prepared.get(db);
+  if (!shapes) prepared.set(db, (shapes = new Map()));
+  let found = shapes.get(shape);
+  if (found) {
+    shapes.delete(shape);
+  } else {
+    found = build().prepare(named ? "hatch_documents" : undefined);
+    if (shapes.size >= MAX_SHAPES) shapes.delete(shapes.keys().next().value!);
+  }
+  shapes.set(shape, found);
+  return found as Prepared<T>;
+}
+
+const byIdSql = and(eq(documents.appId, sql.placeholder("app")), eq(documents.collection, sql.placeholder("collection")), eq(documents.id, sql.placeholder("id")));
+
 export async function getDocument(db: Database, key: DocumentKey, id: string): Promise<StoredDocument | null> {
-  const [row] = await db.select(COLUMNS).from(documents).where(byId(key, id)).limit(1);
+  const get = statement(db, "get", true, () => db.select(COLUMNS).from(documents).where(byIdSql).limit(1));
+  const [row] = await get.execute({ app: key.appId, collection: key.collection, id });
   return row ?? null;
 }
 
-/** The statement of one list page (one row more than asked tells whether there is a next page). */
-export function listStatement(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null) {
+/** The statement of a list of this shape, with placeholders (values: listValues, app, collection and creator). */
+export function listStatement(db: Database, query: ListQuery, onlyCreator: boolean) {
   const direction = query.order.desc ? desc : asc;
   return db
-    .select(COLUMNS)
+    .select(LISTED_COLUMNS)
     .from(documents)
     .where(
       and(
-        eq(documents.appId, key.appId),
-        eq(documents.collection, key.collection),
-        onlyCreator === null ? undefined : eq(documents.createdBy, onlyCreator),
-        ...query.conditions,
-        afterCondition(query),
+        eq(documents.appId, sql.placeholder("app")),
+        eq(documents.collection, sql.placeholder("collection")),
+        onlyCreator ? eq(documents.createdBy, sql.placeholder("creator")) : undefined,
+        ...conditionsSql(query.conditions),
+        query.after ? afterCondition(query.order) : undefined,
       ),
     )
     .orderBy(direction(sortExpression(query.order)), direction(documents.id))
-    .limit(query.limit + 1);
+    .limit(sql.placeholder("limit"));
 }
 
-/** One page of a list, in one statement. `onlyCreator`: the `creator` read rule, the viewer's user id. */
-export async function listDocuments(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null): Promise<{ documents: StoredDocument[]; next: string | null }> {
-  const rows = await listStatement(db, key, query, onlyCreator);
+/**
+ * Whether a list's statement stays prepared in Postgres: only lists without a where, a few shapes whose one generic
+ * plan (the index by createdAt, or by creator) is right for every value. A where is planned for its values each time
+ * (whether `data @> …` is better answered by the GIN index or by walking the createdAt index depends on how many
+ * documents match), and the number of statements kept on the server stays small whatever pages ask for.
+ */
+export function keptPrepared(query: ListQuery): boolean {
+  return query.conditions.length === 0;
+}
+
+/** The values of a list statement's placeholders. */
+export function listStatementValues(key: DocumentKey, query: ListQuery, onlyCreator: string | null): Record<string, unknown> {
+  return { ...listValues(query), app: key.appId, collection: key.collection, ...(onlyCreator === null ? {} : { creator: onlyCreator }) };
+}
+
+/**
+ * One page of a list, in one statement (one row more than asked tells whether there is a next page). `onlyCreator`:
+ * the `creator` read rule, the viewer's user id.
+ */
+export async function listDocuments(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null): Promise<{ documents: ListedDocument[]; next: string | null }> {
+  const list = statement(db, listShape(query, onlyCreator !== null), keptPrepared(query), () => listStatement(db, query, onlyCreator !== null));
+  const rows = await list.execute(listStatementValues(key, query, onlyCreator));
   const more = rows.length > query.limit;
   if (more) rows.length = query.limit;
   return { documents: rows, next: more ? cursorAfter(query, rows[rows.length - 1]!) : null };

@@ -4,9 +4,11 @@ import { DATA_LIMITS, DOCUMENT_FIELD } from "@hatch/shared";
 import { documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
 
-// `list`'s query string (`where`, `orderBy`, `limit`, `after`) turned into SQL conditions. Every value the page sends
-// travels as a bind parameter; only operators from the fixed table below are written into the statement. Equality on
-// the app's fields is one `data @> $json` (the GIN index answers it); a range compares values of one JSON type only.
+// `list`'s query string (`where`, `orderBy`, `limit`, `after`) turned into SQL conditions. Every value the page sends,
+// field names included, travels as a bind parameter (a named placeholder); only operators from the fixed table below
+// are written into the statement, so lists of the same structure share one statement text (documents.ts keeps them
+// prepared). Equality on the app's fields is one `data @> $json` (the GIN index answers it); a range compares values
+// of one JSON type only.
 
 export type MetaSort = "createdAt" | "updatedAt";
 
@@ -17,8 +19,17 @@ export interface ListOrder {
   desc: boolean;
 }
 
+/** One condition of a where: its SQL with placeholders for `values`, in order. */
+export interface Condition {
+  /** The condition's structure without its values: conditions with equal tokens render the same SQL text. */
+  token: string;
+  values: unknown[];
+  render(slots: SQL[]): SQL;
+}
+
 export interface ListQuery {
-  conditions: SQL[];
+  /** Sorted by token, so the same structure written in another order is the same statement. */
+  conditions: Condition[];
   order: ListOrder;
   limit: number;
   /** The last row of the previous page: its sort key (a timestamp with microseconds, or a JSON value) and id. */
@@ -77,26 +88,48 @@ function parseOrder(text: string | null): ListOrder {
   return { field, meta: null, desc };
 }
 
-/** The expression a list sorts by: a column, or a field with a missing value sorting as JSON null. */
+/** The expression a list sorts by: a column, or a field (placeholder `sort`) with a missing value sorting as JSON null. */
 export function sortExpression(order: ListOrder): SQL {
   if (order.meta === "createdAt") return sql`${documents.createdAt}`;
   if (order.meta === "updatedAt") return sql`${documents.updatedAt}`;
-  return sql`coalesce(${documents.data} -> ${order.field}::text, 'null'::jsonb)`;
+  return sql`coalesce(${documents.data} -> ${sql.placeholder("sort")}::text, 'null'::jsonb)`;
 }
 
-/** The condition that starts a page after the cursor's row, in the list's order (id breaks ties). */
-export function afterCondition(query: ListQuery): SQL | undefined {
-  if (!query.after) return undefined;
-  const { key, id } = query.after;
-  const value = query.order.meta ? sql`${key as string}::timestamptz` : sql`${JSON.stringify(key)}::jsonb`;
-  const comparison = query.order.desc ? sql.raw("<") : sql.raw(">");
-  return sql`(${sortExpression(query.order)}, ${documents.id}) ${comparison} (${value}, ${id}::text)`;
+/** The condition that starts a page after the cursor's row (placeholders `afterKey`, `afterId`); id breaks ties. */
+export function afterCondition(order: ListOrder): SQL {
+  const key = order.meta ? sql`${sql.placeholder("afterKey")}::timestamptz` : sql`${sql.placeholder("afterKey")}::jsonb`;
+  return sql`(${sortExpression(order)}, ${documents.id}) ${sql.raw(order.desc ? "<" : ">")} (${key}, ${sql.placeholder("afterId")}::text)`;
+}
+
+/** The conditions' SQL, their values in placeholders c0, c1, … */
+export function conditionsSql(conditions: Condition[]): SQL[] {
+  let next = 0;
+  return conditions.map((condition) => condition.render(condition.values.map(() => sql`${sql.placeholder(`c${next++}`)}`)));
+}
+
+/** The values of a list statement's placeholders (besides app, collection and the creator). */
+export function listValues(query: ListQuery): Record<string, unknown> {
+  const values: Record<string, unknown> = { limit: query.limit + 1 };
+  let next = 0;
+  for (const condition of query.conditions) for (const value of condition.values) values[`c${next++}`] = value;
+  if (!query.order.meta) values.sort = query.order.field;
+  if (query.after) {
+    values.afterKey = query.order.meta ? query.after.key : JSON.stringify(query.after.key);
+    values.afterId = query.after.id;
+  }
+  return values;
+}
+
+/** What a list statement's SQL text depends on (values aside). */
+export function listShape(query: ListQuery, onlyCreator: boolean): string {
+  const { meta, desc } = query.order;
+  return `${meta ?? "field"}${desc ? "-" : "+"}${onlyCreator ? "c" : ""}${query.after ? "a" : ""}|${query.conditions.map((c) => c.token).join("|")}`;
 }
 
 /** The cursor that continues after this row: base64url JSON of [shape, sort key, id]. */
-export function cursorAfter(query: ListQuery, row: { id: string; data: Record<string, unknown>; createdAt: string; updatedAt: string }): string {
+export function cursorAfter(query: ListQuery, row: { id: string; dataJson: string; createdAt: string; updatedAt: string }): string {
   const { meta, field } = query.order;
-  const key = meta === "createdAt" ? row.createdAt : meta === "updatedAt" ? row.updatedAt : (row.data[field] ?? null);
+  const key = meta === "createdAt" ? row.createdAt : meta === "updatedAt" ? row.updatedAt : ((JSON.parse(row.dataJson) as Record<string, unknown>)[field] ?? null);
   return Buffer.from(JSON.stringify([query.shape, key, row.id])).toString("base64url");
 }
 
@@ -119,7 +152,7 @@ function parseCursor(text: string, shape: string, order: ListOrder): { key: unkn
 }
 
 interface ParsedWhere {
-  conditions: SQL[];
+  conditions: Condition[];
   canonical: string;
 }
 
@@ -135,14 +168,17 @@ function parseWhere(text: string | null): ParsedWhere {
   const fields = Object.keys(where).sort();
   if (fields.length > DATA_LIMITS.maxWhereFields) throw invalid(`where may name at most ${DATA_LIMITS.maxWhereFields} fields; it names ${fields.length}.`);
   const contains: Record<string, unknown> = {};
-  const conditions: SQL[] = [];
+  const conditions: Condition[] = [];
   const canonical: Record<string, unknown> = {};
   for (const field of fields) {
     const operations = operationsOf(field, where[field]);
     canonical[field] = Object.fromEntries(operations);
     conditions.push(...fieldConditions(field, operations, contains));
   }
-  if (Object.keys(contains).length) conditions.unshift(sql`${documents.data} @> ${JSON.stringify(contains)}::jsonb`);
+  if (Object.keys(contains).length) {
+    conditions.push({ token: "@>", values: [JSON.stringify(contains)], render: ([json]) => sql`${documents.data} @> ${json}::jsonb` });
+  }
+  conditions.sort((a, b) => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0));
   return { conditions, canonical: JSON.stringify(canonical) };
 }
 
@@ -162,12 +198,12 @@ function scalar(field: string, value: unknown): string | number | boolean | null
   throw invalid(`where.${field}: compare with a string, number, boolean or null (objects and arrays cannot be compared).`);
 }
 
-function fieldConditions(field: string, operations: [string, unknown][], contains: Record<string, unknown>): SQL[] {
+function fieldConditions(field: string, operations: [string, unknown][], contains: Record<string, unknown>): Condition[] {
   if (field === "createdAt" || field === "updatedAt") return operations.map(([operator, value]) => timeCondition(field, operator, value));
   if (field === "createdBy") return operations.map(([operator, value]) => creatorCondition(operator, value));
   if (field === "id") throw invalid("where cannot name id: read one document with get(id).");
   if (!DOCUMENT_FIELD.test(field)) throw invalid(`where names "${field.slice(0, 64)}": ${FIELD_HELP}.`);
-  const conditions: SQL[] = [];
+  const conditions: Condition[] = [];
   for (const [operator, value] of operations) {
     if (operator === "==") {
       contains[field] = value;
@@ -178,8 +214,12 @@ function fieldConditions(field: string, operations: [string, unknown][], contain
     }
     // Only values of the same JSON type: 10 is not "less than" "abc", and a field holding text never matches a number.
     const type = typeof value === "number" ? "number" : "string";
-    const path = sql`${documents.data} -> ${field}::text`;
-    conditions.push(sql`(jsonb_typeof(${path}) = ${type}::text and ${path} ${RANGE_OPERATORS[operator as RangeOperator]} ${JSON.stringify(value)}::jsonb)`);
+    const compare = RANGE_OPERATORS[operator as RangeOperator];
+    conditions.push({
+      token: `r${operator}`,
+      values: [field, type, JSON.stringify(value)],
+      render: ([name, kind, bound]) => sql`(jsonb_typeof(${documents.data} -> ${name}::text) = ${kind}::text and ${documents.data} -> ${name}::text ${compare} ${bound}::jsonb)`,
+    });
   }
   return conditions;
 }
@@ -188,29 +228,30 @@ function fieldConditions(field: string, operations: [string, unknown][], contain
  * createdAt / updatedAt compared at the millisecond a page sees (the columns hold microseconds): `> t` means from the
  * next millisecond on, so `{ createdAt: { ">": newest.createdAt } }` never repeats `newest`. Index-friendly ranges.
  */
-function timeCondition(field: MetaSort, operator: string, value: unknown): SQL {
+function timeCondition(field: MetaSort, operator: string, value: unknown): Condition {
   const ms = typeof value === "string" && ISO_TIME.test(value) ? Date.parse(value) : NaN;
   if (!Number.isFinite(ms)) throw invalid(`where.${field}: compare with a time like "2026-01-31T12:00:00.000Z" (a document's ${field}).`);
   const column = field === "createdAt" ? documents.createdAt : documents.updatedAt;
-  const at = sql`${new Date(ms).toISOString()}::timestamptz`;
-  const next = sql`${new Date(ms + 1).toISOString()}::timestamptz`;
+  const at = new Date(ms).toISOString();
+  const next = new Date(ms + 1).toISOString();
+  const token = `t${field}${operator}`;
   switch (operator) {
     case "==":
-      return sql`(${column} >= ${at} and ${column} < ${next})`;
+      return { token, values: [at, next], render: ([from, to]) => sql`(${column} >= ${from}::timestamptz and ${column} < ${to}::timestamptz)` };
     case "<":
-      return sql`${column} < ${at}`;
+      return { token, values: [at], render: ([bound]) => sql`${column} < ${bound}::timestamptz` };
     case "<=":
-      return sql`${column} < ${next}`;
+      return { token, values: [next], render: ([bound]) => sql`${column} < ${bound}::timestamptz` };
     case ">":
-      return sql`${column} >= ${next}`;
+      return { token, values: [next], render: ([bound]) => sql`${column} >= ${bound}::timestamptz` };
     default:
-      return sql`${column} >= ${at}`;
+      return { token, values: [at], render: ([bound]) => sql`${column} >= ${bound}::timestamptz` };
   }
 }
 
-function creatorCondition(operator: string, value: unknown): SQL {
+function creatorCondition(operator: string, value: unknown): Condition {
   if (operator !== "==") throw invalid("where.createdBy compares with == only (an email, or null for documents added without signing in).");
-  if (value === null) return sql`${documents.createdByEmail} is null`;
+  if (value === null) return { token: "b0", values: [], render: () => sql`${documents.createdByEmail} is null` };
   if (typeof value !== "string") throw invalid("where.createdBy: compare with an email, or null for documents added without signing in.");
-  return sql`lower(${documents.createdByEmail}) = ${value.toLowerCase()}::text`;
+  return { token: "b=", values: [value.toLowerCase()], render: ([email]) => sql`lower(${documents.createdByEmail}) = ${email}::text` };
 }
