@@ -43,10 +43,9 @@ function declaredCollection(caller: DataCaller, name: string): Rules {
     "not_found",
     names.length
       ? `This app has no collection "${name.slice(0, 64)}"; its service.json declares ${names.map((n) => `"${n}"`).join(", ")}.`
-      : `This app declares no collections: add "collections" to its service.json (e.g. {"collections": {"${DATA_NAME_EXAMPLE}": {"read": "anyone", "create": "signed_in"}}}) and publish again.`,
+      : `This app declares no collections: add "collections" to its service.json (e.g. {"collections": {"todos": {"read": "anyone", "create": "signed_in"}}}) and publish again.`,
   );
 }
-const DATA_NAME_EXAMPLE = "todos";
 
 function missing(name: string, id: string): DataError {
   return new DataError("not_found", `There is no document "${id.slice(0, 64)}" in ${name}. It may have been removed.`);

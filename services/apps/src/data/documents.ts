@@ -38,15 +38,14 @@ export interface DocumentKey {
 export type Refused = "missing" | "not_creator";
 
 const MICROS = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
-const COLUMNS = {
+const META_COLUMNS = {
   id: documents.id,
-  data: documents.data,
   createdBy: documents.createdBy,
   createdByEmail: documents.createdByEmail,
   createdAt: sql<string>`to_char(${documents.createdAt} at time zone 'UTC', ${sql.raw(MICROS)})`,
   updatedAt: sql<string>`to_char(${documents.updatedAt} at time zone 'UTC', ${sql.raw(MICROS)})`,
 };
-const { data: _, ...META_COLUMNS } = COLUMNS;
+const COLUMNS = { ...META_COLUMNS, data: documents.data };
 const LISTED_COLUMNS = { ...META_COLUMNS, dataJson: sql<string>`${documents.data}::text` };
 const MAX_DEPTH = 64;
 const META = new Set<string>(DOCUMENT_META_FIELDS);
