@@ -19,6 +19,8 @@ export interface HatchRouteDeps {
   loadApp(address: string): HostedApp | null | Promise<HostedApp | null>;
   caller: CallerDeps;
   live: LiveChanges;
+  /** Lifts the server's idle timeout for a request whose answer stays open (an event stream with pings). */
+  keepOpen?(request: Request): void;
 }
 
 /** One data request, with everything a route needs. `rest` is the path after `/_hatch/db/` or `/_hatch/files/`. */

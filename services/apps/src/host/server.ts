@@ -28,6 +28,8 @@ export interface AppHostOptions {
   statsFlushMs?: number;
   /** How long the gateway's answer about a viewer is trusted without a broadcast (default 30 s). */
   viewerTtlMs?: number;
+  /** How often open data event streams get a ping and their viewer is checked again (default 25 s). */
+  livePingMs?: number;
 }
 
 export interface AppHost {
@@ -92,13 +94,15 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const stats = new StatsCounter(ctx.db, ctx.keys.stats, log, { flushEveryMs: options.statsFlushMs });
   const cookieName = viewerCookieName(ctx.config);
   const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
-  const live = new LiveChanges(ctx.bus, log);
+  const live = new LiveChanges(ctx.bus, log, { pingMs: options.livePingMs });
   const hatch = createHatchRoutes({
     ctx,
     log,
     loadApp: (address) => cache.get(address),
     caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
     live,
+    // Bun closes a connection idle for 10 s; an event stream is idle between pings.
+    keepOpen: (request) => server.timeout(request, 0),
   });
 
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.

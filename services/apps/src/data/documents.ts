@@ -1,0 +1,246 @@
+import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
+import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
+import { dataUsage, documents } from "../db/schema.ts";
+import { DataError } from "./access.ts";
+import { afterCondition, conditionsSql, cursorAfter, listShape, listValues, sortExpression, type ListQuery } from "./query.ts";
+
+// The documents of an app's collections. Each change is one transaction that also keeps the app's document count in
+// data_usage, so the per-app limit is one conditional update, never a count. Reads are one statement, kept prepared:
+// building a statement with drizzle costs more than Postgres takes to answer it.
+
+export interface StoredDocument {
+  id: string;
+  /** The app's own fields. */
+  data: Record<string, unknown>;
+  /** The creator's user id (the `creator` rule compares it), or null when added without signing in. */
+  createdBy: string | null;
+  createdByEmail: string | null;
+  /** UTC, microseconds: `2026-01-31T12:00:00.123456Z` (cursors need the full precision). */
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A document of a list page: its fields as jsonb's JSON text, copied into the answer without parsing. */
+export type ListedDocument = Omit<StoredDocument, "data"> & { dataJson: string };
+
+/** Who adds a document: the signed-in viewer, or null. */
+export interface Author {
+  sub: string;
+  email: string;
+}
+
+export interface DocumentKey {
+  appId: string;
+  collection: string;
+}
+
+/** A change's outcome when the document is not there, or not the caller's under the `creator` rule. */
+export type Refused = "missing" | "not_creator";
+
+const MICROS = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
+const META_COLUMNS = {
+  id: documents.id,
+  createdBy: documents.createdBy,
+  createdByEmail: documents.createdByEmail,
+  createdAt: sql<string>`to_char(${documents.createdAt} at time zone 'UTC', ${sql.raw(MICROS)})`,
+  updatedAt: sql<string>`to_char(${documents.updatedAt} at time zone 'UTC', ${sql.raw(MICROS)})`,
+};
+const COLUMNS = { ...META_COLUMNS, data: documents.data };
+const LISTED_COLUMNS = { ...META_COLUMNS, dataJson: sql<string>`${documents.data}::text` };
+const MAX_DEPTH = 64;
+const META = new Set<string>(DOCUMENT_META_FIELDS);
+
+/**
+ * The app's fields of a written object, checked: meta keys (id, createdAt, updatedAt, createdBy) are dropped so a
+ * page may write back what it read; top-level names must be DOCUMENT_FIELD; every string must be storable.
+ */
+export function appFields(body: Record<string, unknown>): Record<string, unknown> {
+  const entries = Object.entries(body).filter(([name]) => !META.has(name));
+  for (const [name] of entries) {
+    if (!DOCUMENT_FIELD.test(name)) {
+      throw new DataError("invalid", `The field name "${name.slice(0, 64)}" cannot be used: top-level names are letters, digits and _, at most 64, not starting with a digit.`);
+    }
+  }
+  // fromEntries defines own properties: a field called __proto__ stays a field.
+  const fields = Object.fromEntries(entries);
+  checkStorable(fields);
+  return fields;
+}
+
+/** Postgres jsonb holds no NUL character and no lone surrogate, and deep nesting would exhaust its stack. */
+function checkStorable(root: unknown): void {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === "string") {
+      if (!isStorableText(value)) throw new DataError("invalid", "A document's text may not contain NUL characters or broken Unicode (lone surrogates).");
+    } else if (typeof value === "object" && value !== null) {
+      if (depth >= MAX_DEPTH) throw new DataError("invalid", `A document may nest objects and arrays at most ${MAX_DEPTH} levels deep.`);
+      const entries = Array.isArray(value) ? value : Object.entries(value).flat();
+      for (const item of entries) stack.push([item, depth + 1]);
+    }
+  }
+}
+
+function isStorableText(text: string): boolean {
+  return !text.includes("\u0000") && text.isWellFormed();
+}
+
+/** The JSON size of a document's fields, checked against the limit. */
+export function documentBytes(fields: Record<string, unknown>): number {
+  const bytes = Buffer.byteLength(JSON.stringify(fields));
+  if (bytes > DATA_LIMITS.maxDocumentBytes) {
+    throw new DataError("too_large", `This document is ${bytes} bytes as JSON; a document may be at most ${DATA_LIMITS.maxDocumentBytes} bytes. Keep big things in a file bucket and store its id.`);
+  }
+  return bytes;
+}
+
+/** A new document id: base64url, and never starting with `_` (so no id is ever `_changes` or looks like a route). */
+function newDocumentId(): string {
+  const id = randomId(12);
+  return id.startsWith("_") ? `d${id.slice(1)}` : id;
+}
+
+export async function addDocument(db: Database, key: DocumentKey, fields: Record<string, unknown>, author: Author | null): Promise<StoredDocument> {
+  const bytes = documentBytes(fields);
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(documents)
+      .values({ appId: key.appId, collection: key.collection, id: newDocumentId(), data: fields, bytes, createdBy: author?.sub ?? null, createdByEmail: author?.email ?? null })
+      .returning(COLUMNS);
+    // Counted last: the app's usage row stays locked (adds of one app wait for each other) only until the commit.
+    const counted = await tx
+      .insert(dataUsage)
+      .values({ appId: key.appId, documents: 1 })
+      .onConflictDoUpdate({
+        target: dataUsage.appId,
+        set: { documents: sql`${dataUsage.documents} + 1` },
+        setWhere: sql`${dataUsage.documents} < ${DATA_LIMITS.maxDocumentsPerApp}`,
+      })
+      .returning({ documents: dataUsage.documents });
+    if (!counted.length) {
+      throw new DataError(
+        "limit_exceeded",
+        `This app holds ${DATA_LIMITS.maxDocumentsPerApp} documents (all collections together), the most it may. Remove documents it no longer needs before adding more.`,
+      );
+    }
+    return row!;
+  });
+}
+
+function byId(key: DocumentKey, id: string): SQL {
+  return and(eq(documents.appId, key.appId), eq(documents.collection, key.collection), eq(documents.id, id))!;
+}
+
+/** A statement built once per database and shape: drizzle's query building is the dear part of a small read. */
+interface Prepared<T> {
+  execute(values: Record<string, unknown>): Promise<T>;
+}
+type Rows = (StoredDocument | ListedDocument)[];
+
+const prepared = new WeakMap<Database, Map<string, Prepared<Rows>>>();
+/** Shapes kept built per database; the least recently used goes first. */
+const MAX_SHAPES = 256;
+
+/**
+ * The statement of a shape, built on first use. `named`: kept prepared in Postgres too (postgres.js keeps a named
+ * statement per connection for the connection's life, and Postgres may settle on one generic plan for it).
+ */
+function statement<T extends Rows>(db: Database, shape: string, named: boolean, build: () => { prepare(name?: string): Prepared<T> }): Prepared<T> {
+  let shapes = prepared.get(db);
+  if (!shapes) prepared.set(db, (shapes = new Map()));
+  let found = shapes.get(shape);
+  if (found) {
+    shapes.delete(shape);
+  } else {
+    found = build().prepare(named ? "hatch_documents" : undefined);
+    if (shapes.size >= MAX_SHAPES) shapes.delete(shapes.keys().next().value!);
+  }
+  shapes.set(shape, found);
+  return found as Prepared<T>;
+}
+
+const byIdSql = and(eq(documents.appId, sql.placeholder("app")), eq(documents.collection, sql.placeholder("collection")), eq(documents.id, sql.placeholder("id")));
+
+export async function getDocument(db: Database, key: DocumentKey, id: string): Promise<StoredDocument | null> {
+  const get = statement(db, "get", true, () => db.select(COLUMNS).from(documents).where(byIdSql).limit(1));
+  const [row] = await get.execute({ app: key.appId, collection: key.collection, id });
+  return row ?? null;
+}
+
+/** The statement of a list of this shape, with placeholders (values: listValues, app, collection and creator). */
+export function listStatement(db: Database, query: ListQuery, onlyCreator: boolean) {
+  const direction = query.order.desc ? desc : asc;
+  return db
+    .select(LISTED_COLUMNS)
+    .from(documents)
+    .where(
+      and(
+        eq(documents.appId, sql.placeholder("app")),
+        eq(documents.collection, sql.placeholder("collection")),
+        onlyCreator ? eq(documents.createdBy, sql.placeholder("creator")) : undefined,
+        ...conditionsSql(query.conditions),
+        query.after ? afterCondition(query.order) : undefined,
+      ),
+    )
+    .orderBy(direction(sortExpression(query.order)), direction(documents.id))
+    .limit(sql.placeholder("limit"));
+}
+
+/**
+ * Whether a list's statement stays prepared in Postgres: only lists without a where, a few shapes whose one generic
+ * plan (the index by createdAt, or by creator) is right for every value. A where is planned for its values each time
+ * (whether `data @> …` is better answered by the GIN index or by walking the createdAt index depends on how many
+ * documents match), and the number of statements kept on the server stays small whatever pages ask for.
+ */
+export function keptPrepared(query: ListQuery): boolean {
+  return query.conditions.length === 0;
+}
+
+/** The values of a list statement's placeholders. */
+export function listStatementValues(key: DocumentKey, query: ListQuery, onlyCreator: string | null): Record<string, unknown> {
+  return { ...listValues(query), app: key.appId, collection: key.collection, ...(onlyCreator === null ? {} : { creator: onlyCreator }) };
+}
+
+/**
+ * One page of a list, in one statement (one row more than asked tells whether there is a next page). `onlyCreator`:
+ * the `creator` read rule, the viewer's user id.
+ */
+export async function listDocuments(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null): Promise<{ documents: ListedDocument[]; next: string | null }> {
+  const list = statement(db, listShape(query, onlyCreator !== null), keptPrepared(query), () => listStatement(db, query, onlyCreator !== null));
+  const rows = await list.execute(listStatementValues(key, query, onlyCreator));
+  const more = rows.length > query.limit;
+  if (more) rows.length = query.limit;
+  return { documents: rows, next: more ? cursorAfter(query, rows[rows.length - 1]!) : null };
+}
+
+/** Sets the given fields (a shallow merge). `onlyCreator`: the `creator` rule, the viewer's user id. */
+export async function updateDocument(db: Database, key: DocumentKey, id: string, patch: Record<string, unknown>, onlyCreator: string | null): Promise<StoredDocument | Refused> {
+  return db.transaction(async (tx) => {
+    const [current] = await tx.select({ data: documents.data, createdBy: documents.createdBy }).from(documents).where(byId(key, id)).for("update");
+    if (!current) return "missing";
+    if (onlyCreator !== null && current.createdBy !== onlyCreator) return "not_creator";
+    const data = { ...current.data, ...patch };
+    const bytes = documentBytes(data);
+    const [row] = await tx.update(documents).set({ data, bytes, updatedAt: sql`now()` }).where(byId(key, id)).returning(COLUMNS);
+    return row!;
+  });
+}
+
+/** Removes a document and counts it off; answers its creator (whose live streams hear of it under `creator`). */
+export async function removeDocument(db: Database, key: DocumentKey, id: string, onlyCreator: string | null): Promise<{ createdBy: string | null } | Refused> {
+  return db.transaction(async (tx) => {
+    const mine = onlyCreator === null ? undefined : eq(documents.createdBy, onlyCreator);
+    const [removed] = await tx.delete(documents).where(and(byId(key, id), mine)).returning({ createdBy: documents.createdBy });
+    if (!removed) {
+      if (onlyCreator === null) return "missing";
+      const [exists] = await tx.select({ id: documents.id }).from(documents).where(byId(key, id)).limit(1);
+      return exists ? "not_creator" : "missing";
+    }
+    await tx
+      .update(dataUsage)
+      .set({ documents: sql`greatest(${dataUsage.documents} - 1, 0)` })
+      .where(eq(dataUsage.appId, key.appId));
+    return removed;
+  });
+}
