@@ -1,5 +1,6 @@
 import type { Server } from "bun";
 import { Elysia } from "elysia";
+import { addressKey } from "@hatch/shared";
 import { htmlResponse } from "../pages/layout.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import { showLanding, showSignIn, showSignUp, showTokens, submitRevoke, submitSignIn, submitSignOut, submitSignUp } from "./account-pages.ts";
@@ -25,21 +26,6 @@ export function clientAddress(trustProxy: boolean, request: Request, server: Ser
   const forwarded = trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
   const address = forwarded || server?.requestIP(request)?.address;
   return address ? addressKey(address.slice(0, 64)) : "unknown";
-}
-
-/**
- * IPv4 as it is (also when IPv4-mapped); IPv6 by its /64, the block one subscriber gets: otherwise a single
- * machine could spend a new address on every attempt.
- */
-function addressKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(":")) return address;
-  const [head = "", tail = ""] = address.split("%")[0]!.toLowerCase().split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = address.includes("::") ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
 /**

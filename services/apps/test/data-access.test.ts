@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { DATA_LIMITS, signViewerTicket } from "@hatch/shared";
-import { addressKey, DataError, RateLimiter } from "../src/data/access.ts";
+import { addressKey } from "@hatch/shared";
+import { DataError, RateLimiter } from "../src/data/access.ts";
 import { appsTable } from "../src/db/schema.ts";
 import { announceAppChanged } from "../src/host/announce.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";

@@ -68,7 +68,7 @@ All return promises except \`signIn\`, \`url\` and \`subscribe\`.
 - \`where\`: field → value for equality (string, number, boolean or null), or a range:
   \`{ done: false, priority: { ">=": 2, "<": 5 } }\` (operators \`<\`, \`<=\`, \`>\`, \`>=\`, \`==\`; a range matches only values
   of the same JSON type). Fields: your own top-level ones, \`createdAt\`, \`updatedAt\` (ISO strings), \`createdBy\` (email).
-  All conditions must hold; at most ${D.maxWhereFields}.
+  All conditions must hold; at most ${D.maxWhereFields}. \`{ field: null }\` matches a stored null, not a missing field.
 - \`orderBy\`: a field, smallest or oldest first; \`"-field"\` for the reverse. Default \`"createdAt"\`.
 - \`limit\`: default ${D.defaultListLimit}, at most ${D.maxListLimit}. Paging: pass the page's \`next\` as \`after\` with the same
   \`where\` and \`orderBy\`; \`next\` is null on the last page.

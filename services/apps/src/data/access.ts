@@ -1,4 +1,4 @@
-import { DATA_ERROR_STATUS, isToolError, type DataErrorCode, type DataRule, type Logger } from "@hatch/shared";
+import { addressKey, DATA_ERROR_STATUS, isToolError, type DataErrorCode, type DataRule, type Logger } from "@hatch/shared";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { canView, readViewerSession, type Viewer } from "../host/access.ts";
 import type { HostedApp } from "../host/site.ts";
@@ -76,20 +76,6 @@ export async function dataCaller(deps: CallerDeps, request: Request, app: Hosted
   return { app, viewer, rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey((forwarded || remoteAddress).slice(0, 64))}`}` };
 }
 
-/**
- * Whose anonymous requests count together: IPv4 as it is (also when IPv4-mapped), IPv6 by its /64, the block one
- * subscriber gets (otherwise one machine could spend a new address on every request). As the gateway's sign-in limits.
- */
-export function addressKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(":")) return address;
-  const [head = "", tail = ""] = address.split("%")[0]!.toLowerCase().split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = address.includes("::") ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
-}
 
 /**
  * Whether a rule lets the caller do something. `creator` answers "creator": allowed for a signed-in viewer, on their

@@ -1,0 +1,15 @@
+/**
+ * Whose anonymous requests count together, for limits per client address: IPv4 as it is (also when IPv4-mapped),
+ * IPv6 by its /64, the block one subscriber gets (otherwise a single machine could spend a new address on every
+ * request). The gateway's sign-in limits and the app host's data limits both key by it.
+ */
+export function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(":")) return address;
+  const [head = "", tail = ""] = address.split("%")[0]!.toLowerCase().split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = address.includes("::") ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
