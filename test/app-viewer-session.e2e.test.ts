@@ -135,7 +135,7 @@ for (const mode of MODES) {
 
       const key = deriveKey(TEST_SECRET, "viewer-ticket");
       const ask = (check: string) => callRpc(hatch.bus, "gateway", rpcMethods.gateway.viewerCheck, { check }, ViewerCheckSchema);
-      expect(await ask(signViewerCheck(key, { sub: alice.id, session: sessionHash }))).toEqual({ viewer: { sub: alice.id, email: alice.email, emailVerified: true, account: orgId } });
+      expect(await ask(signViewerCheck(key, { sub: alice.id, session: sessionHash }))).toEqual({ viewer: { sub: alice.id, email: alice.email, name: "Alice", emailVerified: true, account: orgId } });
       expect(await ask(signViewerCheck(key, { sub: carol.id, session: sessionHash }))).toEqual({ viewer: null });
       expect(await ask(signViewerCheck(key, { sub: alice.id, session: sessionId }))).toEqual({ viewer: null });
       // A stranger on the bus who read the session and the sub in some URL cannot ask.
