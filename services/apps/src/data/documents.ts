@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
-import { dataUsage, documents } from "../db/schema.ts";
+import { appsTable, dataUsage, documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
 import { afterCondition, conditionsSql, cursorAfter, listShape, listValues, sortExpression, type ListQuery } from "./query.ts";
 
@@ -230,6 +230,10 @@ export async function updateDocument(db: Database, key: DocumentKey, id: string,
 /** Removes a document and counts it off; answers its creator (whose live streams hear of it under `creator`). */
 export async function removeDocument(db: Database, key: DocumentKey, id: string, onlyCreator: string | null): Promise<{ createdBy: string | null } | Refused> {
   return db.transaction(async (tx) => {
+    // The app row first, as delete_tool takes it: otherwise this document's lock and the app's data_usage row could be
+    // taken in opposite orders by the two (a deadlock Postgres would end by failing one of them).
+    const [app] = await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, key.appId)).for("key share");
+    if (!app) return "missing";
     const mine = onlyCreator === null ? undefined : eq(documents.createdBy, onlyCreator);
     const [removed] = await tx.delete(documents).where(and(byId(key, id), mine)).returning({ createdBy: documents.createdBy });
     if (!removed) {
