@@ -1,13 +1,13 @@
 // The app host under test: the apps service as `bun run dev` starts it (startAppsService on the in-process bus and
 // an in-memory PGlite; serving asks the database nothing once the app is cached), with one public app whose
 // index.html is BENCH_FILE. Prints `BENCH_READY {"url": …, "host": …}`: connect to url, send Host: host.
-import { createLogger, createMemoryBus, deriveKey, openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
-import { APPS_MIGRATIONS, startAppsService } from "@hatch/apps";
-import { randomBytes } from "node:crypto";
+import { openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
+import { APPS_MIGRATIONS } from "@hatch/apps";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { seedApp } from "../services/apps/test/support/seed.ts";
+import { startBenchApps } from "./apps-process.ts";
 import { MARKER } from "./children.ts";
 
 const port = Number(process.env.PORT);
@@ -17,27 +17,8 @@ if (!Number.isInteger(port) || port <= 0 || !file) {
   process.exit(2);
 }
 
-const logger = createLogger({ level: "warn" });
-const secret = randomBytes(32).toString("hex");
 const pglite = await openEmbeddedPostgres();
 const database = await openServiceDatabase({ kind: "pglite", client: pglite }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS });
-const bus = createMemoryBus({ logger });
-const apps = await startAppsService({
-  bus,
-  db: database.db,
-  contextKey: deriveKey(secret, "ctx"),
-  secret,
-  env: { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-host-")) },
-  logger,
-});
+const apps = await startBenchApps(database, { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-host-")) }, { onStop: () => pglite.close() });
 await seedApp(apps.context, { address: "bench", visibility: "public", files: { "index.html": await Bun.file(file).bytes() } });
 process.stdout.write(`${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}/`, host: `bench.localhost:${port}` })}\n`);
-
-const stop = async () => {
-  await apps.stop();
-  await bus.drain();
-  await pglite.close();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void stop());
-process.once("SIGINT", () => void stop());

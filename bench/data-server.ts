@@ -1,8 +1,9 @@
 // The app host's data routes under test: the apps service as deployed (startAppsService) on the real Postgres of
 // DATABASE_URL (already migrated and seeded by bench/data.ts), on the in-process bus. Prints
 // `BENCH_READY {"url": …, "host": …}` with the app's collection URL: connect to url, send Host: host.
-import { createLogger, createMemoryBus, deriveKey, openServiceDatabase } from "@hatch/shared";
-import { APPS_MIGRATIONS, startAppsService } from "@hatch/apps";
+import { openServiceDatabase } from "@hatch/shared";
+import { APPS_MIGRATIONS } from "@hatch/apps";
+import { startBenchApps } from "./apps-process.ts";
 import { MARKER } from "./children.ts";
 
 const port = Number(process.env.PORT);
@@ -12,25 +13,7 @@ if (!Number.isInteger(port) || port <= 0 || !url || !blobDir || !address || !pat
   process.exit(2);
 }
 
-const logger = createLogger({ level: "warn" });
 const database = await openServiceDatabase({ kind: "postgres", url }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS });
-const bus = createMemoryBus({ logger });
-const apps = await startAppsService({
-  bus,
-  db: database.db,
-  contextKey: deriveKey(secret, "ctx"),
-  secret,
-  // One anonymous load generator makes every request: the per-viewer limit would otherwise be what is measured.
-  env: { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: blobDir, DATA_REQUESTS_PER_MINUTE: "100000000" },
-  logger,
-});
+// One anonymous load generator makes every request: the per-viewer limit would otherwise be what is measured.
+await startBenchApps(database, { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: blobDir, DATA_REQUESTS_PER_MINUTE: "100000000" }, { secret });
 process.stdout.write(`${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}${path}`, host: `${address}.localhost:${port}` })}\n`);
-
-const stop = async () => {
-  await apps.stop();
-  await bus.drain();
-  await database.close();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void stop());
-process.once("SIGINT", () => void stop());

@@ -1,4 +1,5 @@
 import type { Logger } from "@hatch/shared";
+import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { answerFailure, dataCaller, DataError, dataErrorResponse, json, RateLimiter, type CallerDeps, type DataCaller } from "../data/access.ts";
 import { answerBuckets } from "../data/buckets-http.ts";
@@ -53,7 +54,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
     if (path.startsWith("/_hatch/client.")) return answerClientFile(request, path.slice("/_hatch/".length));
     if (path === "/_hatch/signin") {
       // hatch.signIn(): through the gateway's sign-in and back to the page (only ever a path on this origin).
-      const origin = `http://app.invalid`;
+      const origin = appOrigin(deps.ctx.config, address);
       const back = sameOriginTarget(url.searchParams.get("path"), origin).slice(origin.length);
       return new Response(null, { status: 302, headers: { Location: signInUrl(deps.ctx.config.gatewayUrl, address, back), "Cache-Control": "no-store" } });
     }
