@@ -27,12 +27,29 @@ export {
   DATA_LIMITS,
   DATA_NAME,
   DATA_RULES,
+  DataRuleSchema,
   DEFAULT_DATA_RULE,
   DOCUMENT_FIELD,
   DOCUMENT_META_FIELDS,
 } from "./apps/data-rules.ts";
 export type { BucketOperation, BucketRules, CollectionOperation, CollectionRules, DataErrorCode, DataRule } from "./apps/data-rules.ts";
 export type { ServiceJson } from "./apps/service-json.ts";
+export {
+  AI_LIMITS,
+  AI_PROVIDER_NAME,
+  AiChatRequestSchema,
+  apiRule,
+  ApiPlacementSchema,
+  ApiSchema,
+  ApisSchema,
+  DEFAULT_API_PLACEMENT,
+  MAX_APIS,
+  SECRET_NAME,
+  SecretNameSchema,
+  SERVER_LIMITS,
+  ServerModuleSchema,
+} from "./apps/server-code.ts";
+export type { AiChatReply, AiChatRequest, ApiDeclaration, ApiPlacement, ApiRule } from "./apps/server-code.ts";
 export { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, confirmProblem, inputHash, issueConfirm } from "./confirm.ts";
 export type { ConfirmBinding, ConfirmCheck, ConfirmClaims, QuestionOptions } from "./confirm.ts";
 export { confirmUsesTable, consumeConfirm } from "./confirm-store.ts";
@@ -46,6 +63,9 @@ export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export {
+  AiKeyPageSchema,
+  AiKeySetInputSchema,
+  AiKeyTargetSchema,
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
   InvitationTokenInputSchema,
@@ -54,10 +74,13 @@ export {
   OwnedAppsListInputSchema,
   OwnedAppsMoveInputSchema,
   OwnedAppsSchema,
+  SecretPageInputSchema,
+  SecretPageSchema,
+  SecretSetInputSchema,
   VerificationMailInputSchema,
   VerificationMailSentSchema,
 } from "./internal-rpc.ts";
-export type { InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, VerificationMailSent } from "./internal-rpc.ts";
+export type { AiKeyPage, InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, SecretPage, VerificationMailSent } from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";

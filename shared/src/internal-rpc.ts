@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ORG_ROLES } from "./contracts/common.ts";
+import { AI_PROVIDER_NAME, SecretNameSchema } from "./apps/server-code.ts";
+import { AI_KEY_SCOPES, ORG_ROLES } from "./contracts/common.ts";
 
 // Shapes of the internal rpc methods between services and the gateway (`rpcMethods` names them). Both ends
 // import them from here, so neither imports the other.
@@ -50,3 +51,49 @@ export type MailOutbox = z.infer<typeof MailOutboxSchema>;
 export const VerificationMailInputSchema = z.object({ token: z.string().min(16).max(2048).regex(/^[A-Za-z0-9_.-]+$/) });
 export const VerificationMailSentSchema = z.object({ delivery: z.enum(["smtp", "outbox"]) });
 export type VerificationMailSent = z.infer<typeof VerificationMailSentSchema>;
+
+// The dashboard pages where a person types a secret value or an AI key (gateway) and the apps service that keeps
+// them. Every call carries the signed ctx of the browser's user; apps checks who may, as for the tools. A value or
+// key travels in `secret.set` / `ai-key.set` only, and no answer ever carries one back.
+
+const AddressSchema = z.string().min(1).max(63);
+
+/** apps `secret.page`: what the page shows about one secret of one app. */
+export const SecretPageInputSchema = z.object({ address: AddressSchema, name: SecretNameSchema });
+export const SecretPageSchema = z.object({
+  address: z.string(),
+  appName: z.string(),
+  name: z.string(),
+  /** The apis in the current version's service.json that use this secret (with their base url). */
+  apis: z.array(z.object({ name: z.string(), url: z.string() })),
+  isSet: z.boolean(),
+  updatedAt: z.string().nullable(),
+  updatedBy: z.string().nullable(),
+});
+export type SecretPage = z.infer<typeof SecretPageSchema>;
+
+/** apps `secret.set`: stores (or replaces) the value; the answer is the page's summary again, without it. */
+export const SecretSetInputSchema = SecretPageInputSchema.extend({ value: z.string().min(1).max(8192) });
+
+export const AiKeyTargetSchema = z.object({
+  scope: z.enum(AI_KEY_SCOPES),
+  /** The app, for scope tool. */
+  address: AddressSchema.optional(),
+});
+
+/** apps `ai-key.page`: what the AI key page shows for one scope. */
+export const AiKeyPageSchema = z.object({
+  scope: z.enum(AI_KEY_SCOPES),
+  address: z.string().nullable(),
+  /** Who pays: the person's name, the organization's name, or the app's name. */
+  owner: z.string(),
+  providers: z.array(z.object({ name: z.string(), url: z.string() })),
+  keys: z.array(z.object({ provider: z.string(), addedAt: z.string(), addedBy: z.string() })),
+});
+export type AiKeyPage = z.infer<typeof AiKeyPageSchema>;
+
+/** apps `ai-key.set`: stores (or replaces) the key of one provider in one scope. */
+export const AiKeySetInputSchema = AiKeyTargetSchema.extend({
+  provider: z.string().regex(AI_PROVIDER_NAME),
+  key: z.string().min(8).max(512),
+});

@@ -51,5 +51,13 @@ export const rpcMethods = {
     moveOwned: "owned.move",
     /** Where an app is served, for the gateway's viewer sign-in (see viewer-ticket.ts). */
     viewerOrigin: "viewer.origin",
+    /** The dashboard's secret page: the app, the secret and the apis that use it (never its value). */
+    secretPage: "secret.page",
+    /** The dashboard's secret form: stores a value the person typed (the only way a value reaches Hatch). */
+    secretSet: "secret.set",
+    /** The dashboard's AI key page: the scope, the providers Hatch knows, the keys that exist (never a key). */
+    aiKeyPage: "ai-key.page",
+    /** The dashboard's AI key form: stores a key the person typed. */
+    aiKeySet: "ai-key.set",
   },
 } as const;

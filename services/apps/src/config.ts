@@ -25,7 +25,38 @@ export interface AppsConfig {
   s3: S3Settings | null;
   /** Data requests per viewer per app per minute (DATA_LIMITS' value unless set; benchmarks raise it). */
   dataRequestsPerMinute: number;
+  /**
+   * Keys that seal secret values and AI keys (SECRETS_KEYS, the first seals, all open); null = one key derived from
+   * HATCH_SECRET (id "derived"), fine for development, not for production (see SECURITY.md).
+   */
+  secretsKeys: { id: string; key: Buffer }[] | null;
+  /** AI providers by name with their OpenAI-compatible base URL (AI_PROVIDERS); tests point one at a local fake. */
+  aiProviders: ReadonlyMap<string, string>;
+  /**
+   * Whether declared APIs may be on loopback or private addresses (API_PRIVATE_HOSTS). Default: yes in development
+   * (no APPS_DOMAIN), no otherwise, so an app cannot reach the service's own network.
+   */
+  apiPrivateHosts: boolean;
 }
+
+/** OpenAI-compatible chat completions endpoints Hatch knows when AI_PROVIDERS is not set. */
+export const DEFAULT_AI_PROVIDERS = "openai=https://api.openai.com/v1,anthropic=https://api.anthropic.com/v1,openrouter=https://openrouter.ai/api/v1,groq=https://api.groq.com/openai/v1,mistral=https://api.mistral.ai/v1,gemini=https://generativelanguage.googleapis.com/v1beta/openai";
+
+const SecretsKeysSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,32}:[A-Za-z0-9+/=_-]{43,44}(,[A-Za-z0-9_-]{1,32}:[A-Za-z0-9+/=_-]{43,44})*$/, {
+    message: "must be id:key pairs separated by commas, each key 32 random bytes in base64 (openssl rand -base64 32), the current key first",
+  })
+  .transform((value) => value.split(",").map((pair) => ({ id: pair.slice(0, pair.indexOf(":")), key: Buffer.from(pair.slice(pair.indexOf(":") + 1), "base64") })))
+  .refine((keys) => keys.every((k) => k.key.length === 32), { message: "each key must be 32 bytes (openssl rand -base64 32)" })
+  .refine((keys) => new Set(keys.map((k) => k.id)).size === keys.length, { message: "key ids must differ" });
+
+const AiProvidersSchema = z
+  .string()
+  .regex(/^[a-z0-9-]{1,40}=https?:\/\/[^\s,]+(,[a-z0-9-]{1,40}=https?:\/\/[^\s,]+)*$/, {
+    message: "must be name=base-url pairs separated by commas, e.g. openai=https://api.openai.com/v1",
+  })
+  .transform((value) => new Map(value.split(",").map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1).replace(/\/+$/, "")] as const)));
 
 export interface S3Settings {
   bucket: string;
@@ -53,6 +84,9 @@ const AppsEnvSchema = CommonEnvSchema.extend({
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   DATA_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).default(DATA_LIMITS.requestsPerViewerPerMinute),
+  SECRETS_KEYS: SecretsKeysSchema.optional(),
+  AI_PROVIDERS: AiProvidersSchema.default(AiProvidersSchema.parse(DEFAULT_AI_PROVIDERS)),
+  API_PRIVATE_HOSTS: z.enum(["true", "false"]).optional(),
 });
 
 /** Parses the environment; throws ConfigError naming every bad variable. */
@@ -73,6 +107,9 @@ export function loadAppsConfig(env: Record<string, string | undefined>): AppsCon
     trustProxy: parsed.TRUST_PROXY === "true",
     blobDir: resolve(parsed.BLOB_DIR ?? join(parsed.DATA_DIR, "blobs")),
     dataRequestsPerMinute: parsed.DATA_REQUESTS_PER_MINUTE,
+    secretsKeys: parsed.SECRETS_KEYS ?? null,
+    aiProviders: parsed.AI_PROVIDERS,
+    apiPrivateHosts: parsed.API_PRIVATE_HOSTS ? parsed.API_PRIVATE_HOSTS === "true" : !parsed.APPS_DOMAIN,
     s3: parsed.S3_BUCKET
       ? {
           bucket: parsed.S3_BUCKET,

@@ -1,6 +1,7 @@
 import { deriveKey, type Bus, type Database, type Logger } from "@hatch/shared";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
+import { Sealer } from "./secrets/sealed.ts";
 
 /** What the apps service's tools, rpc methods and app host share. */
 export interface AppsContext {
@@ -8,6 +9,8 @@ export interface AppsContext {
   config: AppsConfig;
   blobs: BlobStore;
   keys: AppsKeys;
+  /** Seals and opens secret values and AI keys (AES-256-GCM; see secrets/sealed.ts). */
+  sealer: Sealer;
   logger: Logger;
   /** The service's bus: the app host listens there for cache invalidations (see host/announce.ts). */
   bus: Bus;
@@ -30,4 +33,9 @@ export function appsKeys(secret: string): AppsKeys {
     viewer: deriveKey(secret, "viewer-ticket"),
     stats: deriveKey(secret, "apps:stats"),
   };
+}
+
+/** The sealer of secret values and AI keys: SECRETS_KEYS when set, else one key derived from the deployment secret. */
+export function createSealer(config: Pick<AppsConfig, "secretsKeys">, secret: string): Sealer {
+  return new Sealer(config.secretsKeys ?? [{ id: "derived", key: deriveKey(secret, "apps:secrets") }]);
 }

@@ -1,7 +1,7 @@
 import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
-import { appsKeys, type AppsContext } from "./context.ts";
+import { appsKeys, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
 import { receiveUpload } from "./publish/uploads.ts";
@@ -23,7 +23,7 @@ export interface AppsService extends RunningService {
 export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOptions = {}): Promise<AppsService> {
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
-  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, logger: deps.logger, bus: deps.bus };
+  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, sealer: createSealer(config, deps.secret), logger: deps.logger, bus: deps.bus };
   const host = startAppHost(ctx, { uploads: (request, token) => receiveUpload(ctx, request, token), ...hostOptions });
   ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {

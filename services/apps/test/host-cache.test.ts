@@ -16,7 +16,8 @@ const app = (address: string, version = 1): HostedApp => ({
   visibility: "public",
   paused: false,
   people: new Set(),
-  site: { version, spa: false, notFound: null, files: new Map(), collections: new Map(), buckets: new Map() },
+  site: { version, spa: false, notFound: null, files: new Map(), collections: new Map(), buckets: new Map(), server: null, apis: new Map() },
+  ai: { choice: "none", payerId: null },
 });
 
 /** A loader whose answers the test releases by hand, counting calls. */

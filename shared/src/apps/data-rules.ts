@@ -61,7 +61,8 @@ export const DOCUMENT_META_FIELDS = ["id", "createdAt", "updatedAt", "createdBy"
 /** A field a document may have at its top level (and that `where` / `orderBy` may name). */
 export const DOCUMENT_FIELD = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-const RuleSchema = z.enum(DATA_RULES, { error: `a rule is one of ${DATA_RULES.join(", ")}` });
+export const DataRuleSchema = z.enum(DATA_RULES, { error: `a rule is one of ${DATA_RULES.join(", ")}` });
+const RuleSchema = DataRuleSchema;
 const NoCreatorRule = RuleSchema.refine((rule) => rule !== "creator", {
   error: "create cannot be creator (nobody has created anything yet): use anyone, signed_in, org or owner",
 });

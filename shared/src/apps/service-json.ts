@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { BucketsSchema, CollectionsSchema } from "./data-rules.ts";
+import { ApisSchema, ServerModuleSchema } from "./server-code.ts";
 
 /**
  * `service.json` at the root of a published folder: how the app host serves the app. Optional; unknown keys
@@ -24,6 +25,12 @@ export const ServiceJsonSchema = z
       "The app's data collections (hatch.db(name)) and who may read, create, update and delete their documents",
     ),
     buckets: BucketsSchema.optional().describe("The app's file buckets (hatch.files(name)), who may read, upload and delete, and maxFileSize"),
+    server: ServerModuleSchema.optional().describe(
+      "The app's server code: one ES module whose default export has fetch(request, env); it answers every request under /api/",
+    ),
+    apis: ApisSchema.optional().describe(
+      "Outside APIs the app calls (env.api in server code, hatch.api in pages), each with its base url and the secret the host injects",
+    ),
   })
   .strict();
 export type ServiceJson = z.infer<typeof ServiceJsonSchema>;

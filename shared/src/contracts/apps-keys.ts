@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AiKeyChoiceSchema, AiKeyScopeSchema, AppAddressSchema, UserActionSchema } from "./common.ts";
+import { SecretNameSchema } from "../apps/server-code.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
 // Tools owned by services/apps for secrets and AI keys. Values never pass through them: they return links.
@@ -17,12 +18,7 @@ export const tool_secret = defineTool({
   input: z
     .object({
       address: AppAddressSchema,
-      name: z
-        .string()
-        .min(1)
-        .max(64)
-        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "A secret name is letters, digits and _, e.g. WEATHER_KEY" })
-        .describe("The secret's name as service.json's apis refers to it, e.g. WEATHER_KEY. Never its value"),
+      name: SecretNameSchema.describe("The secret's name as service.json's apis refers to it, e.g. WEATHER_KEY. Never its value"),
       action: z
         .enum(["link", "delete"])
         .default("link")

@@ -1,5 +1,5 @@
-import { confirmUsesTable, outboxTable } from "@hatch/shared";
-import { bigint, boolean, date, index, integer, jsonb, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { confirmUsesTable, outboxTable, type AiKeyChoice, type AiKeyScope } from "@hatch/shared";
+import { bigint, bigserial, boolean, date, index, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** The apps service's own schema. Rows stay inside the service; tools map them to contract types. */
 export const apps = pgSchema("apps");
@@ -35,6 +35,10 @@ export const appsTable = apps.table(
     lastVersion: integer("last_version").notNull().default(0),
     paused: boolean("paused").notNull().default(false),
     pausedReason: text("paused_reason"),
+    /** tool_ai: whose AI provider key pays for the app's AI calls. */
+    aiChoice: text("ai_choice").$type<AiKeyChoice>().notNull().default("none"),
+    /** For `mine`: the user whose own key pays (the one who chose it). */
+    aiPayerId: text("ai_payer_id"),
     createdAt: created(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
@@ -187,6 +191,58 @@ export const dataUsage = apps.table("data_usage", {
   files: integer("files").notNull().default(0),
   fileBytes: bigint("file_bytes", { mode: "number" }).notNull().default(0),
 });
+
+/** Lines an app's server code logged (console.*, and Hatch's own error lines); the newest SERVER_LIMITS.logLinesKept per app are kept. */
+export const appLogs = apps.table(
+  "app_logs",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    at: timestamp("at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    level: text("level").$type<"debug" | "info" | "warn" | "error">().notNull(),
+    message: text("message").notNull(),
+  },
+  (t) => [index("app_logs_by_app").on(t.appId, t.id)],
+);
+
+/**
+ * Secret values of an app (service.json `apis` name them), sealed with AES-256-GCM: `sealed` is
+ * base64url(iv | tag | ciphertext) under the key `keyId` names, with the app id and secret name as associated data.
+ */
+export const secrets = apps.table(
+  "secrets",
+  {
+    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    keyId: text("key_id").notNull(),
+    sealed: text("sealed").notNull(),
+    updatedBy: text("updated_by").notNull(),
+    updatedByEmail: text("updated_by_email").notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.name] })],
+);
+
+/**
+ * AI provider keys, sealed like secrets. `ownerId` is whose key it is: the user (scope mine), the account (company)
+ * or the app (tool; `appId` too, so deleting the app deletes its key). One key per owner and provider.
+ */
+export const aiKeys = apps.table(
+  "ai_keys",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<AiKeyScope>().notNull(),
+    ownerId: text("owner_id").notNull(),
+    appId: text("app_id").references(() => appsTable.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    keyId: text("key_id").notNull(),
+    sealed: text("sealed").notNull(),
+    addedBy: text("added_by").notNull(),
+    addedByEmail: text("added_by_email").notNull(),
+    addedAt: timestamp("added_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("ai_keys_owner_provider").on(t.scope, t.ownerId, t.provider)],
+);
 
 export const confirmUses = confirmUsesTable(apps);
 

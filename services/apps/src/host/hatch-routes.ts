@@ -8,6 +8,7 @@ import type { LiveChanges } from "../data/live.ts";
 import { answerClientFile } from "../client/serve.ts";
 import { signInUrl } from "./access.ts";
 import { sameOriginTarget } from "./paths.ts";
+import type { Outbound } from "./outbound.ts";
 import type { HostedApp } from "./site.ts";
 
 // Hatch's own routes on every app origin, under /_hatch/ (an app's files never answer there): the browser library,
@@ -20,6 +21,8 @@ export interface HatchRouteDeps {
   loadApp(address: string): HostedApp | null | Promise<HostedApp | null>;
   caller: CallerDeps;
   live: LiveChanges;
+  /** Declared API calls and AI calls (/_hatch/api/…, /_hatch/ai/chat, and server code's env.api / env.ai). */
+  outbound: Outbound;
   /** Lifts the server's idle timeout for a request whose answer stays open (an event stream with pings). */
   keepOpen?(request: Request): void;
 }

@@ -9,6 +9,7 @@ import { LiveChanges } from "../data/live.ts";
 import { BlobCache } from "./blob-cache.ts";
 import { AppCache } from "./cache.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
+import { createOutbound } from "./outbound.ts";
 import { pages } from "./pages.ts";
 import { storedPathOf } from "./paths.ts";
 import { serveSite, type Served } from "./serve.ts";
@@ -101,6 +102,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     loadApp: (address) => cache.get(address),
     caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
     live,
+    outbound: createOutbound(ctx),
     // Bun closes a connection idle for 10 s; an event stream is idle between pings.
     keepOpen: (request) => server.timeout(request, 0),
   });

@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { bucketRules, collectionRules, type BucketOperation, type BucketRules, type CollectionOperation, type CollectionRules, type Database, type DataRule } from "@hatch/shared";
+import { apiRule, bucketRules, collectionRules, type AiKeyChoice, type ApiDeclaration, type ApiRule, type BucketOperation, type BucketRules, type CollectionOperation, type CollectionRules, type Database, type DataRule } from "@hatch/shared";
 import { appPeople, appsTable, versionFiles, versions } from "../db/schema.ts";
 import { cacheControlOf, isHtml } from "./paths.ts";
 
@@ -17,6 +17,8 @@ export interface HostedApp {
   people: ReadonlySet<string>;
   /** The current version, or null when nothing has been published yet. */
   site: Site | null;
+  /** tool_ai: whose key pays for AI calls; for `mine`, the user whose key it is. */
+  ai: { choice: AiKeyChoice; payerId: string | null };
 }
 
 export interface Site {
@@ -30,6 +32,10 @@ export interface Site {
   collections: ReadonlyMap<string, Record<CollectionOperation, DataRule>>;
   /** service.json `buckets`, likewise, with `maxFileSize` in bytes. */
   buckets: ReadonlyMap<string, Record<BucketOperation, DataRule> & { maxFileSize: number }>;
+  /** service.json `server`: the path of the server module (a file of this version), or null. */
+  server: SiteFile | null;
+  /** service.json `apis`, defaults filled in. */
+  apis: ReadonlyMap<string, ApiRule>;
 }
 
 export interface SiteFile {
@@ -59,6 +65,8 @@ export async function loadHostedApp(db: Database, address: string): Promise<Host
       visibility: appsTable.visibility,
       paused: appsTable.paused,
       currentVersion: appsTable.currentVersion,
+      aiChoice: appsTable.aiChoice,
+      aiPayerId: appsTable.aiPayerId,
     })
     .from(appsTable)
     .where(eq(appsTable.address, address))
@@ -69,7 +77,7 @@ export async function loadHostedApp(db: Database, address: string): Promise<Host
       ? new Set((await db.select({ email: appPeople.email }).from(appPeople).where(eq(appPeople.appId, app.id))).map((p) => p.email.toLowerCase()))
       : new Set<string>();
   const site = app.currentVersion === null ? null : await loadSite(db, app.id, app.currentVersion, app.visibility === "public");
-  return { id: app.id, address: app.address, accountId: app.accountId, ownerId: app.ownerId, visibility: app.visibility, paused: app.paused, people, site };
+  return { id: app.id, address: app.address, accountId: app.accountId, ownerId: app.ownerId, visibility: app.visibility, paused: app.paused, people, site, ai: { choice: app.aiChoice, payerId: app.aiPayerId } };
 }
 
 async function loadSite(db: Database, appId: string, number: number, isPublic: boolean): Promise<Site | null> {
@@ -97,6 +105,8 @@ export function buildSite(version: number, config: Record<string, unknown>, rows
     files,
     collections: new Map(Object.entries((config.collections ?? {}) as Record<string, CollectionRules>).map(([name, rules]) => [name, collectionRules(rules)])),
     buckets: new Map(Object.entries((config.buckets ?? {}) as Record<string, BucketRules>).map(([name, rules]) => [name, bucketRules(rules)])),
+    server: typeof config.server === "string" ? (files.get(config.server) ?? null) : null,
+    apis: new Map(Object.entries((config.apis ?? {}) as Record<string, ApiDeclaration>).map(([name, api]) => [name, apiRule(api)])),
   };
 }
 

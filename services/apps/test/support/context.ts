@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
 import { createDiskBlobStore } from "../../src/blobs/disk.ts";
 import { loadAppsConfig } from "../../src/config.ts";
-import { appsKeys, type AppsContext } from "../../src/context.ts";
+import { appsKeys, createSealer, type AppsContext } from "../../src/context.ts";
 import { APPS_MIGRATIONS } from "../../src/service.ts";
 import { freshDatabase } from "../../../../test/support/servers.ts";
 
@@ -34,7 +34,7 @@ export async function openTestContext(options: { gatewayUrl?: string; env?: Reco
     : createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" });
   const config = loadAppsConfig({ APP_PORT: "0", BLOB_DIR: blobDir, BASE_URL: options.gatewayUrl ?? "http://localhost:39999", ...options.env });
   const bus = createMemoryBus({ logger });
-  const ctx: AppsContext = { db: handle.db, config, blobs: createDiskBlobStore(blobDir), keys: appsKeys(TEST_SECRET), logger, bus };
+  const ctx: AppsContext = { db: handle.db, config, blobs: createDiskBlobStore(blobDir), keys: appsKeys(TEST_SECRET), sealer: createSealer(config, TEST_SECRET), logger, bus };
   return {
     ctx,
     async close() {

@@ -1,0 +1,21 @@
+import { childTraceparent, randomId, signContext } from "@hatch/shared";
+import type { PublicUser } from "../auth/index.ts";
+import type { AccountSessions } from "../mcp/accounts.ts";
+import { websiteClaims } from "../website-claims.ts";
+
+export interface DashboardCallDeps {
+  contextKey: Buffer;
+  accounts: AccountSessions;
+}
+
+/**
+ * The signed call context of a person on a dashboard page, with the account, organization, role and permissions they
+ * act as (resolved as for a tool call), so a service checks the page's request exactly as it checks a tool's.
+ */
+export async function dashboardContext(deps: DashboardCallDeps, user: PublicUser, scope: "read" | "write"): Promise<{ ctx: string; requestId: string }> {
+  const requestId = randomId(12);
+  const base = websiteClaims(user, { scope, client: "Hatch website", grant: "browser", rid: requestId });
+  const session = await deps.accounts.resolve(base, { requestId, traceparent: childTraceparent(null) });
+  const claims = { ...base, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions };
+  return { ctx: signContext(claims, deps.contextKey), requestId };
+}
