@@ -19,6 +19,8 @@ const PHRASES: Record<string, string> = {
   paused: "paused",
   unpaused: "unpaused",
   moved: "moved",
+  secret_set: "set a secret of",
+  secret_deleted: "deleted a secret of",
 };
 
 function summaryOf(ctx: CallContext | null, verb: string, app: EventApp, details: Record<string, unknown>): string {

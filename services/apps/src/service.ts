@@ -6,7 +6,9 @@ import { outbox } from "./db/schema.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
 import { receiveUpload } from "./publish/uploads.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
+import { secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
+import { resealStaleRows } from "./secrets/rotate.ts";
 import { startSweeper } from "./sweep.ts";
 import { appsTools } from "./tools/index.ts";
 
@@ -43,11 +45,15 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx),
       [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),
       [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
+      [rpcMethods.apps.secretPage]: secretPageRpc(ctx),
+      [rpcMethods.apps.secretSet]: secretSetRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,
   });
   const stopSweeper = startSweeper(deps.db, deps.logger);
+  // Rows under an older key are re-sealed in the background: start does not wait, a failure is only logged.
+  resealStaleRows(ctx, deps.logger).catch((error: unknown) => deps.logger.error("re-sealing secrets under the current key failed", { error }));
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },

@@ -9,6 +9,7 @@ import { rollbackTool } from "./rollback.ts";
 import { serviceDocsTool } from "./service-docs.ts";
 import { shareTool } from "./share.ts";
 import { toolDataTool } from "./tool-data.ts";
+import { toolSecretTool } from "./tool-secret.ts";
 import { toolStatsTool } from "./tool-stats.ts";
 
 /** Every apps tool that has a handler; the rest answer "not available yet". */
@@ -24,5 +25,6 @@ export function appsTools(ctx: AppsContext): ToolBinding[] {
     toolDataTool(ctx),
     orgAppsTool(ctx),
     orgAppPauseTool(ctx),
+    toolSecretTool(ctx),
   ];
 }
