@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isSpecialPurposeAddress } from "../src/auth/ip-ranges.ts";
+import { isSpecialPurposeAddress } from "@hatch/shared";
 import { gatewayConfig, loadGatewayConfig } from "../src/config.ts";
 import { authorizePath, createHarness, type Harness } from "./oauth-harness.ts";
 import { pkcePair } from "./support.ts";

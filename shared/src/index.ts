@@ -82,6 +82,7 @@ export {
 } from "./internal-rpc.ts";
 export type { AiKeyPage, InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, SecretPage, VerificationMailSent } from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
+export { isSpecialPurposeAddress, parseIPv4, parseIPv6 } from "./ip-ranges.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";
 export { CommonEnvSchema, ConfigError, loadConfig } from "./config.ts";

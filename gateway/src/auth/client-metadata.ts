@@ -4,7 +4,7 @@ import { z } from "zod";
 import { metadataProblem, redirectUriProblem } from "./client-rules.ts";
 import type { AuthContext } from "./context.ts";
 import { readCapped } from "./http.ts";
-import { isSpecialPurposeAddress } from "./ip-ranges.ts";
+import { isSpecialPurposeAddress } from "@hatch/shared";
 
 const TIMEOUT_MS = 5_000;
 const MAX_BYTES = 64 * 1024;

@@ -5,6 +5,7 @@ import { answerFailure, dataCaller, DataError, dataErrorResponse, json, RateLimi
 import { answerBuckets } from "../data/buckets-http.ts";
 import { answerCollections } from "../data/collections-http.ts";
 import type { LiveChanges } from "../data/live.ts";
+import { answerApi, HATCH_ERROR_HEADER } from "../apis/route.ts";
 import { answerClientFile } from "../client/serve.ts";
 import { signInUrl } from "./access.ts";
 import { sameOriginTarget } from "./paths.ts";
@@ -39,7 +40,8 @@ export interface DataRequest {
 export function createHatchRoutes(deps: HatchRouteDeps) {
   const limiter = new RateLimiter(deps.ctx.config.dataRequestsPerMinute);
 
-  async function withCaller(request: Request, url: URL, address: string, remoteAddress: string, answer: (caller: DataCaller) => Response | Promise<Response>): Promise<Response> {
+  /** `marked`: Hatch's own failures carry HATCH_ERROR_HEADER (routes whose answers are otherwise someone else's). */
+  async function withCaller(request: Request, url: URL, address: string, remoteAddress: string, answer: (caller: DataCaller) => Response | Promise<Response>, marked = false): Promise<Response> {
     try {
       const app = await deps.loadApp(address);
       if (!app) throw new DataError("not_found", `There is no app called "${address}".`);
@@ -47,7 +49,9 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
       limiter.take(caller.rateKey);
       return await answer(caller);
     } catch (error) {
-      return answerFailure(error, deps.log, "data request");
+      const failure = answerFailure(error, deps.log, "data request");
+      if (marked) failure.headers.set(HATCH_ERROR_HEADER, error instanceof DataError ? error.code : "unavailable");
+      return failure;
     }
   }
 
@@ -64,6 +68,10 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
     if (path === "/_hatch/me") {
       if (request.method !== "GET") return methodNotAllowed("GET");
       return withCaller(request, url, address, remoteAddress, ({ viewer }) => json(viewer ? { email: viewer.email, name: viewer.name ?? null } : null));
+    }
+    if (path.startsWith("/_hatch/api/")) {
+      const rest = path.slice("/_hatch/api/".length);
+      return withCaller(request, url, address, remoteAddress, (caller) => answerApi(deps.outbound, deps.ctx.config, request, url, rest, caller), true);
     }
     for (const [prefix, answer] of [
       ["/_hatch/db/", answerCollections],

@@ -1,4 +1,5 @@
 import type { AiChatReply, AiChatRequest } from "@hatch/shared";
+import { createApiCaller } from "../apis/call.ts";
 import type { AppsContext } from "../context.ts";
 import { DataError } from "../data/access.ts";
 import type { Viewer } from "./access.ts";
@@ -37,11 +38,9 @@ export interface Outbound {
 }
 
 /** The app host's outbound calls. */
-export function createOutbound(_ctx: AppsContext): Outbound {
+export function createOutbound(ctx: AppsContext): Outbound {
   return {
-    callApi: async () => {
-      throw new DataError("unavailable", "Declared APIs are not available yet.");
-    },
+    callApi: createApiCaller(ctx),
     aiChat: async () => {
       throw new DataError("unavailable", "AI calls are not available yet.");
     },

@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 
-// Which addresses a server-side fetch chosen by a stranger may reach: only globally routable unicast. Everything in
+// Which addresses a server-side fetch chosen by a stranger may reach (the gateway's client metadata documents, the
+// apps service's declared APIs): only globally routable unicast. Everything in
 // the IANA IPv4 and IPv6 special-purpose registries is refused, and IPv6 forms that carry an IPv4 address (mapped,
 // NAT64, 6to4) are judged by the IPv4 address inside. Addresses are parsed to bytes; string prefixes lie
 // (`::ffff:7f00:1` is 127.0.0.1).
