@@ -63,6 +63,18 @@ export async function referenceUsage(): Promise<void> {
   await photos.remove(named.id);
   void [src, more, fields];
 
+  // Declared APIs: the API's own Response; Hatch's refusals reject with a HatchError.
+  const weather: Response = await hatch.api("weather", "/current?city=Paris");
+  const forecast: { days: number[] } = await weather.json();
+  const posted = await hatch.api("crm", "/contacts", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "Ada" }) });
+  const root: Response = await hatch.api("weather");
+  try {
+    await hatch.api("weather", "/current");
+  } catch (error) {
+    void (error as HatchError).code;
+  }
+  void [forecast.days, posted.status, posted.ok, root.headers.get("content-type")];
+
   // Errors: an Error with a code from the six.
   try {
     await todos.add({ text: "x", done: false });
@@ -76,10 +88,11 @@ export async function referenceUsage(): Promise<void> {
 
 // The ES module: default export and named exports.
 export async function moduleUsage(): Promise<void> {
-  const { default: hatchModule, me, signIn, db, files } = Implemented;
+  const { default: hatchModule, me, signIn, db, files, api } = Implemented;
   const viewer = await me();
   if (!viewer) signIn();
   const items = await db<Todo>("todos").list({ limit: 5 });
   const url: string = files("photos").url("abc");
-  void [hatchModule.me, items.documents[0]?.done, url];
+  const answer: Response = await api("weather", "/current", { signal: AbortSignal.timeout(5000) });
+  void [hatchModule.me, items.documents[0]?.done, url, answer.status];
 }

@@ -28,15 +28,15 @@ const ERROR_MEANING: Record<keyof typeof DATA_ERROR_STATUS, string> = {
 
 export const BROWSER_LIBRARY = `## Browser library (/_hatch/client.js)
 
-Every app origin serves Hatch's browser library: who the viewer is, data collections (JSON documents) and file
-buckets, under rules declared in \`service.json\`. No server code and no keys: the app host checks every request
-against the rules, by the viewer Hatch signed in (never by anything the page sends).
+Every app origin serves Hatch's browser library: who the viewer is, data collections (JSON documents), file
+buckets and calls to declared APIs, under rules declared in \`service.json\`. No keys in the page: the app host checks
+every request against the rules, by the viewer Hatch signed in (never by anything the page sends).
 
 ### Include it
 
 - Script tag, defines the global \`hatch\` (also the way to go with Vite or another bundler):
   \`<script src="/_hatch/client.js"></script>\`
-- ES module, in a \`<script type="module">\`: \`import hatch, { me, signIn, db, files } from "/_hatch/client.mjs";\`
+- ES module, in a \`<script type="module">\`: \`import hatch, { me, signIn, db, files, api } from "/_hatch/client.mjs";\`
 - TypeScript types: \`/_hatch/client.d.ts\` (the same on every app origin); save it as e.g. \`src/hatch.d.ts\`: the
   global \`hatch\` is typed, and \`import type { HatchDocument } from "./hatch"\` gives the types.
 
@@ -60,6 +60,7 @@ All return promises except \`signIn\`, \`url\` and \`subscribe\`.
 | \`photos.list({ limit, after })\` | \`{ files, next }\`, newest first |
 | \`photos.url(id)\` | \`"/_hatch/files/photos/<id>"\` at once (no request): use it as \`<img src>\` or a link |
 | \`photos.remove(id)\` | \`{ id, removed: true }\` |
+| \`hatch.api("weather", "/current?city=Paris", { method, headers, body })\` | the API's own \`Response\`, the secret added by Hatch (service.json \`apis\`; see Declared APIs); the third argument is optional |
 
 - A document is \`{ id, createdAt, updatedAt, createdBy, ...fields }\`: times are ISO strings, \`createdBy\` is the
   creator's email or null (added without signing in). Fields are any JSON object; top-level names are letters,
@@ -168,6 +169,7 @@ What the library calls, on the app's origin with the viewer's cookie. JSON bodie
 | \`POST /_hatch/files/<b>?name=<file name>\`, the bytes as body, \`Content-Type\` the file's | 201, the file |
 | \`GET /_hatch/files/<b>?limit=&after=\` | \`{ files, next }\` |
 | \`GET\`, \`DELETE /_hatch/files/<b>/<id>\` | the bytes; \`{ id, removed }\` |
+| any method \`/_hatch/api/<name>/<path>?<query>\` | the API's answer; Hatch's own refusals carry \`X-Hatch-Error: <code>\` |
 
 ### Example: a todo list with a photo per item
 

@@ -1,5 +1,6 @@
 import { DOCS_TOPICS } from "../contracts/apps.ts";
 import { formatBytes, PUBLISH_LIMITS } from "./limits.ts";
+import { APIS } from "./reference-apis.ts";
 import { BROWSER_LIBRARY } from "./reference-browser.ts";
 
 // The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
@@ -96,6 +97,7 @@ anything is stored.
 | \`notFound\` | string | \`"404.html"\` if the folder has it | The page served with status 404 for a path that matches no file. Must be an \`.html\` file in the folder. |
 | \`collections\` | object | none | Data collections for \`hatch.db(name)\`: name → \`{ read, create, update, delete }\` rules. See the browser library. |
 | \`buckets\` | object | none | File buckets for \`hatch.files(name)\`: name → \`{ read, create, delete, maxFileSize }\`. See the browser library. |
+| \`apis\` | object | none | Other services' HTTP APIs the app calls with a secret: name → \`{ url, secret, in, browser }\`. See Declared APIs below. |
 | \`$schema\` | string | | Ignored; lets editors validate the file. |
 
 Examples:
@@ -120,7 +122,7 @@ const SERVER_CODE = `## Server code
 `;
 
 const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {
-  service_json: SERVICE_JSON,
+  service_json: `${SERVICE_JSON}\n${APIS}`,
   browser_library: BROWSER_LIBRARY,
   server_code: SERVER_CODE,
 };
@@ -128,5 +130,5 @@ const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {
 /** The reference in Markdown: the whole of it, or one topic. */
 export function developerReference(topic: ReferenceTopic = "all"): string {
   if (topic !== "all") return SECTIONS[topic];
-  return [OVERVIEW, SERVICE_JSON, BROWSER_LIBRARY, SERVER_CODE].join("\n");
+  return [OVERVIEW, SERVICE_JSON, APIS, BROWSER_LIBRARY, SERVER_CODE].join("\n");
 }

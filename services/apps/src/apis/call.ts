@@ -93,7 +93,7 @@ function declaredApi(app: HostedApp, name: string): ApiRule {
     "not_found",
     declared.length
       ? `This app declares no API "${name}"; service.json apis has: ${declared.join(", ")}.`
-      : `This app declares no API "${name}": add it to service.json apis (see service_docs, apis) and publish.`,
+      : `This app declares no API "${name}": add it to service.json apis (service_docs topic service_json, Declared APIs) and publish.`,
   );
 }
 

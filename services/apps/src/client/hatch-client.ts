@@ -1,7 +1,7 @@
 // Hatch's browser library: the app's data on its own origin (/_hatch/…). Served by serve.ts as a classic script
 // (/_hatch/client.js, defines window.hatch) and as an ES module (/_hatch/client.mjs). It runs in browsers: no imports
 // at run time (the type import below is erased), no Bun or Node APIs. Types: hatch.d.ts (served as client.d.ts).
-import type { Bucket, ChangeEvent, Collection, Hatch, HatchError, HatchErrorCode, HatchUser, ListOptions } from "./hatch.d.ts";
+import type { ApiInit, Bucket, ChangeEvent, Collection, Hatch, HatchError, HatchErrorCode, HatchUser, ListOptions } from "./hatch.d.ts";
 
 const CODES: readonly HatchErrorCode[] = ["forbidden", "not_found", "invalid", "too_large", "limit_exceeded", "unavailable"];
 const CODE_OF_STATUS: Record<number, HatchErrorCode> = { 400: "invalid", 403: "forbidden", 404: "not_found", 405: "invalid", 413: "too_large", 429: "limit_exceeded" };
@@ -124,6 +124,23 @@ function files(name: string): Bucket {
   };
 }
 
-const hatch: Hatch = { me, signIn, db, files };
+/**
+ * A call to an API declared in service.json `apis`, through the app host, which adds the secret. Resolves to the API's
+ * own answer (any status); rejects with a HatchError only when Hatch itself refused (its answers carry X-Hatch-Error).
+ */
+async function api(name: string, path = "", init: ApiInit = {}): Promise<Response> {
+  const rest = path === "" || path.startsWith("/") || path.startsWith("?") ? path : `/${path}`;
+  let response: Response;
+  try {
+    response = await fetch(`/_hatch/api/${part(name)}${rest}`, { method: init.method ?? "GET", headers: init.headers, body: init.body, signal: init.signal, credentials: "same-origin" });
+  } catch (error) {
+    if ((error as Error | null)?.name === "AbortError") throw error;
+    throw unreachable();
+  }
+  if (!response.headers.has("X-Hatch-Error")) return response;
+  throw errorOf(response.status, await response.json().catch(() => null));
+}
 
-export { hatch as default, me, signIn, db, files };
+const hatch: Hatch = { me, signIn, db, files, api };
+
+export { hatch as default, me, signIn, db, files, api };

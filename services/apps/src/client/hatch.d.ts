@@ -1,6 +1,6 @@
 // Types of Hatch's browser library, served as /_hatch/client.d.ts on every app origin.
 // <script src="/_hatch/client.js"> defines the global `hatch`; `import hatch from "/_hatch/client.mjs"` gives the same
-// object (named exports: me, signIn, db, files). Save this file in a TypeScript project (e.g. src/hatch.d.ts) to type
+// object (named exports: me, signIn, db, files, api). Save this file in a TypeScript project (e.g. src/hatch.d.ts) to type
 // the global, and import its types: `import type { HatchDocument } from "./hatch"`.
 
 /** The codes every failure carries as `error.code`. */
@@ -117,6 +117,16 @@ export interface Bucket {
   remove(id: string): Promise<Removed>;
 }
 
+/** What hatch.api() takes besides the name and path (like fetch's init). */
+export interface ApiInit {
+  /** Default GET. */
+  method?: string;
+  /** Sent on: Accept, Accept-Language, Content-Type, Content-Language, If-Match, If-None-Match, If-Modified-Since, Prefer and X-* headers; never cookies. */
+  headers?: HeadersInit;
+  body?: BodyInit | null;
+  signal?: AbortSignal;
+}
+
 export interface Hatch {
   /** The signed-in viewer, or null. */
   me(): Promise<HatchUser | null>;
@@ -124,6 +134,12 @@ export interface Hatch {
   signIn(): void;
   db<T extends object = Fields>(name: string): Collection<T>;
   files(name: string): Bucket;
+  /**
+   * Calls the API named in service.json `apis`: `path` (with an optional query) is appended to its base url, and the
+   * app host adds the secret, which the page never sees. Resolves to the API's own answer, whatever its status;
+   * rejects with a HatchError when Hatch refused (unknown API, secret not set, not allowed, too large, timeout).
+   */
+  api(name: string, path?: string, init?: ApiInit): Promise<Response>;
 }
 
 declare const hatch: Hatch;
@@ -132,6 +148,7 @@ export declare const me: Hatch["me"];
 export declare const signIn: Hatch["signIn"];
 export declare const db: Hatch["db"];
 export declare const files: Hatch["files"];
+export declare const api: Hatch["api"];
 
 declare global {
   /** Defined by <script src="/_hatch/client.js">. */

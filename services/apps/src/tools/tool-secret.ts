@@ -63,7 +63,7 @@ function link(apps: AppsContext, app: AppRow, name: string, status: SecretStatus
   const now = status.isSet ? `A value is set (by ${status.updatedBy}, ${status.updatedAt}); the page replaces it.` : "No value is set yet.";
   const usedBy = uses.length
     ? `Used by ${names(uses)}.`
-    : `No api in the current version's service.json uses ${name} yet: publish one that does (see service_docs, apis).`;
+    : `No api in the current version's service.json uses ${name} yet: publish one that does (service_docs topic service_json, Declared APIs).`;
   const message = `Open this page and type the value of ${name} for ${app.name} there, then tell your AI it is set.`;
   return {
     text: `Give the user this link to set ${name} for ${app.address} in their browser (never ask them for the value): ${url}\n${now} ${usedBy}`,
