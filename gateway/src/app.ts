@@ -23,6 +23,7 @@ import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
+import { secretPages } from "./pages/secret-page.ts";
 import { createAppSignIn } from "./pages/app-signin.ts";
 import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
@@ -116,6 +117,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(auth.routes)
     .use(confirmations.routes)
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
+    .use(secretPages({ auth, bus, contextKey, accounts, logger }))
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);

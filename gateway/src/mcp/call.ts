@@ -41,6 +41,8 @@ export interface ToolCallDeps {
   confirmations: ConfirmationOpener;
   /** Shows a form to the user (MCP form elicitation); null when they declined or cancelled. */
   askUser?: (question: Question) => Promise<Record<string, unknown> | null>;
+  /** Offers a page for the user to open (MCP URL-mode elicitation) and says what they chose; throws when it failed. */
+  offerLink?: (link: { message: string; url: string }) => Promise<"accept" | "decline" | "cancel">;
 }
 
 /** Sends a validated tool call to its service and turns the reply into an MCP tool result. Never throws. */
@@ -48,13 +50,41 @@ export async function forwardToolCall(deps: ToolCallDeps, contract: ToolContract
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
     const reply = await callService(deps, contract, caller, { input });
-    if (!isAskReply(reply)) return toResult(contract, reply, log);
-    return await answerQuestion(deps, contract, input, caller, reply.ask, log);
+    const result = isAskReply(reply) ? await answerQuestion(deps, contract, input, caller, reply.ask, log) : toResult(contract, reply, log);
+    return await offerLink(deps, caller, result, log);
   } catch (error) {
     if (isToolError(error)) return errorResult(error.code, error.message);
     log.error("tool call failed in the gateway", { error });
     return errorResult("internal", `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`);
   }
+}
+
+const OFFER_OUTCOME = {
+  accept: "The user chose to open the page in their browser; wait for them to say they are done.",
+  decline: "The user declined to open the page; give them the link if they ask for it.",
+  cancel: "The user dismissed the offer to open the page; give them the link.",
+} as const;
+
+/**
+ * A result that asks the user to open a page (userAction open_link, from any tool): when the client declared URL-mode
+ * elicitation, the page is offered to the user directly before the result goes back, and the text says what they
+ * chose. The offer failing (client error, timeout) leaves the result as it was: the AI still has the link.
+ */
+async function offerLink(deps: ToolCallDeps, caller: CallerInfo, result: CallToolResult, log: Logger): Promise<CallToolResult> {
+  const action = (result.structuredContent as { userAction?: { kind?: unknown; url?: unknown; message?: unknown } } | undefined)?.userAction;
+  if (result.isError || !deps.offerLink || !caller.client.elicitation.url) return result;
+  if (action?.kind !== "open_link" || typeof action.url !== "string" || !action.url) return result;
+  let choice: keyof typeof OFFER_OUTCOME;
+  try {
+    choice = await deps.offerLink({ message: typeof action.message === "string" ? action.message : "Open this page to continue.", url: action.url });
+  } catch (error) {
+    log.warn("offering a link by URL elicitation failed", { error });
+    return result;
+  }
+  const [first, ...rest] = result.content;
+  const said = OFFER_OUTCOME[choice];
+  const content = first?.type === "text" ? [{ ...first, text: `${first.text}\n${said}` }, ...rest] : [...result.content, { type: "text" as const, text: said }];
+  return { ...result, content };
 }
 
 /** The service asked the user something: a form when the client can show one, else a link or instructions. */

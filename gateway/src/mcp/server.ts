@@ -19,7 +19,7 @@ const INSTRUCTIONS =
   "tools: when a tool returns a link, give it to the user to open in their browser.";
 
 /** One MCP server per session: its tool list depends on the client that initialized it. */
-export function createMcpServer(deps: Omit<ToolCallDeps, "askUser">, version: string, log: Logger): Server {
+export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink">, version: string, log: Logger): Server {
   const server = new Server({ name: "hatch", title: "Hatch", version }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
   const client = () => {
     const name = clientNameOf(server.getClientVersion()?.name);
@@ -53,6 +53,12 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser">, version: st
         askUser: async (question) => {
           const result = await server.elicitInput({ mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] }, { relatedRequestId: extra.requestId });
           return result.action === "accept" ? (result.content ?? {}) : null;
+        },
+        offerLink: async (link) => {
+          // One offer per tool call: the call's request id names it, so the two can be matched in logs.
+          const elicitationId = `${scope.requestId}-link`;
+          const result = await server.elicitInput({ mode: "url", message: link.message, url: link.url, elicitationId }, { relatedRequestId: extra.requestId });
+          return result.action;
         },
       },
       contract,

@@ -1,0 +1,126 @@
+import { callRpc, isToolError, rpcMethods, SecretPageInputSchema, SecretPageSchema, type Bus, type Logger, type SecretPage } from "@hatch/shared";
+import { Elysia } from "elysia";
+import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
+import { BodyTooLargeError } from "../auth/errors.ts";
+import { redirect } from "../auth/http.ts";
+import type { AccountSessions } from "../mcp/accounts.ts";
+import { dashboardContext } from "./dashboard-context.ts";
+import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
+
+// `/dashboard/apps/<address>/secrets/<NAME>`: the one place a person types a secret's value (tool_secret links here).
+// The page names the app, the secret and the APIs that use it, and whether a value is set; it never shows a value,
+// not even the one just typed. Who may is checked by the apps service on the person's own signed context.
+
+export interface SecretPagesDeps {
+  auth: Pick<Auth, "pages">;
+  bus: Bus;
+  contextKey: Buffer;
+  accounts: AccountSessions;
+  logger: Logger;
+}
+
+/** A form post larger than this is refused before it is read (the value itself is at most 8 KiB). */
+export const SECRET_FORM_MAX_BYTES = 32 * 1024;
+const MAX_VALUE = 8192;
+
+type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+
+const pathOf = (address: string, name: string) => `/dashboard/apps/${encodeURIComponent(address)}/secrets/${encodeURIComponent(name)}`;
+
+function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+  const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
+  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+}
+
+function problem(state: BrowserState, title: string, message: string, status: number): Response {
+  return page(state, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p>`, status);
+}
+
+const when = (iso: string) => new Date(iso).toUTCString();
+
+function secretPage(state: Signed, secret: SecretPage, notice: { saved?: boolean; error?: string } = {}, status = 200): Response {
+  const path = pathOf(secret.address, secret.name);
+  const uses = secret.apis.length
+    ? html`<p>Used by ${secret.apis.map((api, i) => html`${i ? ", " : ""}the API <strong>${api.name}</strong> (<code>${api.url}</code>)`)}.</p>`
+    : html`<p class="muted">No API in the app's current version uses ${secret.name} yet. You can set it now; the app uses it once a
+published version declares an API with this secret.</p>`;
+  const now = secret.isSet
+    ? html`<p>A value is set (${when(secret.updatedAt ?? "")}, by ${secret.updatedBy}). Saving a new one replaces it.</p>`
+    : html`<p>No value is set yet.</p>`;
+  const saved = notice.saved ? html`<p class="card" role="status"><strong>Saved.</strong> Tell your AI the secret is set.</p>` : "";
+  const error = notice.error ? html`<p class="error" role="alert">${notice.error}</p>` : "";
+  const body = html`<h1>Secret ${secret.name}</h1>${saved}${error}
+<div class="card"><p>App: <strong>${secret.appName}</strong> (${secret.address})</p>${uses}${now}</div>
+<form class="stack" method="post" action="${path}">${csrfField(state.csrfToken)}
+<label>Value of ${secret.name}<input type="password" name="value" autocomplete="off" spellcheck="false" required maxlength="${MAX_VALUE}"></label>
+<p class="muted">Hatch encrypts the value and adds it only to the app's calls to the APIs above. Nobody can read it back,
+here or through your AI.</p>
+<div class="actions"><button type="submit">Save</button></div></form>`;
+  return page(state, `Secret ${secret.name} · ${secret.appName}`, body, status);
+}
+
+export function secretPages(deps: SecretPagesDeps) {
+  const target = (params: { address: string; name: string }) => SecretPageInputSchema.safeParse({ address: params.address, name: params.name });
+  const signIn = (state: BrowserState, address: string, name: string) => redirect(`/signin?next=${encodeURIComponent(pathOf(address, name))}`, cookieHeaders(state.setCookies));
+  const notFound = (state: BrowserState) => problem(state, "Secret not found", "This secret page does not exist. Ask your AI for a new link (tool_secret).", 404);
+
+  async function show(request: Request, params: { address: string; name: string }): Promise<Response> {
+    const state = await deps.auth.pages.state(request);
+    if (!state.user) return signIn(state, params.address, params.name);
+    const input = target(params);
+    if (!input.success) return notFound(state);
+    const signed: Signed = { ...state, user: state.user };
+    try {
+      const { ctx, requestId } = await dashboardContext(deps, signed.user, "read");
+      const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, { ctx, requestId });
+      return secretPage(signed, secret);
+    } catch (error) {
+      return failure(state, error);
+    }
+  }
+
+  async function save(request: Request, params: { address: string; name: string }): Promise<Response> {
+    if (Number(request.headers.get("content-length") ?? "0") > SECRET_FORM_MAX_BYTES) return htmlResponse("Request body too large", { status: 413 });
+    let form: Awaited<ReturnType<Auth["pages"]["form"]>>;
+    try {
+      form = await deps.auth.pages.form(request);
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) return htmlResponse("Request body too large", { status: 413 });
+      throw error;
+    }
+    if ("refused" in form) return form.refused;
+    const { params: fields, state } = form;
+    if (!state.user) return signIn(state, params.address, params.name);
+    const input = target(params);
+    if (!input.success) return notFound(state);
+    const signed: Signed = { ...state, user: state.user };
+    // Pasted keys often carry a line break or spaces at either end; no API key has them.
+    const value = (fields.get("value") ?? "").trim();
+    try {
+      if (!value || value.length > MAX_VALUE) {
+        const { ctx, requestId } = await dashboardContext(deps, signed.user, "read");
+        const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, { ctx, requestId });
+        return secretPage(signed, secret, { error: value ? `The value is longer than ${MAX_VALUE} characters.` : "Type or paste the value first." }, 400);
+      }
+      const { ctx, requestId } = await dashboardContext(deps, signed.user, "write");
+      const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretSet, { ...input.data, value }, SecretPageSchema, { ctx, requestId });
+      return secretPage(signed, secret, { saved: true });
+    } catch (error) {
+      return failure(state, error);
+    }
+  }
+
+  /** The service's refusal as a message; anything unexpected is logged and hidden (no error carries the value). */
+  function failure(state: BrowserState, error: unknown): Response {
+    if (isToolError(error) && error.code !== "internal") {
+      const status = error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      return problem(state, "Could not open this secret", error.message, status);
+    }
+    deps.logger.error("secret page failed", { error });
+    return problem(state, "Something went wrong", "Something went wrong on our side. Try again in a minute.", 500);
+  }
+
+  return new Elysia({ name: "hatch-secret-pages" })
+    .get("/dashboard/apps/:address/secrets/:name", ({ request, params }) => show(request, params))
+    .post("/dashboard/apps/:address/secrets/:name", ({ request, params }) => save(request, params), { parse: "none" });
+}
