@@ -88,7 +88,7 @@ function declaredApi(app: HostedApp, name: string): ApiRule {
   const apis = app.site?.apis ?? new Map<string, ApiRule>();
   const api = apis.get(name);
   if (api) return api;
-  const declared = [...apis.keys()];
+  const declared = [...apis.keys()].sort();
   throw new DataError(
     "not_found",
     declared.length
