@@ -14,7 +14,7 @@ describe("developer reference", () => {
   test("the browser library section documents the library instead of saying it is not available", () => {
     expect(library).not.toContain("Not available yet");
     expect(library).toContain('<script src="/_hatch/client.js"></script>');
-    expect(library).toContain('import hatch, { me, signIn, db, files } from "/_hatch/client.mjs";');
+    expect(library).toContain('import hatch, { me, signIn, db, files, api } from "/_hatch/client.mjs";');
     expect(library).toContain("/_hatch/client.d.ts");
     expect(developerReference("server_code")).toContain("Not available yet");
     expect(developerReference()).toContain(library);
