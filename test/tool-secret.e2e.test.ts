@@ -19,7 +19,7 @@ import { MODES } from "./support/servers.ts";
 // user through URL-mode elicitation when the client declared it.
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
-type SecretOut = { status: string; address: string; name: string; url: string | null; isSet: boolean; referencedBy: string[]; userAction?: { kind: string; url: string | null; message: string } };
+type SecretOut = { status: string; address: string; name: string; url: string | null; isSet: boolean; referencedBy: string[]; userAction?: { kind: string; message: string; fields: string[]; url: string | null; expiresAt: string | null } };
 const PASSWORD = "correct horse battery";
 const VALUE = "sk-live-0123456789-TYPED-ON-THE-PAGE";
 const CONFIG = { apis: { weather: { url: "https://api.weather.example/v1", secret: "WEATHER_KEY", in: { query: "appid" } }, forecast: { url: "https://forecast.example", secret: "WEATHER_KEY" } } };

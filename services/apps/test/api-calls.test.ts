@@ -140,7 +140,8 @@ describe("declared APIs", () => {
 
   test("only the app's own pages may call: another origin is refused", async () => {
     const before = api.requests.length;
-    for (const headers of [{ origin: "http://other.localhost" }, { "sec-fetch-site": "same-site" }, { "sec-fetch-site": "cross-site", origin: "http://evil.example" }]) {
+    const fromElsewhere: Record<string, string>[] = [{ origin: "http://other.localhost" }, { "sec-fetch-site": "same-site" }, { "sec-fetch-site": "cross-site", origin: "http://evil.example" }];
+    for (const headers of fromElsewhere) {
       const response = await call("weather/echo", { method: "POST", headers });
       expect(response.status).toBe(403);
       expect(response.headers.get("x-hatch-error")).toBe("forbidden");
