@@ -6,6 +6,7 @@ import { answerBuckets } from "../data/buckets-http.ts";
 import { answerCollections } from "../data/collections-http.ts";
 import type { LiveChanges } from "../data/live.ts";
 import { answerClientFile } from "../client/serve.ts";
+import { answerAiChat } from "../ai/chat-http.ts";
 import { signInUrl } from "./access.ts";
 import { sameOriginTarget } from "./paths.ts";
 import type { Outbound } from "./outbound.ts";
@@ -65,6 +66,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
       if (request.method !== "GET") return methodNotAllowed("GET");
       return withCaller(request, url, address, remoteAddress, ({ viewer }) => json(viewer ? { email: viewer.email, name: viewer.name ?? null } : null));
     }
+    if (path === "/_hatch/ai/chat") return withCaller(request, url, address, remoteAddress, (caller) => answerAiChat(request, caller, deps));
     for (const [prefix, answer] of [
       ["/_hatch/db/", answerCollections],
       ["/_hatch/files/", answerBuckets],

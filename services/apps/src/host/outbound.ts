@@ -1,4 +1,5 @@
 import type { AiChatReply, AiChatRequest } from "@hatch/shared";
+import { createAiChat } from "../ai/chat.ts";
 import type { AppsContext } from "../context.ts";
 import { DataError } from "../data/access.ts";
 import type { Viewer } from "./access.ts";
@@ -28,6 +29,11 @@ export interface ApiCallResult {
 export interface OutboundCaller {
   source: "browser" | "server";
   viewer: Viewer | null;
+  /**
+   * Whose calls count together for per-viewer limits when there is no viewer (the browser routes pass DataCaller's
+   * rateKey, by address); without it all anonymous calls to one app share one allowance.
+   */
+  rateKey?: string;
 }
 
 export interface Outbound {
@@ -37,13 +43,11 @@ export interface Outbound {
 }
 
 /** The app host's outbound calls. */
-export function createOutbound(_ctx: AppsContext): Outbound {
+export function createOutbound(ctx: AppsContext): Outbound {
   return {
     callApi: async () => {
       throw new DataError("unavailable", "Declared APIs are not available yet.");
     },
-    aiChat: async () => {
-      throw new DataError("unavailable", "AI calls are not available yet.");
-    },
+    aiChat: createAiChat(ctx),
   };
 }
