@@ -77,7 +77,8 @@ export function toolAiTool(apps: AppsContext) {
       announceAppChanged(apps, app.address);
       apps.logger.info("AI key choice changed", { address: app.address, from: app.aiChoice, to: value });
     }
-    return { text: resultText(apps, app.address, value, keyAvailable, costWarning), data: { status: "updated", ...base } };
+    // A warning the user just accepted is not repeated in the text.
+    return { text: resultText(apps, app.address, value, keyAvailable, accepted ? null : costWarning), data: { status: "updated", ...base } };
   });
 }
 
