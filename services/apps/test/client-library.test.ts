@@ -162,7 +162,7 @@ describe("the library outside a browser page", () => {
     const window: Record<string, unknown> = {};
     new Function("window", script)(window);
     expect(Object.keys(window)).toEqual(["hatch"]);
-    expect(Object.keys(window.hatch as object).sort()).toEqual(["db", "files", "me", "signIn"]);
+    expect(Object.keys(window.hatch as object).sort()).toEqual(["ai", "db", "files", "me", "signIn"]);
   });
 });
 
