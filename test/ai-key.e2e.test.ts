@@ -29,8 +29,8 @@ for (const mode of MODES) {
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1,other=http://127.0.0.1:9/v2" } });
       apps = hatch.services.get("apps") as AppsService;
-      [owner, admin, manager, member, solo] = (await Promise.all(["Olga", "Ada", "Max", "Mia", "Sol"].map((name) => userWithToken(hatch, { name })))) as User[];
-      [ownerC, adminC, managerC, memberC, soloC] = await Promise.all([owner, admin, manager, member, solo].map((u) => connectClient(hatch, u!.accessToken)));
+      [owner, admin, manager, member, solo] = (await Promise.all(["Olga", "Ada", "Max", "Mia", "Sol"].map((name) => userWithToken(hatch, { name })))) as [User, User, User, User, User];
+      [ownerC, adminC, managerC, memberC, soloC] = (await Promise.all([owner, admin, manager, member, solo].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client, Client];
       const org = await callOk<{ org: { id: string } }>(ownerC, "org_setup", { action: "create", name: `AI ${mode}` });
       for (const [user, role] of [[admin, "admin"], [manager, "manager"], [member, "member"]] as const) {
         await callOk(ownerC, "org_invite", { emails: [user.email], role });

@@ -37,8 +37,8 @@ for (const mode of MODES) {
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1" } });
       apps = hatch.services.get("apps") as AppsService;
-      [solo, boss, manager, member, stranger] = (await Promise.all(["Sol", "Bo", "Max", "Mia", "Stan"].map((name) => userWithToken(hatch, { name })))) as User[];
-      [soloC, bossC, managerC, memberC, strangerC] = await Promise.all([solo, boss, manager, member, stranger].map((u) => connectClient(hatch, u!.accessToken)));
+      [solo, boss, manager, member, stranger] = (await Promise.all(["Sol", "Bo", "Max", "Mia", "Stan"].map((name) => userWithToken(hatch, { name })))) as [User, User, User, User, User];
+      [soloC, bossC, managerC, memberC, strangerC] = (await Promise.all([solo, boss, manager, member, stranger].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client, Client];
       const org = await callOk<{ org: { id: string } }>(bossC, "org_setup", { action: "create", name: `Tool AI ${mode}` });
       for (const [user, client, role] of [[manager, managerC, "manager"], [member, memberC, "member"]] as const) {
         await callOk(bossC, "org_invite", { emails: [user.email], role });
