@@ -21,6 +21,7 @@ import { checkHealth } from "./health.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
+import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
@@ -118,6 +119,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(confirmations.routes)
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
     .use(secretPages({ auth, bus, contextKey, accounts, logger }))
+    .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);

@@ -21,6 +21,9 @@ const PHRASES: Record<string, string> = {
   moved: "moved",
   secret_set: "set a secret of",
   secret_deleted: "deleted a secret of",
+  ai_choice_changed: "changed the AI key choice of",
+  ai_key_added: "added an AI key to",
+  ai_key_deleted: "deleted an AI key of",
 };
 
 function summaryOf(ctx: CallContext | null, verb: string, app: EventApp, details: Record<string, unknown>): string {

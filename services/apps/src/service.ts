@@ -5,6 +5,7 @@ import { appsKeys, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
 import { receiveUpload } from "./publish/uploads.ts";
+import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
@@ -47,6 +48,8 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
       [rpcMethods.apps.secretPage]: secretPageRpc(ctx),
       [rpcMethods.apps.secretSet]: secretSetRpc(ctx),
+      [rpcMethods.apps.aiKeyPage]: aiKeyPageRpc(ctx),
+      [rpcMethods.apps.aiKeySet]: aiKeySetRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,

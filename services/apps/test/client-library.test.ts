@@ -109,7 +109,7 @@ describe("served files", () => {
     }
     expect(script).not.toMatch(/^\s*export\b/m);
     expect(script).toContain("window.hatch = hatch;");
-    expect(module.match(/^export\b.*$/gm)).toEqual(["export { hatch as default, me, signIn, db, files, api };"]);
+    expect(module.match(/^export\b.*$/gm)).toEqual(["export { hatch as default, me, signIn, db, files, api, ai };"]);
   });
 
   test("Accept-Encoding: gzip only when named or * without q=0", () => {
@@ -136,18 +136,18 @@ describe("the library outside a browser page", () => {
     const types = readFileSync(join(import.meta.dir, "../src/client/hatch.d.ts"), "utf8");
     const reference = developerReference("browser_library");
     const methods = [...types.matchAll(/^ {2}(\w+)(?:<[^>]*>)?\(/gm)].map((m) => m[1]!);
-    expect(methods.sort()).toEqual(["add", "api", "db", "files", "get", "list", "list", "me", "remove", "remove", "signIn", "subscribe", "update", "upload", "url"]);
+    expect(methods.sort()).toEqual(["add", "api", "chat", "db", "files", "get", "list", "list", "me", "remove", "remove", "signIn", "subscribe", "update", "upload", "url"]);
     for (const method of methods) expect([method, reference.includes(`.${method}(`)]).toEqual([method, true]);
   });
 
-  test("the module has a default export and the named exports me, signIn, db, files, api", async () => {
+  test("the module has a default export and the named exports me, signIn, db, files, api, ai", async () => {
     const dir = mkdtempSync(join(tmpdir(), "hatch-client-"));
     try {
       const file = join(dir, "client.mjs");
       writeFileSync(file, await (await fetch(url("/_hatch/client.mjs"))).text());
       const module = (await import(file)) as Record<string, unknown> & { default: Hatch };
-      expect(Object.keys(module).sort()).toEqual(["api", "db", "default", "files", "me", "signIn"]);
-      for (const name of ["me", "signIn", "db", "files", "api"] as const) expect(module[name]).toBe(module.default[name]);
+      expect(Object.keys(module).sort()).toEqual(["ai", "api", "db", "default", "files", "me", "signIn"]);
+      for (const name of ["me", "signIn", "db", "files", "api", "ai"] as const) expect(module[name]).toBe(module.default[name]);
       expect(module.default.files("b").url("abc")).toBe("/_hatch/files/b/abc");
       expect(module.default.files("my photos").url("a/b")).toBe("/_hatch/files/my%20photos/a%2Fb");
       const collection = module.default.db("todos");
@@ -162,7 +162,7 @@ describe("the library outside a browser page", () => {
     const window: Record<string, unknown> = {};
     new Function("window", script)(window);
     expect(Object.keys(window)).toEqual(["hatch"]);
-    expect(Object.keys(window.hatch as object).sort()).toEqual(["api", "db", "files", "me", "signIn"]);
+    expect(Object.keys(window.hatch as object).sort()).toEqual(["ai", "api", "db", "files", "me", "signIn"]);
   });
 });
 

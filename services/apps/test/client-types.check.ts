@@ -2,7 +2,7 @@
 // hand-written types (hatch.d.ts), and the implementation checked against those types. `bun run typecheck` fails when
 // the reference's usage, the declared types and the implementation drift apart.
 import type * as Declared from "../src/client/hatch.d.ts";
-import type { ChangeEvent, DocumentPage, HatchDocument, HatchError, HatchFile, HatchUser, ListOptions, Removed, Where } from "../src/client/hatch.d.ts";
+import type { AiChatReply, AiChatRequest, ChangeEvent, DocumentPage, HatchDocument, HatchError, HatchFile, HatchUser, ListOptions, Removed, Where } from "../src/client/hatch.d.ts";
 import * as Implemented from "../src/client/hatch-client.ts";
 
 // The module served as /_hatch/client.mjs has every export the types declare, with the declared types.
@@ -74,6 +74,12 @@ export async function referenceUsage(): Promise<void> {
     void (error as HatchError).code;
   }
   void [forecast.days, posted.status, posted.ok, root.headers.get("content-type")];
+  // AI: a chat completion paid by the app's key choice.
+  const request: AiChatRequest = { model: "gpt-4o-mini", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Name a color." }] };
+  const reply: AiChatReply = await hatch.ai.chat(request);
+  const tuned = await hatch.ai.chat({ ...request, provider: "openai", temperature: 0.2, maxTokens: 100 });
+  const usage: [string, string, number, number] = [reply.content, reply.model, reply.usage.inputTokens, tuned.usage.outputTokens];
+  void usage;
 
   // Errors: an Error with a code from the six.
   try {
@@ -88,11 +94,12 @@ export async function referenceUsage(): Promise<void> {
 
 // The ES module: default export and named exports.
 export async function moduleUsage(): Promise<void> {
-  const { default: hatchModule, me, signIn, db, files, api } = Implemented;
+  const { default: hatchModule, me, signIn, db, files, api, ai } = Implemented;
   const viewer = await me();
   if (!viewer) signIn();
   const items = await db<Todo>("todos").list({ limit: 5 });
   const url: string = files("photos").url("abc");
   const answer: Response = await api("weather", "/current", { signal: AbortSignal.timeout(5000) });
-  void [hatchModule.me, items.documents[0]?.done, url, answer.status];
+  const chatted = await ai.chat({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }] });
+  void [hatchModule.me, items.documents[0]?.done, url, answer.status, chatted.content];
 }

@@ -2,6 +2,12 @@ import { eventStreamFor, type EventConsumer } from "@hatch/shared";
 import type { OrgsContext } from "./context.ts";
 import { recordActivity } from "./db/activity.ts";
 
+/**
+ * Events that are not lines of the activity log: usage counted by billing, one per AI call (they would drown out
+ * what people did).
+ */
+const NOT_ACTIVITY = new Set(["apps.ai.used"]);
+
 /** The durable consumer every orgs instance shares: all events, from every service, into the activity log. */
 export const ACTIVITY_CONSUMER = "orgs-activity";
 
@@ -16,6 +22,7 @@ export function startActivityConsumer(orgs: OrgsContext): EventConsumer {
     filter: "events.>",
     logger: log,
     handler: async (event) => {
+      if (NOT_ACTIVITY.has(`${event.service}.${event.entity}.${event.verb}`)) return;
       const added = await recordActivity(orgs.db, event);
       log.debug(added ? "activity recorded" : "activity already recorded", { event: event.id });
     },

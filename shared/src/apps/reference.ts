@@ -1,6 +1,7 @@
 import { DOCS_TOPICS } from "../contracts/apps.ts";
 import { formatBytes, PUBLISH_LIMITS } from "./limits.ts";
 import { APIS } from "./reference-apis.ts";
+import { AI_CALLS } from "./reference-ai.ts";
 import { BROWSER_LIBRARY } from "./reference-browser.ts";
 
 // The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
@@ -123,12 +124,12 @@ const SERVER_CODE = `## Server code
 
 const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {
   service_json: `${SERVICE_JSON}\n${APIS}`,
-  browser_library: BROWSER_LIBRARY,
+  browser_library: `${BROWSER_LIBRARY}\n${AI_CALLS}`,
   server_code: SERVER_CODE,
 };
 
 /** The reference in Markdown: the whole of it, or one topic. */
 export function developerReference(topic: ReferenceTopic = "all"): string {
   if (topic !== "all") return SECTIONS[topic];
-  return [OVERVIEW, SERVICE_JSON, APIS, BROWSER_LIBRARY, SERVER_CODE].join("\n");
+  return [OVERVIEW, SERVICE_JSON, APIS, BROWSER_LIBRARY, AI_CALLS, SERVER_CODE].join("\n");
 }

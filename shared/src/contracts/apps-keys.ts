@@ -100,6 +100,13 @@ export const tool_ai = defineTool({
       value: AiKeyChoiceSchema.describe(
         "company = the organization's key; mine = the user's own key; tool = the app's own key; none = no AI",
       ),
+      acceptCost: z
+        .boolean()
+        .optional()
+        .describe(
+          "Only when a previous call returned a cost warning and asked the user: true if the user said they accept " +
+            "paying for other people's AI calls on this app. Never set it without asking the user",
+        ),
     })
     .strict(),
   output: z.object({

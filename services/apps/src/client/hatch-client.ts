@@ -1,7 +1,7 @@
 // Hatch's browser library: the app's data on its own origin (/_hatch/…). Served by serve.ts as a classic script
 // (/_hatch/client.js, defines window.hatch) and as an ES module (/_hatch/client.mjs). It runs in browsers: no imports
 // at run time (the type import below is erased), no Bun or Node APIs. Types: hatch.d.ts (served as client.d.ts).
-import type { ApiInit, Bucket, ChangeEvent, Collection, Hatch, HatchError, HatchErrorCode, HatchUser, ListOptions } from "./hatch.d.ts";
+import type { AiChatReply, AiChatRequest, ApiInit, Bucket, ChangeEvent, Collection, Hatch, HatchAi, HatchError, HatchErrorCode, HatchUser, ListOptions } from "./hatch.d.ts";
 
 const CODES: readonly HatchErrorCode[] = ["forbidden", "not_found", "invalid", "too_large", "limit_exceeded", "unavailable"];
 const CODE_OF_STATUS: Record<number, HatchErrorCode> = { 400: "invalid", 403: "forbidden", 404: "not_found", 405: "invalid", 413: "too_large", 429: "limit_exceeded" };
@@ -141,6 +141,11 @@ async function api(name: string, path = "", init: ApiInit = {}): Promise<Respons
   throw errorOf(response.status, await response.json().catch(() => null));
 }
 
-const hatch: Hatch = { me, signIn, db, files, api };
+/** AI calls through the app host, paid by the app's AI key choice; the key never reaches the page. */
+const ai: HatchAi = {
+  chat: (request: AiChatRequest) => sendJson<AiChatReply>("POST", "/_hatch/ai/chat", request),
+};
 
-export { hatch as default, me, signIn, db, files, api };
+const hatch: Hatch = { me, signIn, db, files, api, ai };
+
+export { hatch as default, me, signIn, db, files, api, ai };

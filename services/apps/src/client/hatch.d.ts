@@ -1,6 +1,6 @@
 // Types of Hatch's browser library, served as /_hatch/client.d.ts on every app origin.
 // <script src="/_hatch/client.js"> defines the global `hatch`; `import hatch from "/_hatch/client.mjs"` gives the same
-// object (named exports: me, signIn, db, files, api). Save this file in a TypeScript project (e.g. src/hatch.d.ts) to type
+// object (named exports: me, signIn, db, files, api, ai). Save this file in a TypeScript project (e.g. src/hatch.d.ts) to type
 // the global, and import its types: `import type { HatchDocument } from "./hatch"`.
 
 /** The codes every failure carries as `error.code`. */
@@ -127,6 +127,37 @@ export interface ApiInit {
   signal?: AbortSignal;
 }
 
+/** One chat message, OpenAI style. */
+export interface AiMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface AiChatRequest {
+  messages: AiMessage[];
+  /** The provider's model name, e.g. "gpt-4o-mini". */
+  model: string;
+  /** Which of the app's keys to use (e.g. "openai"); default: its only key, else the oldest. */
+  provider?: string;
+  /** 0 to 2. */
+  temperature?: number;
+  /** The most tokens the answer may have. */
+  maxTokens?: number;
+}
+
+export interface AiChatReply {
+  /** The assistant's answer. */
+  content: string;
+  /** The model that answered, as the provider names it. */
+  model: string;
+  usage: { inputTokens: number; outputTokens: number };
+}
+
+/** AI calls paid by the app's AI key choice (tool_ai); the key stays on Hatch. */
+export interface HatchAi {
+  chat(request: AiChatRequest): Promise<AiChatReply>;
+}
+
 export interface Hatch {
   /** The signed-in viewer, or null. */
   me(): Promise<HatchUser | null>;
@@ -140,6 +171,7 @@ export interface Hatch {
    * rejects with a HatchError when Hatch refused (unknown API, secret not set, not allowed, too large, timeout).
    */
   api(name: string, path?: string, init?: ApiInit): Promise<Response>;
+  ai: HatchAi;
 }
 
 declare const hatch: Hatch;
@@ -149,6 +181,7 @@ export declare const signIn: Hatch["signIn"];
 export declare const db: Hatch["db"];
 export declare const files: Hatch["files"];
 export declare const api: Hatch["api"];
+export declare const ai: Hatch["ai"];
 
 declare global {
   /** Defined by <script src="/_hatch/client.js">. */

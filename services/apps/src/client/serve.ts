@@ -21,7 +21,7 @@ interface ClientFile {
 
 const BANNER = "// Hatch browser library. Types: /_hatch/client.d.ts. Reference: service_docs, topic browser_library.\n";
 /** The one export statement hatch-client.ts ends with; the classic script drops it and sets window.hatch instead. */
-const EXPORTS = /\nexport \{ hatch as default(?:, [A-Za-z]+)* \};\s*$/;
+const EXPORTS = /\nexport \{ hatch as default(?:, \w+)* \};\s*$/;
 const CACHE_CONTROL = "public, max-age=300";
 
 let built: ReadonlyMap<string, ClientFile> | null = null;

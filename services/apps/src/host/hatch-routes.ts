@@ -7,6 +7,7 @@ import { answerCollections } from "../data/collections-http.ts";
 import type { LiveChanges } from "../data/live.ts";
 import { answerApi, HATCH_ERROR_HEADER } from "../apis/route.ts";
 import { answerClientFile } from "../client/serve.ts";
+import { answerAiChat } from "../ai/chat-http.ts";
 import { signInUrl } from "./access.ts";
 import { sameOriginTarget } from "./paths.ts";
 import type { Outbound } from "./outbound.ts";
@@ -73,6 +74,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
       const rest = path.slice("/_hatch/api/".length);
       return withCaller(request, url, address, remoteAddress, (caller) => answerApi(deps.outbound, deps.ctx.config, request, url, rest, caller), true);
     }
+    if (path === "/_hatch/ai/chat") return withCaller(request, url, address, remoteAddress, (caller) => answerAiChat(request, caller, deps));
     for (const [prefix, answer] of [
       ["/_hatch/db/", answerCollections],
       ["/_hatch/files/", answerBuckets],

@@ -1,7 +1,7 @@
 import type { AiChatReply, AiChatRequest } from "@hatch/shared";
 import { createApiCaller } from "../apis/call.ts";
+import { createAiChat } from "../ai/chat.ts";
 import type { AppsContext } from "../context.ts";
-import { DataError } from "../data/access.ts";
 import type { Viewer } from "./access.ts";
 import type { HostedApp } from "./site.ts";
 
@@ -29,6 +29,11 @@ export interface ApiCallResult {
 export interface OutboundCaller {
   source: "browser" | "server";
   viewer: Viewer | null;
+  /**
+   * Whose calls count together for per-viewer limits when there is no viewer (the browser routes pass DataCaller's
+   * rateKey, by address); without it all anonymous calls to one app share one allowance.
+   */
+  rateKey?: string;
 }
 
 export interface Outbound {
@@ -41,8 +46,6 @@ export interface Outbound {
 export function createOutbound(ctx: AppsContext): Outbound {
   return {
     callApi: createApiCaller(ctx),
-    aiChat: async () => {
-      throw new DataError("unavailable", "AI calls are not available yet.");
-    },
+    aiChat: createAiChat(ctx),
   };
 }

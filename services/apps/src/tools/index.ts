@@ -1,5 +1,6 @@
 import type { ToolBinding } from "@hatch/shared";
 import type { AppsContext } from "../context.ts";
+import { aiKeyTool } from "./ai-key.ts";
 import { deleteToolTool } from "./delete-tool.ts";
 import { listToolsTool } from "./list-tools.ts";
 import { orgAppPauseTool } from "./org-app-pause.ts";
@@ -8,6 +9,7 @@ import { publishTool } from "./publish.ts";
 import { rollbackTool } from "./rollback.ts";
 import { serviceDocsTool } from "./service-docs.ts";
 import { shareTool } from "./share.ts";
+import { toolAiTool } from "./tool-ai.ts";
 import { toolDataTool } from "./tool-data.ts";
 import { toolSecretTool } from "./tool-secret.ts";
 import { toolStatsTool } from "./tool-stats.ts";
@@ -26,5 +28,7 @@ export function appsTools(ctx: AppsContext): ToolBinding[] {
     orgAppsTool(ctx),
     orgAppPauseTool(ctx),
     toolSecretTool(ctx),
+    aiKeyTool(ctx),
+    toolAiTool(ctx),
   ];
 }
