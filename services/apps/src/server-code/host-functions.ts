@@ -30,9 +30,11 @@ export function hostObject(context: QuickJSContext, bound: RequestBoundFunctions
       lifetime.dispose();
     }
   };
+  // newArrayBuffer copies through `new Uint8Array(value)`, so a view (a pooled Buffer) is copied exactly.
+  const arrayBuffer = (bytes: Uint8Array) => context.newArrayBuffer(bytes as unknown as ArrayBuffer);
   const domError = (name: string, message: string) => ({ error: context.newError({ name, message }) });
 
-  define("encode", (text) => context.newArrayBuffer(Buffer.from(context.getString(text), "utf8")));
+  define("encode", (text) => arrayBuffer(Buffer.from(context.getString(text), "utf8")));
   define("decode", (buffer, fatal) => {
     const bytes = bytesOf(buffer);
     try {
@@ -41,7 +43,7 @@ export function hostObject(context: QuickJSContext, bound: RequestBoundFunctions
       return { error: context.newError({ name: "TypeError", message: "The bytes are not valid UTF-8" }) };
     }
   });
-  define("random", (size) => context.newArrayBuffer(randomBytes(Math.max(0, Math.min(65536, context.getNumber(size) | 0)))));
+  define("random", (size) => arrayBuffer(randomBytes(Math.max(0, Math.min(65536, context.getNumber(size) | 0)))));
   define("btoa", (text) => {
     const value = context.getString(text);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is exactly what btoa takes

@@ -123,7 +123,7 @@ export class Instance {
       this.dispatch = context.getProp(entry, "dispatch");
       let exports = this.unwrapLoad(this.enter(this.loading, () => context.evalCode(source, filename, { type: "module" })));
       const state = context.getPromiseState(exports);
-      if (!state.notAPromise) {
+      if (!(state as { notAPromise?: boolean }).notAPromise) {
         this.unwrapLoad(this.enter(this.loading, () => this.runtime.executePendingJobs(-1)));
         const settled = context.getPromiseState(exports);
         exports.dispose();
@@ -171,7 +171,7 @@ export class Instance {
       this.turn = turn;
       turn.wall = setTimeout(() => turn.finish({ kind: "timeout" }), this.limits.wallMs);
       const meta = JSON.stringify({ method: request.method, url: request.url, headers: request.headers, viewer: request.viewer });
-      const args = [context.newNumber(turn.seq), context.newString(meta), request.body ? context.newArrayBuffer(request.body) : context.null];
+      const args = [context.newNumber(turn.seq), context.newString(meta), request.body ? context.newArrayBuffer(request.body as unknown as ArrayBuffer) : context.null];
       const result = this.enter(turn, () => context.callFunction(this.dispatch!, this.entry!, args));
       for (const arg of args) arg.dispose();
       if (result.error) {

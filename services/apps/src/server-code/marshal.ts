@@ -40,7 +40,7 @@ export function toHandle(context: QuickJSContext, value: HostCallResult): QuickJ
   if (typeof value === "string") return context.newString(value);
   const array = context.newArray();
   context.newString(value[0]).consume((h) => context.setProp(array, 0, h));
-  context.newArrayBuffer(value[1]).consume((h) => context.setProp(array, 1, h));
+  context.newArrayBuffer(value[1] as unknown as ArrayBuffer).consume((h) => context.setProp(array, 1, h));
   return array;
 }
 

@@ -103,7 +103,7 @@ export class SandboxRunner {
       this.log.error("server code worker failed", { error: String((event as ErrorEvent).message ?? event) });
       this.replace(slot, null);
     };
-    worker.unref?.();
+    (worker as Worker & { unref?(): void }).unref?.();
     return slot;
   }
 

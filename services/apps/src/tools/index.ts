@@ -9,6 +9,7 @@ import { rollbackTool } from "./rollback.ts";
 import { serviceDocsTool } from "./service-docs.ts";
 import { shareTool } from "./share.ts";
 import { toolDataTool } from "./tool-data.ts";
+import { toolLogsTool } from "./tool-logs.ts";
 import { toolStatsTool } from "./tool-stats.ts";
 
 /** Every apps tool that has a handler; the rest answer "not available yet". */
@@ -22,6 +23,7 @@ export function appsTools(ctx: AppsContext): ToolBinding[] {
     deleteToolTool(ctx),
     toolStatsTool(ctx),
     toolDataTool(ctx),
+    toolLogsTool(ctx),
     orgAppsTool(ctx),
     orgAppPauseTool(ctx),
   ];
