@@ -77,6 +77,10 @@ class Headers {
   [Symbol.iterator]() { return this.entries(); }
 }
 
+/** The bytes a view shows, as an ArrayBuffer of their own (the view itself when it covers its whole buffer). */
+function exactBuffer(view) {
+  return view.byteOffset === 0 && view.byteLength === view.buffer.byteLength ? view.buffer : view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength);
+}
 /** A body kept as given: a string, bytes (Uint8Array) or null; converted only when read. */
 function toBody(body) {
   if (body == null) return { value: null, type: null };
@@ -98,7 +102,7 @@ class Body {
     this.#used = true;
     return this.#body;
   }
-  async text() { const b = this.#take(); return b === null ? "" : typeof b === "string" ? b : H.decode(b); }
+  async text() { const b = this.#take(); return b === null ? "" : typeof b === "string" ? b : H.decode(exactBuffer(b), false); }
   async json() { return JSON.parse(await this.text()); }
   async arrayBuffer() { const b = this.#take(); return b === null ? new ArrayBuffer(0) : typeof b === "string" ? H.encode(b) : b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength); }
   async bytes() { return new Uint8Array(await this.arrayBuffer()); }
