@@ -9,7 +9,7 @@ import { LiveChanges } from "../data/live.ts";
 import { BlobCache } from "./blob-cache.ts";
 import { AppCache } from "./cache.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
-import { createOutbound } from "./outbound.ts";
+import { createOutbound, type Outbound } from "./outbound.ts";
 import { pages } from "./pages.ts";
 import { storedPathOf } from "./paths.ts";
 import { serveSite, type Served } from "./serve.ts";
@@ -34,6 +34,8 @@ export interface AppHostOptions {
   livePingMs?: number;
   /** Server code: sandbox workers, limits (tests shrink them) and how often log lines are written. */
   serverCode?: ServerCodeOptions;
+  /** Declared API and AI calls (tests pass a fake; default createOutbound). */
+  outbound?: Outbound;
 }
 
 export interface AppHost {
@@ -109,7 +111,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     loadApp: (address) => cache.get(address),
     caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
     live,
-    outbound: createOutbound(ctx),
+    outbound: options.outbound ?? createOutbound(ctx),
     // Bun closes a connection idle for 10 s; an event stream is idle between pings.
     keepOpen: (request) => server.timeout(request, 0),
   });
