@@ -155,6 +155,16 @@ describe("server code: the sandbox on the app host", () => {
     expect(await (await get("/api/hello")).text()).toBe("hello world");
   });
 
+  test("a loop of expensive built-ins that starves QuickJS's interrupt check is stopped by the worker watchdog", async () => {
+    const hog = await seedApp(t.ctx, { ...ownerSeed, address: "hog", files: { "index.html": "x", "s.js": `export default { fetch() { const a = []; while (true) a.push("x".repeat(1 << 20) + a.length); } }` }, config: { server: "s.js" } });
+    const stuck = t.get("hog", "/api");
+    // The app host's own thread keeps serving pages meanwhile.
+    expect((await get("/")).status).toBe(200);
+    expect((await stuck).status).toBe(500);
+    expect(await logs(hog.id)).toContain("error GET /api: stopped after 200 ms of CPU time (the limit per request).");
+    expect(await (await get("/api/hello")).text()).toBe("hello world");
+  });
+
   test("a handler that keeps waiting hits the wall-time limit (504); one that awaits nothing pending fails at once", async () => {
     const waiting = await get("/api/timers");
     expect(waiting.status).toBe(504);

@@ -11,7 +11,8 @@ import type { RequestHooks, SandboxLimits } from "./types.ts";
 //   so an env kept in a global from an earlier request is refused), timers and host calls (cleared and dropped when
 //   the request ends, so nothing of one request runs during another).
 // An instance runs one request at a time. It is thrown away after a CPU, memory or wall-time kill, when its
-// module failed to load, when idle too long, or to make room (least recently used first).
+// module failed to load, when idle too long (so an old version's copies go some minutes after a publish), or to
+// make room (least recently used first).
 
 export interface PoolOptions {
   /** Instances of one app version at most (concurrent requests beyond wait for one). */
@@ -88,13 +89,6 @@ export class InstancePool {
       slot.idle.push(instance);
     }
     this.wake(slot);
-  }
-
-  /** Frees every idle instance of versions other than `keep` of this app (a new version was published). */
-  dropOthers(appPrefix: string, keep: string): void {
-    for (const [key, slot] of this.slots) {
-      if (key.startsWith(appPrefix) && key !== keep) this.freeIdle(slot);
-    }
   }
 
   close(): void {

@@ -16,8 +16,7 @@ export interface WorkerSetup {
 export type ToWorker =
   | { t: "run"; run: number; key: string; filename: string; source: string | null; request: SandboxRequest }
   | { t: "answer"; run: number; call: number; ok: true; value: HostCallResult }
-  | { t: "answer"; run: number; call: number; ok: false; code: string; message: string; status: number }
-  | { t: "drop"; prefix: string; keep: string };
+  | { t: "answer"; run: number; call: number; ok: false; code: string; message: string; status: number };
 
 export type RunResult =
   | Outcome

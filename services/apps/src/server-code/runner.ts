@@ -55,7 +55,8 @@ interface Slot {
 const WORKER_URL = new URL("./worker.ts", import.meta.url);
 
 export class SandboxRunner {
-  private readonly slots: Slot[] = [];
+  /** A worker per slot, started on the slot's first request (an app host without server code starts none). */
+  private readonly slots: (Slot | null)[];
   private nextRun = 0;
   private readonly watchdog: ReturnType<typeof setInterval>;
   private stopped = false;
@@ -65,7 +66,7 @@ export class SandboxRunner {
     private readonly log: Logger,
   ) {
     if (options.workers < 1) throw new Error("SandboxRunner: workers must be at least 1");
-    for (let i = 0; i < options.workers; i++) this.slots.push(this.spawn());
+    this.slots = Array.from({ length: options.workers }, () => null);
     this.watchdog = setInterval(() => this.watch(), 100);
     this.watchdog.unref?.();
   }
@@ -73,7 +74,7 @@ export class SandboxRunner {
   run(spec: RunSpec): Promise<RunDone> {
     if (this.stopped) return Promise.resolve({ result: { kind: "lost" }, logs: [], dropped: 0 });
     const index = hashOf(spec.key) % this.slots.length;
-    const slot = this.slots[index]!;
+    const slot = this.slots[index] ?? (this.slots[index] = this.spawn());
     const run = ++this.nextRun;
     return new Promise<RunDone>((resolve) => {
       slot.runs.set(run, { spec, startedAt: performance.now(), resolve });
@@ -81,15 +82,14 @@ export class SandboxRunner {
     });
   }
 
-  /** Frees the idle instances of an app's other versions (after a publish or rollback). */
-  drop(appId: string, keep: string): void {
-    for (const slot of this.slots) this.post(slot, { t: "drop", prefix: `${appId}:`, keep });
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.watchdog);
-    for (const slot of this.slots) this.end(slot, null);
+    for (const slot of this.live()) this.end(slot, null);
+  }
+
+  private live(): Slot[] {
+    return this.slots.filter((slot): slot is Slot => slot !== null);
   }
 
   private spawn(): Slot {
@@ -189,7 +189,7 @@ export class SandboxRunner {
   private watch(): void {
     const now = performance.now();
     const stuckAfter = this.options.limits.cpuMs + (this.options.stuckGraceMs ?? 1000);
-    for (const slot of [...this.slots]) {
+    for (const slot of this.live()) {
       if (slot.runs.size === 0) continue;
       const running = Atomics.load(slot.board, 0);
       const counter = Atomics.load(slot.board, 1);

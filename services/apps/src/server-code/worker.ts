@@ -42,10 +42,6 @@ function receive(message: ToWorker, options: WorkerSetup, module: Parameters<typ
     else waiting.reject(new HostCallError(message.code, message.message, message.status));
     return;
   }
-  if (message.t === "drop") {
-    pool?.dropOthers(message.prefix, message.keep);
-    return;
-  }
   if (message.source !== null) {
     sources.delete(message.key);
     sources.set(message.key, { source: message.source, filename: message.filename });
