@@ -1,6 +1,7 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten";
 import { hostObject } from "./host-functions.ts";
-import { describeError, readReply, rejectWith, toHandle, wasmHeapBytes } from "./marshal.ts";
+import { describeError, readReply, rejectWith, toHandle } from "./marshal.ts";
+import { MemoryGuard } from "./memory-guard.ts";
 import { PRELUDE } from "./prelude-env.ts";
 import { HostCallError, ModuleLoadError, type HostCallResult, type LogLevel, type Outcome, type RequestHooks, type SandboxLimits, type SandboxRequest } from "./types.ts";
 
@@ -12,8 +13,6 @@ import { HostCallError, ModuleLoadError, type HostCallResult, type LogLevel, typ
 
 /** Timers one request may have pending at once. */
 const MAX_TIMERS = 100;
-/** CPU time between two measures of the runtime's memory (a measure walks its heap: about 60 µs for a small app). */
-const MEASURE_EVERY_MS = 10;
 
 interface Turn {
   seq: number;
@@ -39,19 +38,18 @@ export class Instance {
   private deadline = Number.POSITIVE_INFINITY;
   private interrupted = false;
   private overMemory = false;
-  /** The shared heap's size at the last measure, and CPU time spent since (see measure()). */
-  private heapMark = 0;
-  private cpuSinceMeasure = 0;
-  private entryStart = 0;
+  private readonly memory: MemoryGuard;
   private entry: QuickJSHandle | null = null;
   private dispatch: QuickJSHandle | null = null;
 
   private constructor(
-    private readonly module: QuickJSWASMModule,
+    module: QuickJSWASMModule,
     private readonly runtime: QuickJSRuntime,
     private readonly context: QuickJSContext,
     private readonly limits: SandboxLimits,
-  ) {}
+  ) {
+    this.memory = new MemoryGuard(module, runtime, context, limits.memoryBytes);
+  }
 
   /** Evaluates the prelude and the app's module. Throws ModuleLoadError (the instance is then already freed). */
   static create(module: QuickJSWASMModule, source: string, filename: string, limits: SandboxLimits, hooks: RequestHooks): Instance {
@@ -78,36 +76,11 @@ export class Instance {
       this.interrupted = true;
       return true;
     }
-    if (this.measureDue(now) && this.measure(now)) {
+    if (this.memory.over(now)) {
       this.overMemory = true;
       return true;
     }
     return false;
-  }
-
-  private measureDue(now: number): boolean {
-    return wasmHeapBytes(this.module) > this.heapMark || this.cpuSinceMeasure + (now - this.entryStart) > MEASURE_EVERY_MS;
-  }
-
-  /**
-   * Whether the runtime holds more than its memory limit, measured by walking its heap. Called when the shared heap
-   * grew or after MEASURE_EVERY_MS of CPU time: a runtime cannot allocate much without one or the other.
-   */
-  private measure(now: number): boolean {
-    this.heapMark = wasmHeapBytes(this.module);
-    this.cpuSinceMeasure = -(now - this.entryStart);
-    let used = Number.POSITIVE_INFINITY;
-    try {
-      const usage = this.runtime.computeMemoryUsage();
-      try {
-        used = this.context.getProp(usage, "memory_used_size").consume((h) => this.context.getNumber(h));
-      } finally {
-        usage.dispose();
-      }
-    } catch {
-      // Measuring needs a little memory of its own: failing to is as good as an answer.
-    }
-    return used > this.limits.memoryBytes;
   }
 
   private load(source: string, filename: string, hooks: RequestHooks): void {
@@ -230,7 +203,7 @@ export class Instance {
 
   private enter<T>(budget: { cpuLeft: number }, run: () => T): T {
     const start = performance.now();
-    this.entryStart = start;
+    this.memory.entered(start);
     this.deadline = start + Math.max(0, budget.cpuLeft);
     const hooks = this.turn?.hooks ?? this.loading?.hooks;
     hooks?.watch?.(true);
@@ -242,8 +215,8 @@ export class Instance {
       budget.cpuLeft -= end - start;
       this.deadline = Number.POSITIVE_INFINITY;
       // A native call that allocated a lot may have run without an interrupt check: measure on the way out too.
-      if (!this.overMemory && this.measureDue(end) && this.measure(end)) this.overMemory = true;
-      this.cpuSinceMeasure += end - start;
+      if (!this.overMemory && this.memory.over(end)) this.overMemory = true;
+      this.memory.left(end);
     }
   }
 
