@@ -7,14 +7,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatAppHost, measureAppHost } from "./app-host.ts";
 import { formatData, measureData } from "./data.ts";
+import { formatServerCode, measureServerCode } from "./server-code.ts";
 import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
 import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
 import { startBaseline, startClusterTarget, startEmbedded, TARGETS, type RunningTarget, type TargetKey, type TargetSettings } from "./targets.ts";
 
-/** Parts measured on their own after the whoami targets: `host` (bench/app-host.ts), `data` (bench/data.ts), `publish` (bench/publish.ts). */
-const EXTRA_PARTS = ["host", "data", "publish"];
+/** Parts measured on their own after the whoami targets: `host` (bench/app-host.ts), `data` (bench/data.ts), `server` (bench/server-code.ts), `publish` (bench/publish.ts). */
+const EXTRA_PARTS = ["host", "data", "server", "publish"];
 
 /** Start-up and shut-down allowance of the watchdog, on top of the measured runs. */
 const SETUP_ALLOWANCE_MS = 90_000;
@@ -32,7 +33,7 @@ function fail(message: string): never {
 }
 
 function readSettings() {
-  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host,data,publish").split(",").map((t) => t.trim()).filter(Boolean);
+  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host,data,server,publish").split(",").map((t) => t.trim()).filter(Boolean);
   if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t))) fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
@@ -46,6 +47,7 @@ function readSettings() {
     targets: targets.filter((t): t is TargetKey => t in TARGETS),
     host: targets.includes("host"),
     data: targets.includes("data"),
+    server: targets.includes("server"),
     publish: targets.includes("publish"),
     logLevel,
     databaseUrl: process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
@@ -116,7 +118,9 @@ function startWatchdog(settings: Settings): void {
   const hostMs = settings.host ? 4 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
   // Data: two operations at two levels, four runs each (q, h, h, q), each with its server's start.
   const dataMs = settings.data ? 16 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
-  const limitMs = SETUP_ALLOWANCE_MS + runMs + hostMs + dataMs + (settings.publish ? 60_000 : 0);
+  // Server code: two handlers at two levels, four runs each (n, h, h, n).
+  const serverMs = settings.server ? 16 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
+  const limitMs = SETUP_ALLOWANCE_MS + runMs + hostMs + dataMs + serverMs + (settings.publish ? 60_000 : 0);
   const watchdog = setTimeout(() => {
     aborted = true;
     progress(`still running after ${Math.round(limitMs / 1000)} s: giving up`);
@@ -146,6 +150,15 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "data.json"), `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`\n${formatData(result)}\n\nwritten: bench/results/data.json\n`);
+  }
+  if (settings.server) {
+    progress("server code: starting");
+    const result = await measureServerCode(settings, progress);
+    if (aborted) throw new Error("interrupted");
+    const dir = join(import.meta.dir, "results");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "server-code.json"), `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`\n${formatServerCode(result)}\n\nwritten: bench/results/server-code.json\n`);
   }
   if (settings.publish) {
     progress("publish: starting");

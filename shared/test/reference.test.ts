@@ -3,6 +3,8 @@ import { EXAMPLE_APP } from "../src/apps/example-app.ts";
 import { DATA_ERROR_STATUS, DATA_LIMITS, DATA_RULES } from "../src/apps/data-rules.ts";
 import { formatBytes } from "../src/apps/limits.ts";
 import { developerReference } from "../src/apps/reference.ts";
+import { SERVER_CODE_EXAMPLE } from "../src/apps/reference-server.ts";
+import { SERVER_LIMITS } from "../src/apps/server-code.ts";
 import { SERVICE_JSON_KEYS, ServiceJsonSchema } from "../src/apps/service-json.ts";
 
 // The developer reference says what the app host does: the browser library, its rules, limits and error codes come
@@ -16,7 +18,7 @@ describe("developer reference", () => {
     expect(library).toContain('<script src="/_hatch/client.js"></script>');
     expect(library).toContain('import hatch, { me, signIn, db, files, api } from "/_hatch/client.mjs";');
     expect(library).toContain("/_hatch/client.d.ts");
-    expect(developerReference("server_code")).toContain("Not available yet");
+    expect(developerReference("server_code")).not.toContain("Not available yet");
     expect(developerReference()).toContain(library);
   });
 
@@ -30,6 +32,21 @@ describe("developer reference", () => {
     expect(library).toContain(`default ${formatBytes(DATA_LIMITS.defaultMaxFileSize)}, at most ${formatBytes(DATA_LIMITS.maxFileSize)}`);
     expect(library).toContain("An operation without a rule is `owner`");
     expect(library).toContain("`create` cannot be `creator`");
+  });
+
+  test("the server code section prints SERVER_LIMITS, the env members and a handler that compiles", () => {
+    const section = developerReference("server_code");
+    expect(developerReference()).toContain(section);
+    expect(section).toContain(`| CPU time per request (waiting for env calls does not count) | ${SERVER_LIMITS.cpuMsPerRequest} ms |`);
+    expect(section).toContain(`| memory of the running code | ${formatBytes(SERVER_LIMITS.memoryBytes)} |`);
+    expect(section).toContain(`| env calls per request | ${SERVER_LIMITS.hostCallsPerRequest} |`);
+    for (const member of ["env.viewer", "env.db(name)", "env.files(name)", "env.api(name, path, init)", "env.ai.chat("]) expect(section).toContain(member);
+    expect(section).toContain(SERVER_CODE_EXAMPLE);
+    expect(section).toContain("tool_logs");
+    expect(section).toContain("What persists between requests");
+    // The example is plain JavaScript without imports (server code is one bundled file).
+    expect(SERVER_CODE_EXAMPLE).not.toContain("import ");
+    expect(() => new Function(SERVER_CODE_EXAMPLE.replace("export default", "return"))).not.toThrow();
   });
 
   test("the service.json table lists every key service.json accepts", () => {

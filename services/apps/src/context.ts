@@ -15,7 +15,7 @@ export interface AppsContext {
   /** The service's bus: the app host listens there for cache invalidations (see host/announce.ts). */
   bus: Bus;
   /** This process's app host, once started: a change drops its cached copy at once, before the broadcast. */
-  host?: { invalidate(address: string): void };
+  host?: { invalidate(address: string): void; flushLogs?(): Promise<void> };
 }
 
 export interface AppsKeys {

@@ -3,6 +3,7 @@ import { formatBytes, PUBLISH_LIMITS } from "./limits.ts";
 import { APIS } from "./reference-apis.ts";
 import { AI_CALLS } from "./reference-ai.ts";
 import { BROWSER_LIBRARY } from "./reference-browser.ts";
+import { SERVER_CODE } from "./reference-server.ts";
 
 // The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
 // Written for an AI that follows it literally: say exactly what works today, and plainly what does not yet.
@@ -98,6 +99,7 @@ anything is stored.
 | \`notFound\` | string | \`"404.html"\` if the folder has it | The page served with status 404 for a path that matches no file. Must be an \`.html\` file in the folder. |
 | \`collections\` | object | none | Data collections for \`hatch.db(name)\`: name → \`{ read, create, update, delete }\` rules. See the browser library. |
 | \`buckets\` | object | none | File buckets for \`hatch.files(name)\`: name → \`{ read, create, delete, maxFileSize }\`. See the browser library. |
+| \`server\` | string | none | The server code module, e.g. \`"api/index.js"\` (a \`.js\`/\`.mjs\` file of the folder): it answers \`/api/…\`. See server code. |
 | \`apis\` | object | none | Other services' HTTP APIs the app calls with a secret: name → \`{ url, secret, in, browser }\`. See Declared APIs below. |
 | \`$schema\` | string | | Ignored; lets editors validate the file. |
 
@@ -114,12 +116,6 @@ Examples:
 How paths are served: \`/\` → \`index.html\`; \`/docs/\` → \`docs/index.html\`; \`/about\` → \`about.html\` or
 \`about/index.html\`; anything else that matches no file → the SPA fallback when \`spa\` is true, else the
 404 page.
-`;
-
-const SERVER_CODE = `## Server code
-
-**Not available yet on this server.** Hatch does not run server code for apps today; \`service.json\` has no
-\`server\` key, and \`tool_logs\` has nothing to show. Build apps that run entirely in the browser.
 `;
 
 const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {

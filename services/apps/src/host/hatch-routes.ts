@@ -11,6 +11,7 @@ import { answerAiChat } from "../ai/chat-http.ts";
 import { signInUrl } from "./access.ts";
 import { sameOriginTarget } from "./paths.ts";
 import type { Outbound } from "./outbound.ts";
+import type { ServerCode } from "../server-code/route.ts";
 import type { HostedApp } from "./site.ts";
 
 // Hatch's own routes on every app origin, under /_hatch/ (an app's files never answer there): the browser library,
@@ -25,6 +26,8 @@ export interface HatchRouteDeps {
   live: LiveChanges;
   /** Declared API calls and AI calls (/_hatch/api/…, /_hatch/ai/chat, and server code's env.api / env.ai). */
   outbound: Outbound;
+  /** The app's server code behind /api (absent: no app has server code here). */
+  serverCode?: ServerCode;
   /** Lifts the server's idle timeout for a request whose answer stays open (an event stream with pings). */
   keepOpen?(request: Request): void;
 }
@@ -56,8 +59,16 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
     }
   }
 
+  /** `/api` and `/api/…` of an app whose current version has server code (any method): the data routes' checks first. */
+  function answerServerCode(request: Request, url: URL, address: string, remoteAddress: string): Promise<Response> {
+    return withCaller(request, url, address, remoteAddress, (caller) => {
+      if (!deps.serverCode || !caller.app.site?.server) throw new DataError("not_found", "This app has no server code.");
+      return deps.serverCode.answer(request, url, caller, deps);
+    });
+  }
+
   /** Answers a path under /_hatch/ on an app's origin (any method). */
-  return function answerHatch(request: Request, url: URL, address: string, remoteAddress: string): Response | Promise<Response> {
+  return Object.assign(function answerHatch(request: Request, url: URL, address: string, remoteAddress: string): Response | Promise<Response> {
     const path = url.pathname;
     if (path.startsWith("/_hatch/client.")) return answerClientFile(request, path.slice("/_hatch/".length));
     if (path === "/_hatch/signin") {
@@ -85,7 +96,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
       }
     }
     return dataErrorResponse(new DataError("not_found", "Hatch has nothing at this /_hatch/ path. See service_docs, topic browser_library."));
-  };
+  }, { serverCode: answerServerCode });
 }
 
 export function methodNotAllowed(allowed: string): Response {

@@ -9,11 +9,12 @@ import { LiveChanges } from "../data/live.ts";
 import { BlobCache } from "./blob-cache.ts";
 import { AppCache } from "./cache.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
-import { createOutbound } from "./outbound.ts";
+import { createOutbound, type Outbound } from "./outbound.ts";
 import { pages } from "./pages.ts";
 import { storedPathOf } from "./paths.ts";
 import { serveSite, type Served } from "./serve.ts";
 import { loadHostedApp, type HostedApp } from "./site.ts";
+import { createServerCode, type ServerCodeOptions } from "../server-code/route.ts";
 import { StatsCounter } from "./stats.ts";
 import { LiveViewers } from "./viewers.ts";
 
@@ -31,6 +32,10 @@ export interface AppHostOptions {
   viewerTtlMs?: number;
   /** How often open data event streams get a ping and their viewer is checked again (default 25 s). */
   livePingMs?: number;
+  /** Server code: sandbox workers, limits (tests shrink them) and how often log lines are written. */
+  serverCode?: ServerCodeOptions;
+  /** Declared API and AI calls (tests pass a fake; default createOutbound). */
+  outbound?: Outbound;
 }
 
 export interface AppHost {
@@ -39,6 +44,8 @@ export interface AppHost {
   invalidate(address: string): void;
   /** Writes the opens and viewers counted so far (tests; stop does it too). */
   flushStats(): Promise<void>;
+  /** Writes the server code log lines buffered so far (tool_logs; stop does it too). */
+  flushLogs(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -96,13 +103,15 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const cookieName = viewerCookieName(ctx.config);
   const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
   const live = new LiveChanges(ctx.bus, log, { pingMs: options.livePingMs });
+  const serverCode = createServerCode(ctx, log.child({ component: "server-code" }), options.serverCode);
   const hatch = createHatchRoutes({
+    serverCode,
     ctx,
     log,
     loadApp: (address) => cache.get(address),
     caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
     live,
-    outbound: createOutbound(ctx),
+    outbound: options.outbound ?? createOutbound(ctx),
     // Bun closes a connection idle for 10 s; an event stream is idle between pings.
     keepOpen: (request) => server.timeout(request, 0),
   });
@@ -118,6 +127,17 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       // Hatch's own routes on every app origin: the browser library and the app's data (any method).
       return hatch(request, url, address, server.requestIP(request)?.address ?? "");
     }
+    if (url.pathname === "/api" || url.pathname.startsWith("/api/")) {
+      // An app with server code answers /api itself, any method; without, these are paths of its files.
+      const ip = server.requestIP(request)?.address ?? "";
+      const pick = (app: HostedApp | null) => (app?.site?.server ? hatch.serverCode(request, url, address, ip) : answerFiles(request, server, url, address));
+      const cached = cache.get(address);
+      return cached instanceof Promise ? cached.then(pick, (error: unknown) => (log.error("app could not be loaded", { address, error }), pages.unavailable())) : pick(cached);
+    }
+    return answerFiles(request, server, url, address);
+  }
+
+  function answerFiles(request: Request, server: Server<undefined>, url: URL, address: string): Response | Promise<Response> {
     if (request.method !== "GET" && request.method !== "HEAD") return pages.methodNotAllowed();
     if (url.pathname === "/_hatch/auth") return answerAuthReturn(ctx, url, address);
     const cached = cache.get(address);
@@ -167,7 +187,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     if (app.paused) return pages.paused();
     if (!app.site) return pages.nothingPublished();
     const path = storedPathOf(url.pathname);
-    if (path === null) return pages.notFound();
+    // The server module's source is the owner's, not a file of the site.
+    if (path === null || path === app.site.server?.path) return pages.notFound();
     const finish = (served: Served): Response => {
       if (served.document && request.method === "GET" && isNavigation(request)) {
         // A public app's viewer is counted by the cookie's user, unchecked: only statistics, and no bus call.
@@ -222,12 +243,14 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     port: server.port ?? ctx.config.appPort,
     invalidate: (address) => cache.invalidate(address),
     flushStats: () => stats.flush(),
+    flushLogs: () => serverCode.flushLogs(),
     async stop() {
       subscription.unsubscribe();
       viewerChanges.unsubscribe();
       dataChanges.unsubscribe();
       await server.stop(true);
       await stats.stop();
+      await serverCode.stop();
     },
   };
 }

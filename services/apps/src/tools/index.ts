@@ -12,6 +12,7 @@ import { shareTool } from "./share.ts";
 import { toolAiTool } from "./tool-ai.ts";
 import { toolDataTool } from "./tool-data.ts";
 import { toolSecretTool } from "./tool-secret.ts";
+import { toolLogsTool } from "./tool-logs.ts";
 import { toolStatsTool } from "./tool-stats.ts";
 
 /** Every apps tool that has a handler; the rest answer "not available yet". */
@@ -25,6 +26,7 @@ export function appsTools(ctx: AppsContext): ToolBinding[] {
     deleteToolTool(ctx),
     toolStatsTool(ctx),
     toolDataTool(ctx),
+    toolLogsTool(ctx),
     orgAppsTool(ctx),
     orgAppPauseTool(ctx),
     toolSecretTool(ctx),

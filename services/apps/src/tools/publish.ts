@@ -6,6 +6,7 @@ import { appsTable, blobs, uploads, versionFiles } from "../db/schema.ts";
 import { commitVersion, type VersionTarget } from "../publish/commit.ts";
 import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
 import { decodeInline } from "../publish/inline.ts";
+import { checkServerFile, checkServerModule } from "../publish/server-module.ts";
 import { issueUploads } from "../publish/uploads.ts";
 import { storeBlob } from "../blobs/unused.ts";
 import { announceAppChanged } from "../host/announce.ts";
@@ -37,6 +38,7 @@ export function publishTool(app: AppsContext) {
     const configBytes = configEntry && !configPending ? (folder?.bytes.get(configEntry.sha256) ?? (await requireStored(app, configEntry.sha256))) : null;
     const config = configPending ? null : parseServiceJson(configBytes);
     if (config) checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
+    if (config) checkServerFile(config, entries);
 
     const target = input.address ? ({ kind: "existing", address: input.address, expectedVersion: input.expectedVersion } as const) : newAppTarget(app, call);
     if ("ask" in target) return target;
@@ -55,6 +57,7 @@ export function publishTool(app: AppsContext) {
     }
     // Unreachable in practice: service.json's content is pending only while it is missing.
     if (!config) throw new ToolError("conflict", "service.json has not been uploaded yet. Call publish again with the same manifest.");
+    await checkServerModule(config, entries, (sha256) => folder?.bytes.get(sha256) ?? requireStored(app, sha256));
     if (folder) {
       for (const [sha256, bytes] of folder.bytes) await storeBlob(app, sha256, bytes);
     }

@@ -1,0 +1,64 @@
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSWASMModule } from "quickjs-emscripten";
+import { HostCallError, type HostCallResult, type Outcome, type SandboxReply } from "./types.ts";
+
+// Values across the sandbox's edge: the app's reply out, host call answers and refusals in, errors described.
+
+/** The prelude's dispatch result `[metaJson, body]` read out (body: text, bytes or undefined). */
+export function readReply(context: QuickJSContext, value: QuickJSHandle): SandboxReply {
+  const meta = JSON.parse(context.getProp(value, 0).consume((h) => context.getString(h))) as { status: number; headers: [string, string][] };
+  const body = context.getProp(value, 1).consume((h): string | Uint8Array | null => {
+    const type = context.typeof(h);
+    if (type === "string") return context.getString(h);
+    if (type !== "object") return null;
+    const bytes = context.getArrayBuffer(h);
+    try {
+      return bytes.value.slice();
+    } finally {
+      bytes.dispose();
+    }
+  });
+  return { status: meta.status, headers: meta.headers, body };
+}
+
+/** An error thrown by the app's code as name, message and stack (an out-of-memory error is a memory kill). */
+export function describeError(context: QuickJSContext, error: QuickJSHandle): Outcome {
+  let dumped: unknown;
+  try {
+    dumped = context.dump(error);
+  } catch {
+    return { kind: "memory" };
+  }
+  const shape = (typeof dumped === "object" && dumped !== null ? dumped : {}) as { name?: unknown; message?: unknown; stack?: unknown };
+  if (shape.name === "InternalError" && shape.message === "out of memory") return { kind: "memory" };
+  const name = typeof shape.name === "string" ? shape.name : "Error";
+  const message = typeof shape.message === "string" ? `${name}: ${shape.message}` : `Uncaught ${typeof dumped === "string" ? dumped : (JSON.stringify(dumped) ?? String(dumped))}`;
+  return { kind: "error", message, stack: typeof shape.stack === "string" && shape.stack ? shape.stack : null };
+}
+
+/** A host call's answer as a sandbox value: a string, or [string, ArrayBuffer]. The caller owns it. */
+export function toHandle(context: QuickJSContext, value: HostCallResult): QuickJSHandle {
+  if (typeof value === "string") return context.newString(value);
+  const array = context.newArray();
+  context.newString(value[0]).consume((h) => context.setProp(array, 0, h));
+  context.newArrayBuffer(value[1] as unknown as ArrayBuffer).consume((h) => context.setProp(array, 1, h));
+  return array;
+}
+
+/** Rejects a host call's promise with a HatchError (code, message, status); anything unexpected is `unavailable`. */
+export function rejectWith(context: QuickJSContext, deferred: QuickJSDeferredPromise, error: unknown): void {
+  const known = error instanceof HostCallError ? error : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
+  const handle = context.newError({ name: "HatchError", message: known.message });
+  context.newString(known.code).consume((h) => context.setProp(handle, "code", h));
+  context.newNumber(known.status).consume((h) => context.setProp(handle, "status", h));
+  deferred.reject(handle);
+  handle.dispose();
+}
+
+/**
+ * Bytes of the WebAssembly memory all runtimes share. It only grows when the allocator runs out of free space, so
+ * growth while one runtime runs is a sign to measure that runtime (QuickJS's own limit cannot be trusted in this
+ * build: without malloc_usable_size it counts 8 bytes per allocation, whatever its size).
+ */
+export function wasmHeapBytes(module: QuickJSWASMModule): number {
+  return (module as unknown as { module: { HEAPU8: Uint8Array } }).module.HEAPU8.byteLength;
+}

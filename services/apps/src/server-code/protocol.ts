@@ -1,0 +1,32 @@
+import type { PoolOptions } from "./pool.ts";
+import type { HostCallResult, LogLevel, Outcome, SandboxLimits, SandboxRequest } from "./types.ts";
+
+// Messages between the app host (main thread) and a sandbox worker. Host calls travel back to the main thread,
+// which holds the database, the blob store and the outbound clients; the worker holds only QuickJS.
+
+export interface WorkerSetup {
+  limits: SandboxLimits;
+  pool: PoolOptions;
+  /** [run being executed (0: none), entries so far]: the watchdog reads it to find a worker stuck in one entry. */
+  board: SharedArrayBuffer;
+  logLinesPerRequest: number;
+  logLineChars: number;
+}
+
+export type ToWorker =
+  | { t: "run"; run: number; key: string; filename: string; source: string | null; request: SandboxRequest }
+  | { t: "answer"; run: number; call: number; ok: true; value: HostCallResult }
+  | { t: "answer"; run: number; call: number; ok: false; code: string; message: string; status: number };
+
+export type RunResult =
+  | Outcome
+  | { kind: "load"; message: string; stack: string | null; limit: "cpu" | "memory" | null }
+  /** The worker was stopped under this request for another one's sake (its code never misbehaved): try again. */
+  | { kind: "lost" };
+
+export type FromWorker =
+  | { t: "ready" }
+  /** The worker has no source for this version (evicted or never sent): send the run again with it. */
+  | { t: "need"; run: number }
+  | { t: "call"; run: number; call: number; op: Record<string, unknown>; body: Uint8Array | null }
+  | { t: "done"; run: number; result: RunResult; logs: [LogLevel, string][]; dropped: number; heap: number };

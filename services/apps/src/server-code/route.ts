@@ -1,0 +1,169 @@
+import { SERVER_LIMITS, formatBytes, type Logger } from "@hatch/shared";
+import { appOrigin } from "../config.ts";
+import type { AppsContext } from "../context.ts";
+import { DataError, json, type DataCaller } from "../data/access.ts";
+import { viewerCookieName } from "../host/access.ts";
+import type { HatchRouteDeps } from "../host/hatch-routes.ts";
+import type { Site } from "../host/site.ts";
+import { hostCall } from "./env-host.ts";
+import { AppLogWriter } from "./logs.ts";
+import type { RunResult } from "./protocol.ts";
+import { SandboxRunner } from "./runner.ts";
+import type { SandboxLimits, SandboxReply } from "./types.ts";
+
+// `/api` and `/api/…` on an app's origin, when its current version has server code: the request (after the same
+// checks as the data routes) goes to the app's fetch(request, env) in the sandbox, and its Response comes back.
+// Whatever goes wrong is a log line for the owner (tool_logs) and a short JSON error for the browser, never a stack.
+
+export interface ServerCodeOptions {
+  limits?: Partial<SandboxLimits>;
+  workers?: number;
+  logFlushMs?: number;
+}
+
+export interface ServerCode {
+  answer(request: Request, url: URL, caller: DataCaller, deps: HatchRouteDeps): Promise<Response>;
+  flushLogs(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authenticate", "proxy-authorization", "content-length"]);
+const SOURCES_KEPT = 32;
+
+export function createServerCode(ctx: AppsContext, log: Logger, options: ServerCodeOptions = {}): ServerCode {
+  const limits: SandboxLimits = {
+    cpuMs: SERVER_LIMITS.cpuMsPerRequest,
+    wallMs: SERVER_LIMITS.requestSeconds * 1000,
+    memoryBytes: SERVER_LIMITS.memoryBytes,
+    stackBytes: 512 * 1024,
+    hostCalls: SERVER_LIMITS.hostCallsPerRequest,
+    maxResponseBytes: SERVER_LIMITS.maxResponseBytes,
+    ...options.limits,
+  };
+  const runner = new SandboxRunner(
+    { workers: options.workers ?? 2, limits, pool: { perVersion: 4, total: 200, idleMs: 5 * 60_000 }, logLinesPerRequest: SERVER_LIMITS.logLinesPerRequest, logLineChars: SERVER_LIMITS.logLineChars },
+    log,
+  );
+  const logs = new AppLogWriter(ctx.db, log, { flushMs: options.logFlushMs });
+  const sources = new Map<string, string>();
+  const cookieName = viewerCookieName(ctx.config);
+
+  async function loadSource(file: NonNullable<Site["server"]>): Promise<string> {
+    const known = sources.get(file.sha256);
+    if (known !== undefined) return known;
+    const blob = await ctx.blobs.get(file.sha256);
+    if (!blob) throw new Error(`server module ${file.sha256} is missing from the blob store`);
+    const source = await blob.text();
+    if (sources.size >= SOURCES_KEPT) sources.delete(sources.keys().next().value!);
+    sources.set(file.sha256, source);
+    return source;
+  }
+
+  async function answer(request: Request, url: URL, caller: DataCaller, deps: HatchRouteDeps): Promise<Response> {
+    const { app } = caller;
+    const site = app.site!;
+    const file = site.server!;
+    const body = await readBody(request);
+    const origin = appOrigin(ctx.config, app.address);
+    // A request from another origin runs without the viewer: the cookie came along, the person did not choose to.
+    const viewer = fromOwnOrigin(request, origin) ? caller.viewer : null;
+    const done = await runner.run({
+      key: `${app.id}:${site.version}`,
+      filename: file.path,
+      loadSource: () => loadSource(file),
+      request: { method: request.method, url: origin + url.pathname + url.search, headers: requestHeaders(request, cookieName), body, viewer: viewer ? { email: viewer.email, name: viewer.name ?? null } : null },
+      hostCall: (op, payload) => hostCall(deps, app, viewer, op, payload, caller.rateKey),
+    });
+    logs.request(app.id, done.logs, done.dropped);
+    if (done.result.kind === "ok") {
+      const size = done.result.reply.body === null ? 0 : typeof done.result.reply.body === "string" ? Buffer.byteLength(done.result.reply.body) : done.result.reply.body.byteLength;
+      if (size <= limits.maxResponseBytes) return toResponse(done.result.reply, request.method);
+      logs.add(app.id, "error", `${request.method} ${url.pathname}: the response body is ${formatBytes(size)}; at most ${formatBytes(limits.maxResponseBytes)} may be sent.`);
+      return failed(500, "This app's server code answered with a body larger than Hatch sends.");
+    }
+    return failure(app.id, `${request.method} ${url.pathname}`, done.result);
+  }
+
+  function failure(appId: string, what: string, result: Exclude<RunResult, { kind: "ok" }>): Response {
+    switch (result.kind) {
+      case "error":
+        logs.add(appId, "error", `${what}: uncaught ${result.message}${result.stack ? `\n${result.stack.replace(/\n$/, "")}` : ""}`);
+        return failed(500, "This app's server code failed. Its owner can read why in the app's logs (tool_logs).");
+      case "cpu":
+        logs.add(appId, "error", `${what}: stopped after ${limits.cpuMs} ms of CPU time (the limit per request).`);
+        return failed(500, "This app's server code ran too long and was stopped.");
+      case "memory":
+        logs.add(appId, "error", `${what}: stopped: it used more than ${Math.round(limits.memoryBytes / 1024 / 1024)} MB of memory.`);
+        return failed(500, "This app's server code used too much memory and was stopped.");
+      case "timeout":
+        logs.add(appId, "error", `${what}: stopped after ${limits.wallMs / 1000} s: the request took longer than its time limit (its timers never fire).`);
+        return failed(504, "This app's server code did not answer in time.");
+      case "stalled":
+        logs.add(appId, "error", `${what}: fetch's promise can never settle: it awaits something nothing will resolve (a promise never resolved, no timer or env call pending).`);
+        return failed(500, "This app's server code never answered.");
+      case "load":
+        logs.add(appId, "error", `${what}: the server module could not be loaded: ${result.message}${result.stack ? `\n${result.stack.replace(/\n$/, "")}` : ""}`);
+        return failed(500, "This app's server code could not start. Its owner can read why in the app's logs (tool_logs).");
+      case "lost":
+        return failed(503, "This app's server code was restarted while answering. Try again.", { "Retry-After": "1" });
+    }
+  }
+
+  async function readBody(request: Request): Promise<Uint8Array | null> {
+    if (request.method === "GET" || request.method === "HEAD" || !request.body) return null;
+    const tooLarge = () => new DataError("too_large", `A request to server code may carry at most ${formatBytes(SERVER_LIMITS.maxRequestBytes)}.`);
+    const declared = Number(request.headers.get("content-length") ?? 0);
+    if (declared > SERVER_LIMITS.maxRequestBytes) throw tooLarge();
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of request.body) {
+      size += chunk.byteLength;
+      if (size > SERVER_LIMITS.maxRequestBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks, size);
+  }
+
+  return {
+    answer,
+    flushLogs: () => logs.flush(),
+    async stop() {
+      await runner.stop();
+      await logs.stop();
+    },
+  };
+}
+
+function failed(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return json({ error: { code: "unavailable", message } }, status, headers);
+}
+
+function fromOwnOrigin(request: Request, origin: string): boolean {
+  const site = request.headers.get("sec-fetch-site");
+  const from = request.headers.get("origin");
+  return (site === null || site === "same-origin" || site === "none") && (from === null || from === origin);
+}
+
+/** The request's headers for the app, names lower-case, without Hatch's own viewer cookie. */
+function requestHeaders(request: Request, cookieName: string): [string, string][] {
+  const headers: [string, string][] = [];
+  request.headers.forEach((value, name) => {
+    if (name === "cookie") {
+      const kept = value.split(/;\s*/).filter((pair) => pair && !pair.startsWith(`${cookieName}=`));
+      if (kept.length) headers.push([name, kept.join("; ")]);
+    } else headers.push([name, value]);
+  });
+  return headers;
+}
+
+function toResponse(reply: SandboxReply, method: string): Response {
+  const headers = new Headers();
+  for (const [name, value] of reply.headers) {
+    if (HOP_BY_HOP.has(name)) continue;
+    if (name === "set-cookie" && /^\s*(__Host-)?hatch_viewer=/i.test(value)) continue;
+    headers.append(name, value);
+  }
+  if (!headers.has("x-content-type-options")) headers.set("x-content-type-options", "nosniff");
+  const noBody = method === "HEAD" || reply.status === 204 || reply.status === 304;
+  return new Response(noBody ? null : (reply.body as string | Uint8Array<ArrayBuffer> | null), { status: reply.status, headers });
+}

@@ -1,0 +1,79 @@
+// Shapes shared by the sandbox (instance.ts), its pool and the app host's /api route.
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface SandboxLimits {
+  /** CPU time per request (and for evaluating the module once), counted only while QuickJS runs. */
+  cpuMs: number;
+  /** Wall time per request, waiting included. */
+  wallMs: number;
+  memoryBytes: number;
+  /** QuickJS's own stack bound (deep recursion becomes a RangeError-like InternalError, not a crash). */
+  stackBytes: number;
+  /** env.db / env.files / env.api / env.ai calls per request. */
+  hostCalls: number;
+  maxResponseBytes: number;
+}
+
+/** A request as the sandbox receives it. */
+export interface SandboxRequest {
+  method: string;
+  url: string;
+  headers: [string, string][];
+  body: Uint8Array | null;
+  viewer: { email: string; name: string | null } | null;
+}
+
+/** The app's Response, read out of the sandbox. */
+export interface SandboxReply {
+  status: number;
+  headers: [string, string][];
+  /** As the app gave it: text stays text (encoded once, natively), bytes stay bytes. */
+  body: string | Uint8Array | null;
+}
+
+/** What a host call resolves to inside the sandbox: JSON text, or JSON text and bytes (env.api's answer). */
+export type HostCallResult = string | [string, Uint8Array];
+
+/** An expected failure of a host call: the sandbox sees an Error named HatchError with this code and message. */
+export class HostCallError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status = 0,
+  ) {
+    super(message);
+    this.name = "HostCallError";
+  }
+}
+
+/** What one request may do outside the sandbox; the route builds it per request. */
+export interface RequestHooks {
+  log(level: LogLevel, message: string): void;
+  hostCall(op: Record<string, unknown>, body: Uint8Array | null): Promise<HostCallResult>;
+  /** Told when QuickJS starts and stops running this request's code (the worker's watchdog board). */
+  watch?(running: boolean): void;
+}
+
+/** How a request ended. Every kind but `ok` and `error` discards the instance. */
+export type Outcome =
+  | { kind: "ok"; reply: SandboxReply }
+  /** Uncaught error, or a handler that returned no Response, or a reply over the size limit. */
+  | { kind: "error"; message: string; stack: string | null }
+  | { kind: "cpu" }
+  | { kind: "memory" }
+  | { kind: "timeout" }
+  /** The handler's promise can never settle: nothing it could wait for is pending. */
+  | { kind: "stalled" };
+
+/** The module could not be evaluated (a throw at its top level, no fetch handler, a limit hit while loading). */
+export class ModuleLoadError extends Error {
+  constructor(
+    message: string,
+    readonly stack_: string | null,
+    readonly limit: "cpu" | "memory" | null = null,
+  ) {
+    super(message);
+    this.name = "ModuleLoadError";
+  }
+}

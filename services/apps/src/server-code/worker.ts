@@ -1,0 +1,100 @@
+/// <reference lib="webworker" />
+import { quickJs } from "./engine.ts";
+import { wasmHeapBytes } from "./marshal.ts";
+import { InstancePool } from "./pool.ts";
+import type { FromWorker, ToWorker, WorkerSetup } from "./protocol.ts";
+import { HostCallError, ModuleLoadError, type HostCallResult, type LogLevel, type RequestHooks } from "./types.ts";
+
+// A sandbox worker: one QuickJS WebAssembly module and its warm instances, in a thread of its own, so the app
+// host's thread keeps answering whatever the app code does. QuickJS checks its interrupt handler only every 10,000
+// steps; a step that is one expensive built-in (a megabyte-long String.repeat) can make that seconds, and only a
+// thread the app host can terminate bounds it (see runner.ts's watchdog).
+
+declare const self: Worker & { onmessage: ((event: MessageEvent) => void) | null };
+
+let pool: InstancePool | null = null;
+let board: Int32Array | null = null;
+/** Sources of the versions this worker has run, newest last (a small bound: main resends one when asked). */
+const sources = new Map<string, { source: string; filename: string }>();
+const MAX_SOURCES = 64;
+const calls = new Map<string, { resolve(value: HostCallResult): void; reject(error: unknown): void }>();
+let nextCall = 0;
+
+function post(message: FromWorker, transfer: Transferable[] = []): void {
+  self.postMessage(message, transfer);
+}
+
+async function start(options: WorkerSetup, queued: ToWorker[]): Promise<void> {
+  const module = await quickJs();
+  board = new Int32Array(options.board);
+  pool = new InstancePool(module, options.limits, options.pool);
+  self.onmessage = (event: MessageEvent) => receive(event.data as ToWorker, options, module);
+  for (const message of queued.splice(0)) receive(message, options, module);
+  post({ t: "ready" });
+}
+
+function receive(message: ToWorker, options: WorkerSetup, module: Parameters<typeof wasmHeapBytes>[0]): void {
+  if (message.t === "answer") {
+    const waiting = calls.get(`${message.run}:${message.call}`);
+    calls.delete(`${message.run}:${message.call}`);
+    if (!waiting) return;
+    if (message.ok) waiting.resolve(message.value);
+    else waiting.reject(new HostCallError(message.code, message.message, message.status));
+    return;
+  }
+  if (message.source !== null) {
+    sources.delete(message.key);
+    sources.set(message.key, { source: message.source, filename: message.filename });
+    if (sources.size > MAX_SOURCES) sources.delete(sources.keys().next().value!);
+  }
+  const known = sources.get(message.key);
+  if (!known) return post({ t: "need", run: message.run });
+  void run(message.run, message.key, known, message.request, options, module);
+}
+
+async function run(id: number, key: string, known: { source: string; filename: string }, request: Extract<ToWorker, { t: "run" }>["request"], options: WorkerSetup, module: Parameters<typeof wasmHeapBytes>[0]): Promise<void> {
+  const logs: [LogLevel, string][] = [];
+  let dropped = 0;
+  const hooks: RequestHooks = {
+    log(level, message) {
+      if (logs.length >= options.logLinesPerRequest) dropped++;
+      else logs.push([level, message.length > options.logLineChars ? `${message.slice(0, options.logLineChars - 1)}…` : message]);
+    },
+    hostCall(op, body) {
+      const call = ++nextCall;
+      return new Promise<HostCallResult>((resolve, reject) => {
+        calls.set(`${id}:${call}`, { resolve, reject });
+        post({ t: "call", run: id, call, op, body }, body ? [body.buffer as ArrayBuffer] : []);
+      });
+    },
+    watch(running) {
+      if (!board) return;
+      Atomics.store(board, 0, running ? id : 0);
+      if (running) Atomics.add(board, 1, 1);
+    },
+  };
+  let result: Extract<FromWorker, { t: "done" }>["result"];
+  try {
+    const instance = await pool!.acquire({ key, ...known }, hooks);
+    try {
+      result = await instance.run(request, hooks);
+    } finally {
+      pool!.release(key, instance);
+    }
+  } catch (error) {
+    result =
+      error instanceof ModuleLoadError
+        ? { kind: "load", message: error.message, stack: error.stack_, limit: error.limit }
+        : { kind: "load", message: "the sandbox failed to start this module", stack: null, limit: null };
+  }
+  for (const name of [...calls.keys()]) if (name.startsWith(`${id}:`)) calls.delete(name);
+  post({ t: "done", run: id, result, logs, dropped, heap: wasmHeapBytes(module) });
+}
+
+// The first message is the setup; runs that come while QuickJS loads wait for it.
+const early: ToWorker[] = [];
+self.onmessage = (event: MessageEvent) => {
+  const data = event.data as ToWorker | { t: "setup"; setup: WorkerSetup };
+  if (data.t === "setup") void start(data.setup, early);
+  else early.push(data);
+};

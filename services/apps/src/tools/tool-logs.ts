@@ -1,0 +1,47 @@
+import { bindTool, tool_logs, ToolError } from "@hatch/shared";
+import { and, eq } from "drizzle-orm";
+import { notFound, ORG_MANAGER_ROLES } from "../apps-repo.ts";
+import type { AppsContext } from "../context.ts";
+import { appsTable, versions } from "../db/schema.ts";
+import { readAppLogs } from "../server-code/logs.ts";
+
+// tool_logs: the newest lines an app's server code logged, for the app's owner only (the interface spec's rule: a
+// manager of the organization is refused by name, anyone else learns nothing about the app).
+
+export function toolLogsTool(apps: AppsContext) {
+  return bindTool(tool_logs, async ({ ctx, input }) => {
+    const [app] = await apps.db.select().from(appsTable).where(eq(appsTable.address, input.address));
+    if (!app) throw notFound(input.address);
+    if (app.ownerId !== ctx.sub) {
+      const manager = ctx.org !== null && ctx.org !== undefined && ctx.org === app.accountId && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
+      if (!manager) throw notFound(input.address);
+      throw new ToolError("forbidden", `Only the owner of ${app.address} may read its logs (they can hold what its users sent). Ask ${app.ownerEmail} to read them.`);
+    }
+    // Lines this process still holds in memory are written first, so a line logged a moment ago is there.
+    await apps.host?.flushLogs?.();
+    const { lines, truncated } = await readAppLogs(apps.db, app.id, input.level, input.limit);
+    const out = lines.map((line) => ({ time: line.at.toISOString(), level: line.level, message: line.message }));
+    const data = { address: app.address, lines: out, truncated };
+    if (out.length > 0) {
+      const head = `${out.length} ${input.level ? `${input.level}+ ` : ""}log lines of ${app.address}, oldest first${truncated ? " (older lines exist: raise limit or narrow level)" : ""}:`;
+      return { text: [head, ...out.map((line) => `${line.time} ${line.level} ${line.message}`)].join("\n"), data };
+    }
+    const hasServer = await hasServerCode(apps, app.id, app.currentVersion);
+    const text = !hasServer
+      ? `${app.address} has no server code, so it has no logs. Add "server": "api/index.js" to its service.json (see service_docs, topic server_code).`
+      : input.level
+        ? `${app.address} has no ${input.level} lines or more severe ones. Leave level out to see every line.`
+        : `${app.address} has logged nothing yet. Lines come from console.log / console.error in its server code and from failed requests.`;
+    return { text, data };
+  });
+}
+
+async function hasServerCode(apps: AppsContext, appId: string, version: number | null): Promise<boolean> {
+  if (version === null) return false;
+  const [row] = await apps.db
+    .select({ config: versions.config })
+    .from(versions)
+    .where(and(eq(versions.appId, appId), eq(versions.number, version)))
+    .limit(1);
+  return typeof row?.config.server === "string";
+}
