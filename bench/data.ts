@@ -7,13 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { openServiceDatabase } from "@hatch/shared";
-import { APPS_MIGRATIONS } from "@hatch/apps";
-import { dataUsage, documents } from "../services/apps/src/db/schema.ts";
-import { seedApp } from "../services/apps/test/support/seed.ts";
-import { createDiskBlobStore } from "../services/apps/src/blobs/disk.ts";
-import { Child, createDatabase, freePort } from "./children.ts";
-import { runLoad, type RunStats } from "./load.ts";
+import { loadChildServer, pairedRuns, seedAppWithDocuments } from "./app-bench.ts";
+import { createDatabase, freePort } from "./children.ts";
+import type { RunStats } from "./load.ts";
 import type { Goal } from "./report.ts";
 
 export const DATA_LEVELS = [32, 1] as const;
@@ -61,22 +57,9 @@ interface Seeded {
 
 /** A fresh database with the apps schema, one public app with an open collection of SEEDED documents. */
 async function seed(databaseUrl: string, blobDir: string): Promise<Seeded> {
-  const handle = await openServiceDatabase({ kind: "postgres", url: databaseUrl }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS });
-  try {
-    const config = { collections: { [COLLECTION]: { read: "anyone", create: "anyone" } } };
-    const app = await seedApp({ db: handle.db, blobs: createDiskBlobStore(blobDir) }, { address: ADDRESS, visibility: "public", files: { "index.html": "<h1>bench</h1>" }, config });
-    const start = Date.now() - SEEDED * 1000;
-    await handle.db.insert(documents).values(
-      Array.from({ length: SEEDED }, (_, i) => {
-        const data = { title: `Item ${i}`, done: i % 3 === 0, priority: i % 5, note: "A short note, about the length an app stores." };
-        return { appId: app.id, collection: COLLECTION, id: randomBytes(12).toString("base64url"), data, bytes: JSON.stringify(data).length, createdAt: new Date(start + i * 1000), updatedAt: new Date(start + i * 1000) };
-      }),
-    );
-    await handle.db.insert(dataUsage).values({ appId: app.id, documents: SEEDED });
-    return { databaseUrl, blobDir, appId: app.id, secret: randomBytes(32).toString("hex") };
-  } finally {
-    await handle.close();
-  }
+  const config = { collections: { [COLLECTION]: { read: "anyone", create: "anyone" } } };
+  const { appId } = await seedAppWithDocuments(databaseUrl, blobDir, { address: ADDRESS, files: { "index.html": "<h1>bench</h1>" }, config }, COLLECTION, SEEDED);
+  return { databaseUrl, blobDir, appId, secret: randomBytes(32).toString("hex") };
 }
 
 async function measureOne(server: Server, op: Op, clients: number, seeded: Seeded, settings: DataSettings): Promise<RunStats> {
@@ -93,21 +76,7 @@ async function measureOne(server: Server, op: Op, clients: number, seeded: Seede
     BENCH_COLLECTION: COLLECTION,
   };
   const script = server === "q" ? "data-baseline-server.ts" : "data-server.ts";
-  const child = new Child(script.replace(/\.ts$/, ""), [process.execPath, join(import.meta.dir, script)], env);
-  try {
-    const ready = JSON.parse(await child.waitFor("READY", 60_000)) as { url: string; host: string };
-    return await runLoad({
-      mcpUrl: "",
-      http: { url: ready.url, host: ready.host, ...(op === "add" ? { method: "POST", json: JSON.stringify({ title: "New item", done: false, priority: 2 }) } : {}) },
-      clients,
-      workers: clients === 1 ? 1 : settings.workers,
-      warmupMs: settings.warmupSeconds * 1000,
-      durationMs: settings.seconds * 1000,
-      cpuGroups: [{ name: "server", roots: [child.proc.pid] }, { name: "postgres", comm: "postgres" }],
-    });
-  } finally {
-    await child.stop();
-  }
+  return loadChildServer(script, env, op === "add" ? { method: "POST", json: JSON.stringify({ title: "New item", done: false, priority: 2 }) } : {}, clients, settings);
 }
 
 export async function measureData(settings: DataSettings, progress: (message: string) => void): Promise<DataResult> {
@@ -119,18 +88,14 @@ export async function measureData(settings: DataSettings, progress: (message: st
     const runs: DataRun[] = [];
     for (const op of ["list", "add"] as const) {
       for (const clients of DATA_LEVELS) {
-        const measured: Record<Server, RunStats[]> = { q: [], h: [] };
-        for (const server of ["q", "h", "h", "q"] as const) {
-          const stats = await measureOne(server, op, clients, seeded, settings);
-          measured[server].push(stats);
-          progress(`data ${op} x${clients} (${server === "q" ? "postgres.js" : "app host"}): ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`);
-          if (stats.firstError) progress(`  first error: ${stats.firstError}`);
-        }
-        const best = (list: RunStats[]) => list.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
-        const baseline = best(measured.q);
-        const host = best(measured.h);
-        const ratio = baseline.callsPerSecond > 0 ? Math.round((host.callsPerSecond / baseline.callsPerSecond) * 100) / 100 : null;
-        runs.push({ op, clients, baseline, host, ratio, allRuns: { baseline: measured.q.map((r) => r.callsPerSecond), host: measured.h.map((r) => r.callsPerSecond) } });
+        const paired = await pairedRuns(
+          (which) => measureOne(which === "baseline" ? "q" : "h", op, clients, seeded, settings),
+          (which, stats) => {
+            progress(`data ${op} x${clients} (${which === "baseline" ? "postgres.js" : "app host"}): ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`);
+            if (stats.firstError) progress(`  first error: ${stats.firstError}`);
+          },
+        );
+        runs.push({ op, clients, ...paired });
       }
     }
     const reads = runs.find((r) => r.op === "list" && r.clients === 32)?.host.callsPerSecond ?? null;

@@ -98,7 +98,7 @@ for (const mode of MODES) {
 
     test("with forms: the user answers the cost question themselves; a no or a decline changes nothing", async () => {
       let reply: { action: "accept" | "decline"; content?: Record<string, boolean> } = { action: "decline" };
-      const form = await connectFormClient(hatch, member.accessToken, () => reply);
+      const form = await connectFormClient(hatch, boss.accessToken, () => reply);
       try {
         const declined = await form.client.callTool({ name: "tool_ai", arguments: { address: team, value: "company" } });
         expect(declined.isError).toBe(true);
@@ -131,6 +131,22 @@ for (const mode of MODES) {
       const off = await callOk<AiOut>(soloC, "tool_ai", { address: pub, value: "none" });
       expect(off).toEqual({ status: "updated", address: pub, value: "none", keyAvailable: false, costWarning: null });
       expect(await choiceOf(pub)).toEqual({ choice: "none", payer: null });
+    });
+
+    test("with forms the AI's own acceptCost does not skip the user's question", async () => {
+      const form = await connectFormClient(hatch, boss.accessToken, () => ({ action: "decline" }));
+      try {
+        const skipped = await form.client.callTool({ name: "tool_ai", arguments: { address: team, value: "tool", acceptCost: true } });
+        expect(skipped.isError).toBe(true);
+        expect(textOf(skipped)).toContain("declined");
+        expect(form.asked).toHaveLength(1);
+      } finally {
+        await form.client.close();
+      }
+    });
+
+    test("only the organization's owner or an admin may let the company's key pay", async () => {
+      expect(await refused(memberC, "tool_ai", { address: team, value: "company", acceptCost: true })).toMatch(/owner or an admin.*\(forbidden\)$/);
     });
 
     test("company needs a company account; strangers and unknown apps are not found", async () => {

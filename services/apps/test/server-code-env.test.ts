@@ -127,7 +127,8 @@ describe("server code: env", () => {
 
   test("env.ai.chat goes through Outbound; a bad request is refused before it", async () => {
     expect((await call("/api/ai")).body).toEqual({ content: "hello!", model: "tiny", usage: { inputTokens: 3, outputTokens: 2 } });
-    expect(outbound.aiCalls.at(-1)?.caller).toEqual({ source: "server", viewer: null });
+    // An anonymous request's AI calls count against that viewer's address, not one allowance shared by the app.
+    expect(outbound.aiCalls.at(-1)?.caller).toEqual({ source: "server", viewer: null, rateKey: expect.stringMatching(/ a:127\.0\.0\.1$/) });
     const bad = (await call("/api/ai-bad")).body;
     expect(bad.code).toBe("invalid");
     expect(bad.message).toContain("env.ai.chat");

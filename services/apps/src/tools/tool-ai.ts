@@ -1,6 +1,6 @@
 import { bindTool, buildQuestion, consumeConfirm, tool_ai, ToolError, type AiKeyChoice, type CallContext, type ToolAiOutput, type ToolOutcome } from "@hatch/shared";
 import { eq } from "drizzle-orm";
-import { aiKeyPageUrl, hasKey } from "../ai/keys.ts";
+import { aiKeyPageUrl, COMPANY_KEY_ROLES, hasKey } from "../ai/keys.ts";
 import { notFound, requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, confirmUses } from "../db/schema.ts";
@@ -36,6 +36,10 @@ export function toolAiTool(apps: AppsContext) {
         throw new ToolError("forbidden", `${app.address} belongs to another account than the one you act in now. Act in its organization to choose its key.`);
       }
       if (ctx.accountKind !== "company") throw new ToolError("invalid_input", `${app.address} is in a personal account, which has no company key. Choose mine or tool.`);
+      // The organization's money: the same people who may add its key decide which apps spend it.
+      if (!COMPANY_KEY_ROLES.includes(ctx.role ?? "")) {
+        throw new ToolError("forbidden", `Only the organization's owner or an admin may let its AI key pay for ${app.address}. Ask one of them, or choose mine or tool.`);
+      }
     }
     const payerId = value === "mine" ? ctx.sub : null;
     const ownerId = value === "company" ? app.accountId : value === "mine" ? ctx.sub : app.id;
@@ -44,7 +48,8 @@ export function toolAiTool(apps: AppsContext) {
     const unchanged = app.aiChoice === value && app.aiPayerId === payerId;
     const base = { address: app.address, value, keyAvailable, costWarning };
 
-    const accepted = input.acceptCost === true || (confirmation !== undefined && answer?.acceptCost === true);
+    // A client that can show forms asks the user itself: there the AI's own acceptCost counts for nothing.
+    const accepted = confirmation !== undefined ? answer?.acceptCost === true : !ctx.client.elicitation.form && input.acceptCost === true;
     if (costWarning && !unchanged && !accepted) {
       if (confirmation) {
         const message = `The user did not accept the cost, so ${app.address} keeps ${WORDS[app.aiChoice]}.`;
