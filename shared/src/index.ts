@@ -63,6 +63,19 @@ export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export {
+  ChargeInputSchema,
+  ChargeResultSchema,
+  effectivePlan,
+  EntitlementsInputSchema,
+  EntitlementsSchema,
+  LIMIT_NAMES,
+  limitsOf,
+  PLAN_TABLE,
+  ProviderWebhookInputSchema,
+  ProviderWebhookResultSchema,
+} from "./billing/plans.ts";
+export type { ChargeResult, Entitlements, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
+export {
   AiKeyPageSchema,
   AiKeySetInputSchema,
   AiKeyTargetSchema,

@@ -40,6 +40,14 @@ export const rpcMethods = {
     /** Mails the caller (signed ctx) the link that verifies their email; the gateway made the token. */
     sendVerificationMail: "mail.verify-email",
   },
+  billing: {
+    /** What an account may do now (plan, state, limits): services check limits with it (cached briefly). */
+    entitlements: "entitlements",
+    /** A one-off charge (a domain), idempotent by key. */
+    charge: "charge",
+    /** A payment provider's event the gateway verified. */
+    webhook: "webhook",
+  },
   gateway: {
     /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */
     viewerCheck: "viewer.check",

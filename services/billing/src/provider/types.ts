@@ -1,0 +1,57 @@
+import type { Plan } from "@hatch/shared";
+
+// The payment provider behind billing: Stripe through its SDK (stripe.ts) when STRIPE_SECRET_KEY is set, else the
+// local provider (local.ts) whose checkout and portal pages the gateway serves. Both report what changed as
+// BillingUpdates, which apply.ts writes, once per update id.
+
+export interface CheckoutRequest {
+  customerId: string;
+  /** setup = add a card; subscription = start or change a paid plan (with a card). */
+  mode: "setup" | "subscription";
+  plan?: Exclude<Plan, "free" | "enterprise">;
+  seats?: number;
+  /** Where the person lands after finishing (success) or giving up (cancel). */
+  successUrl: string;
+  cancelUrl: string;
+}
+
+export interface OneOffCharge {
+  customerId: string;
+  amountMinor: number;
+  currency: "USD";
+  description: string;
+  idempotencyKey: string;
+}
+
+export type ChargeOutcome =
+  | { status: "charged"; chargeId: string }
+  /** The card was declined, or there is none: the person must act. */
+  | { status: "refused"; reason: "no_card" | "declined"; message: string }
+  | { status: "failed"; message: string };
+
+export interface PaymentProvider {
+  readonly kind: "stripe" | "local";
+  /** Creates the provider's customer for an account (idempotent by account id). */
+  createCustomer(account: { accountId: string; email: string; name: string }): Promise<string>;
+  /** A page where the person adds a card or starts a plan: Stripe Checkout, or the local checkout page. */
+  checkoutUrl(request: CheckoutRequest): Promise<string>;
+  /** A page where the person manages card, plan and cancellation: Stripe's customer portal, or the local one. */
+  portalUrl(customerId: string, returnUrl: string): Promise<string>;
+  /** An off-session charge of the card on file; the same key never charges twice. */
+  charge(charge: OneOffCharge): Promise<ChargeOutcome>;
+  refund(chargeId: string, idempotencyKey: string): Promise<void>;
+}
+
+/**
+ * What a provider says changed for one customer, in our words. `id` is the provider's event id (a webhook's, or the
+ * local provider's own): applied once. `at` is the provider's time of the change: an update older than the last one
+ * applied to that account changes nothing (webhooks arrive out of order).
+ */
+export interface BillingUpdate {
+  id: string;
+  type: string;
+  customerId: string;
+  at: Date;
+  subscription?: { id: string | null; plan: Plan; state: "active" | "trialing" | "past_due" | "suspended" | "canceled"; seats: number; currentPeriodEnd: Date | null };
+  cardOnFile?: boolean;
+}
