@@ -3,10 +3,10 @@ import type { OrgsContext } from "./context.ts";
 import { recordActivity } from "./db/activity.ts";
 
 /**
- * Events that are not lines of the activity log: usage counted by billing, one per AI call (they would drown out
- * what people did).
+ * Events that are not lines of the activity log: usage counted by billing, one per AI call and one per app and day
+ * of opens (they would drown out what people did).
  */
-const NOT_ACTIVITY = new Set(["apps.ai.used"]);
+const NOT_ACTIVITY = new Set(["apps.ai.used", "apps.app.opened"]);
 
 /** The durable consumer every orgs instance shares: all events, from every service, into the activity log. */
 export const ACTIVITY_CONSUMER = "orgs-activity";

@@ -1,6 +1,6 @@
-import { eq, sql } from "drizzle-orm";
-import type { Database, Logger } from "@hatch/shared";
-import { appsTable, dailyOpens, dailyViewers } from "../db/schema.ts";
+import { eq, inArray, sql } from "drizzle-orm";
+import { newEvent, writeEvent, type Database, type Logger } from "@hatch/shared";
+import { appsTable, dailyOpens, dailyViewers, outbox } from "../db/schema.ts";
 
 export interface StatsOptions {
   flushEveryMs?: number;
@@ -87,10 +87,24 @@ export class StatsCounter {
 
   private async insert(openRows: { appId: string; day: string; opens: number }[], viewerRows: { appId: string; day: string; viewer: string }[]): Promise<void> {
     if (openRows.length > 0) {
-      await this.db
-        .insert(dailyOpens)
-        .values(openRows)
-        .onConflictDoUpdate({ target: [dailyOpens.appId, dailyOpens.day], set: { opens: sql`${dailyOpens.opens} + excluded.opens` } });
+      // The counts and their usage events (billing counts opens from them) in one transaction: both or neither.
+      await this.db.transaction(async (tx) => {
+        await tx
+          .insert(dailyOpens)
+          .values(openRows)
+          .onConflictDoUpdate({ target: [dailyOpens.appId, dailyOpens.day], set: { opens: sql`${dailyOpens.opens} + excluded.opens` } });
+        const apps = await tx
+          .select({ id: appsTable.id, address: appsTable.address, accountId: appsTable.accountId })
+          .from(appsTable)
+          .where(inArray(appsTable.id, [...new Set(openRows.map((r) => r.appId))]));
+        const byId = new Map(apps.map((app) => [app.id, app]));
+        for (const row of openRows) {
+          const app = byId.get(row.appId);
+          if (!app) continue;
+          const summary = `${row.opens} opens of ${app.address} on ${row.day}`;
+          await writeEvent(tx, outbox, newEvent("apps", null, { entity: "app", verb: "opened", summary, app: app.address, account: app.accountId, org: null, details: { opens: row.opens, day: row.day } }));
+        }
+      });
     }
     for (let i = 0; i < viewerRows.length; i += 1_000) {
       await this.db.insert(dailyViewers).values(viewerRows.slice(i, i + 1_000)).onConflictDoNothing();
