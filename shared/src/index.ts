@@ -75,6 +75,7 @@ export {
   ProviderWebhookResultSchema,
 } from "./billing/plans.ts";
 export type { ChargeResult, Entitlements, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
+export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export {
   AiKeyPageSchema,
   AiKeySetInputSchema,

@@ -1,4 +1,4 @@
-import { deriveKey, type Bus, type Database, type Logger } from "@hatch/shared";
+import { deriveKey, type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/shared";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
 import { Sealer } from "./secrets/sealed.ts";
@@ -14,6 +14,8 @@ export interface AppsContext {
   logger: Logger;
   /** The service's bus: the app host listens there for cache invalidations (see host/announce.ts). */
   bus: Bus;
+  /** What billing allows each account (plan limits); absent in unit tests, where nothing is limited. */
+  entitlements?: EntitlementsCache;
   /** This process's app host, once started: a change drops its cached copy at once, before the broadcast. */
   host?: { invalidate(address: string): void; flushLogs?(): Promise<void> };
 }

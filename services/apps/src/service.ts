@@ -1,4 +1,4 @@
-import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { createOutboxRelay, EntitlementsCache, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, createSealer, type AppsContext } from "./context.ts";
@@ -26,7 +26,8 @@ export interface AppsService extends RunningService {
 export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOptions = {}): Promise<AppsService> {
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
-  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, sealer: createSealer(config, deps.secret), logger: deps.logger, bus: deps.bus };
+  const entitlements = new EntitlementsCache(deps.bus, deps.logger);
+  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, sealer: createSealer(config, deps.secret), entitlements, logger: deps.logger, bus: deps.bus };
   const host = startAppHost(ctx, { uploads: (request, token) => receiveUpload(ctx, request, token), ...hostOptions });
   ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
@@ -64,6 +65,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     host,
     async stop() {
       stopSweeper();
+      entitlements.close();
       await service.stop();
       await host.stop();
     },

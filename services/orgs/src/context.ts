@@ -1,4 +1,4 @@
-import { deriveKey, newEvent, signContext, writeEvent, type Bus, type CallContext, type Database, type HatchEvent, type Logger, type NewEventFields } from "@hatch/shared";
+import { deriveKey, newEvent, signContext, writeEvent, type Bus, type CallContext, type Database, type EntitlementsCache, type HatchEvent, type Logger, type NewEventFields } from "@hatch/shared";
 import type { OrgsConfig } from "./config.ts";
 import type { Tx } from "./db/accounts.ts";
 import type { OrgCaller } from "./db/members.ts";
@@ -17,6 +17,8 @@ export interface OrgsContext {
   confirmKey: Buffer;
   mailer: Mailer;
   logger: Logger;
+  /** What billing allows each account (seats); absent in unit tests, where nothing is limited. */
+  entitlements?: EntitlementsCache;
 }
 
 export function orgsConfirmKey(secret: string): Buffer {

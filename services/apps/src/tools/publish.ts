@@ -1,5 +1,5 @@
-import { bindTool, buildQuestion, CONTROL_CHARS_MESSAGE, hasControlChars, publish, PUBLISH_LIMITS, ToolError, VISIBILITIES, type CallContext, type ConfirmClaims, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
-import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
+import { bindTool, buildQuestion, checkLimit, CONTROL_CHARS_MESSAGE, hasControlChars, publish, PUBLISH_LIMITS, ToolError, VISIBILITIES, type CallContext, type ConfirmClaims, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
+import { and, count, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, blobs, uploads, versionFiles } from "../db/schema.ts";
@@ -26,7 +26,7 @@ export function publishTool(app: AppsContext) {
       throw new ToolError("invalid_input", "name and visibility are only for creating an app. To publish a new version of an existing app give its address alone; to change who can see it use share.");
     }
     if (input.address) await requireOwnedApp(app.db, ctx, input.address);
-    else accountOf(ctx);
+    else await checkAppLimit(app, accountOf(ctx));
 
     const folder = input.files ? decodeInline(input.files) : null;
     const entries: FolderEntry[] = folder?.entries ?? input.manifest!.map((m) => ({ ...m, contentType: contentTypeOf(m.path) }));
@@ -63,6 +63,14 @@ export function publishTool(app: AppsContext) {
     }
     return finish(app, ctx, target, entries, config, call.confirmation);
   });
+}
+
+/** A new app must fit the account's plan (before anything is asked or uploaded). */
+async function checkAppLimit(app: AppsContext, accountId: string): Promise<void> {
+  const entitlements = await app.entitlements?.get(accountId);
+  if (!entitlements || entitlements.limits.apps === null) return;
+  const [row] = await app.db.select({ n: count() }).from(appsTable).where(eq(appsTable.accountId, accountId));
+  checkLimit(entitlements, "apps", row?.n ?? 0);
 }
 
 /** A new app needs the user's own choice of name and visibility: ask, unless the input or the answer has them. */

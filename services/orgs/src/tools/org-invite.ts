@@ -1,5 +1,5 @@
-import { bindTool, ORG_INVITE_MAX_PEOPLE, org_invite, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/shared";
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { bindTool, checkLimit, ORG_INVITE_MAX_PEOPLE, org_invite, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/shared";
+import { and, count, eq, gt, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, type Tx } from "../db/accounts.ts";
 import { hashToken, invitationOut, newInvitationSecrets, type InvitationRow } from "../db/invitations.ts";
@@ -41,6 +41,11 @@ async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input:
       .where(and(eq(members.accountId, me.accountId), inArray(sql`lower(${people.email})`, emails)));
     const memberEmails = new Set(already.map((r) => r.email));
     const openByEmail = await lockOpenInvitations(tx, me.accountId, emails);
+    const adding = emails.filter((email) => {
+      const open = openByEmail.get(email);
+      return !memberEmails.has(email) && !(open && open.expiresAt > now);
+    }).length;
+    if (adding > 0) await checkSeats(orgs, tx, me.accountId, adding, now);
     for (const email of emails) {
       const pending = openByEmail.get(email);
       if (memberEmails.has(email)) skipped.push({ email, reason: "already a member" });
@@ -120,6 +125,18 @@ export function orgInviteTool(orgs: OrgsContext) {
 }
 
 /** The account's open (not accepted, not revoked) invitations for these emails, locked for this transaction. */
+/** Members and open invitations together may not pass the plan's seats (refused before anything is sent). */
+async function checkSeats(orgs: OrgsContext, tx: Tx, accountId: string, adding: number, now: Date): Promise<void> {
+  const entitlements = await orgs.entitlements?.get(accountId);
+  if (!entitlements || entitlements.limits.seats === null) return;
+  const [held] = await tx.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
+  const [open] = await tx
+    .select({ n: count() })
+    .from(invitations)
+    .where(and(eq(invitations.accountId, accountId), isNull(invitations.acceptedAt), isNull(invitations.revokedAt), gt(invitations.expiresAt, now)));
+  checkLimit(entitlements, "seats", (held?.n ?? 0) + (open?.n ?? 0), adding);
+}
+
 async function lockOpenInvitations(tx: Tx, accountId: string, emails: string[]) {
   const open = await tx
     .select()

@@ -1,0 +1,78 @@
+import { decodeJson, type Bus, type BusSubscription } from "../bus/types.ts";
+import { ToolError, isToolError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import { callRpc } from "../rpc.ts";
+import { rpcMethods } from "../subjects.ts";
+import { EntitlementsSchema, type Entitlements, type LimitName } from "./plans.ts";
+
+// What services ask billing before an action a plan limits (a new app, a data write, an invitation, a custom
+// domain): the account's entitlements, kept briefly per instance and dropped the moment billing announces a plan
+// change (events.billing.account.plan_changed on the plain bus), so a person who just upgraded is not refused.
+
+const TTL_MS = 30_000;
+const MAX_ENTRIES = 10_000;
+
+export class EntitlementsCache {
+  private readonly cache = new Map<string, { value: Entitlements; expires: number }>();
+  private readonly changes: BusSubscription;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly logger: Logger,
+  ) {
+    this.changes = bus.subscribe("events.billing.account.plan_changed", (msg) => {
+      try {
+        const account = (decodeJson(msg.data) as { account?: unknown }).account;
+        if (typeof account === "string") this.cache.delete(account);
+      } catch {
+        // Not an event: nothing to drop.
+      }
+    });
+  }
+
+  /**
+   * The account's entitlements, or null when billing cannot say right now. Limits are then not enforced: a billing
+   * outage must not stop people publishing (logged, so it is seen).
+   */
+  async get(accountId: string): Promise<Entitlements | null> {
+    const hit = this.cache.get(accountId);
+    if (hit && hit.expires > Date.now()) return hit.value;
+    try {
+      const value = await callRpc(this.bus, "billing", rpcMethods.billing.entitlements, { accountId }, EntitlementsSchema, { timeoutMs: 2_000 });
+      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(accountId, { value, expires: Date.now() + TTL_MS });
+      return value;
+    } catch (error) {
+      if (!isToolError(error) || error.code !== "unavailable") this.logger.warn("entitlements unreadable; limits not enforced", { accountId, error });
+      else this.logger.warn("billing unavailable; limits not enforced", { accountId });
+      return null;
+    }
+  }
+
+  close(): void {
+    this.changes.unsubscribe();
+  }
+}
+
+const WHAT: Record<LimitName, (n: number) => string> = {
+  apps: (n) => `${n} apps`,
+  customDomains: (n) => `${n} custom domains`,
+  storageBytes: (n) => `${Math.round(n / 1024 / 1024)} MB of app data and files`,
+  companyAiTokensPerMonth: (n) => `${n} AI tokens a month through the company's key`,
+  seats: (n) => `${n} people`,
+};
+
+/**
+ * Throws `needs_payment` when `used + adding` would pass the limit: the message names the limit and the plan and
+ * carries the billing settings page, where the person upgrades. Nothing has been done when it throws.
+ */
+export function checkLimit(entitlements: Entitlements | null, limit: LimitName, used: number, adding = 1): void {
+  if (!entitlements) return;
+  const max = entitlements.limits[limit];
+  if (max === null || used + adding <= max) return;
+  throw new ToolError(
+    "needs_payment",
+    `The ${entitlements.plan} plan allows ${WHAT[limit](max)}, and this account has ${limit === "storageBytes" ? WHAT.storageBytes(used) : used}. ` +
+      `Nothing was changed. The user can upgrade at ${entitlements.settingsUrl} (give them the link), then try again.`,
+  );
+}
