@@ -81,12 +81,12 @@ export async function referenceUsage(): Promise<void> {
   const usage: [string, string, number, number] = [reply.content, reply.model, reply.usage.inputTokens, tuned.usage.outputTokens];
   void usage;
 
-  // Errors: an Error with a code from the six.
+  // Errors: an Error with a code from the seven.
   try {
     await todos.add({ text: "x", done: false });
   } catch (error) {
     const failure = error as HatchError;
-    const code: "forbidden" | "not_found" | "invalid" | "too_large" | "limit_exceeded" | "unavailable" = failure.code;
+    const code: "forbidden" | "not_found" | "invalid" | "too_large" | "limit_exceeded" | "needs_payment" | "unavailable" = failure.code;
     const isError: Error = failure;
     void [code, isError.message, failure.status];
   }

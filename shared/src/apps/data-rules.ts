@@ -128,6 +128,8 @@ export const DATA_ERROR_STATUS = {
   invalid: 400,
   too_large: 413,
   limit_exceeded: 429,
+  /** The app owner's plan limit (storage) is reached: the owner upgrades at the link in the message. */
+  needs_payment: 402,
   unavailable: 503,
 } as const;
 export type DataErrorCode = keyof typeof DATA_ERROR_STATUS;

@@ -23,6 +23,7 @@ const ERROR_MEANING: Record<keyof typeof DATA_ERROR_STATUS, string> = {
   invalid: "bad input: a field name, a `where`, an `orderBy`, a cursor, a body that is not a JSON object",
   too_large: "a document or file over its limit",
   limit_exceeded: "too many requests, documents, files or open subscriptions: wait, or delete some",
+  needs_payment: "the app owner's plan is out of storage: the message has the link where the owner upgrades",
   unavailable: "the network or Hatch is unreachable, or the app is paused: try again later",
 };
 

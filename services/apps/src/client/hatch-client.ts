@@ -3,8 +3,8 @@
 // at run time (the type import below is erased), no Bun or Node APIs. Types: hatch.d.ts (served as client.d.ts).
 import type { AiChatReply, AiChatRequest, ApiInit, Bucket, ChangeEvent, Collection, Hatch, HatchAi, HatchError, HatchErrorCode, HatchUser, ListOptions } from "./hatch.d.ts";
 
-const CODES: readonly HatchErrorCode[] = ["forbidden", "not_found", "invalid", "too_large", "limit_exceeded", "unavailable"];
-const CODE_OF_STATUS: Record<number, HatchErrorCode> = { 400: "invalid", 403: "forbidden", 404: "not_found", 405: "invalid", 413: "too_large", 429: "limit_exceeded" };
+const CODES: readonly HatchErrorCode[] = ["forbidden", "not_found", "invalid", "too_large", "limit_exceeded", "needs_payment", "unavailable"];
+const CODE_OF_STATUS: Record<number, HatchErrorCode> = { 400: "invalid", 402: "needs_payment", 403: "forbidden", 404: "not_found", 405: "invalid", 413: "too_large", 429: "limit_exceeded" };
 
 function hatchError(code: HatchErrorCode, message: string, status: number): HatchError {
   const error = new Error(message) as HatchError;

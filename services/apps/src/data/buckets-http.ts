@@ -2,6 +2,7 @@ import { DATA_LIMITS, DATA_NAME, formatBytes, hasControlChars, type BucketOperat
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
 import { etagMatches } from "../host/paths.ts";
 import { allows, checkSameOrigin, DataError, json, refusal, type DataCaller } from "./access.ts";
+import { checkStorageLimit } from "./storage-limit.ts";
 import { getFile, isFileId, listFiles, readUpload, removeFile, saveFile, type StoredFile } from "./files.ts";
 
 // `/_hatch/files/<bucket>[/<id>]`: the files of an app's buckets (service.json `buckets`), under the bucket's rules.
@@ -54,6 +55,7 @@ async function upload(req: DataRequest, bucket: string, rules: BucketRules): Pro
   }
   const body = await readUpload(request.body, rules.maxFileSize);
   if (!body) throw new DataError("too_large", `This file is larger than that. ${tooLarge}`);
+  await checkStorageLimit(req.deps.ctx, caller.app.accountId, body.bytes.byteLength);
   const file = await saveFile(req.deps.ctx, { appId: caller.app.id, bucket, name, contentType, ...body, viewer: caller.viewer });
   return json(wireFile(bucket, file), 201);
 }

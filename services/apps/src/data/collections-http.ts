@@ -1,6 +1,7 @@
 import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/shared";
 import { allows, checkSameOrigin, dataCaller, DataError, json, refusal, type DataCaller } from "./access.ts";
-import { addDocument, appFields, getDocument, listDocuments, removeDocument, updateDocument, type ListedDocument, type StoredDocument } from "./documents.ts";
+import { checkStorageLimit } from "./storage-limit.ts";
+import { addDocument, appFields, documentBytes, getDocument, listDocuments, removeDocument, updateDocument, type ListedDocument, type StoredDocument } from "./documents.ts";
 import type { ChangeType } from "./live.ts";
 import { DOCUMENT_ID, parseListQuery } from "./query.ts";
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
@@ -105,6 +106,7 @@ async function add(req: DataRequest, name: string, rules: Rules): Promise<Respon
   const { caller } = req;
   if (!allows(rules.create, caller)) throw refusal(rules.create, caller, `add documents to ${name}`);
   const fields = appFields(await readObject(req.request));
+  await checkStorageLimit(req.deps.ctx, caller.app.accountId, documentBytes(fields));
   const author = caller.viewer ? { sub: caller.viewer.sub, email: caller.viewer.email } : null;
   const document = await addDocument(req.deps.ctx.db, { appId: caller.app.id, collection: name }, fields, author);
   const answer = wire(document);
@@ -117,6 +119,8 @@ async function update(req: DataRequest, name: string, rules: Rules, id: string):
   const allowed = allows(rules.update, caller);
   if (!allowed) throw refusal(rules.update, caller, `change documents of ${name}`);
   const patch = appFields(await readObject(req.request));
+  // A patch can only grow a document by about its own size: counted as that (a shrink frees room at the next sum).
+  await checkStorageLimit(req.deps.ctx, caller.app.accountId, documentBytes(patch));
   const onlyCreator = allowed === "creator" ? caller.viewer!.sub : null;
   const result = await updateDocument(req.deps.ctx.db, { appId: caller.app.id, collection: name }, id, patch, onlyCreator);
   if (typeof result === "string") throw refusedChange(result, rules, caller, name, id, "change this document");
