@@ -43,7 +43,7 @@ export const PLAN_TABLE: Readonly<Record<Plan, PlanInfo>> = {
     perSeat: false,
     selfServe: true,
     companyOnly: false,
-    limits: { apps: 3, customDomains: 0, storageBytes: 0.5 * GB, companyAiTokensPerMonth: 0, seats: 3 },
+    limits: { apps: 3, customDomains: 0, storageBytes: 0.5 * GB, companyAiTokensPerMonth: 100_000, seats: 3 },
   },
   pro: {
     plan: "pro",
@@ -109,6 +109,8 @@ export const EntitlementsSchema = z.object({
   }),
   /** The billing settings page, where the person acts when a limit is reached. */
   settingsUrl: z.string(),
+  /** AI tokens paid through the company's key this month so far (the companyAiTokensPerMonth limit counts these). */
+  companyAiTokensThisMonth: z.number().int().optional(),
 });
 export type Entitlements = z.infer<typeof EntitlementsSchema>;
 

@@ -33,6 +33,7 @@ export function createAiChat(apps: AppsContext, options: AiChatOptions = {}): Ai
     const input = parsed.data;
     if (app.ai.choice === "none") throw new DataError("forbidden", "AI calls are off for this app; its owner picks a key with tool_ai.");
     takeCall(limiter, `${app.id} ${caller.viewer ? `u:${caller.viewer.sub}` : (caller.rateKey ?? "anonymous")}`);
+    if (app.ai.choice === "company") await checkCompanyTokens(apps, app.accountId);
     const opened = await openKeyFor(apps, app, input.provider);
     const reply = await callProvider(opened, input, timeoutMs, log);
     try {
@@ -43,6 +44,17 @@ export function createAiChat(apps: AppsContext, options: AiChatOptions = {}): Ai
     }
     return reply;
   };
+}
+
+/** The company's key pays only up to the plan's AI tokens a month (counted by billing from apps.ai.used). */
+async function checkCompanyTokens(apps: AppsContext, accountId: string): Promise<void> {
+  const entitlements = await apps.entitlements?.get(accountId);
+  const limit = entitlements?.limits.companyAiTokensPerMonth;
+  if (!entitlements || limit === null || limit === undefined) return;
+  const used = entitlements.companyAiTokensThisMonth ?? 0;
+  if (used < limit) return;
+  const allowed = limit === 0 ? "does not include AI calls through the company's key" : `includes ${limit.toLocaleString("en-US")} AI tokens a month through the company's key, and they are used up`;
+  throw new DataError("needs_payment", `This organization's ${entitlements.plan} plan ${allowed}. An admin can upgrade at ${entitlements.settingsUrl}, or the app's owner can choose another key with tool_ai.`);
 }
 
 function takeCall(limiter: RateLimiter, key: string): void {
