@@ -63,6 +63,8 @@ export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export {
+  AccountStorageInputSchema,
+  AccountStorageSchema,
   ChargeInputSchema,
   ChargeResultSchema,
   effectivePlan,

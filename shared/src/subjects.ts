@@ -59,6 +59,8 @@ export const rpcMethods = {
     moveOwned: "owned.move",
     /** Where an app is served, for the gateway's viewer sign-in (see viewer-ticket.ts). */
     viewerOrigin: "viewer.origin",
+    /** What an account's apps store (documents and files, bytes): billing's storage usage. */
+    storage: "storage",
     /** The dashboard's secret page: the app, the secret and the apis that use it (never its value). */
     secretPage: "secret.page",
     /** The dashboard's secret form: stores a value the person typed (the only way a value reaches Hatch). */

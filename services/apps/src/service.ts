@@ -9,6 +9,7 @@ import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
+import { accountStorageRpc } from "./rpc/account-storage.ts";
 import { resealStaleRows } from "./secrets/rotate.ts";
 import { startSweeper } from "./sweep.ts";
 import { appsTools } from "./tools/index.ts";
@@ -45,6 +46,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     tools: appsTools(ctx),
     rpc: {
       [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx),
+      [rpcMethods.apps.storage]: accountStorageRpc(ctx),
       [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),
       [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
       [rpcMethods.apps.secretPage]: secretPageRpc(ctx),

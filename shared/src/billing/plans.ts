@@ -139,3 +139,7 @@ export type ChargeResult = z.infer<typeof ChargeResultSchema>;
  */
 export const ProviderWebhookInputSchema = z.object({ provider: z.literal("stripe"), event: z.record(z.string(), z.unknown()) });
 export const ProviderWebhookResultSchema = z.object({ handled: z.boolean(), duplicate: z.boolean() });
+
+/** apps `storage` (rpc, from billing): bytes of documents and files an account's apps hold now. */
+export const AccountStorageInputSchema = z.object({ accountId: z.string().min(1) });
+export const AccountStorageSchema = z.object({ bytes: z.number().int().min(0) });

@@ -13,7 +13,8 @@ const FRESH_MS = 5_000;
 const MAX_ACCOUNTS = 10_000;
 const stored = new Map<string, { bytes: number; at: number }>();
 
-async function storedBytes(ctx: AppsContext, accountId: string): Promise<number> {
+/** Bytes of documents and files all the account's apps hold now (also billing's storage usage, via rpc `storage`). */
+export async function storedBytes(ctx: Pick<AppsContext, "db">, accountId: string): Promise<number> {
   const [files] = await ctx.db
     .select({ bytes: sql<string>`coalesce(sum(${dataUsage.fileBytes}), 0)` })
     .from(dataUsage)
