@@ -25,6 +25,7 @@ import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
+import { stripeWebhookHandler } from "./pages/stripe-webhook.ts";
 import { createAppSignIn } from "./pages/app-signin.ts";
 import { docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
@@ -92,6 +93,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
   const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
+  const stripeWebhook = stripeWebhookHandler({ secret: config.stripeWebhookSecret, bus, logger });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
   const revoked: BusSubscription = bus.subscribe(subjects.grantRevoked, (msg) => {
@@ -126,6 +128,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       set.status = report.status === "ok" ? 200 : 503;
       return report;
     })
+    // Raw body: Stripe signs the exact bytes it sent.
+    .post("/webhooks/stripe", ({ request }) => stripeWebhook(request), { parse: "none" })
     .get("/apps/signin", ({ request }) => appSignIn.show(request))
     .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
     .get("/mcp/docs", ({ request }) => docsResponse(request, false))

@@ -36,6 +36,11 @@ export interface GatewayConfig {
    * only `bun run dev` does (scripts/dev.ts); no environment variable turns it on for `bun run start`.
    */
   devPages: boolean;
+  /**
+   * Stripe's webhook signing secret (STRIPE_WEBHOOK_SECRET, `whsec_…`): POST /webhooks/stripe verifies every event
+   * with it. Without it the route answers 404 (no Stripe: billing uses its local provider).
+   */
+  stripeWebhookSecret: string | null;
 }
 
 const GatewayEnvSchema = CommonEnvSchema.extend({
@@ -52,6 +57,7 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
   TRUST_PROXY: z.enum(["true", "false"]).optional(),
   MAX_SESSIONS: z.coerce.number().int().min(1).default(5_000),
   MAX_SESSIONS_PER_USER: z.coerce.number().int().min(1).default(20),
+  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9]+$/, "must be a Stripe webhook signing secret (whsec_…)").optional(),
 });
 
 export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
@@ -79,6 +85,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
     trustProxy: overrides.trustProxy ?? false,
     devPages: overrides.devPages ?? false,
+    stripeWebhookSecret: overrides.stripeWebhookSecret ?? null,
   };
 }
 
@@ -99,5 +106,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     trustProxy: parsed.TRUST_PROXY === "true",
     maxSessions: parsed.MAX_SESSIONS,
     maxSessionsPerUser: parsed.MAX_SESSIONS_PER_USER,
+    stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
   });
 }

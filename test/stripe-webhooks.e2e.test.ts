@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { accounts, providerEvents } from "../services/billing/src/db/schema.ts";
+import { STRIPE_API_VERSION, StripeProvider } from "../services/billing/src/provider/stripe.ts";
+import { FakeStripe, signature } from "./support/fake-stripe.ts";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { MODES } from "./support/servers.ts";
+
+// Stripe's webhooks end to end: the fake sends signed events over HTTP to the gateway's POST /webhooks/stripe, which
+// verifies them and forwards them to billing over the bus; the account row shows what they changed.
+
+const SECRET_KEY = "sk_test_webhooks";
+const WEBHOOK_SECRET = "whsec_webhooks";
+const PRICES = { pro: "price_pro", team: "price_team" };
+
+for (const mode of MODES) {
+  describe(`Stripe webhooks (${mode})`, () => {
+    let hatch: TestHatch;
+    let fake: FakeStripe;
+    let provider: StripeProvider;
+    let n = 0;
+
+    beforeAll(async () => {
+      fake = new FakeStripe({ secretKey: SECRET_KEY, apiVersion: STRIPE_API_VERSION, webhookSecret: WEBHOOK_SECRET, prices: { price_pro: 1200, price_team: 2000 } });
+      hatch = await startTestHatch(mode, {
+        services: ["orgs", "billing"],
+        serviceEnv: { STRIPE_SECRET_KEY: SECRET_KEY, STRIPE_API_URL: fake.url, STRIPE_PRICE_PRO: PRICES.pro, STRIPE_PRICE_TEAM: PRICES.team },
+        gatewayConfig: { stripeWebhookSecret: WEBHOOK_SECRET },
+      });
+      fake.webhookUrl = `${hatch.baseUrl}/webhooks/stripe`;
+      provider = new StripeProvider({ secretKey: SECRET_KEY, apiUrl: fake.url, prices: PRICES });
+    });
+    afterAll(async () => {
+      await hatch?.stop();
+      await fake?.stop();
+    });
+
+    const db = () => hatch.databases.get("billing")!;
+    const row = async (customerId: string) => (await db().select().from(accounts).where(eq(accounts.customerId, customerId)))[0]!;
+    /** A billing account on the free plan with a Stripe customer, as the billing tool creates it on first use. */
+    async function freeAccount(): Promise<string> {
+      const accountId = `acc_wh_${mode}_${++n}`;
+      const customerId = await provider.createCustomer({ accountId, email: `${accountId}@example.com`, name: accountId });
+      await db().insert(accounts).values({ accountId, provider: "stripe", customerId });
+      return customerId;
+    }
+    const sessionIdOf = (url: string) => url.split("/").pop()!;
+
+    test("subscription checkout completed: plan, state, seats and card on file become Stripe's", async () => {
+      const customer = await freeAccount();
+      const url = await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "team", seats: 4, successUrl: `${hatch.baseUrl}/ok`, cancelUrl: `${hatch.baseUrl}/no` });
+      const statuses = await fake.completeCheckout(sessionIdOf(url));
+      expect(statuses).toEqual([200, 200, 200, 200]);
+      const account = await row(customer);
+      expect(account).toMatchObject({ plan: "team", state: "active", seats: 4, cardOnFile: true });
+      expect(account.subscriptionId).toMatch(/^sub_/);
+      expect(account.currentPeriodEnd).toBeInstanceOf(Date);
+    });
+
+    test("setup checkout completed: card on file, still free", async () => {
+      const customer = await freeAccount();
+      await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "setup", successUrl: `${hatch.baseUrl}/ok`, cancelUrl: `${hatch.baseUrl}/no` })));
+      expect(await row(customer)).toMatchObject({ plan: "free", state: "active", cardOnFile: true });
+    });
+
+    test("a failed invoice makes it past_due; cancel makes it canceled; a detached card is no card", async () => {
+      const customer = await freeAccount();
+      await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "pro", successUrl: "http://h/ok", cancelUrl: "http://h/no" })));
+      const { subscriptionId } = await row(customer);
+      expect(await fake.failInvoice(subscriptionId!)).toEqual([200, 200]);
+      expect(await row(customer)).toMatchObject({ plan: "pro", state: "past_due" });
+      await fake.updateSubscription(subscriptionId!, { cancel: true });
+      expect(await row(customer)).toMatchObject({ plan: "pro", state: "canceled" });
+      const pm = [...fake.paymentMethods.values()].find((p) => p.customer === customer)!;
+      await fake.detachCard(pm.id as string);
+      expect((await row(customer)).cardOnFile).toBe(false);
+    });
+
+    test("a forged signature is 400 and changes nothing; so is a missing one", async () => {
+      const customer = await freeAccount();
+      const event = fake.event("payment_method.attached", { id: "pm_forged", object: "payment_method", customer });
+      const payload = JSON.stringify(event);
+      expect((await fake.deliver(payload, "whsec_someoneelse")).status).toBe(400);
+      // The right secret over other bytes (the payload changed after signing) is a forgery too.
+      const tampered = await fetch(fake.webhookUrl!, { method: "POST", headers: { "stripe-signature": signature(payload, WEBHOOK_SECRET) }, body: payload.replace("payment_method.attached", "payment_method.detached") });
+      expect(tampered.status).toBe(400);
+      expect((await fetch(fake.webhookUrl!, { method: "POST", body: payload })).status).toBe(400);
+      // Signed long ago (a captured request replayed later): outside Stripe's 5-minute tolerance.
+      const old = await fetch(fake.webhookUrl!, { method: "POST", headers: { "stripe-signature": signature(payload, WEBHOOK_SECRET, Math.floor(Date.now() / 1000) - 3600) }, body: payload });
+      expect(old.status).toBe(400);
+      expect((await row(customer)).cardOnFile).toBe(false);
+      expect(await db().select().from(providerEvents).where(eq(providerEvents.id, event.id))).toHaveLength(0);
+    });
+
+    test("a replayed event is a duplicate and changes nothing twice", async () => {
+      const customer = await freeAccount();
+      const attached = fake.event("payment_method.attached", { id: "pm_r", object: "payment_method", customer });
+      const detached = fake.event("payment_method.detached", { id: "pm_r", object: "payment_method", customer: null }, { customer });
+      await fake.send([attached]);
+      expect((await row(customer)).cardOnFile).toBe(true);
+      await fake.send([detached]);
+      expect((await row(customer)).cardOnFile).toBe(false);
+      const replay = await fake.deliver(JSON.stringify(attached));
+      expect(replay.status).toBe(200);
+      expect(await replay.json()).toMatchObject({ duplicate: true, handled: false });
+      expect((await row(customer)).cardOnFile).toBe(false);
+    });
+
+    test("an older event arriving after a newer one is ignored", async () => {
+      const customer = await freeAccount();
+      const older = fake.event("payment_method.attached", { id: "pm_o", object: "payment_method", customer });
+      const newer = fake.event("payment_method.detached", { id: "pm_o", object: "payment_method", customer: null }, { customer });
+      await fake.send([newer]);
+      const late = await fake.deliver(JSON.stringify(older));
+      expect(await late.json()).toMatchObject({ handled: false, duplicate: false });
+      expect((await row(customer)).cardOnFile).toBe(false);
+    });
+
+    test("an event for a customer Hatch does not know is 200 and ignored; an unknown type is recorded", async () => {
+      const stranger = fake.event("payment_method.attached", { id: "pm_s", object: "payment_method", customer: "cus_not_hatch" });
+      const response = await fake.deliver(JSON.stringify(stranger));
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ handled: false, duplicate: false });
+      expect(await db().select().from(accounts).where(eq(accounts.customerId, "cus_not_hatch"))).toHaveLength(0);
+      const other = fake.event("charge.dispute.created", { id: "dp_1", object: "dispute" });
+      expect((await fake.deliver(JSON.stringify(other))).status).toBe(200);
+      expect(await (await fake.deliver(JSON.stringify(other))).json()).toMatchObject({ duplicate: true });
+    });
+
+    test("billing down: 503 so Stripe retries; the retry applies it", async () => {
+      const customer = await freeAccount();
+      const event = fake.event("payment_method.attached", { id: "pm_d", object: "payment_method", customer });
+      await hatch.stopService("billing");
+      try {
+        expect((await fake.deliver(JSON.stringify(event))).status).toBe(503);
+      } finally {
+        await hatch.startService("billing");
+      }
+      expect((await fake.deliver(JSON.stringify(event))).status).toBe(200);
+      expect((await row(customer)).cardOnFile).toBe(true);
+    });
+  });
+}
