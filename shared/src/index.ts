@@ -76,6 +76,15 @@ export {
 } from "./billing/plans.ts";
 export type { ChargeResult, Entitlements, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
 export {
+  BillingLinkInputSchema,
+  BillingLinkSchema,
+  BillingSettingsInputSchema,
+  BillingSettingsSchema,
+  LocalActInputSchema,
+  LocalActResultSchema,
+} from "./billing/settings.ts";
+export type { BillingSettings, LocalActInput } from "./billing/settings.ts";
+export {
   AiKeyPageSchema,
   AiKeySetInputSchema,
   AiKeyTargetSchema,

@@ -1,17 +1,43 @@
-import { startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { loadBillingConfig } from "./config.ts";
+import type { BillingContext } from "./context.ts";
+import { outbox } from "./db/schema.ts";
+import { createProvider } from "./provider/index.ts";
+import { chargeRpc } from "./rpc/charge.ts";
+import { entitlementsRpc } from "./rpc/entitlements.ts";
+import { localActRpc, settingsLinkRpc, settingsRpc } from "./rpc/settings.ts";
+import { billingTools } from "./tools/index.ts";
 
-export const BILLING_VERSION = "0.1.0";
+export const BILLING_VERSION = "0.2.0";
 export const BILLING_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
-/** Answers on the bus for its tools; until their handlers land, each answers "not available yet". */
-export function startBillingService(deps: ServiceDeps): Promise<RunningService> {
-  return startService({
+/** The running billing service; `context` lets tests look at accounts and charges. */
+export interface BillingService extends RunningService {
+  readonly context: BillingContext;
+}
+
+/** Answers the billing tool and rpc (entitlements, charge, the settings pages, provider webhooks) on the bus. */
+export async function startBillingService(deps: ServiceDeps): Promise<BillingService> {
+  const config = loadBillingConfig(deps.env);
+  const ctx: BillingContext = { db: deps.db, config, provider: createProvider(config, deps.db), logger: deps.logger, bus: deps.bus };
+  const service = await startService({
     name: "billing",
     version: BILLING_VERSION,
     bus: deps.bus,
     contextKey: deps.contextKey,
     contracts: TOOL_CONTRACTS,
-    tools: [],
+    tools: billingTools(ctx),
+    rpc: {
+      // helper "billing": tool-facing rpc and the gateway's settings pages
+      [rpcMethods.billing.entitlements]: entitlementsRpc(ctx),
+      [rpcMethods.billing.charge]: chargeRpc(ctx),
+      [rpcMethods.billing.settings]: settingsRpc(ctx),
+      [rpcMethods.billing.settingsLink]: settingsLinkRpc(ctx),
+      [rpcMethods.billing.localAct]: localActRpc(ctx),
+      // helper "stripe": [rpcMethods.billing.webhook]
+    },
+    outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,
   });
+  return { name: "billing", context: ctx, stop: () => service.stop() };
 }
