@@ -22,6 +22,7 @@ import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { aiKeyPages } from "./pages/ai-key-page.ts";
+import { billingPages } from "./pages/billing-page.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
@@ -122,6 +123,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
     .use(secretPages({ auth, bus, contextKey, accounts, logger }))
     .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
+    .use(billingPages({ auth, bus, contextKey, accounts, logger }))
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);

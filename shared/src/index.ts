@@ -79,6 +79,15 @@ export {
 export type { ChargeResult, Entitlements, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export {
+  BillingLinkInputSchema,
+  BillingLinkSchema,
+  BillingSettingsInputSchema,
+  BillingSettingsSchema,
+  LocalActInputSchema,
+  LocalActResultSchema,
+} from "./billing/settings.ts";
+export type { BillingSettings, LocalActInput } from "./billing/settings.ts";
+export {
   AiKeyPageSchema,
   AiKeySetInputSchema,
   AiKeyTargetSchema,

@@ -47,6 +47,12 @@ export const rpcMethods = {
     charge: "charge",
     /** A payment provider's event the gateway verified. */
     webhook: "webhook",
+    /** The billing settings page (/dashboard/billing): plan, state, card, usage of the person's account. */
+    settings: "settings",
+    /** The provider page a settings button leads to (checkout or portal). */
+    settingsLink: "settings.link",
+    /** What the person did on the local provider's checkout or portal page (never a card number). */
+    localAct: "local.act",
   },
   gateway: {
     /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */

@@ -40,7 +40,8 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
     busPrefix: uniqueName("bus"),
     services: options.services,
-    serviceEnv: { APP_PORT: "0", BLOB_DIR: testBlobDir(), ...options.serviceEnv },
+    // Plan limits only where a test is about them (BILLING_ENFORCE_LIMITS: "true"): others publish and invite freely.
+    serviceEnv: { APP_PORT: "0", BLOB_DIR: testBlobDir(), BILLING_ENFORCE_LIMITS: "false", ...options.serviceEnv },
     fetchClientMetadata: options.fetchClientMetadata,
     gatewayConfig: options.gatewayConfig,
     dropEventsStreamOnClose: true,

@@ -7,6 +7,8 @@ export interface BillingConfig {
   baseUrl: string;
   /** Stripe when set (STRIPE_SECRET_KEY); otherwise the local provider. */
   stripe: StripeSettings | null;
+  /** BILLING_ENFORCE_LIMITS (default true): false answers every account with no limits (a server that bills nobody). */
+  enforceLimits: boolean;
 }
 
 export interface StripeSettings {
@@ -24,6 +26,7 @@ const BillingEnvSchema = CommonEnvSchema.extend({
   STRIPE_API_URL: z.url({ protocol: /^https?$/ }).optional(),
   STRIPE_PRICE_PRO: z.string().regex(/^price_[A-Za-z0-9]+$/).optional(),
   STRIPE_PRICE_TEAM: z.string().regex(/^price_[A-Za-z0-9]+$/).optional(),
+  BILLING_ENFORCE_LIMITS: z.enum(["true", "false"]).default("true"),
 });
 
 /** Parses the environment; throws ConfigError naming every bad variable. */
@@ -37,6 +40,7 @@ export function loadBillingConfig(env: Record<string, string | undefined>): Bill
   );
   return {
     baseUrl: (parsed.BASE_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, ""),
+    enforceLimits: parsed.BILLING_ENFORCE_LIMITS === "true",
     stripe: parsed.STRIPE_SECRET_KEY
       ? { secretKey: parsed.STRIPE_SECRET_KEY, apiUrl: parsed.STRIPE_API_URL ?? null, prices: { pro: parsed.STRIPE_PRICE_PRO!, team: parsed.STRIPE_PRICE_TEAM! } }
       : null,

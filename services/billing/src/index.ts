@@ -1,1 +1,2 @@
 export { BILLING_MIGRATIONS, BILLING_VERSION, startBillingService } from "./service.ts";
+export type { BillingService } from "./service.ts";

@@ -2,27 +2,43 @@ import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTR
 import { loadBillingConfig } from "./config.ts";
 import type { BillingContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
-import { StripeProvider } from "./provider/stripe.ts";
-import type { PaymentProvider } from "./provider/types.ts";
+import { createProvider } from "./provider/index.ts";
+import { chargeRpc } from "./rpc/charge.ts";
+import { entitlementsRpc } from "./rpc/entitlements.ts";
+import { localActRpc, settingsLinkRpc, settingsRpc } from "./rpc/settings.ts";
+import { billingTools } from "./tools/index.ts";
 import { startUsageConsumer } from "./usage.ts";
 import { webhookRpc } from "./webhooks.ts";
 
-export const BILLING_VERSION = "0.1.0";
+export const BILLING_VERSION = "0.2.0";
 export const BILLING_MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
-/** Answers on the bus for its tools and rpc methods, and counts usage from events. */
-export async function startBillingService(deps: ServiceDeps): Promise<RunningService> {
+/** The running billing service; `context` lets tests look at accounts and charges. */
+export interface BillingService extends RunningService {
+  readonly context: BillingContext;
+}
+
+/**
+ * Answers the billing tool and rpc (entitlements, charge, the settings pages, provider webhooks) on the bus, and
+ * counts usage from events.
+ */
+export async function startBillingService(deps: ServiceDeps): Promise<BillingService> {
   const config = loadBillingConfig(deps.env);
-  const ctx: BillingContext = { db: deps.db, config, provider: providerOf(config), logger: deps.logger, bus: deps.bus };
+  const ctx: BillingContext = { db: deps.db, config, provider: createProvider(config, deps.db), logger: deps.logger, bus: deps.bus };
   const service = await startService({
     name: "billing",
     version: BILLING_VERSION,
     bus: deps.bus,
     contextKey: deps.contextKey,
     contracts: TOOL_CONTRACTS,
-    tools: [],
+    tools: billingTools(ctx),
     rpc: {
-      // helper "stripe": Stripe's webhooks, forwarded by the gateway's POST /webhooks/stripe.
+      [rpcMethods.billing.entitlements]: entitlementsRpc(ctx),
+      [rpcMethods.billing.charge]: chargeRpc(ctx),
+      [rpcMethods.billing.settings]: settingsRpc(ctx),
+      [rpcMethods.billing.settingsLink]: settingsLinkRpc(ctx),
+      [rpcMethods.billing.localAct]: localActRpc(ctx),
+      // Stripe's webhooks, forwarded by the gateway's POST /webhooks/stripe once their signature checked.
       [rpcMethods.billing.webhook]: webhookRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
@@ -30,19 +46,11 @@ export async function startBillingService(deps: ServiceDeps): Promise<RunningSer
   });
   const usage = startUsageConsumer(ctx);
   return {
-    ...service,
+    name: "billing",
+    context: ctx,
     async stop() {
       await usage.stop();
       await service.stop();
     },
   };
-}
-
-// Minimal wiring until provider/index.ts (createProvider, helper "billing") lands: Stripe when configured.
-function providerOf(config: ReturnType<typeof loadBillingConfig>): PaymentProvider {
-  if (config.stripe) return new StripeProvider(config.stripe);
-  const missing = async (): Promise<never> => {
-    throw new Error("the local payment provider is not built yet");
-  };
-  return { kind: "local", createCustomer: missing, checkoutUrl: missing, portalUrl: missing, charge: missing, refund: missing };
 }

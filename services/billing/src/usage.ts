@@ -11,6 +11,7 @@ export const USAGE_CONSUMER = "billing-usage";
 interface Counts {
   opens?: number;
   aiTokens?: number;
+  companyAiTokens?: number;
   domains?: number;
 }
 
@@ -29,7 +30,9 @@ export function usageOf(event: HatchEvent): { accountId: string; day: string; co
     }
     case "apps.ai.used": {
       const tokens = whole(event.details.inputTokens) + whole(event.details.outputTokens);
-      return tokens > 0 ? { accountId: event.account, day, counts: { aiTokens: tokens } } : null;
+      const payer = event.details.payer as { scope?: unknown } | undefined;
+      const company = payer?.scope === "company" ? tokens : 0;
+      return tokens > 0 ? { accountId: event.account, day, counts: { aiTokens: tokens, companyAiTokens: company } } : null;
     }
     case "domains.domain.bought":
       return { accountId: event.account, day, counts: { domains: 1 } };
@@ -43,16 +46,21 @@ export async function countUsage(db: Database, event: HatchEvent): Promise<boole
   const found = usageOf(event);
   if (!found) return false;
   const month = `${found.day.slice(0, 7)}-01`;
-  const { opens = 0, aiTokens = 0, domains = 0 } = found.counts;
+  const { opens = 0, aiTokens = 0, companyAiTokens = 0, domains = 0 } = found.counts;
   return db.transaction(async (tx) => {
     const fresh = await tx.insert(countedEvents).values({ eventId: event.id }).onConflictDoNothing().returning({ id: countedEvents.eventId });
     if (fresh.length === 0) return false;
     await tx
       .insert(usage)
-      .values({ accountId: found.accountId, month, opens, aiTokens, domains })
+      .values({ accountId: found.accountId, month, opens, aiTokens, companyAiTokens, domains })
       .onConflictDoUpdate({
         target: [usage.accountId, usage.month],
-        set: { opens: sql`${usage.opens} + ${opens}`, aiTokens: sql`${usage.aiTokens} + ${aiTokens}`, domains: sql`${usage.domains} + ${domains}` },
+        set: {
+          opens: sql`${usage.opens} + ${opens}`,
+          aiTokens: sql`${usage.aiTokens} + ${aiTokens}`,
+          companyAiTokens: sql`${usage.companyAiTokens} + ${companyAiTokens}`,
+          domains: sql`${usage.domains} + ${domains}`,
+        },
       });
     return true;
   });

@@ -40,6 +40,8 @@ export const usage = billing.table(
     opens: bigint("opens", { mode: "number" }).notNull().default(0),
     storageBytes: bigint("storage_bytes", { mode: "number" }).notNull().default(0),
     aiTokens: bigint("ai_tokens", { mode: "number" }).notNull().default(0),
+    /** Of those, the tokens paid with the company's own key (the plan's companyAiTokensPerMonth counts these). */
+    companyAiTokens: bigint("company_ai_tokens", { mode: "number" }).notNull().default(0),
     domains: integer("domains").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.accountId, t.month] })],

@@ -1,4 +1,4 @@
-import { bindTool, checkLimit, ORG_INVITE_MAX_PEOPLE, org_invite, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/shared";
+import { bindTool, checkLimit, ORG_INVITE_MAX_PEOPLE, org_invite, ToolError, type CallContext, type Entitlements, type ToolInput, type ToolOutput } from "@hatch/shared";
 import { and, count, eq, gt, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, type Tx } from "../db/accounts.ts";
@@ -33,6 +33,8 @@ async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input:
   const extras = extrasFor(input.role, input.permissions ?? []);
   const skipped: Skipped = [];
   const created: InvitationRow[] = [];
+  // Asked before the transaction: billing may share the one embedded database connection the transaction holds.
+  const entitlements = (await orgs.entitlements?.get(me.accountId)) ?? null;
   await orgs.db.transaction(async (tx) => {
     const already = await tx
       .select({ email: sql<string>`lower(${people.email})` })
@@ -45,7 +47,7 @@ async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input:
       const open = openByEmail.get(email);
       return !memberEmails.has(email) && !(open && open.expiresAt > now);
     }).length;
-    if (adding > 0) await checkSeats(orgs, tx, me.accountId, adding, now);
+    if (adding > 0) await checkSeats(entitlements, tx, me.accountId, adding, now);
     for (const email of emails) {
       const pending = openByEmail.get(email);
       if (memberEmails.has(email)) skipped.push({ email, reason: "already a member" });
@@ -126,8 +128,7 @@ export function orgInviteTool(orgs: OrgsContext) {
 
 /** The account's open (not accepted, not revoked) invitations for these emails, locked for this transaction. */
 /** Members and open invitations together may not pass the plan's seats (refused before anything is sent). */
-async function checkSeats(orgs: OrgsContext, tx: Tx, accountId: string, adding: number, now: Date): Promise<void> {
-  const entitlements = await orgs.entitlements?.get(accountId);
+async function checkSeats(entitlements: Entitlements | null, tx: Tx, accountId: string, adding: number, now: Date): Promise<void> {
   if (!entitlements || entitlements.limits.seats === null) return;
   const [held] = await tx.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
   const [open] = await tx

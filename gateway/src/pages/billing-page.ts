@@ -1,0 +1,190 @@
+import {
+  BillingLinkSchema,
+  BillingSettingsSchema,
+  callRpc,
+  isToolError,
+  LocalActResultSchema,
+  PLAN_TABLE,
+  rpcMethods,
+  type BillingSettings,
+  type Bus,
+  type LocalActInput,
+  type Logger,
+} from "@hatch/shared";
+import { Elysia } from "elysia";
+import { cookieHeaders, type Auth, type BrowserState, type Params } from "../auth/index.ts";
+import { BodyTooLargeError } from "../auth/errors.ts";
+import { redirect } from "../auth/http.ts";
+import type { AccountSessions } from "../mcp/accounts.ts";
+import { dashboardContext } from "./dashboard-context.ts";
+import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
+
+// `/dashboard/billing`: the plans (PLAN_TABLE), the account's plan, state, card and usage, and buttons that lead to
+// the provider's checkout or portal. Without Stripe, the checkout and portal are the local pages below. The local
+// checkout's card number is compared here with the test card and dropped: billing hears only "ok" or "declined",
+// and the number is never logged, stored, or echoed back into the page.
+
+export interface BillingPagesDeps {
+  auth: Pick<Auth, "pages">;
+  bus: Bus;
+  contextKey: Buffer;
+  accounts: AccountSessions;
+  logger: Logger;
+}
+
+const FORM_MAX_BYTES = 8 * 1024;
+const TEST_CARD = "4242424242424242";
+const SETTINGS = "/dashboard/billing";
+type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+type Form = { params: Params; state: BrowserState };
+
+function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+  const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
+  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+}
+
+const notice = (text: string | undefined, error = false) =>
+  text ? (error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="card" role="status">${text}</p>`) : "";
+
+const price = (plan: keyof typeof PLAN_TABLE) => {
+  const info = PLAN_TABLE[plan];
+  return info.monthlyCents === null ? "by agreement" : `$${(info.monthlyCents / 100).toFixed(0)}/month${info.perSeat ? " per seat" : ""}`;
+};
+const gb = (bytes: number | null) => (bytes === null ? "no limit" : `${+(bytes / 1024 ** 3).toFixed(1)} GB`);
+const n = (value: number | null) => (value === null ? "no limit" : String(value));
+const choosable = (s: BillingSettings) => (s.accountKind === "company" ? (["pro", "team"] as const) : (["pro"] as const));
+
+function settingsPage(state: Signed, s: BillingSettings, message?: string): Response {
+  const rows = Object.values(PLAN_TABLE).map(
+    (p) => html`<tr${p.plan === s.plan ? html` aria-current="true"` : ""}><td><strong>${p.title}</strong>${p.plan === s.plan ? " (yours)" : ""}<br><span class="muted">${p.forWhom}</span></td>
+<td>${price(p.plan)}</td><td>${n(p.limits.apps)}</td><td>${n(p.limits.customDomains)}</td><td>${gb(p.limits.storageBytes)}</td><td>${n(p.limits.seats)}</td></tr>`,
+  );
+  const u = s.usage;
+  const body = html`<h1>Billing</h1>${notice(message)}
+<div class="card"><p>Plan: <strong id="plan">${s.plan}</strong> · state: <strong id="state">${s.state}</strong></p>
+<p>Card on file: <strong id="card">${s.cardOnFile ? "yes" : "no"}</strong></p>
+<p class="muted">${u.periodStart} to ${u.periodEnd}: ${u.opens} app opens, ${gb(u.storageBytes)} stored, ${u.aiTokens} AI tokens, ${u.domains} domains; ${u.amountSoFar.formatted} so far.</p></div>
+<form method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}<div class="actions">
+${s.plan === "free" ? choosable(s).map((plan) => html`<button type="submit" name="plan" value="${plan}">Choose ${PLAN_TABLE[plan].title}</button>`) : ""}
+${s.cardOnFile ? "" : html`<button class="secondary" type="submit" name="to" value="checkout">Add a card</button>`}
+${s.cardOnFile || s.plan !== "free" ? html`<button class="secondary" type="submit" name="to" value="portal">Manage card and plan</button>` : ""}
+</div></form>
+<table><thead><tr><th>Plan</th><th>Price</th><th>Apps</th><th>Domains</th><th>Storage</th><th>Seats</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return page(state, "Billing", body);
+}
+
+function checkoutPage(state: Signed, s: BillingSettings, wanted: string | null, error?: string, status = 200): Response {
+  const plans = ["free", ...choosable(s)] as const;
+  const selected = plans.includes(wanted as never) ? wanted : s.plan === "free" ? "free" : s.plan;
+  const body = html`<h1>Checkout (local test provider)</h1>${notice(error, true)}
+<p class="muted">This Hatch server has no payment provider: nothing is charged. Use the test card 4242 4242 4242 4242.</p>
+<form class="stack" method="post" action="${SETTINGS}/checkout">${csrfField(state.csrfToken)}
+<label>Card number<input type="text" name="card" inputmode="numeric" autocomplete="off" required maxlength="23"></label>
+<fieldset><legend>Plan</legend>${plans.map(
+    (plan) => html`<label class="choice"><input type="radio" name="plan" value="${plan}"${plan === selected ? " checked" : ""}> ${PLAN_TABLE[plan].title} (${price(plan)})</label>`,
+  )}</fieldset>
+<div class="actions"><button type="submit">Save</button><a href="${SETTINGS}">Cancel</a></div></form>`;
+  return page(state, "Checkout", body, status);
+}
+
+function portalPage(state: Signed, s: BillingSettings, message?: string, error = false, status = 200): Response {
+  const others = (["free", ...choosable(s)] as const).filter((plan) => plan !== s.plan);
+  const body = html`<h1>Manage billing (local test provider)</h1>${notice(message, error)}
+<div class="card"><p>Plan <strong>${s.plan}</strong> (${s.state}); card on file: ${s.cardOnFile ? "yes" : "no"}.</p></div>
+<form method="post" action="${SETTINGS}/portal">${csrfField(state.csrfToken)}<div class="actions">
+${others.map((plan) => html`<button type="submit" name="plan" value="${plan}"${plan === "free" ? html` class="danger"` : ""}>${plan === "free" ? "Cancel the paid plan" : `Switch to ${PLAN_TABLE[plan].title}`}</button>`)}
+${s.cardOnFile ? html`<button class="secondary" type="submit" name="action" value="remove_card">Remove the card</button>` : html`<a href="${SETTINGS}/checkout">Add a card</a>`}
+</div></form><p><a href="${SETTINGS}">Back to billing</a></p>`;
+  return page(state, "Manage billing", body, status);
+}
+
+export function billingPages(deps: BillingPagesDeps) {
+  const signIn = (state: BrowserState, next: string) => redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
+
+  async function settings(user: Signed["user"]): Promise<BillingSettings> {
+    const { ctx, requestId } = await dashboardContext(deps, user, "read");
+    return callRpc(deps.bus, "billing", rpcMethods.billing.settings, {}, BillingSettingsSchema, { ctx, requestId });
+  }
+
+  async function act(user: Signed["user"], input: LocalActInput) {
+    const { ctx, requestId } = await dashboardContext(deps, user, "write");
+    return callRpc(deps.bus, "billing", rpcMethods.billing.localAct, input, LocalActResultSchema, { ctx, requestId });
+  }
+
+  /** GET: signed in, then the page; every failure is a page that says what to do. */
+  async function show(request: Request, render: (state: Signed, s: BillingSettings, url: URL) => Response): Promise<Response> {
+    const url = new URL(request.url);
+    const state = await deps.auth.pages.state(request);
+    if (!state.user) return signIn(state, url.pathname + url.search);
+    try {
+      return render({ ...state, user: state.user }, await settings(state.user), url);
+    } catch (error) {
+      return failure(state, error);
+    }
+  }
+
+  /** POST: size cap, CSRF (pages.form), signed in. */
+  async function post(request: Request, next: string, handle: (state: Signed, form: Form) => Promise<Response>): Promise<Response> {
+    if (Number(request.headers.get("content-length") ?? "0") > FORM_MAX_BYTES) return htmlResponse("Request body too large", { status: 413 });
+    let form: Awaited<ReturnType<Auth["pages"]["form"]>>;
+    try {
+      form = await deps.auth.pages.form(request);
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) return htmlResponse("Request body too large", { status: 413 });
+      throw error;
+    }
+    if ("refused" in form) return form.refused;
+    if (!form.state.user) return signIn(form.state, next);
+    try {
+      return await handle({ ...form.state, user: form.state.user }, form);
+    } catch (error) {
+      return failure(form.state, error);
+    }
+  }
+
+  function failure(state: BrowserState, error: unknown): Response {
+    if (isToolError(error) && error.code !== "internal") {
+      const status = error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : error.code === "not_found" ? 404 : 400;
+      return page(state, "Billing", html`<h1>Billing</h1><p class="error" role="alert">${error.message}</p>`, status);
+    }
+    // Never the form: it may hold a card number.
+    deps.logger.error("billing page failed", { error: error instanceof Error ? error.name : "unknown" });
+    return page(state, "Billing", html`<h1>Something went wrong</h1><p class="error" role="alert">Something went wrong on our side. Try again in a minute.</p>`, 500);
+  }
+
+  const goTo = (state: Signed, { params }: Form) => {
+    const plan = params.get("plan");
+    const to = plan ? "checkout" : params.get("to");
+    if (to !== "checkout" && to !== "portal") return Promise.resolve(page(state, "Billing", html`<p class="error" role="alert">Choose a button on the billing page.</p>`, 400));
+    return dashboardContext(deps, state.user, "write").then(({ ctx, requestId }) =>
+      callRpc(deps.bus, "billing", rpcMethods.billing.settingsLink, { to, ...(plan ? { plan } : {}) }, BillingLinkSchema, { ctx, requestId }),
+    ).then(({ url }) => redirect(url, cookieHeaders(state.setCookies)));
+  };
+
+  async function checkout(state: Signed, { params }: Form): Promise<Response> {
+    // The number is reduced to a verdict at once; only the verdict goes on.
+    const card = (params.get("card") ?? "").replace(/[\s-]/g, "") === TEST_CARD ? "ok" : "declined";
+    const plan = params.get("plan") ?? "free";
+    if (plan !== "free" && plan !== "pro" && plan !== "team") return checkoutPage(state, await settings(state.user), null, "Choose a plan.", 400);
+    const result = await act(state.user, { action: "checkout", card, plan });
+    if (!result.ok) return checkoutPage(state, await settings(state.user), plan, result.message, 402);
+    return redirect(`${SETTINGS}?done=1`, cookieHeaders(state.setCookies));
+  }
+
+  async function portal(state: Signed, { params }: Form): Promise<Response> {
+    const plan = params.get("plan");
+    const input: LocalActInput | null =
+      params.get("action") === "remove_card" ? { action: "remove_card" } : plan === "free" || plan === "pro" || plan === "team" ? { action: "plan", plan } : null;
+    if (!input) return portalPage(state, await settings(state.user), "Choose a button.", true, 400);
+    const result = await act(state.user, input);
+    return portalPage(state, await settings(state.user), result.message, !result.ok, result.ok ? 200 : 400);
+  }
+
+  return new Elysia({ name: "hatch-billing-pages" })
+    .get(SETTINGS, ({ request }) => show(request, (state, s, url) => settingsPage(state, s, url.searchParams.has("done") ? "Saved." : undefined)))
+    .post(SETTINGS, ({ request }) => post(request, SETTINGS, goTo), { parse: "none" })
+    .get(`${SETTINGS}/checkout`, ({ request }) => show(request, (state, s, url) => checkoutPage(state, s, url.searchParams.get("plan"))))
+    .post(`${SETTINGS}/checkout`, ({ request }) => post(request, `${SETTINGS}/checkout`, checkout), { parse: "none" })
+    .get(`${SETTINGS}/portal`, ({ request }) => show(request, (state, s) => portalPage(state, s)))
+    .post(`${SETTINGS}/portal`, ({ request }) => post(request, `${SETTINGS}/portal`, portal), { parse: "none" });
+}

@@ -1,0 +1,1 @@
+ALTER TABLE "billing"."usage" ADD COLUMN "company_ai_tokens" bigint DEFAULT 0 NOT NULL;

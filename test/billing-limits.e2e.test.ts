@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { PLAN_TABLE } from "@hatch/shared";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { callOk, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
+import { MODES } from "./support/servers.ts";
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+// Plan limits where the action happens: a new app past the plan's apps, an invitation past its seats. Each is
+// refused with needs_payment, says which limit, carries the billing settings page, and changes nothing.
+for (const mode of MODES) {
+  describe(`plan limits (${mode})`, () => {
+    let hatch: TestHatch;
+    let owner: User;
+    let ai: Client;
+
+    beforeAll(async () => {
+      hatch = await startTestHatch(mode, { serviceEnv: { BILLING_ENFORCE_LIMITS: "true" } });
+      owner = await userWithToken(hatch, { name: "Lim" });
+      let n = 0;
+      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: `Limited ${mode} ${++n}`, visibility: "private" } })));
+    }, 60_000);
+    afterAll(async () => {
+      await ai?.close();
+      await hatch?.stop();
+    });
+
+    const publishNew = () => ai.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
+
+    test("the free plan's apps: the next new app is refused with needs_payment and the settings page; versions still publish", async () => {
+      const allowed = PLAN_TABLE.free.limits.apps!;
+      const addresses: string[] = [];
+      for (let i = 0; i < allowed; i++) {
+        const result = await publishNew();
+        expect(result.isError).not.toBe(true);
+        addresses.push((result.structuredContent as { address: string }).address);
+      }
+      const refused = await publishNew();
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain(`The free plan allows ${allowed} apps, and this account has ${allowed}.`);
+      expect(textOf(refused)).toContain(`${hatch.baseUrl}/dashboard/billing`);
+      expect(textOf(refused)).toMatch(/\(needs_payment\)$/);
+      const listed = await callOk<{ apps: { address: string }[] }>(ai, "list_tools");
+      expect(listed.apps.map((a) => a.address).sort()).toEqual(addresses.sort());
+      // A new version of an existing app is not a new app.
+      const again = await ai.callTool({ name: "publish", arguments: { address: addresses[0], files: [{ path: "index.html", content: "<h1>v2</h1>", encoding: "utf8" }] } });
+      expect(again.isError).not.toBe(true);
+    }, 60_000);
+
+    test("the free plan's seats: an invitation past them is refused and nothing is sent", async () => {
+      await callOk(ai, "org_setup", { action: "create", name: `Limits ${mode}` });
+      const seats = PLAN_TABLE.free.limits.seats!;
+      const emails = Array.from({ length: seats }, (_, i) => `seat${i}-${mode}-${process.pid}@example.com`);
+      const refused = await ai.callTool({ name: "org_invite", arguments: { action: "invite", emails, role: "member" } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain(`allows ${seats} people`);
+      expect(textOf(refused)).toMatch(/\(needs_payment\)$/);
+      const members = await callOk<{ invitations: unknown[] }>(ai, "org_members");
+      expect(members.invitations).toEqual([]);
+      const fits = await callOk<{ invited: unknown[] }>(ai, "org_invite", { action: "invite", emails: emails.slice(0, seats - 1), role: "member" });
+      expect(fits.invited).toHaveLength(seats - 1);
+    }, 60_000);
+  });
+}
