@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { PLAN_TABLE } from "@hatch/shared";
+import type { Browser } from "playwright-core";
+import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -14,6 +16,7 @@ for (const mode of MODES) {
     let hatch: TestHatch;
     let owner: User;
     let ai: Client;
+    let browser: Browser | undefined;
 
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { serviceEnv: { BILLING_ENFORCE_LIMITS: "true" } });
@@ -22,6 +25,7 @@ for (const mode of MODES) {
       ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: `Limited ${mode} ${++n}`, visibility: "private" } })));
     }, 60_000);
     afterAll(async () => {
+      await browser?.close();
       await ai?.close();
       await hatch?.stop();
     });
@@ -46,6 +50,26 @@ for (const mode of MODES) {
       // A new version of an existing app is not a new app.
       const again = await ai.callTool({ name: "publish", arguments: { address: addresses[0], files: [{ path: "index.html", content: "<h1>v2</h1>", encoding: "utf8" }] } });
       expect(again.isError).not.toBe(true);
+    }, 60_000);
+
+    test.skipIf(!hasChromium)("the person upgrades to Pro through the settings link in a browser; the next new app is published", async () => {
+      const refused = await publishNew();
+      const link = /(http\S+\/dashboard\/billing)\b/.exec(textOf(refused))?.[1];
+      expect(link).toBe(`${hatch.baseUrl}/dashboard/billing`);
+      const { url } = await callOk<{ url: string }>(ai, "billing", { manage: true });
+      browser = await launchChromium();
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(url);
+      await page.waitForURL((next) => next.pathname === "/signin");
+      await page.getByLabel("Email").fill(owner.email);
+      await page.getByLabel("Password").fill("correct horse battery");
+      await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing/checkout"), page.getByRole("button", { name: "Sign in" }).click()]);
+      await page.getByLabel("Card number").fill("4242 4242 4242 4242");
+      await page.getByRole("radio", { name: /Pro/ }).check();
+      await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing"), page.getByRole("button", { name: "Save" }).click()]);
+      expect(await callOk<{ plan: string; cardOnFile: boolean }>(ai, "billing")).toMatchObject({ plan: "pro", cardOnFile: true });
+      const published = await publishNew();
+      expect(published.isError).not.toBe(true);
     }, 60_000);
 
     test("the free plan's seats: an invitation past them is refused and nothing is sent", async () => {
