@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { accounts, providerEvents } from "../services/billing/src/db/schema.ts";
 import { STRIPE_API_VERSION, StripeProvider } from "../services/billing/src/provider/stripe.ts";
+import { ChargeResultSchema, callRpc, deriveKey, rpcMethods, signContext, type CallContextClaims } from "@hatch/shared";
 import { FakeStripe, signature } from "./support/fake-stripe.ts";
-import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
+import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
 // Stripe's webhooks end to end: the fake sends signed events over HTTP to the gateway's POST /webhooks/stripe, which
@@ -45,6 +47,34 @@ for (const mode of MODES) {
       return customerId;
     }
     const sessionIdOf = (url: string) => url.split("/").pop()!;
+
+    test("through the billing tool: Stripe Checkout's url, the person completes it, webhooks make billing show Pro with a card; a domain-style charge is made once per key", async () => {
+      const user = await userWithToken(hatch, { name: "Stripe Payer" });
+      const ai = await connectClient(hatch, user.accessToken);
+      try {
+        const first = await callOk<{ plan: string; cardOnFile: boolean; url: string; actionNeeded: string | null }>(ai, "billing", { manage: true });
+        expect(first).toMatchObject({ plan: "free", cardOnFile: false });
+        expect(first.url.startsWith(fake.url)).toBe(true);
+        expect(await fake.completeCheckout(sessionIdOf(first.url))).toEqual(expect.arrayContaining([200]));
+        const after = await callOk<{ plan: string; state: string; cardOnFile: boolean }>(ai, "billing");
+        expect(after).toMatchObject({ plan: "pro", state: "active", cardOnFile: true });
+
+        // The charge another service asks for (a domain): charged off-session with the card on file, once per key.
+        const claims: CallContextClaims = { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "test", elicitation: { form: false, url: false } }, grant: "test", rid: "test" };
+        const session = await hatch.gateway.accounts.resolve(claims, { requestId: "test", traceparent: "" });
+        const ctx = signContext({ ...claims, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions }, deriveKey(TEST_SECRET, "ctx"));
+        const input = { accountId: session.account, amountMinor: 1500, currency: "USD", description: "Domain example.com", idempotencyKey: `stripe-domain-${mode}` };
+        const charged = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
+        expect(charged.status).toBe("charged");
+        const again = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
+        expect(again).toEqual(charged);
+        expect(fake.paymentIntents.size).toBe(1);
+        const text = textOf(await ai.callTool({ name: "billing", arguments: {} }));
+        expect(text).not.toMatch(/4242|card number/i);
+      } finally {
+        await ai.close();
+      }
+    });
 
     test("subscription checkout completed: plan, state, seats and card on file become Stripe's", async () => {
       const customer = await freeAccount();
