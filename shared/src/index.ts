@@ -73,6 +73,7 @@ export {
   LIMIT_NAMES,
   limitsOf,
   PLAN_TABLE,
+  planTableMarkdown,
   ProviderWebhookInputSchema,
   ProviderWebhookResultSchema,
 } from "./billing/plans.ts";

@@ -80,3 +80,19 @@ describe("developer reference", () => {
     for (const block of blocks) expect(ServiceJsonSchema.safeParse(JSON.parse(block)).success).toBe(true);
   });
 });
+
+describe("plans in the developer reference", () => {
+  test("the plans topic prints every plan's limits from the plan table the services enforce", async () => {
+    const { PLAN_TABLE } = await import("../src/billing/plans.ts");
+    const plans = developerReference("plans");
+    expect(developerReference()).toContain(plans);
+    for (const info of Object.values(PLAN_TABLE)) {
+      const row = plans.split("\n").find((line) => line.startsWith(`| ${info.title} |`));
+      expect(row).toBeDefined();
+      const cells = row!.split("|").map((cell) => cell.trim());
+      expect(cells[3]).toBe(info.limits.apps === null ? "no limit" : info.limits.apps.toLocaleString("en-US"));
+      expect(cells[4]).toBe(info.limits.customDomains === null ? "no limit" : info.limits.customDomains.toLocaleString("en-US"));
+    }
+    expect(plans).toContain("needs_payment");
+  });
+});

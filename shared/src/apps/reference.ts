@@ -4,6 +4,7 @@ import { APIS } from "./reference-apis.ts";
 import { AI_CALLS } from "./reference-ai.ts";
 import { BROWSER_LIBRARY } from "./reference-browser.ts";
 import { SERVER_CODE } from "./reference-server.ts";
+import { planTableMarkdown } from "../billing/plans.ts";
 
 // The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
 // Written for an AI that follows it literally: say exactly what works today, and plainly what does not yet.
@@ -118,14 +119,29 @@ How paths are served: \`/\` → \`index.html\`; \`/docs/\` → \`docs/index.html
 404 page.
 `;
 
+const PLANS = `## Plans and limits
+
+What each plan allows; the \`billing\` tool says which plan the user's account is on. An action past a limit (a new app,
+an invitation, data written by an app) is refused with \`needs_payment\` and a link to the billing settings page,
+where the user upgrades; nothing is changed by the refused action. In the browser library the code is
+\`needs_payment\` too (the app owner's plan is out of storage).
+
+${planTableMarkdown()}
+
+A paid plan that ends (canceled) or stops for non-payment (suspended) falls back to Free's limits; one whose
+payment failed (past due) keeps its limits while the user fixes it. Card details are typed only on the payment
+page the \`billing\` tool links to, never in the chat.
+`;
+
 const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {
   service_json: `${SERVICE_JSON}\n${APIS}`,
   browser_library: `${BROWSER_LIBRARY}\n${AI_CALLS}`,
   server_code: SERVER_CODE,
+  plans: PLANS,
 };
 
 /** The reference in Markdown: the whole of it, or one topic. */
 export function developerReference(topic: ReferenceTopic = "all"): string {
   if (topic !== "all") return SECTIONS[topic];
-  return [OVERVIEW, SERVICE_JSON, APIS, BROWSER_LIBRARY, AI_CALLS, SERVER_CODE].join("\n");
+  return [OVERVIEW, SERVICE_JSON, APIS, BROWSER_LIBRARY, AI_CALLS, SERVER_CODE, PLANS].join("\n");
 }

@@ -143,3 +143,21 @@ export const ProviderWebhookResultSchema = z.object({ handled: z.boolean(), dupl
 /** apps `storage` (rpc, from billing): bytes of documents and files an account's apps hold now. */
 export const AccountStorageInputSchema = z.object({ accountId: z.string().min(1) });
 export const AccountStorageSchema = z.object({ bytes: z.number().int().min(0) });
+
+const count = (n: number | null, unit = "") => (n === null ? "no limit" : `${n.toLocaleString("en-US")}${unit}`);
+const size = (bytes: number | null) => (bytes === null ? "no limit" : bytes >= GB ? `${bytes / GB} GB` : `${Math.round(bytes / 1024 / 1024)} MB`);
+const price = (info: PlanInfo) => (info.monthlyCents === null ? "by agreement" : info.monthlyCents === 0 ? "free" : `$${(info.monthlyCents / 100).toFixed(0)} a month${info.perSeat ? " per seat" : ""}`);
+
+/** The plan table in Markdown: the developer reference prints it, and the billing tool points to it. */
+export function planTableMarkdown(): string {
+  const rows = Object.values(PLAN_TABLE).map((info) => {
+    const l = info.limits;
+    const seats = info.plan === "team" ? "as paid for" : count(l.seats);
+    return `| ${info.title} | ${price(info)} | ${count(l.apps)} | ${count(l.customDomains)} | ${size(l.storageBytes)} | ${info.companyOnly || l.companyAiTokensPerMonth ? count(l.companyAiTokensPerMonth) : "-"} | ${seats} |`;
+  });
+  return [
+    "| plan | price | apps | custom domains | data and files | AI tokens a month through the company's key | people |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+    ...rows,
+  ].join("\n");
+}

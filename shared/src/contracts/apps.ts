@@ -136,7 +136,7 @@ export const publish = defineTool({
   }),
 });
 
-export const DOCS_TOPICS = ["all", "browser_library", "service_json", "server_code"] as const;
+export const DOCS_TOPICS = ["all", "browser_library", "service_json", "server_code", "plans"] as const;
 
 export const service_docs = defineTool({
   name: "service_docs",
