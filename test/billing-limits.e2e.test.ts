@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { PLAN_TABLE } from "@hatch/shared";
+import { createLogger, eventStreamFor, PLAN_TABLE, type HatchEvent } from "@hatch/shared";
 import type { Browser } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { MODES, uniqueName } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
@@ -17,9 +17,11 @@ for (const mode of MODES) {
     let owner: User;
     let ai: Client;
     let browser: Browser | undefined;
+    // What the run logged and answered the AI (the local checkout page itself names the test card): no card number.
+    const seen: string[] = [];
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode, { serviceEnv: { BILLING_ENFORCE_LIMITS: "true" } });
+      hatch = await startTestHatch(mode, { serviceEnv: { BILLING_ENFORCE_LIMITS: "true" }, logWrite: (line) => seen.push(line) });
       owner = await userWithToken(hatch, { name: "Lim" });
       let n = 0;
       ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: `Limited ${mode} ${++n}`, visibility: "private" } })));
@@ -70,6 +72,18 @@ for (const mode of MODES) {
       expect(await callOk<{ plan: string; cardOnFile: boolean }>(ai, "billing")).toMatchObject({ plan: "pro", cardOnFile: true });
       const published = await publishNew();
       expect(published.isError).not.toBe(true);
+      seen.push(JSON.stringify(published), JSON.stringify(await ai.callTool({ name: "billing", arguments: { manage: true } })));
+
+      const events: HatchEvent[] = [];
+      const consumer = eventStreamFor(hatch.bus).consume({ name: uniqueName("card-leak"), filter: "events.>", logger: createLogger({ level: "error" }), handler: async (e) => void events.push(e) });
+      const deadline = Date.now() + 10_000;
+      while (!events.some((e) => e.service === "billing" && e.verb === "plan_changed") && Date.now() < deadline) await Bun.sleep(50);
+      await consumer.stop();
+      expect(events.some((e) => e.service === "billing" && e.verb === "plan_changed")).toBe(true);
+      const haystack = [...seen, ...events.map((e) => JSON.stringify(e))].join("\n");
+      expect(haystack).toContain("pro");
+      expect(haystack.replace(/\s/g, "")).not.toContain("4242424242424242");
+      expect(haystack).not.toContain("4242 4242");
     }, 60_000);
 
     test("the free plan's seats: an invitation past them is refused and nothing is sent", async () => {
