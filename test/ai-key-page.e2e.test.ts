@@ -70,6 +70,10 @@ for (const mode of MODES) {
       expect(forged.status).toBe(403);
       expect(await apps.context.db.select().from(aiKeys).where(eq(aiKeys.ownerId, person.id))).toEqual([]);
 
+      const huge = await jar.post(`${hatch.baseUrl}${path}`, { csrf: csrfOf(page), provider: "fake", key: "k".repeat(20_000) });
+      expect(huge.status).toBe(413);
+      expect(await apps.context.db.select().from(aiKeys).where(eq(aiKeys.ownerId, person.id))).toEqual([]);
+
       const short = await jar.post(`${hatch.baseUrl}${path}`, { csrf: csrfOf(page), provider: "fake", key: "short" });
       expect(short.status).toBe(400);
       expect(await short.text()).toContain("Paste the whole key");

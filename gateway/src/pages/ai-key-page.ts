@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type PublicUser } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
-import { dashboardContext } from "./dashboard-context.ts";
+import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 
 // /dashboard/ai-keys?scope=<mine|company|tool>[&app=<address>][&provider=<name>]: the page ai_key links to, where a
@@ -79,6 +79,9 @@ function keyPage(state: BrowserState, target: Target, data: AiKeyPage, notice: {
 }
 
 /** GET and POST /dashboard/ai-keys. */
+/** The key form: a CSRF token, a provider and a key of at most 512 characters. */
+const KEY_FORM_MAX_BYTES = 8 * 1024;
+
 export function aiKeyPages(deps: AiKeyPagesDeps) {
   const log = deps.logger.child({ component: "ai-key-page" });
 
@@ -101,7 +104,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
   }
 
   async function save(request: Request): Promise<Response> {
-    const form = await deps.auth.pages.form(request);
+    const form = await readDashboardForm(deps.auth, request, KEY_FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const url = new URL(request.url);

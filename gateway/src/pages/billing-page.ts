@@ -13,10 +13,9 @@ import {
 } from "@hatch/shared";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type Params } from "../auth/index.ts";
-import { BodyTooLargeError } from "../auth/errors.ts";
 import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
-import { dashboardContext } from "./dashboard-context.ts";
+import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 
 // `/dashboard/billing`: the plans (PLAN_TABLE), the account's plan, state, card and usage, and buttons that lead to
@@ -125,14 +124,7 @@ export function billingPages(deps: BillingPagesDeps) {
 
   /** POST: size cap, CSRF (pages.form), signed in. */
   async function post(request: Request, next: string, handle: (state: Signed, form: Form) => Promise<Response>): Promise<Response> {
-    if (Number(request.headers.get("content-length") ?? "0") > FORM_MAX_BYTES) return htmlResponse("Request body too large", { status: 413 });
-    let form: Awaited<ReturnType<Auth["pages"]["form"]>>;
-    try {
-      form = await deps.auth.pages.form(request);
-    } catch (error) {
-      if (error instanceof BodyTooLargeError) return htmlResponse("Request body too large", { status: 413 });
-      throw error;
-    }
+    const form = await readDashboardForm(deps.auth, request, FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, next);
     try {

@@ -1,5 +1,7 @@
 import { childTraceparent, randomId, signContext } from "@hatch/shared";
-import type { PublicUser } from "../auth/index.ts";
+import { BodyTooLargeError } from "../auth/errors.ts";
+import type { Auth, PublicUser } from "../auth/index.ts";
+import { htmlResponse } from "./layout.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { websiteClaims } from "../website-claims.ts";
 
@@ -18,4 +20,21 @@ export async function dashboardContext(deps: DashboardCallDeps, user: PublicUser
   const session = await deps.accounts.resolve(base, { requestId, traceparent: childTraceparent(null) });
   const claims = { ...base, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions };
   return { ctx: signContext(claims, deps.contextKey), requestId };
+}
+
+type FormResult = Awaited<ReturnType<Auth["pages"]["form"]>>;
+
+/**
+ * A dashboard form post, read at most `maxBytes` (413 beyond) and CSRF-checked by `pages.form`: the form, or the
+ * answer that refuses it.
+ */
+export async function readDashboardForm(auth: Pick<Auth, "pages">, request: Request, maxBytes: number): Promise<FormResult> {
+  const tooLarge = () => ({ refused: htmlResponse("Request body too large", { status: 413 }) });
+  if (Number(request.headers.get("content-length") ?? "0") > maxBytes) return tooLarge();
+  try {
+    return await auth.pages.form(request);
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) return tooLarge();
+    throw error;
+  }
 }

@@ -1,10 +1,9 @@
 import { callRpc, isToolError, rpcMethods, SecretPageInputSchema, SecretPageSchema, type Bus, type Logger, type SecretPage } from "@hatch/shared";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
-import { BodyTooLargeError } from "../auth/errors.ts";
 import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
-import { dashboardContext } from "./dashboard-context.ts";
+import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 
 // `/dashboard/apps/<address>/secrets/<NAME>`: the one place a person types a secret's value (tool_secret links here).
@@ -80,14 +79,7 @@ export function secretPages(deps: SecretPagesDeps) {
   }
 
   async function save(request: Request, params: { address: string; name: string }): Promise<Response> {
-    if (Number(request.headers.get("content-length") ?? "0") > SECRET_FORM_MAX_BYTES) return htmlResponse("Request body too large", { status: 413 });
-    let form: Awaited<ReturnType<Auth["pages"]["form"]>>;
-    try {
-      form = await deps.auth.pages.form(request);
-    } catch (error) {
-      if (error instanceof BodyTooLargeError) return htmlResponse("Request body too large", { status: 413 });
-      throw error;
-    }
+    const form = await readDashboardForm(deps.auth, request, SECRET_FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     const { params: fields, state } = form;
     if (!state.user) return signIn(state, params.address, params.name);
