@@ -18,6 +18,8 @@ export interface ClusterOptions {
   blobDir?: string;
   /** Where child output goes; default: this process's stdout/stderr. */
   stdout?: "inherit" | "ignore";
+  /** NATS passwords by process name: each process connects as its own NATS user (deploy/nats-auth.conf). */
+  natsPasswords?: Partial<Record<string, string>>;
 }
 
 export interface Cluster {
@@ -42,7 +44,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const processes = new Map<string, Subprocess>();
   const services = options.services ?? (["orgs", "apps", "domains", "billing"] as ServiceName[]);
   const spawn = (name: string, cwd: string) =>
-    processes.set(name, Bun.spawn(["bun", "run", "start"], { cwd, env, stdout: options.stdout ?? "inherit", stderr: "inherit" }));
+    processes.set(
+      name,
+      Bun.spawn(["bun", "run", "start"], {
+        cwd,
+        env: options.natsPasswords?.[name] ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] } : env,
+        stdout: options.stdout ?? "inherit",
+        stderr: "inherit",
+      }),
+    );
   for (const name of services) spawn(name, join(ROOT, "services", name));
   spawn("gateway", join(ROOT, "gateway"));
 

@@ -25,8 +25,11 @@ test("compose runs the gateway and every service from its own folder with `bun r
     expect(service.working_dir).toBe(`/app/${folder}`);
     expect(service.command).toEqual(["bun", "run", "start"]);
     expect(existsSync(join(ROOT, folder, "src/main.ts"))).toBe(true);
-    for (const key of ["NATS_URL", "DATABASE_URL", "HATCH_SECRET"]) expect(service.environment?.[key]).toBeTruthy();
+    for (const key of ["NATS_URL", "DATABASE_URL", "HATCH_SECRET", "NATS_PASSWORD"]) expect(service.environment?.[key]).toBeTruthy();
+    // Each process is its own NATS user, whose permissions deploy/nats-auth.conf sets (test/nats-permissions.test.ts).
+    expect(service.environment?.NATS_USER).toBe(name);
   }
+  expect(services.nats?.command).toContain("/etc/nats/nats-auth.conf");
   expect(services.domains?.deploy?.replicas).toBeGreaterThan(1);
 });
 
@@ -58,7 +61,12 @@ test("docker-compose accepts the file (when docker-compose is installed)", async
   if (!Bun.which("docker-compose")) return;
   const check = Bun.spawn(["docker-compose", "-f", "compose.yaml", "config", "-q"], {
     cwd: ROOT,
-    env: { ...process.env, HATCH_SECRET: "x".repeat(32), S3_SECRET_ACCESS_KEY: "y".repeat(16) },
+    env: {
+      ...process.env,
+      HATCH_SECRET: "x".repeat(32),
+      S3_SECRET_ACCESS_KEY: "y".repeat(16),
+      ...Object.fromEntries(["GATEWAY", "APPS", "DOMAINS", "BILLING", "ORGS"].map((name) => [`NATS_${name}_PASSWORD`, "z".repeat(16)])),
+    },
     stderr: "pipe",
   });
   const stderr = await new Response(check.stderr).text();

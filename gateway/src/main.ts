@@ -14,7 +14,7 @@ try {
   process.exit(2);
 }
 const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: "gateway" } });
-const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, name: "hatch-gateway", logger });
+const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, name: "hatch-gateway", logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
 const database = await openServiceDatabase({ kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
 const gateway = createGateway({ config, bus, db: database.db, logger });
 const server = gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });

@@ -23,6 +23,9 @@ export const CommonEnvSchema = z.object({
   DATA_DIR: z.string().min(1).default(".data"),
   DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://user@127.0.0.1:5432/hatch").optional(),
   NATS_URL: url(["nats:", "tls:"], "nats://127.0.0.1:4222").optional(),
+  /** This process's NATS user and password (one user per process, with subject permissions: deploy/nats-auth.conf). */
+  NATS_USER: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a NATS user name (letters, digits, _ and -)").optional(),
+  NATS_PASSWORD: z.string().min(8, "must be at least 8 characters").optional(),
   BUS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_-]*$/, "may hold only letters, digits, '_' and '-' (it becomes a NATS subject token)")

@@ -44,7 +44,7 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     process.exit(2);
   }
   const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: options.name } });
-  const bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger });
+  const bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
   const database = await openServiceDatabase(
     { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
     { schema: options.name, migrationsFolder: options.migrationsFolder },

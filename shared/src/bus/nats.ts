@@ -25,6 +25,9 @@ export interface NatsBusOptions {
   logger?: Logger;
   /** A lower message size limit than the server's `max_payload` (tests); the smaller of the two applies. */
   maxPayloadBytes?: number;
+  /** NATS user and password (NATS_USER, NATS_PASSWORD): the server's permissions for this process apply. */
+  user?: string;
+  pass?: string;
 }
 
 /** The NATS bus also exposes its connection and prefix, for JetStream (the events stream) on the same connection. */
@@ -38,6 +41,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<NatsBus> {
   const nc = await connect({
     servers: options.url,
     name: options.name,
+    ...(options.user ? { user: options.user, pass: options.pass } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     // Otherwise nats.js builds an Error per request just to keep a stack for a possible timeout.
