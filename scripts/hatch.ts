@@ -3,6 +3,7 @@ import {
   createMemoryBus,
   createNatsBus,
   deleteEventsStream,
+  deleteRateBucket,
   deriveKey,
   isNatsBus,
   openEmbeddedPostgres,
@@ -124,7 +125,10 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     async close() {
       await gateway.close();
       for (const service of services.values()) await service.stop();
-      if (options.dropEventsStreamOnClose && isNatsBus(bus)) await deleteEventsStream(bus).catch(() => {});
+      if (options.dropEventsStreamOnClose && isNatsBus(bus)) {
+        await deleteEventsStream(bus).catch(() => {});
+        await deleteRateBucket(bus).catch(() => {});
+      }
       await bus.drain();
       for (const handle of handles) await handle.close();
       await pglite?.close();

@@ -1,5 +1,6 @@
 import {
   callRpc,
+  createRateCounter,
   decodeJson,
   deriveKey,
   encodeJson,
@@ -92,7 +93,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     onUserChanged: (sub) => announceViewerChanged(bus, logger, { sub }, true),
   });
   const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
-  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION });
+  const rateCounter = createRateCounter(bus);
+  const toolCallLimits = { counter: rateCounter, perGrant: config.toolCallsPerMinutePerGrant, perUser: config.toolCallsPerMinutePerUser };
+  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION, toolCallLimits });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
   const stripeWebhook = stripeWebhookHandler({ secret: config.stripeWebhookSecret, bus, logger });
 
@@ -159,6 +162,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       viewerChecks.unsubscribe();
       for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();
+      rateCounter.close();
     },
   };
 }

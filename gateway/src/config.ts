@@ -24,6 +24,12 @@ export interface GatewayConfig {
   maxSessions: number;
   /** Open MCP sessions of one user; a new one closes that user's oldest, so no user can push others out. */
   maxSessionsPerUser: number;
+  /**
+   * Tool calls a minute per connection (OAuth grant) and per user, counted across gateway copies (JetStream KV on
+   * NATS, memory in `bun run dev`); past them a call is refused with limit_exceeded and when to retry.
+   */
+  toolCallsPerMinutePerGrant: number;
+  toolCallsPerMinutePerUser: number;
   /** Cookies get `Secure` when the base URL is https. */
   secureCookies: boolean;
   /**
@@ -57,6 +63,8 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
   TRUST_PROXY: z.enum(["true", "false"]).optional(),
   MAX_SESSIONS: z.coerce.number().int().min(1).default(5_000),
   MAX_SESSIONS_PER_USER: z.coerce.number().int().min(1).default(20),
+  TOOL_CALLS_PER_MINUTE_PER_GRANT: z.coerce.number().int().min(1).default(300),
+  TOOL_CALLS_PER_MINUTE_PER_USER: z.coerce.number().int().min(1).default(600),
   STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9]+$/, "must be a Stripe webhook signing secret (whsec_…)").optional(),
 });
 
@@ -82,6 +90,8 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
     maxSessions: overrides.maxSessions ?? 5_000,
     maxSessionsPerUser: overrides.maxSessionsPerUser ?? 20,
+    toolCallsPerMinutePerGrant: overrides.toolCallsPerMinutePerGrant ?? 300,
+    toolCallsPerMinutePerUser: overrides.toolCallsPerMinutePerUser ?? 600,
     secureCookies: overrides.secureCookies ?? base.protocol === "https:",
     trustProxy: overrides.trustProxy ?? false,
     devPages: overrides.devPages ?? false,
@@ -106,6 +116,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     trustProxy: parsed.TRUST_PROXY === "true",
     maxSessions: parsed.MAX_SESSIONS,
     maxSessionsPerUser: parsed.MAX_SESSIONS_PER_USER,
+    toolCallsPerMinutePerGrant: parsed.TOOL_CALLS_PER_MINUTE_PER_GRANT,
+    toolCallsPerMinutePerUser: parsed.TOOL_CALLS_PER_MINUTE_PER_USER,
     stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
   });
 }

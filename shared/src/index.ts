@@ -79,6 +79,8 @@ export {
 } from "./billing/plans.ts";
 export type { ChargeResult, Entitlements, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
+export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
+export type { RateCounter, RateDecision } from "./rate/counter.ts";
 export {
   BillingLinkInputSchema,
   BillingLinkSchema,

@@ -17,6 +17,7 @@ import {
   type ErrorCode,
   type Logger,
   type Question,
+  type RateCounter,
   type ToolContract,
 } from "@hatch/shared";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -32,6 +33,12 @@ export interface CallerInfo {
   traceparent: string;
 }
 
+export interface ToolCallLimits {
+  counter: RateCounter;
+  perGrant: number;
+  perUser: number;
+}
+
 export interface ToolCallDeps {
   bus: Bus;
   contextKey: Buffer;
@@ -39,6 +46,8 @@ export interface ToolCallDeps {
   logger: Logger;
   /** Keeps a question whose fallback is "link" for the dashboard confirm page and returns where to answer it. */
   confirmations: ConfirmationOpener;
+  /** Tool calls a minute per grant and per user (absent: not limited). */
+  toolCallLimits?: ToolCallLimits;
   /** Shows a form to the user (MCP form elicitation); null when they declined or cancelled. */
   askUser?: (question: Question) => Promise<Record<string, unknown> | null>;
   /** Offers a page for the user to open (MCP URL-mode elicitation) and says what they chose; throws when it failed. */
@@ -196,4 +205,22 @@ function askResult(contract: ToolContract, question: Question, where: { url: str
     return { isError: true, content: [{ type: "text", text }] };
   }
   return { content: [{ type: "text", text }], structuredContent: structured };
+}
+
+/**
+ * Counts a tool call against its connection's and its user's minute; the refusal text (limit_exceeded) says which and
+ * when to retry, or null when the call may go on.
+ */
+export async function toolCallRefusal(limits: ToolCallLimits | undefined, identity: AccessIdentity, log: Logger): Promise<string | null> {
+  if (!limits) return null;
+  try {
+    const grant = await limits.counter.take(`tools:grant:${identity.grantId}`, limits.perGrant, 60_000);
+    if (!grant.allowed) return `Too many tool calls on this connection: at most ${limits.perGrant} a minute. Nothing was done; try again in ${grant.retryAfterSeconds} s.`;
+    const user = await limits.counter.take(`tools:user:${identity.userId}`, limits.perUser, 60_000);
+    if (!user.allowed) return `Too many tool calls for this user across all connections: at most ${limits.perUser} a minute. Nothing was done; try again in ${user.retryAfterSeconds} s.`;
+  } catch (error) {
+    // The shared counters cannot be reached: the call goes on (a limit is not worth an outage), and it is seen.
+    log.warn("tool call rate not counted", { error });
+  }
+  return null;
 }

@@ -2,7 +2,7 @@ import { childTraceparent, describeIssues, traceIdOf, type Logger } from "@hatch
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
-import { forwardToolCall, errorResult, type ToolCallDeps } from "./call.ts";
+import { forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
 import { contractFor, toolsFor } from "./catalog.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 
@@ -47,6 +47,8 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
     }
     const overLimit = contract.limitProblem?.(input.data);
     if (overLimit) return errorResult("limit_exceeded", overLimit);
+    const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
+    if (tooMany) return errorResult("limit_exceeded", tooMany);
     return forwardToolCall(
       {
         ...deps,

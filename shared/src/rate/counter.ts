@@ -1,0 +1,101 @@
+import { createHash } from "node:crypto";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { Bus } from "../bus/types.ts";
+import { isNatsBus, type NatsBus } from "../bus/nats.ts";
+
+// Rate limits that hold across copies of a process: fixed windows counted in a JetStream key-value bucket when the
+// bus is NATS (every gateway copy sees the same counts), in memory in `bun run dev`. One interface, so a limit is
+// written once.
+
+export interface RateDecision {
+  allowed: boolean;
+  /** Seconds until the window ends; what Retry-After and the error text say when refused. */
+  retryAfterSeconds: number;
+}
+
+export interface RateCounter {
+  /** Counts one event for `key` in the current window of `windowMs`; refused once `limit` are in it. */
+  take(key: string, limit: number, windowMs: number): Promise<RateDecision>;
+  close(): void;
+}
+
+const windowOf = (now: number, windowMs: number) => Math.floor(now / windowMs);
+const retryAfter = (now: number, windowMs: number) => Math.max(1, Math.ceil(((windowOf(now, windowMs) + 1) * windowMs - now) / 1000));
+
+/** In one process: a map of the current windows, bounded (a flood of keys forgets the oldest). */
+export class MemoryRateCounter implements RateCounter {
+  private readonly windows = new Map<string, number>();
+
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly maxKeys = 100_000,
+  ) {}
+
+  async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
+    const now = this.now();
+    const slot = `${key}\n${windowMs}\n${windowOf(now, windowMs)}`;
+    const count = (this.windows.get(slot) ?? 0) + 1;
+    this.windows.delete(slot);
+    this.windows.set(slot, count);
+    if (this.windows.size > this.maxKeys) this.windows.delete(this.windows.keys().next().value!);
+    return { allowed: count <= limit, retryAfterSeconds: count <= limit ? 0 : retryAfter(now, windowMs) };
+  }
+
+  close(): void {
+    this.windows.clear();
+  }
+}
+
+/**
+ * In a JetStream key-value bucket: one entry per key and window, incremented with compare-and-set (a lost race
+ * reads and tries again). Entries expire with the bucket's max age, so old windows clean themselves up.
+ */
+export class KvRateCounter implements RateCounter {
+  private bucket: Promise<KV> | null = null;
+
+  constructor(
+    private readonly open: () => Promise<KV>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
+    const now = this.now();
+    // KV keys are restricted ([-/_=.a-zA-Z0-9]): the caller's key is hashed.
+    const entry = `${createHash("sha256").update(key).digest("base64url").slice(0, 32)}.${windowMs}.${windowOf(now, windowMs)}`;
+    this.bucket ??= this.open();
+    const kv = await this.bucket;
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const current = await kv.get(entry);
+      const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
+      if (count >= limit) return { allowed: false, retryAfterSeconds: retryAfter(now, windowMs) };
+      try {
+        if (current && current.operation === "PUT") await kv.update(entry, String(count + 1), current.revision);
+        else await kv.create(entry, "1");
+        return { allowed: true, retryAfterSeconds: 0 };
+      } catch {
+        // Another copy counted in between: read again.
+      }
+    }
+    // Heavily contended: let the call through rather than refuse on our own failure to count.
+    return { allowed: true, retryAfterSeconds: 0 };
+  }
+
+  close(): void {
+    this.bucket = null;
+  }
+}
+
+const bucketName = (bus: NatsBus) => (bus.prefix ? `hatch_rate_${bus.prefix}` : "hatch_rate");
+
+/** The counter for a bus: shared in JetStream on NATS (bucket per bus prefix), in memory otherwise. */
+export function createRateCounter(bus: Bus, maxWindowMs = 10 * 60_000): RateCounter {
+  if (!isNatsBus(bus)) return new MemoryRateCounter();
+  const name = bucketName(bus);
+  return new KvRateCounter(() => new Kvm(bus.connection).create(name, { history: 1, ttl: maxWindowMs * 2 }));
+}
+
+/** Removes the bus's rate bucket (test runs, each under its own prefix, leave nothing behind). */
+export async function deleteRateBucket(bus: NatsBus): Promise<void> {
+  const kv = await new Kvm(bus.connection).open(bucketName(bus));
+  await kv.destroy();
+}
