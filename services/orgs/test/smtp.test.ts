@@ -58,6 +58,36 @@ describe("SMTP sender against a local SMTP server", () => {
     expect(fake.connections).toBe(before + 1);
   });
 
+  test("when the server drops an idle pooled connection, the next pass connects again", async () => {
+    const first = await startFakeSmtp();
+    const sender = open(settings(first));
+    expect(await sender.send([mail("m1", "a@example.com")])).toEqual([{ id: "m1", ok: true }]);
+    await first.close(); // ends the idle connection from the server's side
+    const second = await startFakeSmtp({ port: first.port });
+    try {
+      expect(await sender.send([mail("m2", "b@example.com")])).toEqual([{ id: "m2", ok: true }]);
+      expect(second.received.map((r) => r.to[0])).toEqual(["b@example.com"]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  test("AUTH LOGIN works as well as PLAIN (the fake offers both)", async () => {
+    // Through nodemailer directly: Hatch's sender lets it choose, and it chooses PLAIN.
+    const { createTransport } = await import("nodemailer");
+    const transport = createTransport({ host: "127.0.0.1", port: fake.port, auth: { user: login.user, pass: login.password }, authMethod: "LOGIN" });
+    fake.received.length = 0;
+    try {
+      await transport.sendMail({ from: "no-reply@hatch.test", to: "login@example.com", text: "x" });
+      expect(fake.received.map((r) => [r.to[0], r.auth])).toEqual([["login@example.com", "hatch"]]);
+      const wrong = createTransport({ host: "127.0.0.1", port: fake.port, auth: { user: login.user, pass: "nope" }, authMethod: "LOGIN" });
+      await expect(wrong.sendMail({ from: "no-reply@hatch.test", to: "login@example.com", text: "x" })).rejects.toThrow("535");
+      wrong.close();
+    } finally {
+      transport.close();
+    }
+  });
+
   test("a refused recipient fails alone, permanently; a deferred one temporarily; the others still go", async () => {
     fake.received.length = 0;
     const outcomes = await open(settings(fake, login)).send([mail("m1", "nobody@example.com"), mail("m2", "c@example.com"), mail("m3", "busy@example.com")]);
