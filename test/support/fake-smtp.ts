@@ -1,4 +1,9 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer as createTlsServer, createSecureContext, TLSSocket } from "node:tls";
 
 /** A message as the fake server received it: the envelope and the raw DATA, un-dot-stuffed. */
 export interface ReceivedMail {
@@ -6,6 +11,14 @@ export interface ReceivedMail {
   to: string[];
   data: string;
   auth: string | null;
+  /** Whether the transaction ran over TLS (STARTTLS or implicit). */
+  secure: boolean;
+}
+
+/** A key and a self-signed certificate for 127.0.0.1 and localhost (the client trusts it as its CA). */
+export interface TestCert {
+  key: string;
+  cert: string;
 }
 
 export interface FakeSmtpOptions {
@@ -13,40 +26,67 @@ export interface FakeSmtpOptions {
   credentials?: { user: string; password: string };
   /** Recipients refused with a permanent 550. */
   refuse?: (recipient: string) => boolean;
+  /** Recipients deferred with a temporary 450 (try again later). */
+  defer?: (recipient: string) => boolean;
   /** Listen on this port (default: any free one). */
   port?: number;
+  /** Offer STARTTLS with this certificate (and, with `implicitTls`, speak TLS from the first byte). */
+  tls?: TestCert;
+  implicitTls?: boolean;
 }
 
 export interface FakeSmtp {
   url: string;
   port: number;
   received: ReceivedMail[];
+  /** Connections accepted so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
 /** RFC 5321 limit on a line, CRLF included. */
 const MAX_LINE = 1000;
 
+/** Makes a throwaway self-signed certificate with openssl (as gateway/test/client-metadata.test.ts does). */
+export function makeTestCert(): TestCert {
+  const dir = mkdtempSync(join(tmpdir(), "fake-smtp-"));
+  try {
+    const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
+    if (made.status !== 0) throw new Error(`openssl failed: ${String(made.stderr)}`);
+    return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * A local SMTP server that speaks the protocol the way a submission server does (EHLO with extensions,
- * AUTH PLAIN, MAIL/RCPT/DATA with dot-transparency, RSET, QUIT) and enforces its rules: commands in order,
- * lines of at most 1000 octets, authentication when configured. Tests read what it received.
+ * STARTTLS or implicit TLS when given a certificate, AUTH PLAIN and LOGIN, MAIL/RCPT/DATA with
+ * dot-transparency, RSET, NOOP, QUIT) and enforces its rules: commands in order, lines of at most 1000
+ * octets, a new EHLO after STARTTLS, authentication when configured. Tests read what it received.
  */
 export async function startFakeSmtp(options: FakeSmtpOptions = {}): Promise<FakeSmtp> {
   const received: ReceivedMail[] = [];
   const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => session(socket, options, received));
-  server.on("connection", (s) => {
+  let connections = 0;
+  const context = options.tls ? createSecureContext({ key: options.tls.key, cert: options.tls.cert }) : undefined;
+  const onSocket = (socket: Socket) => session(socket, options, received, context, options.implicitTls === true);
+  const server: Server = options.implicitTls ? createTlsServer({ key: options.tls!.key, cert: options.tls!.cert }, onSocket) : createServer(onSocket);
+  server.on("connection", (s: Socket) => {
     sockets.add(s);
+    connections++;
     s.on("close", () => sockets.delete(s));
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   const userinfo = options.credentials ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@` : "";
   return {
-    url: `smtp://${userinfo}127.0.0.1:${port}`,
+    url: `${options.implicitTls ? "smtps" : "smtp"}://${userinfo}127.0.0.1:${port}`,
     port,
     received,
+    get connections() {
+      return connections;
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -54,20 +94,38 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}): Promise<Fake
   };
 }
 
-function session(socket: Socket, options: FakeSmtpOptions, received: ReceivedMail[]): void {
+function session(plain: Socket, options: FakeSmtpOptions, received: ReceivedMail[], context: ReturnType<typeof createSecureContext> | undefined, implicitTls: boolean): void {
+  let socket: Socket = plain;
+  let secure = implicitTls;
   const reply = (line: string) => socket.write(`${line}\r\n`);
   let buffer = "";
+  // Bytes to text per connection: a character split between two reads still decodes whole.
+  let decoder = new TextDecoder();
   let greeted = false;
   let authed: string | null = null;
+  // AUTH LOGIN asks for the user, then the password, each on a line of its own.
+  let login: { user?: string } | null = null;
   let envelope: { from: string; to: string[] } | null = null;
   let data: string[] | null = null;
   reply("220 fake-smtp ESMTP ready");
+
+  const checkCredentials = (user: string | undefined, password: string | undefined) => {
+    if (!options.credentials || user !== options.credentials.user || password !== options.credentials.password) return void reply("535 authentication failed");
+    authed = user!;
+    reply("235 authenticated");
+  };
 
   const command = (line: string) => {
     const verb = line.slice(0, 4).toUpperCase();
     if (verb === "EHLO") {
       greeted = true;
-      return void reply(`250-fake-smtp greets ${line.slice(5)}\r\n250-SIZE 10240000\r\n250-8BITMIME\r\n250 AUTH PLAIN LOGIN`);
+      const starttls = context && !secure ? ["STARTTLS"] : [];
+      const lines = [`fake-smtp greets ${line.slice(5)}`, "SIZE 10240000", "8BITMIME", ...starttls, "AUTH PLAIN LOGIN"];
+      return void reply(lines.map((l, i) => `250${i === lines.length - 1 ? " " : "-"}${l}`).join("\r\n"));
+    }
+    if (verb === "HELO") {
+      greeted = true;
+      return void reply("250 fake-smtp");
     }
     if (verb === "QUIT") {
       reply("221 bye");
@@ -77,14 +135,34 @@ function session(socket: Socket, options: FakeSmtpOptions, received: ReceivedMai
       envelope = null;
       return void reply("250 reset");
     }
+    if (verb === "NOOP") return void reply("250 ok");
     if (!greeted) return void reply("503 send EHLO first");
+    if (line.toUpperCase() === "STARTTLS") {
+      if (!context || secure) return void reply("502 STARTTLS not offered");
+      reply("220 go ahead");
+      // RFC 3207: the session starts over on the secured connection (a new EHLO, no earlier state).
+      socket.removeAllListeners("data");
+      socket = new TLSSocket(plain, { isServer: true, secureContext: context });
+      socket.on("error", () => plain.destroy());
+      socket.on("data", onData);
+      secure = true;
+      greeted = false;
+      authed = null;
+      envelope = null;
+      buffer = "";
+      decoder = new TextDecoder();
+      return;
+    }
     if (verb === "AUTH") {
+      if (authed) return void reply("503 already authenticated");
       const [, mech, payload] = line.split(" ");
-      if (mech?.toUpperCase() !== "PLAIN" || !payload) return void reply("504 only AUTH PLAIN with an initial response here");
+      if (mech?.toUpperCase() === "LOGIN") {
+        login = {};
+        return void reply(payload ? (login = { user: Buffer.from(payload, "base64").toString("utf8") }, "334 UGFzc3dvcmQ6") : "334 VXNlcm5hbWU6");
+      }
+      if (mech?.toUpperCase() !== "PLAIN" || !payload) return void reply("504 AUTH PLAIN with an initial response, or AUTH LOGIN");
       const [, user, password] = Buffer.from(payload, "base64").toString("utf8").split("\0");
-      if (!options.credentials || user !== options.credentials.user || password !== options.credentials.password) return void reply("535 authentication failed");
-      authed = user!;
-      return void reply("235 authenticated");
+      return checkCredentials(user, password);
     }
     if (verb === "MAIL") {
       if (options.credentials && !authed) return void reply("530 authentication required");
@@ -98,6 +176,7 @@ function session(socket: Socket, options: FakeSmtpOptions, received: ReceivedMai
       const to = /^RCPT TO:<([^>]+)>/i.exec(line)?.[1];
       if (!to) return void reply("501 syntax: RCPT TO:<address>");
       if (options.refuse?.(to)) return void reply("550 no such mailbox");
+      if (options.defer?.(to)) return void reply("450 mailbox busy, try again later");
       envelope.to.push(to);
       return void reply("250 recipient ok");
     }
@@ -109,9 +188,8 @@ function session(socket: Socket, options: FakeSmtpOptions, received: ReceivedMai
     reply("500 unknown command");
   };
 
-  socket.setEncoding("utf8");
-  socket.on("data", (chunk: string) => {
-    buffer += chunk;
+  const onData = (chunk: Buffer | string) => {
+    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
     let end: number;
     while ((end = buffer.indexOf("\r\n")) >= 0) {
       const line = buffer.slice(0, end);
@@ -122,16 +200,29 @@ function session(socket: Socket, options: FakeSmtpOptions, received: ReceivedMai
       }
       if (data) {
         if (line === ".") {
-          received.push({ ...envelope!, data: data.join("\r\n"), auth: authed });
+          received.push({ ...envelope!, data: data.join("\r\n"), auth: authed, secure });
           data = null;
           envelope = null;
           reply("250 queued");
         } else data.push(line.startsWith(".") ? line.slice(1) : line);
         continue;
       }
+      if (login) {
+        const value = Buffer.from(line, "base64").toString("utf8");
+        if (login.user === undefined) {
+          login.user = value;
+          reply("334 UGFzc3dvcmQ6");
+        } else {
+          const { user } = login;
+          login = null;
+          checkCredentials(user, value);
+        }
+        continue;
+      }
       command(line);
     }
-  });
+  };
+  socket.on("data", onData);
   socket.on("error", () => socket.destroy());
 }
 

@@ -56,7 +56,34 @@ describe("mailer", () => {
       const [sent] = await db.select().from(mails).where(eq(mails.to, "later@example.com"));
       expect(sent).toMatchObject({ status: "sent", body: null, attempts: 2 });
     } finally {
+      await mailer.stop();
       await fake?.close();
+    }
+  });
+
+  test("a temporary (4xx) refusal is retried later with its reason kept; a permanent (5xx) one is given up", async () => {
+    const fake = await startFakeSmtp({ defer: (to) => to.startsWith("busy@"), refuse: (to) => to.startsWith("gone@") });
+    const config = loadOrgsConfig({ SMTP_URL: fake.url, BASE_URL: "https://hatch.example" });
+    const mailer = createMailer({ db, config, logger });
+    try {
+      await db.transaction((tx) =>
+        mailer.queue(tx, [
+          { to: "busy@example.com", subject: "Busy", body: "b" },
+          { to: "gone@example.com", subject: "Gone", body: "g" },
+        ]),
+      );
+      await mailer.kick();
+      const [busy] = await db.select().from(mails).where(eq(mails.to, "busy@example.com"));
+      expect(busy).toMatchObject({ status: "pending", attempts: 1 });
+      expect(busy!.lastError).toContain("450");
+      expect(busy!.nextAttemptAt.getTime()).toBeGreaterThan(Date.now());
+      const [gone] = await db.select().from(mails).where(eq(mails.to, "gone@example.com"));
+      expect(gone).toMatchObject({ status: "failed", attempts: 1 });
+      expect(gone!.lastError).toContain("550");
+      expect(fake.received).toHaveLength(0);
+    } finally {
+      await mailer.stop();
+      await fake.close();
     }
   });
 });

@@ -3,7 +3,7 @@ import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import type { OrgsConfig } from "../config.ts";
 import type { Tx } from "../db/accounts.ts";
 import { mails } from "../db/schema.ts";
-import { sendMails, type OutgoingMail, type SmtpOptions } from "./smtp.ts";
+import { createSmtpSender, type OutgoingMail, type SmtpSender, type SmtpOptions } from "./smtp.ts";
 
 const BATCH = 50;
 const CLAIM_MS = 120_000;
@@ -42,6 +42,8 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
   let running: Promise<void> | null = null;
   let again = false;
   let timer: ReturnType<typeof setInterval> | undefined;
+  // One pooled transport for the mailer's life: its connections are reused across passes.
+  let sender: SmtpSender | null = null;
 
   /** Claims due mails for this process (another instance skips them until the claim lapses). */
   async function claim(): Promise<(typeof mails.$inferSelect)[]> {
@@ -63,13 +65,11 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
     const batch = await claim();
     if (batch.length === 0) return false;
     const outgoing: OutgoingMail[] = batch.map((m) => ({ id: m.id, from: config.mailFrom, to: m.to, subject: m.subject, body: m.body ?? "" }));
-    let outcomes;
-    try {
-      outcomes = await sendMails(smtp, outgoing, options.smtp);
-    } catch (error) {
-      log.warn("SMTP delivery failed; mails will be retried", { count: batch.length, error: String(error) });
-      outcomes = batch.map((m) => ({ id: m.id, ok: false as const, permanent: false, error: String(error) }));
-    }
+    sender ??= createSmtpSender(smtp, options.smtp);
+    const outcomes = await sender.send(outgoing);
+    const later = outcomes.flatMap((o) => (!o.ok && !o.permanent ? [o] : []));
+    // One line per pass, with the first reason (SMTP's own text: never a password nor a body).
+    if (later.length > 0) log.warn("SMTP delivery failed; mails will be retried", { count: later.length, error: later[0]!.error });
     for (const outcome of outcomes) {
       const attempts = (batch.find((m) => m.id === outcome.id)?.attempts ?? 0) + 1;
       if (outcome.ok) {
@@ -128,6 +128,8 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
       clearInterval(timer);
       timer = undefined;
       await running;
+      sender?.close();
+      sender = null;
     },
     async outbox(limit, to) {
       const rows = await db
