@@ -49,6 +49,17 @@ export function serveAdminSocket(options: AdminSocketOptions): AdminSocket | nul
     options.logger.warn("admin socket off: the data dir path is too long for a unix socket; stop dev to use bun run admin", { path: paths.socket });
     return null;
   }
+  try {
+    return listen(paths, options);
+  } catch (error) {
+    // A convenience of dev, not a reason to stop it: admin then says dev does not answer.
+    options.logger.warn("admin socket off: it could not be created; stop dev to use bun run admin", { path: paths.socket, error });
+    rmSync(paths.dir, { recursive: true, force: true });
+    return null;
+  }
+}
+
+function listen(paths: ReturnType<typeof adminSocketPaths>, options: AdminSocketOptions): AdminSocket {
   rmSync(paths.dir, { recursive: true, force: true });
   mkdirSync(paths.dir, { mode: 0o700 });
   chmodSync(paths.dir, 0o700); // mkdir's mode passes through the umask

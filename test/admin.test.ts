@@ -214,6 +214,21 @@ describe("bun run admin when dev is gone or does not answer", () => {
     }
   }, 60_000);
 
+  test("a data dir too deep for a unix socket: dev runs without one, and admin says to stop it", async () => {
+    const env = freshEnv();
+    env.DATA_DIR = join(env.DATA_DIR!, "a-folder-name-long-enough-to-push-the-socket-path-past-what-sun-path-holds");
+    const dev = await startDev(env);
+    try {
+      expect(existsSync(adminSocketPaths(env.DATA_DIR).dir)).toBe(false);
+      const refused = await createUser(env, "deep@example.com");
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`${env.DATA_DIR} is in use by bun run dev (pid `);
+      expect(refused.stderr).toContain("it has no admin socket");
+    } finally {
+      await stopDev(dev, env);
+    }
+  }, 60_000);
+
   test("stale socket and token while another process holds the lock: refused, not hung", async () => {
     const env = freshEnv();
     const dir = env.DATA_DIR!;
