@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";
 import { dataDirSecret, lockDataDir } from "./data-dir.ts";
+import { serveAdminSocket } from "./admin-socket.ts";
 
 const started = performance.now();
 let env;
@@ -68,6 +69,8 @@ try {
   releaseLock();
   process.exit(1);
 }
+// `bun run admin` cannot open the embedded database while we hold it: it runs its commands in here instead.
+const adminSocket = lock ? serveAdminSocket({ dataDir, auth: hatch.gateway.auth, mcpUrl: hatch.config.mcpUrl, logger }) : null;
 const readyMs = Math.round(performance.now() - started);
 
 const mcpUrl = hatch.config.mcpUrl;
@@ -91,6 +94,7 @@ let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
+  adminSocket?.stop();
   await server.stop();
   await hatch.close();
   releaseLock();
