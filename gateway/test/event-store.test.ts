@@ -6,7 +6,7 @@ const note = (n: number): JSONRPCMessage => ({ jsonrpc: "2.0", method: "notifica
 
 async function replay(store: SessionEventStore, after: string) {
   const sent: [string, unknown][] = [];
-  const stream = await store.replayEventsAfter(after, { send: async (id, message) => void sent.push([id, (message as { params: { n: number } }).params.n]) });
+  const stream = await store.replayEventsAfter(after, { send: async (id, message) => void sent.push([id, (message as unknown as { params: { n: number } }).params.n]) });
   return { stream, sent };
 }
 
