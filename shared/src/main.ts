@@ -7,6 +7,7 @@ import { deriveKey } from "./ctx.ts";
 import { openServiceDatabase, type Database } from "./db.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { RunningService } from "./service.ts";
+import { onShutdown, parentPidFrom } from "./shutdown.ts";
 
 /** What every service's `start` receives, in both the embedded and the distributed deployment. */
 export interface ServiceDeps {
@@ -57,13 +58,16 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     env: process.env,
     logger,
   });
-  const stop = async (signal: string) => {
-    logger.info("stopping", { signal });
-    await running.stop();
-    await bus.drain();
-    await database.close();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  // Bounded: the service stops taking calls (unsubscribes) and flushes its outbox, stats and logs; the bus drain lets
+  // calls in flight answer; each step within its share of the deadline, so a dead NATS or Postgres cannot hold it.
+  onShutdown({
+    logger,
+    timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    parentPid: parentPidFrom(process.env),
+    steps: [
+      { name: "stop the service (outbox, stats, logs)", share: 0.5, run: () => running.stop() },
+      { name: "drain the bus", share: 0.2, run: () => bus.drain() },
+      { name: "close the database", run: () => database.close() },
+    ],
+  });
 }
