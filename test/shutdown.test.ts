@@ -2,10 +2,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createNatsBus, deleteEventsStream, EXIT_CODES } from "@hatch/shared";
-import { allGone, childPids, collect, isAlive, logLines } from "./support/processes.ts";
+import { EXIT_CODES } from "@hatch/shared";
+import { allGone, collect, isAlive, logLines } from "./support/processes.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
-import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";
+import { freePort, freshDatabase, uniqueName } from "./support/servers.ts";
 
 // Bounded shutdown, seen from outside: real processes, real signals. No timing is asserted; each test's timeout is
 // only the bound past which a process that never exits fails it.
@@ -174,10 +174,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("a service started alone", () =>
       } else nats.process.kill("SIGSTOP");
       service.kill("SIGTERM");
       // Exited by itself, cleanly or at its deadline, never killed: either way with a logged reason.
-      expect([EXIT_CODES.clean, EXIT_CODES.deadline]).toContain(await service.exited);
+      expect<number[]>([EXIT_CODES.clean, EXIT_CODES.deadline]).toContain(await service.exited);
       expect(service.signalCode).toBeNull();
       await out.ended;
-      if (process.env.DEBUG_SHUTDOWN) process.stderr.write(out.text);
       expect(logLines(out, "shutting down")[0]).toMatchObject({ reason: "SIGTERM", service: "domains" });
       const finished = logLines(out, "stopped").length + logLines(out, "shutdown deadline passed: exiting with work unfinished").length;
       expect(finished).toBe(1);
