@@ -21,7 +21,6 @@ const cluster = await startCluster({
   port: Number(process.env.PORT ?? 3000),
   shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
 });
-process.stdout.write(`\nHatch cluster is running: ${cluster.baseUrl}/mcp (gateway + orgs, apps, domains, billing as separate processes)\n\n`);
 // The children stop themselves within SHUTDOWN_TIMEOUT_MS; this launcher waits that long plus a margin, then kills
 // what is left. A second signal, or this launcher's own deadline, kills every child at once.
 const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: "cluster" } });
@@ -31,3 +30,4 @@ onShutdown({
   steps: [{ name: "stop every child process", run: () => cluster.stop() }],
   onForce: () => cluster.kill(),
 });
+process.stdout.write(`\nHatch cluster is running: ${cluster.baseUrl}/mcp (gateway + orgs, apps, domains, billing as separate processes)\n\n`);

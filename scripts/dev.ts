@@ -68,25 +68,6 @@ try {
   releaseLock();
   process.exit(1);
 }
-const readyMs = Math.round(performance.now() - started);
-
-const mcpUrl = hatch.config.mcpUrl;
-const appsOrigin = hatch.services.get("apps")?.urls?.appHost ?? "";
-process.stdout.write(`
-Hatch is running (${env.DATABASE_URL ? "Postgres" : `embedded database in ${dataDir}`}, ${env.NATS_URL ? "NATS" : "in-process bus"}; ready in ${readyMs} ms)
-
-  MCP server:  ${mcpUrl}
-  Sign up:     ${hatch.config.baseUrl}/signup
-  Connect:     ${mcpUrl} (open it in a browser for one-click buttons)
-  Docs:        ${hatch.config.baseUrl}/mcp/docs
-  Apps:        ${appsOrigin.replace("//", "//<address>.")} (published apps, each on its own origin)
-
-  Claude Code: claude mcp add --transport http hatch ${mcpUrl}
-  Others:      add a remote MCP server with that URL; a browser window opens to sign in.
-
-`);
-logger.info("dev ready", { mcp: mcpUrl, ms: readyMs });
-
 // Bounded: stop listening and end the MCP event streams (a client holds its GET stream open for as long as the server
 // lets it), let calls in flight finish, then sessions, services, bus and database, each within its share of the deadline.
 const listener = server.server;
@@ -108,3 +89,21 @@ onShutdown({
     { name: "release the data dir", run: releaseLock },
   ],
 });
+const readyMs = Math.round(performance.now() - started);
+
+const mcpUrl = hatch.config.mcpUrl;
+const appsOrigin = hatch.services.get("apps")?.urls?.appHost ?? "";
+process.stdout.write(`
+Hatch is running (${env.DATABASE_URL ? "Postgres" : `embedded database in ${dataDir}`}, ${env.NATS_URL ? "NATS" : "in-process bus"}; ready in ${readyMs} ms)
+
+  MCP server:  ${mcpUrl}
+  Sign up:     ${hatch.config.baseUrl}/signup
+  Connect:     ${mcpUrl} (open it in a browser for one-click buttons)
+  Docs:        ${hatch.config.baseUrl}/mcp/docs
+  Apps:        ${appsOrigin.replace("//", "//<address>.")} (published apps, each on its own origin)
+
+  Claude Code: claude mcp add --transport http hatch ${mcpUrl}
+  Others:      add a remote MCP server with that URL; a browser window opens to sign in.
+
+`);
+logger.info("dev ready", { mcp: mcpUrl, ms: readyMs });

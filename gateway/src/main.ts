@@ -18,8 +18,6 @@ const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, na
 const database = await openServiceDatabase({ kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
 const gateway = createGateway({ config, bus, db: database.db, logger });
 const server = gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });
-logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: server.server?.port });
-
 // Bounded: stop listening and end the MCP event streams, let calls in flight finish, then sessions, bus and database.
 const listener = server.server;
 let inFlight: Promise<void> | undefined;
@@ -42,3 +40,4 @@ onShutdown({
     { name: "close the database", run: () => database.close() },
   ],
 });
+logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: server.server?.port });
