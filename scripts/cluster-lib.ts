@@ -1,6 +1,6 @@
 import type { Subprocess } from "bun";
 import { join } from "node:path";
-import type { ServiceName } from "@hatch/shared";
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type ServiceName } from "@hatch/shared";
 
 const ROOT = join(import.meta.dir, "..");
 
@@ -20,16 +20,25 @@ export interface ClusterOptions {
   stdout?: "inherit" | "ignore";
   /** NATS passwords by process name: each process connects as its own NATS user (deploy/nats-auth.conf). */
   natsPasswords?: Partial<Record<string, string>>;
+  /** Each child's SHUTDOWN_TIMEOUT_MS (default the setting, or 10 s); stop() kills a child still running past it. */
+  shutdownTimeoutMs?: number;
 }
 
 export interface Cluster {
   baseUrl: string;
   processes: Map<string, Subprocess>;
+  /** SIGTERM to every child; one still running past its own deadline (plus a margin) is killed. */
   stop(): Promise<void>;
+  /** SIGKILL to every child still running (a second signal to the launcher). */
+  kill(): void;
 }
+
+/** Past a child's own deadline, how long stop() waits for it to exit before it kills it. */
+const KILL_MARGIN_MS = 2_000;
 
 /** Starts the gateway and each service as separate `bun run start` processes and waits for /healthz. */
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? Number(process.env.SHUTDOWN_TIMEOUT_MS || DEFAULT_SHUTDOWN_TIMEOUT_MS);
   const env = {
     ...process.env,
     NATS_URL: options.natsUrl,
@@ -40,17 +49,24 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     APP_PORT: String(options.appPort ?? process.env.APP_PORT ?? 3001),
     BLOB_DIR: options.blobDir ?? process.env.BLOB_DIR ?? join(ROOT, process.env.DATA_DIR ?? ".data", "blobs"),
     LOG_LEVEL: options.logLevel ?? process.env.LOG_LEVEL ?? "info",
+    SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs),
+    // Each child watches this pid and stops when it goes away: a launcher killed hard leaves no copy running.
+    HATCH_PARENT_PID: String(process.pid),
   };
   const processes = new Map<string, Subprocess>();
   const services = options.services ?? (["orgs", "apps", "domains", "billing"] as ServiceName[]);
+  // The main file itself, not `bun run start`: that adds a process between, and a signal to it is not passed on. Each
+  // child in its own process group: a Ctrl-C at the terminal reaches only this launcher, which stops each child once.
   const spawn = (name: string, cwd: string) =>
     processes.set(
       name,
-      Bun.spawn(["bun", "run", "start"], {
+      Bun.spawn([process.execPath, "src/main.ts"], {
         cwd,
         env: options.natsPasswords?.[name] ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] } : env,
         stdout: options.stdout ?? "inherit",
         stderr: "inherit",
+        stdin: "ignore",
+        detached: true,
       }),
     );
   for (const name of services) spawn(name, join(ROOT, "services", name));
@@ -60,8 +76,18 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     baseUrl: `http://localhost:${options.port}`,
     processes,
     async stop() {
-      for (const child of processes.values()) child.kill("SIGTERM");
-      await Promise.all([...processes.values()].map((child) => Promise.race([child.exited, Bun.sleep(5_000).then(() => child.kill("SIGKILL"))])));
+      const running = [...processes.values()].filter((child) => child.exitCode === null && child.signalCode === null);
+      for (const child of running) child.kill("SIGTERM");
+      await Promise.all(
+        running.map(async (child) => {
+          const timer = setTimeout(() => child.kill("SIGKILL"), shutdownTimeoutMs + KILL_MARGIN_MS);
+          await child.exited;
+          clearTimeout(timer);
+        }),
+      );
+    },
+    kill() {
+      for (const child of processes.values()) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     },
   };
   const wanted = new Set<string>(services);

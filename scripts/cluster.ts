@@ -1,5 +1,5 @@
 // `bun run cluster`: the gateway and the four services as five processes against real NATS and Postgres.
-import { CommonEnvSchema, ConfigError, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown } from "@hatch/shared";
 import { randomBytes } from "node:crypto";
 import { startCluster } from "./cluster-lib.ts";
 
@@ -19,11 +19,15 @@ const cluster = await startCluster({
   secret,
   busPrefix: env.BUS_PREFIX,
   port: Number(process.env.PORT ?? 3000),
+  shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+});
+// The children stop themselves within SHUTDOWN_TIMEOUT_MS; this launcher waits that long plus a margin, then kills
+// what is left. A second signal, or this launcher's own deadline, kills every child at once.
+const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: "cluster" } });
+onShutdown({
+  logger,
+  timeoutMs: env.SHUTDOWN_TIMEOUT_MS + 5_000,
+  steps: [{ name: "stop every child process", run: () => cluster.stop() }],
+  onForce: () => cluster.kill(),
 });
 process.stdout.write(`\nHatch cluster is running: ${cluster.baseUrl}/mcp (gateway + orgs, apps, domains, billing as separate processes)\n\n`);
-const stop = async () => {
-  await cluster.stop();
-  process.exit(0);
-};
-process.once("SIGINT", () => void stop());
-process.once("SIGTERM", () => void stop());

@@ -1,7 +1,7 @@
 // `bun run dev`: the whole service in one process. With no NATS_URL or DATABASE_URL it needs nothing else:
 // the in-process bus and PGlite under DATA_DIR. Set either to use the real server instead.
 import { loadGatewayConfig } from "@hatch/gateway";
-import { CommonEnvSchema, ConfigError, createLogger, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown } from "@hatch/shared";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";
@@ -71,6 +71,28 @@ try {
 }
 // `bun run admin` cannot open the embedded database while we hold it: it runs its commands in here instead.
 const adminSocket = lock ? serveAdminSocket({ dataDir, auth: hatch.gateway.auth, mcpUrl: hatch.config.mcpUrl, logger }) : null;
+// Bounded: stop listening and end the MCP event streams (a client holds its GET stream open for as long as the server
+// lets it), let calls in flight finish, then sessions, services, bus and database, each within its share of the deadline.
+const listener = server.server;
+let inFlight: Promise<void> | undefined;
+onShutdown({
+  logger,
+  timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+  steps: [
+    {
+      name: "stop taking requests",
+      run: () => {
+        adminSocket?.stop();
+        inFlight = listener?.stop(false);
+        hatch.gateway.mcp.beginClose();
+      },
+    },
+    { name: "finish requests in flight", share: 0.4, run: () => inFlight },
+    { name: "close connections left", share: 0.05, run: () => listener?.stop(true) },
+    ...hatch.closeSteps(),
+    { name: "release the data dir", run: releaseLock },
+  ],
+});
 const readyMs = Math.round(performance.now() - started);
 
 const mcpUrl = hatch.config.mcpUrl;
@@ -89,17 +111,3 @@ Hatch is running (${env.DATABASE_URL ? "Postgres" : `embedded database in ${data
 
 `);
 logger.info("dev ready", { mcp: mcpUrl, ms: readyMs });
-
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  adminSocket?.stop();
-  await server.stop();
-  await hatch.close();
-  releaseLock();
-  process.exit(0);
-};
-process.once("SIGINT", () => void stop());
-process.once("SIGTERM", () => void stop());
-

@@ -16,6 +16,7 @@ import {
   type RunningService,
   type ServiceDeps,
   type ServiceName,
+  type ShutdownStep,
 } from "@hatch/shared";
 import { APPS_MIGRATIONS, startAppsService } from "@hatch/apps";
 import { BILLING_MIGRATIONS, startBillingService } from "@hatch/billing";
@@ -65,6 +66,8 @@ export interface Hatch {
   /** Starts a stopped service again, on the same database and bus. */
   startService(name: ServiceName): Promise<void>;
   close(): Promise<void>;
+  /** close() as separate steps for a bounded shutdown: one that hangs (a drain against a dead NATS) leaves the rest their time. */
+  closeSteps(): ShutdownStep[];
 }
 
 /** Assembles gateway and services in one process: the embedded default, or against real servers. */
@@ -106,7 +109,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     fetchClientMetadata: options.fetchClientMetadata,
   });
 
-  return {
+  const hatch: Hatch = {
     config,
     gateway,
     bus,
@@ -123,15 +126,33 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
       await start(name);
     },
     async close() {
-      await gateway.close();
-      for (const service of services.values()) await service.stop();
-      if (options.dropEventsStreamOnClose && isNatsBus(bus)) {
-        await deleteEventsStream(bus).catch(() => {});
-        await deleteRateBucket(bus).catch(() => {});
-      }
-      await bus.drain();
-      for (const handle of handles) await handle.close();
-      await pglite?.close();
+      for (const step of hatch.closeSteps()) await step.run();
+    },
+    closeSteps() {
+      return [
+        { name: "close MCP sessions", share: 0.1, run: () => gateway.close() },
+        // In parallel: one service stuck on its database does not keep the others from flushing.
+        { name: "stop services (outbox, stats, logs, app host)", share: 0.4, run: () => Promise.all([...services.values()].map((service) => service.stop())) },
+        {
+          name: "drain the bus",
+          share: 0.2,
+          run: async () => {
+            if (options.dropEventsStreamOnClose && isNatsBus(bus)) {
+              await deleteEventsStream(bus).catch(() => {});
+              await deleteRateBucket(bus).catch(() => {});
+            }
+            await bus.drain();
+          },
+        },
+        {
+          name: "close the database",
+          run: async () => {
+            for (const handle of handles) await handle.close();
+            await pglite?.close();
+          },
+        },
+      ];
     },
   };
+  return hatch;
 }

@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "@hatch/shared";
 
 const ROOT = join(import.meta.dir, "..");
 
@@ -13,6 +14,7 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }>;
   deploy?: { replicas?: number };
   environment?: Record<string, string>;
+  stop_grace_period?: string;
 }
 
 const compose = Bun.YAML.parse(await Bun.file(join(ROOT, "compose.yaml")).text()) as { services: Record<string, ComposeService> };
@@ -31,6 +33,14 @@ test("compose runs the gateway and every service from its own folder with `bun r
   }
   expect(services.nats?.command).toContain("/etc/nats/nats-auth.conf");
   expect(services.domains?.deploy?.replicas).toBeGreaterThan(1);
+});
+
+test("Docker waits longer than a Hatch process's own shutdown deadline before it kills it", () => {
+  for (const name of ["gateway", "orgs", "apps", "domains", "billing"]) {
+    const grace = /^(\d+)s$/.exec(services[name]?.stop_grace_period ?? "");
+    expect(grace, `${name}: stop_grace_period in seconds`).not.toBeNull();
+    expect(Number(grace![1]) * 1000).toBeGreaterThan(DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  }
 });
 
 test("the apps service keeps files in the object store and the edge routes the apps domain to its app host", async () => {

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, createNatsBus, loadConfig, openServiceDatabase, CommonEnvSchema } from "@hatch/shared";
+import { CommonEnvSchema, ConfigError, createLogger, createNatsBus, loadConfig, onShutdown, openServiceDatabase, parentPidFrom } from "@hatch/shared";
 import { createGateway, GATEWAY_MIGRATIONS } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 
@@ -18,14 +18,26 @@ const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, na
 const database = await openServiceDatabase({ kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
 const gateway = createGateway({ config, bus, db: database.db, logger });
 const server = gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });
+// Bounded: stop listening and end the MCP event streams, let calls in flight finish, then sessions, bus and database.
+const listener = server.server;
+let inFlight: Promise<void> | undefined;
+onShutdown({
+  logger,
+  timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+  parentPid: parentPidFrom(process.env),
+  steps: [
+    {
+      name: "stop taking requests",
+      run: () => {
+        inFlight = listener?.stop(false);
+        gateway.mcp.beginClose();
+      },
+    },
+    { name: "finish requests in flight", share: 0.4, run: () => inFlight },
+    { name: "close connections left", share: 0.05, run: () => listener?.stop(true) },
+    { name: "close MCP sessions", share: 0.1, run: () => gateway.close() },
+    { name: "drain the bus", share: 0.2, run: () => bus.drain() },
+    { name: "close the database", run: () => database.close() },
+  ],
+});
 logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: server.server?.port });
-
-const stop = async () => {
-  await server.stop();
-  await gateway.close();
-  await bus.drain();
-  await database.close();
-  process.exit(0);
-};
-process.once("SIGINT", () => void stop());
-process.once("SIGTERM", () => void stop());

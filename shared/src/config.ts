@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { LOG_LEVELS } from "./logger.ts";
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown.ts";
 
 /** A configuration problem found at start; its message lists every bad variable and what is expected. */
 export class ConfigError extends Error {
@@ -31,6 +32,13 @@ export const CommonEnvSchema = z.object({
     .regex(/^[A-Za-z0-9_-]*$/, "may hold only letters, digits, '_' and '-' (it becomes a NATS subject token)")
     .default(""),
   HATCH_SECRET: z.string().min(32, "must be at least 32 characters; generate one with `openssl rand -hex 32`").optional(),
+  /** How long a stopping process may take before it exits anyway (shared/src/shutdown.ts). */
+  SHUTDOWN_TIMEOUT_MS: z.coerce
+    .number({ error: "must be a number of milliseconds, for example 10000" })
+    .int("must be a whole number of milliseconds")
+    .min(100, "must be at least 100 (milliseconds)")
+    .max(600_000, "must be at most 600000 (10 minutes)")
+    .default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
 });
 export type CommonEnv = z.infer<typeof CommonEnvSchema>;
 

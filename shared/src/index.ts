@@ -142,6 +142,8 @@ export type { ViewerChanged, ViewerCheck, ViewerIdentity, ViewerOrigin, ViewerSe
 export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionSchema } from "./session.ts";
 export type { Permission, Role, Session } from "./session.ts";
 export { runServiceMain } from "./main.ts";
+export { DEFAULT_SHUTDOWN_TIMEOUT_MS, EXIT_CODES, onShutdown, parentPidFrom } from "./shutdown.ts";
+export type { Shutdown, ShutdownOptions, ShutdownStep } from "./shutdown.ts";
 export type { ServiceDeps, ServiceMainOptions } from "./main.ts";
 export {
   AI_KEY_CHOICES,

@@ -4,9 +4,10 @@ import type { Bus } from "./bus/types.ts";
 import { CommonEnvSchema, ConfigError, loadConfig } from "./config.ts";
 import type { ServiceName } from "./contracts/define.ts";
 import { deriveKey } from "./ctx.ts";
-import { openServiceDatabase, type Database } from "./db.ts";
+import { openServiceDatabase, type Database, type DatabaseHandle } from "./db.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { RunningService } from "./service.ts";
+import { onShutdown, parentPidFrom } from "./shutdown.ts";
 
 /** What every service's `start` receives, in both the embedded and the distributed deployment. */
 export interface ServiceDeps {
@@ -44,12 +45,29 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     process.exit(2);
   }
   const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: options.name } });
-  const bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
-  const database = await openServiceDatabase(
+  let bus: Bus | undefined;
+  let database: DatabaseHandle | undefined;
+  let running: RunningService | undefined;
+  // Installed before anything opens, so a signal at any time (even while starting, even right after "service ready")
+  // gets the same bounded stop: the service stops taking calls (unsubscribes) and flushes its outbox, stats and logs;
+  // the bus drain lets calls in flight answer; each step within its share of the deadline, so a dead NATS or Postgres
+  // cannot hold it.
+  onShutdown({
+    logger,
+    timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    parentPid: parentPidFrom(process.env),
+    steps: [
+      { name: "stop the service (outbox, stats, logs)", share: 0.5, run: () => running?.stop() },
+      { name: "drain the bus", share: 0.2, run: () => bus?.drain() },
+      { name: "close the database", run: () => database?.close() },
+    ],
+  });
+  bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
+  database = await openServiceDatabase(
     { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
     { schema: options.name, migrationsFolder: options.migrationsFolder },
   );
-  const running = await options.start({
+  running = await options.start({
     bus,
     db: database.db,
     contextKey: deriveKey(env.HATCH_SECRET, "ctx"),
@@ -57,13 +75,4 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     env: process.env,
     logger,
   });
-  const stop = async (signal: string) => {
-    logger.info("stopping", { signal });
-    await running.stop();
-    await bus.drain();
-    await database.close();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
 }

@@ -28,6 +28,11 @@ export interface McpEndpointDeps extends Omit<ToolCallDeps, "askUser"> {
 export interface McpEndpoint {
   handle(request: Request): Promise<Response>;
   readonly sessionCount: number;
+  /**
+   * The first step of a shutdown: new requests are refused (503) and each session's GET event stream ends, since a
+   * client holds it open for as long as the server lets it. Calls in flight go on; close() ends the sessions after.
+   */
+  beginClose(): void;
   close(): Promise<void>;
 }
 
@@ -86,7 +91,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     return entry;
   }
 
+  let closing = false;
+
   async function handle(request: Request): Promise<Response> {
+    if (closing) return rpcError(503, -32000, "The server is restarting. Connect again in a few seconds.", { "Retry-After": "5" });
     const refused = checkHostAndOrigin(request, config.allowedHosts, allowedOrigin);
     if (refused) return refused;
 
@@ -138,6 +146,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     get sessionCount() {
       return sessions.size;
     },
+    beginClose() {
+      closing = true;
+      for (const entry of sessions.values()) entry.transport.closeStandaloneSSEStream();
+    },
     async close() {
       clearInterval(sweep);
       await Promise.all([...sessions].map(([id, entry]) => closeSession(id, entry)));
@@ -178,6 +190,6 @@ function declaresElicitation(body: unknown): boolean {
   return messages.some((m) => isInitializeRequest(m) && m.params.capabilities.elicitation !== undefined);
 }
 
-function rpcError(status: number, code: number, message: string): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
+function rpcError(status: number, code: number, message: string, headers?: Record<string, string>): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers });
 }

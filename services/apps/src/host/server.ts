@@ -245,15 +245,23 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     flushStats: () => stats.flush(),
     flushLogs: () => serverCode.flushLogs(),
     async stop() {
+      // Stop listening first, then end the data-change streams (held open by pages), so requests in flight can finish.
+      const inFlight = server.stop(false);
       subscription.unsubscribe();
       viewerChanges.unsubscribe();
       dataChanges.unsubscribe();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([inFlight, new Promise((resolve) => (timer = setTimeout(resolve, IN_FLIGHT_WAIT_MS)))]);
+      clearTimeout(timer);
       await server.stop(true);
       await stats.stop();
       await serverCode.stop();
     },
   };
 }
+
+/** How long the host's stop waits for requests in flight before closing their connections (a process's shutdown bounds the whole). */
+const IN_FLIGHT_WAIT_MS = 3_000;
 
 /** A page load in a window or frame; fetch() and XHR of an HTML file send another Sec-Fetch-Dest (old browsers send none). */
 function isNavigation(request: Request): boolean {
