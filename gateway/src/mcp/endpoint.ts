@@ -7,6 +7,7 @@ import { readBodyText } from "../auth/http.ts";
 import type { Auth } from "../auth/index.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
+import { SessionEventStore } from "./event-store.ts";
 import { createMcpServer, type RequestScope } from "./server.ts";
 
 const IDLE_MS = 30 * 60_000;
@@ -17,6 +18,9 @@ interface SessionEntry {
   userId: string;
   lastSeen: number;
 }
+
+/** How long a client waits before reconnecting a dropped SSE stream (the priming event's `retry`). */
+const SSE_RETRY_MS = 2_000;
 
 export interface McpEndpointDeps extends Omit<ToolCallDeps, "askUser"> {
   config: GatewayConfig;
@@ -84,6 +88,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       sessionIdGenerator: () => randomId(24),
       // Plain JSON answers are cheaper; a client that can answer questions mid-call needs the SSE stream.
       enableJsonResponse: !stream,
+      // Resumable streams: each SSE event has an id, a priming event opens the stream with the client's reconnect
+      // delay, and a client that lost a stream resumes with Last-Event-ID from this session's bounded store.
+      eventStore: new SessionEventStore(),
+      retryInterval: SSE_RETRY_MS,
       onsessioninitialized: (id) => void sessions.set(id, entry),
       onsessionclosed: (id) => void sessions.delete(id),
     });
