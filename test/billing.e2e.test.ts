@@ -12,6 +12,8 @@ import {
   type ClientKind,
 } from "@hatch/shared";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { eq } from "drizzle-orm";
+import { charges } from "../services/billing/src/db/schema.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { refused } from "./support/orgs.ts";
@@ -114,6 +116,20 @@ for (const mode of MODES) {
       expect((await callOk<Billing>(soloC, "billing")).usage.amountSoFar.amountMinor).toBe(1500);
       await expect(charge(solo, { amountMinor: 1600, idempotencyKey: key })).rejects.toThrow(/another charge/);
       await expect(charge(boss, { amountMinor: 1500, idempotencyKey: key })).rejects.toThrow(/another charge/);
+    });
+
+    test("charge: one left pending (its call died) answers 'still being made' at first, and is resumed once stale", async () => {
+      const key = `crashed-${mode}-1`;
+      const { account } = await ctxOf(solo);
+      const db = hatch.databases.get("billing")!;
+      const fields = { accountId: account, amountMinor: 900, currency: "USD", description: "Domain crashed.example", status: "pending" as const };
+      await db.insert(charges).values({ idempotencyKey: key, ...fields });
+      expect(await charge(solo, { amountMinor: 900, idempotencyKey: key, description: fields.description })).toMatchObject({ status: "failed", message: expect.stringContaining("still being made") });
+      await db.update(charges).set({ updatedAt: new Date(Date.now() - 5 * 60_000) }).where(eq(charges.idempotencyKey, key));
+      const resumed = await charge(solo, { amountMinor: 900, idempotencyKey: key, description: fields.description });
+      expect(resumed.status).toBe("charged");
+      const [row] = await db.select().from(charges).where(eq(charges.idempotencyKey, key));
+      expect(row).toMatchObject({ status: "charged", attempts: 1 });
     });
 
     test("charge: bad input and a ctx of another account are refused", async () => {

@@ -64,11 +64,20 @@ for (const mode of MODES) {
         const session = await hatch.gateway.accounts.resolve(claims, { requestId: "test", traceparent: "" });
         const ctx = signContext({ ...claims, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions }, deriveKey(TEST_SECRET, "ctx"));
         const input = { accountId: session.account, amountMinor: 1500, currency: "USD", description: "Domain example.com", idempotencyKey: `stripe-domain-${mode}` };
+        // The bank declines first; once the card works, the same key charges (a new attempt at Stripe, whose own
+        // idempotency would replay the decline), and asking again never charges twice.
+        const { customerId } = (await db().select().from(accounts).where(eq(accounts.accountId, session.account)))[0]!;
+        fake.declining.add(customerId);
+        const declined = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
+        expect(declined).toMatchObject({ status: "refused", chargeId: null });
+        expect(declined.message).toContain("declined");
+        fake.declining.delete(customerId);
         const charged = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
         expect(charged.status).toBe("charged");
         const again = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
         expect(again).toEqual(charged);
-        expect(fake.paymentIntents.size).toBe(1);
+        const intents = [...fake.paymentIntents.values()];
+        expect(intents.filter((intent) => intent.status === "succeeded")).toHaveLength(1);
         const text = textOf(await ai.callTool({ name: "billing", arguments: {} }));
         expect(text).not.toMatch(/4242|card number/i);
       } finally {

@@ -63,6 +63,11 @@ export const charges = billing.table("charges", {
   status: text("status").$type<"pending" | "charged" | "refused" | "failed" | "refunded">().notNull(),
   providerChargeId: text("provider_charge_id"),
   message: text("message"),
+  /**
+   * Tries at the provider: the provider's idempotency key is `<key>.<attempt>`. A retry after a refusal is a new
+   * attempt (Stripe replays a key's first answer, a decline included); a charge stuck pending is retried under the same one.
+   */
+  attempts: integer("attempts").notNull().default(1),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
 });

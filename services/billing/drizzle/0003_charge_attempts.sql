@@ -1,0 +1,1 @@
+ALTER TABLE "billing"."charges" ADD COLUMN "attempts" integer DEFAULT 1 NOT NULL;
