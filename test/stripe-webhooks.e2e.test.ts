@@ -102,6 +102,19 @@ for (const mode of MODES) {
       expect(await row(customer)).toMatchObject({ plan: "free", state: "active", cardOnFile: true });
     });
 
+    test("removing one of two cards leaves a card on file; removing the last one leaves none", async () => {
+      const customer = await freeAccount();
+      for (let i = 0; i < 2; i++) {
+        await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "setup", successUrl: `${hatch.baseUrl}/ok`, cancelUrl: `${hatch.baseUrl}/no` })));
+      }
+      const cards = [...fake.paymentMethods.values()].filter((p) => p.customer === customer);
+      expect(cards).toHaveLength(2);
+      await fake.detachCard(cards[0]!.id as string);
+      expect((await row(customer)).cardOnFile).toBe(true);
+      await fake.detachCard(cards[1]!.id as string);
+      expect((await row(customer)).cardOnFile).toBe(false);
+    });
+
     test("a failed invoice makes it past_due; cancel makes it canceled; a detached card is no card", async () => {
       const customer = await freeAccount();
       await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "pro", successUrl: "http://h/ok", cancelUrl: "http://h/no" })));

@@ -105,7 +105,10 @@ async function toBillingUpdate(ctx: BillingContext, event: StripeEvent, planOfPr
     case "payment_method.detached": {
       // After a detach the object's customer is null; the previous attributes name it.
       const customer = idOf(object.customer) ?? idOf(event.data.previous_attributes?.customer);
-      return customer ? { ...base, customerId: customer, cardOnFile: event.type === "payment_method.attached" } : null;
+      if (!customer) return null;
+      // Removing one card leaves any other: ask Stripe (a failure here makes Stripe send the event again).
+      const cardOnFile = event.type === "payment_method.attached" || (await ctx.provider.hasCard(customer));
+      return { ...base, customerId: customer, cardOnFile };
     }
     default:
       return null;

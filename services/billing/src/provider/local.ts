@@ -29,6 +29,10 @@ export function createLocalProvider(db: Database, baseUrl: string): PaymentProvi
       const id = createHash("sha256").update(charge.idempotencyKey).digest("hex").slice(0, 24);
       return { status: "charged", chargeId: `ch_local_${id}` };
     },
+    async hasCard(customerId: string) {
+      const [account] = await db.select({ cardOnFile: accounts.cardOnFile }).from(accounts).where(eq(accounts.customerId, customerId));
+      return account?.cardOnFile ?? false;
+    },
     async refund() {
       // Nothing left the building: a local charge is only the row billing keeps.
     },

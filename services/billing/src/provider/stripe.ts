@@ -98,6 +98,10 @@ export class StripeProvider implements PaymentProvider {
     await this.client.refunds.create({ payment_intent: chargeId }, { idempotencyKey });
   }
 
+  async hasCard(customerId: string): Promise<boolean> {
+    return (await this.cardOf(customerId)) !== null;
+  }
+
   /** The card an off-session charge uses: the customer's default, else the first one attached. */
   private async cardOf(customerId: string): Promise<string | null> {
     const customer = await this.client.customers.retrieve(customerId);

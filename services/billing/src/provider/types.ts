@@ -40,6 +40,8 @@ export interface PaymentProvider {
   /** An off-session charge of the card on file; the same key never charges twice. */
   charge(charge: OneOffCharge): Promise<ChargeOutcome>;
   refund(chargeId: string, idempotencyKey: string): Promise<void>;
+  /** Whether the customer still has a card the provider can charge (after one was removed, another may remain). */
+  hasCard(customerId: string): Promise<boolean>;
 }
 
 /**
