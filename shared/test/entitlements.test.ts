@@ -42,11 +42,16 @@ describe("EntitlementsCache", () => {
     expect(asked).toEqual(["acct_1", "acct_1"]);
   });
 
-  test("while billing cannot answer, limits are not enforced (null), and nothing is cached", async () => {
+  test("while billing cannot answer, limits are not enforced (null), remembered briefly; a plan change forgets it", async () => {
     bus = createMemoryBus({ logger });
     cache = new EntitlementsCache(bus, logger);
     expect(await cache.get("acct_1")).toBeNull();
     const asked = answerEntitlements(bus, () => entitlements("free"));
+    // One failed ask stands for a few seconds: an outage is not a bus request (and a warning) per write.
+    expect(await cache.get("acct_1")).toBeNull();
+    expect(asked).toEqual([]);
+    bus.publish("events.billing.account.plan_changed", encodeJson({ account: "acct_1" }));
+    await bus.flush();
     expect((await cache.get("acct_1"))?.plan).toBe("free");
     expect(asked).toEqual(["acct_1"]);
   });

@@ -10,10 +10,12 @@ import { EntitlementsSchema, type Entitlements, type LimitName } from "./plans.t
 // change (events.billing.account.plan_changed on the plain bus), so a person who just upgraded is not refused.
 
 const TTL_MS = 30_000;
+/** How long "billing cannot say" is remembered: a billing outage costs one failed ask per account per window, not one per write. */
+const UNKNOWN_TTL_MS = 5_000;
 const MAX_ENTRIES = 10_000;
 
 export class EntitlementsCache {
-  private readonly cache = new Map<string, { value: Entitlements; expires: number }>();
+  private readonly cache = new Map<string, { value: Entitlements | null; expires: number }>();
   private readonly changes: BusSubscription;
 
   constructor(
@@ -32,21 +34,26 @@ export class EntitlementsCache {
 
   /**
    * The account's entitlements, or null when billing cannot say right now. Limits are then not enforced: a billing
-   * outage must not stop people publishing (logged, so it is seen).
+   * outage must not stop people publishing (logged once per account every few seconds, so it is seen).
    */
   async get(accountId: string): Promise<Entitlements | null> {
     const hit = this.cache.get(accountId);
     if (hit && hit.expires > Date.now()) return hit.value;
     try {
       const value = await callRpc(this.bus, "billing", rpcMethods.billing.entitlements, { accountId }, EntitlementsSchema, { timeoutMs: 2_000 });
-      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(accountId, { value, expires: Date.now() + TTL_MS });
+      this.remember(accountId, value, TTL_MS);
       return value;
     } catch (error) {
       if (!isToolError(error) || error.code !== "unavailable") this.logger.warn("entitlements unreadable; limits not enforced", { accountId, error });
       else this.logger.warn("billing unavailable; limits not enforced", { accountId });
+      this.remember(accountId, null, UNKNOWN_TTL_MS);
       return null;
     }
+  }
+
+  private remember(accountId: string, value: Entitlements | null, ttlMs: number): void {
+    if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(accountId, { value, expires: Date.now() + ttlMs });
   }
 
   close(): void {
