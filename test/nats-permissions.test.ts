@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { createNatsBus, encodeJson, eventStreamFor, newEvent, type HatchEvent, type NatsBus } from "@hatch/shared";
+import { createNatsBus, createRateCounter, encodeJson, eventStreamFor, newEvent, type HatchEvent, type NatsBus } from "@hatch/shared";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -138,6 +138,13 @@ describe.skipIf(!hasNatsServer)("NATS permissions (deploy/nats-auth.conf)", () =
       await database.drop();
     }
   }, 90_000);
+
+  test("only the gateway writes the shared rate counters", async () => {
+    const gateway = createRateCounter(await as("gateway"));
+    expect(await gateway.take("tools:grant:g1", 5, 60_000)).toEqual({ allowed: true, retryAfterSeconds: 0 });
+    const apps = createRateCounter(await as("apps"));
+    await expect(apps.take("tools:grant:g1", 5, 60_000)).rejects.toThrow();
+  });
 
   test("a service answers only its own rpc methods: apps cannot take orgs' calls", async () => {
     const apps = await as("apps");

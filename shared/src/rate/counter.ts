@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Bus } from "../bus/types.ts";
 import { isNatsBus, type NatsBus } from "../bus/nats.ts";
@@ -72,8 +73,9 @@ export class KvRateCounter implements RateCounter {
         if (current && current.operation === "PUT") await kv.update(entry, String(count + 1), current.revision);
         else await kv.create(entry, "1");
         return { allowed: true, retryAfterSeconds: 0 };
-      } catch {
-        // Another copy counted in between: read again.
+      } catch (error) {
+        // Another copy counted in between: read again. Anything else (no permission, no server) is the caller's.
+        if (!isLostRace(error)) throw error;
       }
     }
     // Heavily contended: let the call through rather than refuse on our own failure to count.
@@ -86,6 +88,13 @@ export class KvRateCounter implements RateCounter {
 }
 
 const bucketName = (bus: NatsBus) => (bus.prefix ? `hatch_rate_${bus.prefix}` : "hatch_rate");
+
+function isLostRace(error: unknown): boolean {
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
+}
 
 /** The counter for a bus: shared in JetStream on NATS (bucket per bus prefix), in memory otherwise. */
 export function createRateCounter(bus: Bus, maxWindowMs = 10 * 60_000): RateCounter {
