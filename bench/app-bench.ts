@@ -1,14 +1,17 @@
 // What the app host benches (data, server code) share: an app seeded with a collection of documents, one load run
 // against a child server process, and the paired runs that compare a baseline with the app host in one sitting.
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openServiceDatabase } from "@hatch/shared";
 import { APPS_MIGRATIONS } from "@hatch/apps";
 import { createDiskBlobStore } from "../services/apps/src/blobs/disk.ts";
 import { dataUsage, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp, type SeedContent } from "../services/apps/test/support/seed.ts";
-import { Child } from "./children.ts";
+import { Child, createDatabase, freePort } from "./children.ts";
 import { runLoad, type LoadOptions, type RunStats } from "./load.ts";
+import type { Goal } from "./report.ts";
 
 export interface AppBenchSettings {
   seconds: number;
@@ -84,4 +87,116 @@ export async function pairedRuns(measure: (which: "baseline" | "host") => Promis
   const host = best(runs.host);
   const ratio = baseline.callsPerSecond > 0 ? Math.round((host.callsPerSecond / baseline.callsPerSecond) * 100) / 100 : null;
   return { baseline, host, ratio, allRuns: { baseline: runs.baseline.map((r) => r.callsPerSecond), host: runs.host.map((r) => r.callsPerSecond) } };
+}
+
+/** What a paired app host bench needs: its seeding, how to measure one side, what it reports. */
+export interface PairedBenchSpec<Op extends string> {
+  /** Names the database and blob folder (`hatch_bench_<name>_…`) and the progress lines. */
+  name: string;
+  ops: readonly Op[];
+  levels: readonly number[];
+  /** Seeds a fresh database (the apps schema) and blob folder; returns the app's id. */
+  seed(databaseUrl: string, blobDir: string): Promise<{ appId: string }>;
+  /** The environment of one side's child server for one op (PORT, DATABASE_URL and BLOB_DIR are added). */
+  childEnv(which: "baseline" | "host", op: Op, seeded: SeededBench): Record<string, string>;
+  /** Script of each side, and what a request of one op sends (method and body). */
+  scripts: { baseline: string; host: string };
+  request?(op: Op): Omit<NonNullable<LoadOptions["http"]>, "url" | "host">;
+  baselineName: string;
+  goal: { name: string; op: Op; clients: number; limit: number };
+}
+
+export interface SeededBench {
+  databaseUrl: string;
+  blobDir: string;
+  appId: string;
+  /** The bench's HATCH_SECRET, shared by the child servers. */
+  secret: string;
+}
+
+export interface PairedRun<Op extends string> extends Paired {
+  op: Op;
+  clients: number;
+}
+
+export interface PairedBenchResult<Op extends string, Settings> {
+  startedAt: string;
+  machine: { cpus: number; cpuModel: string; bun: string };
+  settings: Settings;
+  runs: PairedRun<Op>[];
+  goal: Goal;
+}
+
+/** Runs every op at every level, baseline and host paired (b h h b), on a fresh database that is dropped after. */
+export async function measurePaired<Op extends string, S extends AppBenchSettings & { databaseUrl: string }>(
+  settings: S,
+  spec: PairedBenchSpec<Op>,
+  progress: (message: string) => void,
+): Promise<PairedBenchResult<Op, Omit<S, "databaseUrl">>> {
+  const startedAt = new Date().toISOString();
+  const database = await createDatabase(settings.databaseUrl, `hatch_bench_${spec.name}_${Date.now().toString(36)}_${process.pid}`);
+  const blobDir = mkdtempSync(join(tmpdir(), `hatch-bench-${spec.name}-`));
+  try {
+    const { appId } = await spec.seed(database.url, blobDir);
+    const seeded: SeededBench = { databaseUrl: database.url, blobDir, appId, secret: randomBytes(32).toString("hex") };
+    const runs: PairedRun<Op>[] = [];
+    for (const op of spec.ops) {
+      for (const clients of spec.levels) {
+        const measure = (which: "baseline" | "host") => {
+          const env = { ...process.env, ...spec.childEnv(which, op, seeded), PORT: String(freePort()), DATABASE_URL: seeded.databaseUrl, BLOB_DIR: seeded.blobDir };
+          return loadChildServer(spec.scripts[which], env, spec.request?.(op) ?? {}, clients, settings);
+        };
+        const paired = await pairedRuns(measure, (which, stats) => {
+          progress(`${spec.name} ${op} x${clients} (${which === "baseline" ? spec.baselineName : "app host"}): ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`);
+          if (stats.firstError) progress(`  first error: ${stats.firstError}`);
+        });
+        runs.push({ op, clients, ...paired });
+      }
+    }
+    const value = runs.find((r) => r.op === spec.goal.op && r.clients === spec.goal.clients)?.host.callsPerSecond ?? null;
+    const { databaseUrl: _, ...shown } = settings;
+    return {
+      startedAt,
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version },
+      settings: shown,
+      runs,
+      goal: { name: spec.goal.name, value, limit: spec.goal.limit, met: value === null ? null : value >= spec.goal.limit },
+    };
+  } finally {
+    await database.drop();
+    rmSync(blobDir, { recursive: true, force: true });
+  }
+}
+
+const fmt = (value: number | undefined | null, digits: number) => (value === undefined || value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits));
+
+/**
+ * The report of a paired bench: a header line, what the ops and sides are, the table ((b) is the baseline's letter),
+ * the goal's verdict and notes.
+ */
+export function formatPaired<Op extends string>(
+  result: PairedBenchResult<Op, AppBenchSettings>,
+  text: { title: string; letter: string; baselineColumn: string; legend: string },
+): string {
+  const b = `(${text.letter})`;
+  const rows = [["op", "conns", `${b} ${text.baselineColumn} req/s`, "(h) app host req/s", `(h)/${b}`, "(h) p50 ms", "(h) p99 ms", "(h) errors", "(h) server CPU us/req"]];
+  for (const run of result.runs) {
+    const cpu = run.host.cpuSeconds?.server !== undefined && run.host.calls > 0 ? fmt((run.host.cpuSeconds.server * 1e6) / run.host.calls, 1) : "n/a";
+    rows.push([run.op, String(run.clients), fmt(run.baseline.callsPerSecond, 0), fmt(run.host.callsPerSecond, 0), fmt(run.ratio, 2), fmt(run.host.p50Ms, 3), fmt(run.host.p99Ms, 3), String(run.host.errors), cpu]);
+  }
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+  const table = rows.map((row) => row.map((cell, col) => (col < 1 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ")).join("\n");
+  const verdict = result.goal.met === null ? "NOT MEASURED" : result.goal.met ? "MET" : "NOT MET";
+  const errors = result.runs.flatMap((run) => [run.baseline, run.host].filter((r) => r.errors > 0).map((r) => `${run.op} x${run.clients}: ${r.errors} failed (first: ${r.firstError})`));
+  const order = `${text.letter} h h ${text.letter}`;
+  return [
+    `${text.title}: ${result.machine.cpus} CPUs (${result.machine.cpuModel}), Bun ${result.machine.bun}; ${result.settings.seconds} s measured per run after ${result.settings.warmupSeconds} s warmup; best of 2 runs each (order ${order})`,
+    text.legend,
+    "",
+    table,
+    "",
+    `${verdict.padEnd(12)}  ${result.goal.name}: ${fmt(result.goal.value, 0)}`,
+    ...errors.map((line) => `note: ${line}`),
+    ...(cpus().length <= 2 ? ["note: the load generator and Postgres share the CPUs with the server under test"] : []),
+  ].join("\n");
 }
