@@ -66,6 +66,8 @@ export {
   AccountStorageInputSchema,
   AccountStorageSchema,
   ChargeInputSchema,
+  RefundInputSchema,
+  RefundResultSchema,
   ChargeResultSchema,
   effectivePlan,
   EntitlementsInputSchema,
@@ -77,7 +79,7 @@ export {
   ProviderWebhookInputSchema,
   ProviderWebhookResultSchema,
 } from "./billing/plans.ts";
-export type { ChargeResult, Entitlements, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
+export type { ChargeResult, Entitlements, RefundResult, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
 export type { RateCounter, RateDecision } from "./rate/counter.ts";
@@ -94,6 +96,11 @@ export {
   AiKeyPageSchema,
   AiKeySetInputSchema,
   AiKeyTargetSchema,
+  AppLookupInputSchema,
+  AppLookupSchema,
+  HostChangedSchema,
+  HostResolvedSchema,
+  HostResolveInputSchema,
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
   InvitationTokenInputSchema,
@@ -108,7 +115,7 @@ export {
   VerificationMailInputSchema,
   VerificationMailSentSchema,
 } from "./internal-rpc.ts";
-export type { AiKeyPage, InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, SecretPage, VerificationMailSent } from "./internal-rpc.ts";
+export type { AiKeyPage, AppLookup, HostResolved, InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, SecretPage, VerificationMailSent } from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { isSpecialPurposeAddress, parseIPv4, parseIPv6 } from "./ip-ranges.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";

@@ -97,3 +97,32 @@ export const AiKeySetInputSchema = AiKeyTargetSchema.extend({
   provider: z.string().regex(AI_PROVIDER_NAME),
   key: z.string().min(8).max(512),
 });
+
+// Domains and the app host. The app host serves a hostname outside its apps domain only when domains says which app
+// it is; domains puts an app on a hostname only when apps says the caller may manage that app.
+
+/** apps `app.lookup` (signed ctx): the app at `address` if the caller may manage it (owner, or a manager of its organization); else not_found. */
+export const AppLookupInputSchema = z.object({ address: AddressSchema });
+export const AppLookupSchema = z.object({
+  appId: z.string(),
+  address: z.string(),
+  name: z.string(),
+  accountId: z.string(),
+  ownerId: z.string(),
+  /** The app's default URL, `<protocol>//<address>.<apps domain>`. */
+  url: z.string(),
+});
+export type AppLookup = z.infer<typeof AppLookupSchema>;
+
+/** domains `host.resolve` (no ctx: the hostname is public): which app a hostname serves, if any. */
+export const HostResolveInputSchema = z.object({ hostname: z.string().min(1).max(253) });
+export const HostResolvedSchema = z.object({
+  /** The app's address, or null when the hostname serves nothing (unknown, not verified yet). */
+  address: z.string().nullable(),
+  /** The account the app must belong to (a company domain serves only that company's apps). */
+  accountId: z.string().nullable(),
+});
+export type HostResolved = z.infer<typeof HostResolvedSchema>;
+
+/** The body of `broadcast.domains.host.changed`. */
+export const HostChangedSchema = z.object({ hostname: z.string() });

@@ -24,6 +24,12 @@ export const subjects = {
    * missed one sees the change on its next list.
    */
   appsDataChanged: "broadcast.apps.data.changed",
+  /**
+   * A hostname started or stopped serving an app (a custom domain verified or disconnected, a company domain set or
+   * removed): every app host drops its cached answer for it (internal-rpc.ts `HostChangedSchema`). Plain
+   * publish-subscribe: one missed only lasts until the app host's short cache runs out.
+   */
+  domainsHostChanged: "broadcast.domains.host.changed",
 } as const;
 
 /** Internal methods, per service. */
@@ -53,6 +59,12 @@ export const rpcMethods = {
     settingsLink: "settings.link",
     /** What the person did on the local provider's checkout or portal page (never a card number). */
     localAct: "local.act",
+    /** Gives back a one-off charge made with `charge` (a domain whose registration failed), idempotent by its key. */
+    refund: "refund",
+  },
+  domains: {
+    /** Which app a hostname outside the apps domain serves (a custom domain, a company domain's subdomain), for the app host. */
+    resolveHost: "host.resolve",
   },
   gateway: {
     /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */
@@ -75,5 +87,7 @@ export const rpcMethods = {
     aiKeyPage: "ai-key.page",
     /** The dashboard's AI key form: stores a key the person typed. */
     aiKeySet: "ai-key.set",
+    /** An app the caller (signed ctx) may manage, by address: domains checks it before putting the app on a hostname. */
+    appLookup: "app.lookup",
   },
 } as const;

@@ -133,6 +133,19 @@ export const ChargeResultSchema = z.object({
 });
 export type ChargeResult = z.infer<typeof ChargeResultSchema>;
 
+/** billing `refund` (rpc, the ctx of the person the charge was for, or a service's system call): gives a charge back. */
+export const RefundInputSchema = z.object({
+  accountId: z.string().min(1),
+  /** The charge's idempotency key. */
+  idempotencyKey: z.string().regex(/^[A-Za-z0-9:_-]{8,128}$/),
+  reason: z.string().min(1).max(200),
+});
+export const RefundResultSchema = z.object({
+  /** refunded = given back now or before; not_charged = nothing was charged under that key (nothing to give back). */
+  status: z.enum(["refunded", "not_charged"]),
+});
+export type RefundResult = z.infer<typeof RefundResultSchema>;
+
 /**
  * billing `webhook` (rpc from the gateway): a payment provider's event the gateway verified (Stripe's signature) and
  * forwards as received. Billing processes each event id once.

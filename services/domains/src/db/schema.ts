@@ -1,4 +1,135 @@
-import { pgSchema } from "drizzle-orm/pg-core";
+import { confirmUsesTable, outboxTable } from "@hatch/shared";
+import { sql } from "drizzle-orm";
+import { bigint, boolean, index, integer, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
-/** The domains service's own schema. Its tables arrive with the issue that builds the domains tools. */
+/** The domains service's own schema. Rows stay inside the service; tools map them to contract types. */
 export const domains = pgSchema("domains");
+
+export type HostnameKind = "custom" | "company" | "bought";
+export type ConnectionStage = "dns" | "certificate" | "live";
+
+/** What a DNS check saw for one record Hatch asked for (shown with `records`, and the basis of `problem`). */
+export interface RecordSeen {
+  type: "TXT" | "CNAME" | "A" | "AAAA";
+  name: string;
+  value: string;
+  seen: boolean;
+  /** What the resolver answered instead, when not seen (e.g. the CNAME's actual target). */
+  found?: string[];
+}
+
+/**
+ * A hostname pointed at Hatch: an app's custom domain (`custom`), a company's address for its apps (`company`: its
+ * subdomains serve the company's apps), or a domain bought through Hatch and put on an app (`bought`). The hostname
+ * is the key: one app (or one company) holds it. A `custom` or `company` row is proven by the TXT record
+ * `_hatch-challenge.<hostname>` = `token`; `verified_at` is set once and only the proven holder keeps it. A `bought`
+ * row is proven by the purchase.
+ */
+export const hostnames = domains.table(
+  "hostnames",
+  {
+    hostname: text("hostname").primaryKey(),
+    kind: text("kind").$type<HostnameKind>().notNull(),
+    accountId: text("account_id").notNull(),
+    /** The app served there (`custom`, `bought` with an app); null for `company`. */
+    appId: text("app_id"),
+    address: text("address"),
+    createdBy: text("created_by").notNull(),
+    /** The value the TXT record `_hatch-challenge.<hostname>` must hold. */
+    token: text("token").notNull(),
+    stage: text("stage").$type<ConnectionStage>().notNull().default("dns"),
+    verifiedAt: timestamp("verified_at", { withTimezone: true }),
+    /** The last DNS check's view of each record asked for. */
+    records: jsonb("records").$type<RecordSeen[]>().notNull().default([]),
+    problem: text("problem"),
+    checkedAt: timestamp("checked_at", { withTimezone: true }),
+    liveAt: timestamp("live_at", { withTimezone: true }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index("hostnames_app").on(t.appId),
+    uniqueIndex("hostnames_company_account").on(t.accountId).where(sql`${t.kind} = 'company'`),
+  ],
+);
+
+export type DomainStage = "registering" | "dns" | "certificate" | "live";
+
+/** The registrant's details the person confirmed (sent to the registrar; never returned by a tool). */
+export interface Registrant {
+  name: string;
+  email: string;
+  organization?: string;
+  address: string;
+  city: string;
+  postalCode: string;
+  country: string;
+  phone: string;
+}
+
+/**
+ * A domain bought through Hatch. `charge_key` is the idempotency key of its billing charge (one per confirmation),
+ * so the same confirmation never charges twice; `charge_status` follows the charge and its refund.
+ */
+export const boughtDomains = domains.table(
+  "bought_domains",
+  {
+    domain: text("domain").primaryKey(),
+    accountId: text("account_id").notNull(),
+    boughtBy: text("bought_by").notNull(),
+    stage: text("stage").$type<DomainStage>().notNull().default("registering"),
+    /** Which registrar adapter holds it (`simulated`, `namecom`) and its id there. */
+    registrar: text("registrar").notNull(),
+    registrarRef: text("registrar_ref"),
+    currency: text("currency").notNull().default("USD"),
+    firstYearMinor: bigint("first_year_minor", { mode: "number" }).notNull(),
+    renewalMinor: bigint("renewal_minor", { mode: "number" }).notNull(),
+    renewsAt: timestamp("renews_at", { withTimezone: true }),
+    autoRenew: boolean("auto_renew").notNull().default(true),
+    /** The app to put on the domain once it is live. */
+    appId: text("app_id"),
+    address: text("address"),
+    registrant: jsonb("registrant").$type<Registrant>(),
+    chargeKey: text("charge_key").notNull().unique(),
+    chargeId: text("charge_id"),
+    chargeStatus: text("charge_status").$type<"charged" | "refunded">().notNull(),
+    problem: text("problem"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("bought_domains_account").on(t.accountId)],
+);
+
+/**
+ * Stage work: one row per job (`kind` + `key` unique while not done, so a job is never queued twice). Copies claim due
+ * rows with `FOR UPDATE SKIP LOCKED` and hold them for a lease (`locked_by`, `locked_until`); a copy that dies leaves
+ * its rows to be claimed again once the lease runs out. A job's changes commit with its completion, fenced by the
+ * lease (see jobs/queue.ts).
+ */
+export const jobs = domains.table(
+  "jobs",
+  {
+    id: text("id").primaryKey(),
+    kind: text("kind").notNull(),
+    key: text("key").notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull().default({}),
+    runAt: timestamp("run_at", { withTimezone: true }).notNull().defaultNow(),
+    /** Failed runs since the last success (backoff grows with it). */
+    attempts: integer("attempts").notNull().default(0),
+    /** Runs that completed (a recurring job counts each). */
+    runs: integer("runs").notNull().default(0),
+    lockedBy: text("locked_by"),
+    lockedUntil: timestamp("locked_until", { withTimezone: true }),
+    lastError: text("last_error"),
+    doneAt: timestamp("done_at", { withTimezone: true }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("jobs_open_key").on(t.kind, t.key).where(sql`${t.doneAt} IS NULL`),
+    index("jobs_due").on(t.runAt).where(sql`${t.doneAt} IS NULL`),
+  ],
+);
+
+export const outbox = outboxTable(domains);
+export const confirmUses = confirmUsesTable(domains);
