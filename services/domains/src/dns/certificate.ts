@@ -42,7 +42,8 @@ export function checkCertificate(hostname: string, options: CertificateCheckOpti
       const peer: PeerCertificate = socket.getPeerCertificate();
       if (!socket.authorized) return finish({ ok: false, problem: `the edge's certificate for ${hostname} is not trusted yet (${String(socket.authorizationError)})` });
       const notAfter = new Date(peer.valid_to);
-      finish({ ok: true, notAfter, issuer: peer.issuer?.CN ?? peer.issuer?.O ?? "unknown issuer" });
+      const issuer = peer.issuer?.CN ?? peer.issuer?.O ?? "unknown issuer";
+      finish({ ok: true, notAfter, issuer: Array.isArray(issuer) ? issuer.join(", ") : issuer });
     });
     socket.once("error", (error: NodeJS.ErrnoException) => finish({ ok: false, problem: `the edge refused the TLS connection for ${hostname} (${error.code ?? error.message})` }));
   });
