@@ -144,7 +144,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       "/mcp",
       ({ request }) => {
         const wantsPage = request.method === "GET" && !request.headers.get("mcp-session-id") && (request.headers.get("accept") ?? "").includes("text/html");
-        return wantsPage ? htmlResponse(renderInstallPage(config.mcpUrl)) : mcp.handle(request);
+        return wantsPage ? htmlResponse(renderInstallPage(config.mcpUrl, new URL(request.url).searchParams)) : mcp.handle(request);
       },
       { parse: "none" },
     );

@@ -1,3 +1,5 @@
+export { ALWAYS_OFFERED, groupOf, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS } from "./contracts/groups.ts";
+export type { ToolGroup } from "./contracts/groups.ts";
 export { BusError, decodeJson, encodeJson, subjectMatches, toBytes, withPrefix, withoutPrefix } from "./bus/types.ts";
 export type { Bus, BusErrorCode, BusHandler, BusMessage, BusReply, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions } from "./bus/types.ts";
 export { createMemoryBus } from "./bus/memory.ts";

@@ -1,4 +1,4 @@
-import { acceptRequestId, childTraceparent, randomId, type Logger } from "@hatch/shared";
+import { acceptRequestId, childTraceparent, parseFeatures, randomId, TOOL_GROUP_NAMES, type Logger } from "@hatch/shared";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -8,7 +8,7 @@ import type { Auth } from "../auth/index.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
 import { SessionEventStore } from "./event-store.ts";
-import { createMcpServer, type RequestScope } from "./server.ts";
+import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
 
 const IDLE_MS = 30 * 60_000;
 
@@ -80,9 +80,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await closeOldest([...sessions].filter(([, e]) => e.userId === biggest));
   }
 
-  async function openSession(userId: string, stream: boolean): Promise<SessionEntry> {
+  async function openSession(userId: string, stream: boolean, choice: ConnectionChoice): Promise<SessionEntry> {
     await makeRoom(userId);
-    const server = createMcpServer(deps, deps.version, logger);
+    const server = createMcpServer(deps, deps.version, logger, choice);
     const entry: SessionEntry = { server, userId, lastSeen: Date.now(), transport: undefined as never };
     entry.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomId(24),
@@ -129,7 +129,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       // Another user's session id is answered exactly like an unknown one.
       if (!entry || entry.userId !== identity.userId) return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
     } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
-      entry = await openSession(identity.userId, declaresElicitation(parsedBody));
+      const choice = connectionChoice(new URL(request.url));
+      if (choice instanceof Response) return choice;
+      entry = await openSession(identity.userId, declaresElicitation(parsedBody), choice);
     } else {
       return rpcError(400, -32000, "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.");
     }
@@ -187,6 +189,17 @@ async function readBody(request: Request, limit: number): Promise<unknown | Resp
   } catch {
     return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
   }
+}
+
+/** `features` and `read_only` of the connection URL; an unknown group or value is refused when connecting. */
+function connectionChoice(url: URL): ConnectionChoice | Response {
+  const features = parseFeatures(url.searchParams.getAll("features"));
+  if ("unknown" in features) {
+    return rpcError(400, -32602, `Unknown tool group ${features.unknown.map((n) => `"${n}"`).join(", ")} in features. The groups are ${TOOL_GROUP_NAMES.join(", ")} (whoami and service_docs are always there), e.g. /mcp?features=apps,data.`);
+  }
+  const readOnly = url.searchParams.get("read_only");
+  if (readOnly !== null && readOnly !== "true" && readOnly !== "false") return rpcError(400, -32602, `read_only in the connection URL must be true or false, not "${readOnly.slice(0, 20)}".`);
+  return { groups: features.groups, readOnly: readOnly === "true" };
 }
 
 function isInitializeBody(body: unknown): boolean {

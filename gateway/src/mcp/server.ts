@@ -1,9 +1,9 @@
-import { childTraceparent, describeIssues, traceIdOf, type Logger } from "@hatch/shared";
+import { childTraceparent, describeIssues, groupOf, traceIdOf, type Logger, type ToolGroup } from "@hatch/shared";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
 import { forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
-import { contractFor, toolsFor } from "./catalog.ts";
+import { contractFor, inGroups, toolsFor } from "./catalog.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 
 /** What the HTTP layer hands each MCP request through `authInfo.extra`. */
@@ -18,15 +18,29 @@ const INSTRUCTIONS =
   "before building an app for Hatch. Secret values, AI keys and card details are never passed through these " +
   "tools: when a tool returns a link, give it to the user to open in their browser.";
 
-/** One MCP server per session: its tool list depends on the client that initialized it. */
-export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink">, version: string, log: Logger): Server {
+/** What the connection URL chose (`/mcp?features=apps,data&read_only=true`), fixed when the session starts. */
+export interface ConnectionChoice {
+  /** The tool groups chosen; null = all. */
+  groups: readonly ToolGroup[] | null;
+  /** read_only=true in the URL: only reading tools, whatever the grant allows (a URL never widens a grant). */
+  readOnly: boolean;
+}
+
+const ALL: ConnectionChoice = { groups: null, readOnly: false };
+
+/** One MCP server per session: its tool list depends on the client that initialized it and the connection URL. */
+export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink">, version: string, log: Logger, choice: ConnectionChoice = ALL): Server {
   const server = new Server({ name: "hatch", title: "Hatch", version }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
   const client = () => {
     const name = clientNameOf(server.getClientVersion()?.name);
     return { kind: clientKindOf(name), name, elicitation: elicitationOf(server.getClientCapabilities()) };
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor(client().kind) }));
+  const readOnly = (scope: RequestScope | undefined) => choice.readOnly || scope?.identity.scope === "read";
+
+  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
+    tools: toolsFor({ kind: client().kind, groups: choice.groups, readOnly: readOnly(extra.authInfo?.extra as RequestScope | undefined) }),
+  }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const started = performance.now();
@@ -37,13 +51,22 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
     const contract = contractFor(name, caller.client.kind);
     if (!contract) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
     const input = contract.input.safeParse(request.params.arguments ?? {});
-    if (!input.success) return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
-    if (contract.class !== "read" && caller.identity.scope === "read") {
+    if (!inGroups(name, choice.groups)) {
+      const group = groupOf(name);
       return errorResult(
         "forbidden",
-        `This connection was approved for read-only access, so "${name}" (which changes things) was refused. Nothing was changed. ` +
-          "To allow changes, the user can reconnect this client and approve full access.",
+        `"${name}" is in the ${group} tool group, which this connection's URL did not choose (features=${choice.groups?.join(",")}). ` +
+          `Nothing was done. To use it, the user adds ${group} to features in the connection URL, e.g. /mcp?features=${[...(choice.groups ?? []), group].join(",")}.`,
       );
+    }
+    if (!input.success) return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
+    if (contract.class !== "read" && readOnly(scope)) {
+      const why = caller.identity.scope === "read" ? "was approved for read-only access" : "was opened with read_only=true in its URL";
+      const fix =
+        caller.identity.scope === "read"
+          ? "To allow changes, the user can reconnect this client and approve full access."
+          : "To allow changes, the user connects with a URL without read_only=true.";
+      return errorResult("forbidden", `This connection ${why}, so "${name}" (which changes things) was refused. Nothing was changed. ${fix}`);
     }
     const overLimit = contract.limitProblem?.(input.data);
     if (overLimit) return errorResult("limit_exceeded", overLimit);

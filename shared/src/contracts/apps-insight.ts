@@ -102,8 +102,8 @@ export const tool_stats = defineTool({
   name: "tool_stats",
   title: "Show an app's statistics",
   description:
-    "Shows how often an app was opened and by how many unique viewers, per day over the last few days " +
-    "(7 unless days says otherwise), with totals for the period. Use it when the user asks how an app is used.",
+    "Shows how often an app was opened and by how many unique viewers, per day and in total (7 days unless days " +
+    "says otherwise). Use it when the user asks how an app is used.",
   service: "apps",
   class: "read",
   input: z
