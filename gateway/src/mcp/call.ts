@@ -24,6 +24,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";
 import type { AccountSessions } from "./accounts.ts";
+import { checkAnswer } from "./answers.ts";
 import type { ElicitationSupport } from "./profile.ts";
 
 export interface CallerInfo {
@@ -99,10 +100,9 @@ async function offerLink(deps: ToolCallDeps, caller: CallerInfo, result: CallToo
 /** The service asked the user something: a form when the client can show one, else a link or instructions. */
 async function answerQuestion(deps: ToolCallDeps, contract: ToolContract, input: unknown, caller: CallerInfo, question: Question, log: Logger): Promise<CallToolResult> {
   if (caller.client.elicitation.form && deps.askUser) {
-    const answer = await deps.askUser(question);
-    // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
-    if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
-    return toResult(contract, await callService(deps, contract, caller, { input, answer, confirm: question.confirm }), log);
+    const checked = checkAnswer(contract.name, question, await deps.askUser(question));
+    if (!checked.ok) return checked.result;
+    return toResult(contract, await callService(deps, contract, caller, { input, answer: checked.answer, confirm: question.confirm }), log);
   }
   if (question.fallback === "link") {
     const pending = await deps.confirmations.open({ caller, contract, input, question });

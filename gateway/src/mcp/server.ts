@@ -1,6 +1,6 @@
 import { childTraceparent, describeIssues, groupOf, traceIdOf, type Logger, type ToolGroup } from "@hatch/shared";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
 import { forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
 import { contractFor, inGroups, toolsFor } from "./catalog.ts";
@@ -76,7 +76,10 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
       {
         ...deps,
         askUser: async (question) => {
-          const result = await server.elicitInput({ mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] }, { relatedRequestId: extra.requestId });
+          // Sent as a plain request rather than elicitInput, which throws on an answer that does not fit the form: the
+          // gateway checks the answer itself (answers.ts) and tells the AI which field was wrong.
+          const params: ElicitRequestFormParams = { mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] };
+          const result = await server.request({ method: "elicitation/create", params }, ElicitResultSchema, { relatedRequestId: extra.requestId });
           return result.action === "accept" ? (result.content ?? {}) : null;
         },
         offerLink: async (link) => {
