@@ -128,6 +128,50 @@ for (const mode of DB_MODES) {
       expect(again.filter((row) => row.doneAt === null).map((row) => row.payload)).toEqual([{ n: 5 }]);
     });
 
+    test("enqueueing a job while it runs is not lost: the run commits, then the job runs again with the new payload", async () => {
+      await db.transaction((tx) => enqueueJob(tx, { kind: "t.again", key: "shop.example.com", payload: { n: 1 } }));
+      const seen: unknown[] = [];
+      let started = false;
+      let finish!: () => void;
+      const gate = new Promise<void>((resolve) => (finish = resolve));
+      const q = queue({
+        "t.again": {
+          run: async (job) => {
+            seen.push(job.payload);
+            if (!started) ((started = true), await gate);
+            return { apply: effect(job.key, `n=${job.payload.n}`) };
+          },
+        },
+      });
+      const first = q.runDue();
+      await eventually(() => started, "the first run to start");
+      // A tool asks for a check again (new records were added) while the first check is still out.
+      await db.transaction((tx) => enqueueJob(tx, { kind: "t.again", key: "shop.example.com", payload: { n: 2 } }));
+      finish();
+      await first;
+      const open = await only("t.again");
+      expect(open).toMatchObject({ doneAt: null, runs: 1, payload: { n: 2 }, lockedBy: null });
+      expect(await q.runDue()).toBe(1);
+      expect(seen).toEqual([{ n: 1 }, { n: 2 }]);
+      expect((await effects()).map((e) => e.note)).toEqual(["n=1", "n=2"]);
+      expect((await only("t.again")).doneAt).not.toBeNull();
+
+      // A recurring run asked for again keeps the request (due at once, its payload) over the run's own next time.
+      await db.transaction((tx) => enqueueJob(tx, { kind: "t.again2", key: "k", payload: { n: 1 } }));
+      let go!: () => void;
+      const held = new Promise<void>((resolve) => (go = resolve));
+      let running = false;
+      const r = queue({ "t.again2": { run: async () => ((running = true), await held, { againInMs: 3_600_000, payload: { n: 99 } }) } });
+      const run = r.runDue();
+      await eventually(() => running, "the recurring run to start");
+      await db.transaction((tx) => enqueueJob(tx, { kind: "t.again2", key: "k", payload: { n: 3 } }));
+      go();
+      await run;
+      const recurring = await only("t.again2");
+      expect(recurring).toMatchObject({ doneAt: null, runs: 1, payload: { n: 3 } });
+      expect(recurring.runAt.getTime()).toBeLessThan(Date.now() + 60_000);
+    });
+
     test("a run's apply commits together with the job's completion, and not at all when it fails", async () => {
       await db.transaction(async (tx) => {
         await enqueueJob(tx, { kind: "t.apply", key: "ok" });
