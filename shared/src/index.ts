@@ -161,6 +161,7 @@ export {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
   AppAddressSchema,
+  AppRefSchema,
   AssignableRoleSchema,
   BILLING_STATES,
   BillingStateSchema,

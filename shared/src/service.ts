@@ -78,6 +78,12 @@ export interface ServiceOptions {
   tools: readonly ToolBinding[];
   rpc?: Readonly<Record<string, RpcBinding>>;
   /**
+   * Turns a valid input into the one the handler sees, before a confirmation is checked against it (so a question
+   * asked about the prepared input matches the answered call): apps resolves an app given by URL or name to its
+   * address here.
+   */
+  prepareInput?: (contract: ToolContract, input: unknown, ctx: CallContext) => Promise<unknown>;
+  /**
    * The relay of this service's event outbox. The runtime starts and stops it, and flushes it after every
    * tool call that may change something (and rpc methods bound with `writes`) before answering, so the
    * events of a change are on the stream by the time its caller hears back.
@@ -152,10 +158,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       const input = contract.input.safeParse(request.data.input);
       if (!input.success) throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
-      const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, input.data) : undefined;
+      const prepared = options.prepareInput ? await options.prepareInput(contract, input.data, ctx) : input.data;
+      const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, prepared) : undefined;
       const outcome = await binding.handler({
         ctx,
-        input: input.data,
+        input: prepared,
         answer: request.data.answer,
         confirm: request.data.confirm,
         confirmation,

@@ -5,6 +5,7 @@ import {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
   AppAddressSchema,
+  AppRefSchema,
   EmailSchema,
   PersonSchema,
   UserActionSchema,
@@ -45,7 +46,7 @@ export const publish = defineTool({
   timeoutMs: PUBLISH_TIMEOUT_MS,
   input: z
     .object({
-      address: AppAddressSchema.optional().describe(
+      address: AppRefSchema.optional().describe(
         "Address of an existing app to publish a new version of. Leave it out to create a new app.",
       ),
       name: plainText(PUBLISH_LIMITS.maxNameLength)
@@ -210,7 +211,7 @@ export const share = defineTool({
   openWorld: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       visibility: VisibilitySchema.optional().describe(
         "New visibility; leave out to keep it. private = only me; org = my organization; people = specific " +
           "people by email; public = anyone with the link",
@@ -257,7 +258,7 @@ export const rollback = defineTool({
   idempotent: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       version: z
         .number()
         .int()
@@ -289,7 +290,7 @@ export const delete_tool = defineTool({
   service: "apps",
   class: "delete",
   idempotent: true,
-  input: z.object({ address: AppAddressSchema }).strict(),
+  input: z.object({ address: AppRefSchema }).strict(),
   output: z.object({
     status: z.enum(["deleted", "needs_user"]),
     address: AppAddressSchema,

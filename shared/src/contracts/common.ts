@@ -13,6 +13,17 @@ export const AppAddressSchema = z
   })
   .describe("The app's address, e.g. my-todo for https://my-todo.<apps domain>; list_tools shows every address");
 
+/**
+ * How a tool's input names an app: its address, its URL or its exact name (the apps service resolves it to the address
+ * before the tool runs). Outputs always carry the address (AppAddressSchema).
+ */
+export const AppRefSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(300)
+  .describe("The app: its address (e.g. my-todo), its URL or its exact name; list_tools shows them");
+
 // One email rule for sign-up, sign-in and every tool that takes an email: plain ASCII (an international domain in
 // its xn-- form), a dot-atom before the @ and a domain name after it. Lookalike letters from other alphabets, zero-width
 // and control characters cannot sneak into an address that then matches an invitation or a share by eye.

@@ -106,7 +106,7 @@ export const org_setup = defineTool({
   description:
     "Creates a new organization with the user as owner (action create), turns the user's personal account " +
     "into an organization keeping its apps (action convert), or accepts an invitation the user received " +
-    "(action accept, with the invitationId that org lists). Do it only when the user asked to.",
+    "(action accept; invitationId only when several invitations wait). Do it only when the user asked to.",
   service: "orgs",
   class: "change",
   input: z
