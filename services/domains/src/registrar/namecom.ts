@@ -99,7 +99,9 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
       if (json === null || typeof json !== "object") throw new RegistrarUnavailable("Name.com answered something that is not JSON");
       return json as T;
     }
-    const message = (json && typeof json === "object" && typeof (json as { message?: unknown }).message === "string" ? (json as { message: string }).message : `HTTP ${response.status}`).slice(0, 200);
+    // Name.com's errors: { message, details? } (e.g. "Invalid Argument" + "Purchase price does not match").
+    const said = json && typeof json === "object" ? [(json as { message?: unknown }).message, (json as { details?: unknown }).details].filter((v): v is string => typeof v === "string" && v.length > 0) : [];
+    const message = (said.length ? said.join(": ") : `HTTP ${response.status}`).slice(0, 200);
     if ([401, 402, 403, 408, 429].includes(response.status) || response.status >= 500) {
       throw new RegistrarUnavailable(`Name.com answered ${response.status} (${message})`);
     }

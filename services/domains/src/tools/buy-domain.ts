@@ -64,15 +64,15 @@ export function buyDomainTool(domains: DomainsContext) {
         "Buying a domain needs the buy_domains permission in this organization. Ask its owner or an admin to give it to you (org_member_update). Nothing was bought.",
       );
     }
-    const [existing] = await domains.db.select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
-    if (existing && existing.chargeStatus === "charged") {
-      if (existing.accountId === ctx.account) return boughtResult(existing, `${domain} is already yours (bought through Hatch); it is at stage ${existing.stage}. Follow it with domain_status.`);
-      throw new ToolError("conflict", `${domain} is not available to buy. Pick another name with find_domain.`);
-    }
     // A replayed confirmation finds its purchase: answered as it was, never charged again.
     if (confirmation) {
       const [replayed] = await domains.db.select().from(boughtDomains).where(eq(boughtDomains.chargeKey, purchaseKey(confirmation.id)));
       if (replayed) return boughtResult(replayed, `${replayed.domain} was already bought with this confirmation; nothing was charged again. Follow it with domain_status.`);
+    }
+    const [existing] = await domains.db.select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
+    if (existing && existing.chargeStatus === "charged") {
+      if (existing.accountId === ctx.account) return boughtResult(existing, `${domain} is already yours (bought through Hatch); it is at stage ${existing.stage}. Follow it with domain_status.`);
+      throw new ToolError("conflict", `${domain} is not available to buy. Pick another name with find_domain.`);
     }
     const app = input.address ? await lookupApp(domains, ctx, input.address) : null;
     const offer = await currentOffer(domains, domain);
