@@ -128,7 +128,7 @@ for (const mode of MODES) {
 
     test("find_domain: candidates across the usual endings with both prices; premium and taken names; the full name first", async () => {
       const found = await adaC.callTool({ name: "find_domain", arguments: { query: `free-word-${tag}` } });
-      const results = (found.structuredContent as { results: { domain: string; available: boolean; premium: boolean; firstYearPrice: { formatted: string } | null; renewalPrice: { amountMinor: number } | null }[] }).results;
+      const results = (found.structuredContent as { results: { domain: string; available: boolean; premium: boolean; firstYearPrice: object | null; renewalPrice: object | null }[] }).results;
       expect(results.map((r) => r.domain)).toEqual(["com", "net", "org", "dev", "app", "io", "co", "xyz"].map((t) => `free-word-${tag}.${t}`));
       expect(results[0]).toEqual({ domain: `free-word-${tag}.com`, available: true, premium: false, firstYearPrice: { amountMinor: 1299, currency: "USD", formatted: "$12.99" }, renewalPrice: { amountMinor: 1599, currency: "USD", formatted: "$15.99" } });
       expect(textOf(found)).toContain(`free-word-${tag}.com: available, $12.99 the first year, then $15.99 a year`);
