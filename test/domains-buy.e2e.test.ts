@@ -21,7 +21,7 @@ import {
   type RunningService,
 } from "@hatch/shared";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { and, eq, like } from "drizzle-orm";
+import { and, asc, eq, isNull, like } from "drizzle-orm";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { charges } from "../services/billing/src/db/schema.ts";
@@ -122,7 +122,7 @@ for (const mode of MODES) {
       return billingDb().select().from(charges).where(like(charges.idempotencyKey, `${domainKeyPrefix}%`));
     }
     async function eventsOf(domain: string) {
-      const rows = await domainsDb().select().from(outbox);
+      const rows = await domainsDb().select().from(outbox).orderBy(asc(outbox.seq));
       return rows.filter((r) => (r.event as { details?: { domain?: string } }).details?.domain === domain).map((r) => `${(r.event as { entity: string }).entity}.${(r.event as { verb: string }).verb}`);
     }
 
@@ -320,6 +320,27 @@ for (const mode of MODES) {
       expect(row!.accountId).toBe(company);
       // Every member of the company sees the company's domains.
       expect((await callOk<Status>(memberC, "domain_status")).domains.map((d) => d.domain)).toContain(domain);
+    }, 30_000);
+
+    test("renewal: when due, charged once for the period, renewed for a year, and queued for the next one", async () => {
+      const domain = name("renew");
+      await addCard(ada);
+      const question = askOf(await onBus(ada, { domain }));
+      expect(await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({ ok: true, result: { data: { status: "bought" } } });
+      const before = Date.parse((await liveStatus(adaC, domain)).renewsAt!);
+      // Due now rather than in eleven months.
+      await domainsDb().update(jobs).set({ runAt: new Date() }).where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain)));
+      (hatch.services.get("domains") as unknown as { context: { jobs: { wake(): void } } }).context.jobs.wake();
+      const renewed = await eventually(async () => {
+        const s = await callOk<Status>(adaC, "domain_status", { domain });
+        return Date.parse(s.domains[0]!.renewsAt!) > before ? s.domains[0] : undefined;
+      }, "the renewal");
+      expect(Date.parse(renewed.renewsAt!) - before).toBe(365 * 86_400_000);
+      const renewals = await chargesFor("renew:");
+      expect(renewals.filter((c) => c.description === `Domain ${domain}, renewal`).map((c) => [c.status, c.amountMinor])).toEqual([["charged", 1599]]);
+      expect((await eventsOf(domain)).filter((e) => e === "domain.renewed")).toHaveLength(1);
+      const [next] = await domainsDb().select().from(jobs).where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain), isNull(jobs.doneAt)));
+      expect(next!.runAt.getTime()).toBeGreaterThan(before);
     }, 30_000);
 
     test("a purchase that names an app: the app must be one the buyer manages; live, the hostname serves it", async () => {
