@@ -40,7 +40,7 @@ export async function startDomainsService(deps: ServiceDeps, options: DomainsSer
     bus: deps.bus,
     confirmKey: domainsConfirmKey(deps.secret),
     contextKey: deps.contextKey,
-    registrar: createRegistrar(config),
+    registrar: createRegistrar(config, deps.db),
     dns: createDnsLookup(config.dnsServers),
     entitlements: new EntitlementsCache(deps.bus, deps.logger),
     jobs,
