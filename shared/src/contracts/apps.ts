@@ -158,7 +158,8 @@ export const service_docs = defineTool({
     .strict(),
   output: z.object({
     topic: z.enum(DOCS_TOPICS),
-    content: z.string().describe("The reference in Markdown"),
+    /** Deprecated: no longer sent; the reference is the tool's text (sending it twice cost the model twice). */
+    content: z.string().optional(),
     url: z.string().describe("The same reference on the web ({base_url}/mcp/docs)"),
   }),
 });
