@@ -4,6 +4,7 @@ import {
   decodeJson,
   deriveKey,
   encodeJson,
+  metricsResponse,
   randomId,
   rpcMethods,
   signContext,
@@ -128,6 +129,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
     .use(billingPages({ auth, bus, contextKey, accounts, logger }))
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
+    // Prometheus: with METRICS_TOKEN, for that bearer only; without it, only in `bun run dev` (SECURITY.md).
+    .get("/metrics", ({ request }) =>
+      config.metricsToken || config.devPages
+        ? metricsResponse(request, config.metricsToken ?? undefined, logger)
+        : new Response("Metrics are off: set METRICS_TOKEN and scrape /metrics with Authorization: Bearer <METRICS_TOKEN>.\n", { status: 404 }),
+    )
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
       set.status = report.status === "ok" ? 200 : 503;

@@ -1,4 +1,4 @@
-import { childTraceparent, describeIssues, traceIdOf, type Logger } from "@hatch/shared";
+import { describeIssues, ERROR_CODES, inSpan, metrics, traceIdOf, type Logger } from "@hatch/shared";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
@@ -29,14 +29,46 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor(client().kind) }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const started = performance.now();
     const scope = extra.authInfo?.extra as RequestScope | undefined;
     if (!scope) throw new McpError(ErrorCode.InternalError, "The request was not authenticated.");
-    const caller = { ...scope, client: client(), traceparent: childTraceparent(scope.traceparent) };
     const name = request.params.name;
-    const contract = contractFor(name, caller.client.kind);
-    if (!contract) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
-    const input = contract.input.safeParse(request.params.arguments ?? {});
+    if (!contractFor(name, client().kind)) {
+      metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
+    }
+    const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
+    return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
+      const started = performance.now();
+      const result = await callTool(request.params, scope, traceparent, extra.requestId);
+      const seconds = (performance.now() - started) / 1000;
+      const outcome = outcomeOf(result);
+      metrics.mcpToolCalls.inc({ tool: name, outcome });
+      metrics.mcpToolCallSeconds.observe({ tool: name }, seconds);
+      span.set("hatch.outcome", outcome);
+      if (outcome === "internal" || outcome === "unavailable") span.fail(outcome);
+      log.info("tool call", {
+        tool: name,
+        rid: scope.requestId,
+        trace: traceIdOf(traceparent),
+        user: scope.identity.userId,
+        client: clientNameOf(server.getClientVersion()?.name),
+        ms: Math.round(seconds * 100_000) / 100,
+        isError: result.isError === true,
+      });
+      return result;
+    });
+  });
+
+  async function callTool(
+    params: { name: string; arguments?: Record<string, unknown> },
+    scope: RequestScope,
+    traceparent: string,
+    mcpRequestId: string | number,
+  ): Promise<CallToolResult> {
+    const caller = { ...scope, client: client(), traceparent };
+    const name = params.name;
+    const contract = contractFor(name, caller.client.kind)!;
+    const input = contract.input.safeParse(params.arguments ?? {});
     if (!input.success) return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
     if (contract.class !== "read" && caller.identity.scope === "read") {
       return errorResult(
@@ -53,31 +85,30 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
       {
         ...deps,
         askUser: async (question) => {
-          const result = await server.elicitInput({ mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] }, { relatedRequestId: extra.requestId });
+          const result = await server.elicitInput({ mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] }, { relatedRequestId: mcpRequestId });
           return result.action === "accept" ? (result.content ?? {}) : null;
         },
         offerLink: async (link) => {
           // One offer per tool call: the call's request id names it, so the two can be matched in logs.
           const elicitationId = `${scope.requestId}-link`;
-          const result = await server.elicitInput({ mode: "url", message: link.message, url: link.url, elicitationId }, { relatedRequestId: extra.requestId });
+          const result = await server.elicitInput({ mode: "url", message: link.message, url: link.url, elicitationId }, { relatedRequestId: mcpRequestId });
           return result.action;
         },
       },
       contract,
       input.data,
       caller,
-    ).then((result) => {
-      log.info("tool call", {
-        tool: name,
-        rid: scope.requestId,
-        trace: traceIdOf(caller.traceparent),
-        user: caller.identity.userId,
-        client: caller.client.name,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-        isError: result.isError === true,
-      });
-      return result;
-    });
-  });
+    );
+  }
   return server;
+}
+
+const CODES = new Set<string>(ERROR_CODES);
+
+/** A result's outcome label: ok, needs_user (a question is waiting), the error code it ends with, or error (declined, …). */
+function outcomeOf(result: CallToolResult): string {
+  if (!result.isError) return (result.structuredContent as { status?: unknown } | undefined)?.status === "needs_user" ? "needs_user" : "ok";
+  const first = result.content[0];
+  const code = first?.type === "text" ? /\(([a-z_]+)\)$/.exec(first.text)?.[1] : undefined;
+  return code && CODES.has(code) ? code : "error";
 }
