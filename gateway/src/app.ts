@@ -67,7 +67,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { config, bus, logger } = options;
   const contextKey = deriveKey(config.secret, "ctx");
   const accounts = new AccountSessions(bus, contextKey);
+  // Tool call limits and sign-in throttles count here: shared by every gateway copy on NATS, in memory in dev.
+  const rateCounter = createRateCounter(bus);
   const auth = createAuth({
+    rateCounter,
     config,
     db: options.db,
     logger,
@@ -94,7 +97,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     onUserChanged: (sub) => announceViewerChanged(bus, logger, { sub }, true),
   });
   const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
-  const rateCounter = createRateCounter(bus);
   const toolCallLimits = { counter: rateCounter, perGrant: config.toolCallsPerMinutePerGrant, perUser: config.toolCallsPerMinutePerUser };
   const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION, toolCallLimits });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
