@@ -3,10 +3,9 @@ import {
   CallReplySchema,
   decodeJson,
   encodeJson,
-  HEADER_REQUEST_ID,
-  HEADER_TRACEPARENT,
   isAskReply,
   isToolError,
+  requestTraced,
   signContext,
   subjects,
   unavailable,
@@ -145,9 +144,10 @@ async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInf
 async function send(bus: Bus, contract: ToolContract, envelope: Record<string, unknown>, caller: CallerInfo): Promise<CallReply> {
   let raw: unknown;
   try {
-    const reply = await bus.request(subjects.tool(contract.service, contract.name), encodeJson(envelope), {
+    const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
       timeoutMs: contract.timeoutMs,
-      headers: { [HEADER_REQUEST_ID]: caller.requestId, [HEADER_TRACEPARENT]: caller.traceparent },
+      requestId: caller.requestId,
+      traceparent: caller.traceparent,
     });
     raw = decodeJson(reply.data);
   } catch (error) {

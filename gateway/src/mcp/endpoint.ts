@@ -1,4 +1,4 @@
-import { acceptRequestId, childTraceparent, parseFeatures, randomId, TOOL_GROUP_NAMES, type Logger } from "@hatch/shared";
+import { acceptRequestId, inSpan, parseFeatures, randomId, SpanKind, TOOL_GROUP_NAMES, type Logger } from "@hatch/shared";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -101,7 +101,18 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
 
   let closing = false;
 
-  async function handle(request: Request): Promise<Response> {
+  /** The MCP request's server span: the root of everything the request causes (tool call, bus, services, SQL). */
+  function handle(request: Request): Promise<Response> {
+    const attributes = { "http.request.method": request.method, "url.path": "/mcp" };
+    return inSpan(`${request.method} /mcp`, { kind: SpanKind.SERVER, parent: request.headers.get("traceparent"), attributes }, async (span, traceparent) => {
+      const response = await handleTraced(request, traceparent);
+      span.set("http.response.status_code", response.status);
+      if (response.status >= 500) span.fail(String(response.status));
+      return response;
+    });
+  }
+
+  async function handleTraced(request: Request, traceparent: string): Promise<Response> {
     if (closing) return rpcError(503, -32000, "The server is restarting. Connect again in a few seconds.", { "Retry-After": "5" });
     const refused = checkHostAndOrigin(request, config.allowedHosts, allowedOrigin);
     if (refused) return refused;
@@ -140,7 +151,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const scope: RequestScope = {
       identity,
       requestId: acceptRequestId(request.headers.get("x-request-id")),
-      traceparent: childTraceparent(request.headers.get("traceparent")),
+      traceparent,
     };
     const authInfo = {
       token: "",

@@ -1,4 +1,4 @@
-import { childTraceparent, describeIssues, groupOf, traceIdOf, type Logger, type ToolGroup } from "@hatch/shared";
+import { describeIssues, ERROR_CODES, groupOf, inSpan, metrics, traceIdOf, type Logger, type ToolGroup } from "@hatch/shared";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
@@ -43,14 +43,45 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const started = performance.now();
     const scope = extra.authInfo?.extra as RequestScope | undefined;
     if (!scope) throw new McpError(ErrorCode.InternalError, "The request was not authenticated.");
-    const caller = { ...scope, client: client(), traceparent: childTraceparent(scope.traceparent) };
     const name = request.params.name;
-    const contract = contractFor(name, caller.client.kind);
-    if (!contract) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
-    const input = contract.input.safeParse(request.params.arguments ?? {});
+    if (!contractFor(name, client().kind)) {
+      metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
+    }
+    const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
+    return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
+      const started = performance.now();
+      const result = await callTool(request.params, scope, traceparent, extra.requestId);
+      const seconds = (performance.now() - started) / 1000;
+      const outcome = outcomeOf(result);
+      metrics.mcpToolCalls.inc({ tool: name, outcome });
+      metrics.mcpToolCallSeconds.observe({ tool: name }, seconds);
+      span.set("hatch.outcome", outcome);
+      if (outcome === "internal" || outcome === "unavailable") span.fail(outcome);
+      log.info("tool call", {
+        tool: name,
+        rid: scope.requestId,
+        trace: traceIdOf(traceparent),
+        user: scope.identity.userId,
+        client: clientNameOf(server.getClientVersion()?.name),
+        ms: Math.round(seconds * 100_000) / 100,
+        isError: result.isError === true,
+      });
+      return result;
+    });
+  });
+
+  async function callTool(
+    params: { name: string; arguments?: Record<string, unknown> },
+    scope: RequestScope,
+    traceparent: string,
+    mcpRequestId: string | number,
+  ): Promise<CallToolResult> {
+    const caller = { ...scope, client: client(), traceparent };
+    const name = params.name;
+    const contract = contractFor(name, caller.client.kind)!;
     if (!inGroups(name, choice.groups)) {
       const group = groupOf(name);
       return errorResult(
@@ -59,6 +90,7 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
           `Nothing was done. To use it, the user adds ${group} to features in the connection URL, e.g. /mcp?features=${[...(choice.groups ?? []), group].join(",")}.`,
       );
     }
+    const input = contract.input.safeParse(params.arguments ?? {});
     if (!input.success) return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
     if (contract.class !== "read" && readOnly(scope)) {
       const why = caller.identity.scope === "read" ? "was approved for read-only access" : "was opened with read_only=true in its URL";
@@ -78,32 +110,34 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
         askUser: async (question) => {
           // Sent as a plain request rather than elicitInput, which throws on an answer that does not fit the form: the
           // gateway checks the answer itself (answers.ts) and tells the AI which field was wrong.
-          const params: ElicitRequestFormParams = { mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] };
-          const result = await server.request({ method: "elicitation/create", params }, ElicitResultSchema, { relatedRequestId: extra.requestId });
+          const form: ElicitRequestFormParams = { mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] };
+          const result = await server.request({ method: "elicitation/create", params: form }, ElicitResultSchema, { relatedRequestId: mcpRequestId });
           return result.action === "accept" ? (result.content ?? {}) : null;
         },
         offerLink: async (link) => {
           // One offer per tool call: the call's request id names it, so the two can be matched in logs.
           const elicitationId = `${scope.requestId}-link`;
-          const result = await server.elicitInput({ mode: "url", message: link.message, url: link.url, elicitationId }, { relatedRequestId: extra.requestId });
+          const result = await server.elicitInput({ mode: "url", message: link.message, url: link.url, elicitationId }, { relatedRequestId: mcpRequestId });
           return result.action;
         },
       },
       contract,
       input.data,
       caller,
-    ).then((result) => {
-      log.info("tool call", {
-        tool: name,
-        rid: scope.requestId,
-        trace: traceIdOf(caller.traceparent),
-        user: caller.identity.userId,
-        client: caller.client.name,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-        isError: result.isError === true,
-      });
-      return result;
-    });
-  });
+    );
+  }
   return server;
+}
+
+const CODES = new Set<string>(ERROR_CODES);
+
+/** A result's outcome label: ok, needs_user (a question is waiting), the error code it ends with, or error (declined, …). */
+function outcomeOf(result: CallToolResult): string {
+  if (!result.isError) {
+    const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
+    return status === "needs_user" || status === "declined" ? status : "ok";
+  }
+  const first = result.content[0];
+  const code = first?.type === "text" ? /\(([a-z_]+)\)$/.exec(first.text)?.[1] : undefined;
+  return code && CODES.has(code) ? code : "error";
 }
