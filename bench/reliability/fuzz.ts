@@ -10,10 +10,14 @@ export interface FuzzReport {
   crashes: number;
   http5xx: number;
   internal: number;
+  /** Bad tool arguments answered with JSON-RPC -32603 (internal error) instead of -32602 (invalid params). */
+  rpcInternalCode: number;
   /** Refusals whose text names neither the field nor what is expected: `tool case: text`. */
   unclear: string[];
   /** 5xx answers and internal errors: what was sent and what came back. */
   failures: string[];
+  /** Answers that are not failures but not right either (one example per kind). */
+  findings: string[];
 }
 
 export type JsonSchema = {
@@ -159,11 +163,11 @@ function casesFor(schema: JsonSchema, options: FuzzOptions): Case[] {
 /** Whether a refusal names what to fix: the field (or its last path part), or says what is expected. */
 function namesTheFix(text: string, field: string): boolean {
   if (field && text.toLowerCase().includes(field.toLowerCase())) return true;
-  return /expected|must be|should be|is required|required|one of|at most|at least|too (long|short|big|small)|not a valid|invalid|unrecognized|unknown/i.test(text);
+  return /expected|must be|should be|one of|at most|at least/i.test(text);
 }
 
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
-  const report: FuzzReport = { tools: 0, cases: 0, crashes: 0, http5xx: 0, internal: 0, unclear: [], failures: [] };
+  const report: FuzzReport = { tools: 0, cases: 0, crashes: 0, http5xx: 0, internal: 0, rpcInternalCode: 0, unclear: [], failures: [], findings: [] };
   await rawRpcCases(options, report);
 
   const tools = await listTools(options);
@@ -181,7 +185,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         continue;
       }
       if (outcome.kind === "ok") continue;
-      if (codeOf(outcome.text) === "internal" || hasInternals(outcome.text)) {
+      if (outcome.text.startsWith("JSON-RPC -32603")) {
+        if (report.rpcInternalCode++ === 0) report.findings.push(`${what} is answered with JSON-RPC -32603 (internal error), not -32602 (invalid params): ${outcome.text.replace(/\s+/g, " ").slice(0, 200)}`);
+      } else if (codeOf(outcome.text) === "internal" || hasInternals(outcome.text)) {
         report.internal++;
         report.failures.push(`${what}: ${outcome.text.slice(0, 200)}`);
         continue;

@@ -2,7 +2,7 @@
 // worker (documents added through the app host, as an app's page adds them). Every call is logged with its
 // outcome; every change the service acknowledged is remembered so the database can be checked afterwards.
 import { getToolContract } from "@hatch/shared";
-import { isClearError, messageOf, type Caller, type Outcome } from "./mcp.ts";
+import { answeredNotImplemented, isClearError, messageOf, type Caller, type Outcome } from "./mcp.ts";
 
 export interface CallRecord {
   start: number;
@@ -73,7 +73,8 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
   let counter = 0;
   const unique = (prefix: string) => `${prefix}-${options.runId}-${++counter}`;
 
-  const record = (user: LoadUser, op: string, service: string, start: number, outcome: Outcome) => {
+  const record = (user: LoadUser, op: string, service: string, start: number, answer: Outcome) => {
+    const outcome: Outcome = answeredNotImplemented(answer) ? { kind: "ok", data: {}, text: answer.kind === "tool_error" ? answer.text : "", ms: answer.ms } : answer;
     options.log.add({
       start,
       end: Date.now(),

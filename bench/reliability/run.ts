@@ -14,8 +14,8 @@ import { startCluster, type Cluster } from "../../scripts/cluster-lib.ts";
 import { runFuzz, type FuzzReport } from "./fuzz.ts";
 import { freePort, makeWorkdir, privateNats, privatePostgres, type Server } from "./infra.ts";
 import { runIsolation, type IsolationReport } from "./isolation.ts";
-import { appFiles, CallLog, startLoad, type LoadUser } from "./load.ts";
-import { connectCaller, type Caller } from "./mcp.ts";
+import { appFiles, CallLog, startLoad, type CallRecord, type LoadUser } from "./load.ts";
+import { answeredNotImplemented, connectCaller, type Caller } from "./mcp.ts";
 import { checkIntegrity, waitForActivity, type Integrity, type Problem } from "./verify.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -24,6 +24,9 @@ const S = short
   ? { users: 3, downMs: 1_500, settleMs: 2_500, baselineMs: 3_000, pauseMs: 150, maxCalls: 600, recoverTimeoutMs: 45_000, watchdogMs: 270_000 }
   : { users: 5, downMs: 5_000, settleMs: 8_000, baselineMs: 8_000, pauseMs: 60, maxCalls: 20_000, recoverTimeoutMs: 90_000, watchdogMs: 900_000 };
 const SERVICES = ["orgs", "apps", "domains", "billing"] as const;
+/** `--faults=domains,nats`: only these faults (processes by name, nats, postgres); default all. */
+const onlyFaults = process.argv.find((a) => a.startsWith("--faults="))?.slice("--faults=".length).split(",");
+const wanted = (fault: string) => !onlyFaults || onlyFaults.includes(fault);
 /** A read tool answered by each process, for the recovery probe. */
 const PROBE: Record<string, { tool: string; args: (u: LoadUser) => Record<string, unknown> }> = {
   orgs: { tool: "whoami", args: () => ({}) },
@@ -63,6 +66,8 @@ interface WindowFigures {
   recoverMs: number | null;
   /** Examples of unclear answers, for the report. */
   unclear: string[];
+  /** The most frequent failure texts in the window, with counts. */
+  errors: string[];
 }
 
 const runId = randomBytes(3).toString("hex");
@@ -204,14 +209,15 @@ async function main(): Promise<number> {
     while (Date.now() < deadline) {
       const start = Date.now();
       const outcome = await probeUser.caller.call(probe.tool, probe.args(users[0]!));
-      calls.add({ start, end: Date.now(), user: "probe", op: probe.tool, service: component, kind: outcome.kind, clear: outcome.kind === "tool_error" ? outcome.clear : undefined, text: "text" in outcome ? outcome.text.slice(0, 300) : undefined });
-      if (outcome.kind === "ok") return Date.now();
+      const answered = outcome.kind === "ok" || answeredNotImplemented(outcome);
+      calls.add({ start, end: Date.now(), user: "probe", op: probe.tool, service: component, kind: answered ? "ok" : outcome.kind, clear: outcome.kind === "tool_error" ? outcome.clear : undefined, text: "text" in outcome ? outcome.text.slice(0, 300) : undefined });
+      if (answered) return Date.now();
       await Bun.sleep(100);
     }
     return undefined;
   }
 
-  for (const name of [...SERVICES, "gateway"]) {
+  for (const name of [...SERVICES, "gateway"].filter(wanted)) {
     const w = open(`kill ${name}`);
     const child = cluster.processes.get(name)!;
     w.injectedAt = Date.now();
@@ -220,6 +226,8 @@ async function main(): Promise<number> {
     cluster.respawn(name);
     w.restoredAt = Date.now();
     w.recoveredAt = await waitRecovered(name, w.injectedAt);
+    const now = cluster.processes.get(name)!;
+    if (now.exitCode !== null) log(`  ${name} exited with code ${now.exitCode} after its restart`);
     log(`  kill ${name}: ${w.recoveredAt ? `answered again after ${((w.recoveredAt - w.injectedAt) / 1000).toFixed(1)} s` : "NOT RECOVERED"}`);
     await Bun.sleep(S.settleMs);
   }
@@ -227,6 +235,7 @@ async function main(): Promise<number> {
     ["nats", nats, "SIGKILL"],
     ["postgres", postgres, "SIGQUIT"],
   ] as const) {
+    if (!wanted(name)) continue;
     const w = open(`restart ${name === "nats" ? "nats-server" : "Postgres"}`);
     w.injectedAt = Date.now();
     await server.stop(signal);
@@ -311,7 +320,19 @@ function figuresOf(w: Window, calls: CallLog, problems: Problem[]): WindowFigure
     downMs: w.injectedAt && w.restoredAt ? w.restoredAt - w.injectedAt : null,
     recoverMs: w.injectedAt && w.recoveredAt ? w.recoveredAt - w.injectedAt : null,
     unclear: [...new Set(unclear.map((r) => `${r.op}: ${r.text}`))].slice(0, 5),
+    errors: topErrors(mine),
   };
+}
+
+function topErrors(records: CallRecord[]): string[] {
+  const counts = new Map<string, number>();
+  for (const r of records) {
+    if (r.kind === "ok") continue;
+    // Ids and numbers vary from call to call; the rest says what kind of failure it was.
+    const key = `${r.op} ${r.kind}: ${(r.text ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, n]) => `${n}× ${k}`);
 }
 
 function totalsOf(figures: WindowFigures[]) {
@@ -349,8 +370,9 @@ function printTable(figures: WindowFigures[], totals: ReturnType<typeof totalsOf
   for (const row of rows) log(line(row));
   log(`acknowledged writes checked: ${integrity.acknowledgedWrites}; committed without an answer: ${integrity.committedWithoutAnswer}`);
   for (const p of integrity.problems.slice(0, 20)) log(`  ${p.kind}: ${p.text}`);
-  for (const f of figures) for (const u of f.unclear) log(`  unclear during ${f.fault}: ${u}`);
+  for (const f of figures) for (const e of f.errors) log(`  during ${f.fault}: ${e}`);
   log(`fuzz: ${fuzz.cases} cases over ${fuzz.tools} tools and the JSON-RPC envelope; ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors, ${fuzz.unclear.length} errors that do not name what to fix`);
+  for (const f of [...fuzz.failures.slice(0, 10), ...fuzz.findings]) log(`  fuzz: ${f.replace(/\s+/g, " ").slice(0, 240)}`);
   for (const u of fuzz.unclear.slice(0, 10)) log(`  fuzz unclear: ${u}`);
   log(`isolation: ${isolation.calls} calls by a second user with the first user's identifiers; ${isolation.leaks.length} leaks`);
   for (const leak of isolation.leaks.slice(0, 10)) log(`  leak: ${leak}`);

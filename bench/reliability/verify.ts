@@ -65,7 +65,7 @@ export async function checkIntegrity(databaseUrl: string, users: LoadUser[]): Pr
       }
 
       // Shares: each call adds one new email; every acknowledged one is there, and one activity entry per email there.
-      const peopleRows = (await sql`select email, added_at from apps.app_people where app_id = ${appId}`) as Row[];
+      const peopleRows = (await sql`select email, created_at as added_at from apps.app_people where app_id = ${appId}`) as Row[];
       const people = new Set(peopleRows.map((r) => r.email as string));
       const lastAdded = Math.max(0, ...peopleRows.map((r) => time(r.added_at) ?? 0));
       out.acknowledgedWrites += user.ackedShares.length;
