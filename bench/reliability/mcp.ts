@@ -1,7 +1,7 @@
 // MCP clients for the reliability run: the SDK's real Client over streamable HTTP with a bearer token, and the
 // classification of a call's outcome (answered, failed with a clear error, failed unclearly, hung).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { getToolContract } from "@hatch/shared";
 
@@ -120,5 +120,6 @@ export function codeOf(text: string): string | null {
 }
 
 export function messageOf(error: unknown): string {
+  if (error instanceof StreamableHTTPError) return `HTTP ${error.code}: ${error.message.replace(/\s+/g, " ").slice(0, 200)}`;
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -40,6 +40,8 @@ const PROBE: Record<string, { tool: string; args: (u: LoadUser) => Record<string
 
 interface Window {
   fault: string;
+  /** Processes that exited on their own during the window (a crash), restarted by the run as an orchestrator would. */
+  crashes: string[];
   start: number;
   end: number;
   injectedAt?: number;
@@ -68,6 +70,10 @@ interface WindowFigures {
   unclear: string[];
   /** The most frequent failure texts in the window, with counts. */
   errors: string[];
+  /** Processes that exited by themselves during the window. */
+  crashes: string[];
+  /** Each hung call: what, by whom, when (seconds after the fault), how long it was waited for. */
+  hungCalls: string[];
 }
 
 const runId = randomBytes(3).toString("hex");
@@ -79,8 +85,10 @@ let postgres: Server | null = null;
 const callers: Caller[] = [];
 let stopLoad: (() => Promise<void>) | null = null;
 let cleaning: Promise<void> | null = null;
+let monitor: ReturnType<typeof setInterval> | undefined;
 
 function cleanup(): Promise<void> {
+  clearInterval(monitor);
   cleaning ??= (async () => {
     await stopLoad?.().catch(() => {});
     await Promise.all(callers.map((c) => c.close()));
@@ -194,10 +202,21 @@ async function main(): Promise<number> {
     const now = Date.now();
     const previous = windows.at(-1);
     if (previous) previous.end = now;
-    const w: Window = { fault, start: now, end: Number.POSITIVE_INFINITY };
+    const w: Window = { fault, start: now, end: Number.POSITIVE_INFINITY, crashes: [] };
     windows.push(w);
     return w;
   };
+
+  // A process that exits by itself (not killed by the run) is a crash: noted in the window, started again.
+  let killing: string | null = null;
+  monitor = setInterval(() => {
+    for (const [name, child] of cluster!.processes) {
+      if (name === killing || (child.exitCode === null && child.signalCode === null)) continue;
+      windows.at(-1)?.crashes.push(`${name} exited by itself (${child.exitCode ?? child.signalCode})`);
+      log(`  ${name} exited by itself (${child.exitCode ?? child.signalCode}): started again`);
+      cluster!.respawn(name);
+    }
+  }, 250);
 
   open("none (baseline)");
   await Bun.sleep(S.baselineMs);
@@ -221,9 +240,11 @@ async function main(): Promise<number> {
     const w = open(`kill ${name}`);
     const child = cluster.processes.get(name)!;
     w.injectedAt = Date.now();
+    killing = name;
     child.kill("SIGKILL");
     await child.exited;
     cluster.respawn(name);
+    killing = null;
     w.restoredAt = Date.now();
     w.recoveredAt = await waitRecovered(name, w.injectedAt);
     const now = cluster.processes.get(name)!;
@@ -266,6 +287,7 @@ async function main(): Promise<number> {
   const fuzz = await runFuzz({ mcpUrl, token: fuzzUser.token, caller: fuzzUser.caller, address: fuzzApp.address as string, email: fuzzUser.email, alive: gateway });
   log("isolation: a second user calls every tool with the first user's addresses, invitation ids and emails");
   const isolation = await runIsolation({ newUser, must, appHost, runId, mcpUrl });
+  clearInterval(monitor);
   await database.close();
 
   const figures = windows.map((w) => figuresOf(w, calls, integrity.problems));
@@ -290,6 +312,7 @@ async function main(): Promise<number> {
   if (integrity.writesLost + integrity.writesDoubled > 0) misses.push(`${integrity.writesLost} writes lost, ${integrity.writesDoubled} doubled`);
   if (integrity.activityLost + integrity.activityDoubled > 0) misses.push(`${integrity.activityLost} activity entries lost, ${integrity.activityDoubled} doubled`);
   for (const w of windows) if (w.injectedAt && !w.recoveredAt) misses.push(`no recovery after ${w.fault}`);
+  for (const w of windows) for (const crash of w.crashes) misses.push(`during ${w.fault}: ${crash}`);
   if (fuzz.crashes + fuzz.http5xx + fuzz.internal > 0) misses.push(`fuzz: ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors`);
   if (isolation.leaks.length > 0) misses.push(`isolation: ${isolation.leaks.length} answers show the first user's data`);
   const resultsDir = join(ROOT, "bench", "results");
@@ -321,6 +344,10 @@ function figuresOf(w: Window, calls: CallLog, problems: Problem[]): WindowFigure
     recoverMs: w.injectedAt && w.recoveredAt ? w.recoveredAt - w.injectedAt : null,
     unclear: [...new Set(unclear.map((r) => `${r.op}: ${r.text}`))].slice(0, 5),
     errors: topErrors(mine),
+    crashes: w.crashes,
+    hungCalls: mine
+      .filter((r) => r.kind === "hung")
+      .map((r) => `${r.op} by ${r.user}, started ${((r.start - (w.injectedAt ?? w.start)) / 1000).toFixed(1)} s after the fault, given up after ${((r.end - r.start) / 1000).toFixed(1)} s`),
   };
 }
 
@@ -329,7 +356,7 @@ function topErrors(records: CallRecord[]): string[] {
   for (const r of records) {
     if (r.kind === "ok") continue;
     // Ids and numbers vary from call to call; the rest says what kind of failure it was.
-    const key = `${r.op} ${r.kind}: ${(r.text ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
+    const key = `${r.op} ${r.kind}: ${(r.text ?? "").replace(/[0-9a-f]{8,}|(?<!HTTP )\b\d+\b/g, "#").slice(0, 160)}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, n]) => `${n}× ${k}`);
@@ -370,7 +397,9 @@ function printTable(figures: WindowFigures[], totals: ReturnType<typeof totalsOf
   for (const row of rows) log(line(row));
   log(`acknowledged writes checked: ${integrity.acknowledgedWrites}; committed without an answer: ${integrity.committedWithoutAnswer}`);
   for (const p of integrity.problems.slice(0, 20)) log(`  ${p.kind}: ${p.text}`);
-  for (const f of figures) for (const e of f.errors) log(`  during ${f.fault}: ${e}`);
+  for (const f of figures) for (const e of f.errors) log(`  during ${f.fault}: ${e.replace(/\s+/g, " ").slice(0, 200)}`);
+  for (const f of figures) for (const h of f.hungCalls) log(`  HUNG during ${f.fault}: ${h}`);
+  for (const f of figures) for (const c of f.crashes) log(`  CRASH during ${f.fault}: ${c}`);
   log(`fuzz: ${fuzz.cases} cases over ${fuzz.tools} tools and the JSON-RPC envelope; ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors, ${fuzz.unclear.length} errors that do not name what to fix`);
   for (const f of [...fuzz.failures.slice(0, 10), ...fuzz.findings]) log(`  fuzz: ${f.replace(/\s+/g, " ").slice(0, 240)}`);
   for (const u of fuzz.unclear.slice(0, 10)) log(`  fuzz unclear: ${u}`);
