@@ -21,8 +21,11 @@ export type Outcome =
   /** No answer within the tool's own timeout plus a margin. */
   | { kind: "hung"; ms: number };
 
-/** Past the tool's own deadline (the gateway's bus timeout), how long the client waits before it calls it hung. */
-const HANG_MARGIN_MS = 5_000;
+/**
+ * Past the tool's own deadline (the gateway's bus timeout), how long the client waits before it calls it hung: the
+ * gateway may first spend up to 5 s resolving the session with orgs (callRpc's default), plus 5 s of slack.
+ */
+const HANG_MARGIN_MS = 10_000;
 
 export function textOf(result: object): string {
   const content = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];

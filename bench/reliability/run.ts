@@ -136,7 +136,7 @@ async function main(): Promise<number> {
     port,
     appPort,
     blobDir: join(work.dir, "blobs"),
-    logLevel: "warn",
+    logLevel: process.env.RELIABILITY_LOG_LEVEL ?? "warn",
     logDir,
     shutdownTimeoutMs: 5_000,
   });
