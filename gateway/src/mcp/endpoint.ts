@@ -117,7 +117,14 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const refused = checkHostAndOrigin(request, config.allowedHosts, allowedOrigin);
     if (refused) return refused;
 
-    const bearer = await deps.auth.authenticate(request.headers.get("authorization"));
+    let bearer: Awaited<ReturnType<McpEndpointDeps["auth"]["authenticate"]>>;
+    try {
+      bearer = await deps.auth.authenticate(request.headers.get("authorization"));
+    } catch (error) {
+      // The token check reads revocations from the database: when it is down, say so in JSON, never a framework page.
+      logger.warn("could not check a bearer token", { error });
+      return rpcError(503, -32000, "Hatch cannot check this connection's sign-in right now (its database is not answering). Try again in a few seconds.", { "Retry-After": "5" });
+    }
     if (!bearer.ok) {
       return Response.json(
         { error: bearer.error, error_description: bearer.description },
@@ -132,6 +139,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       if (body instanceof Response) return body;
       parsedBody = body;
     }
+
+    const badArguments = toolCallWithBadArguments(parsedBody);
+    if (badArguments !== null) return rpcResult(badArguments, -32602, 'Invalid params: "arguments" of tools/call must be an object of the tool\'s parameters, e.g. {"address": "my-todo"}.');
 
     const sessionId = request.headers.get("mcp-session-id");
     let entry: SessionEntry | undefined;
@@ -211,6 +221,22 @@ function connectionChoice(url: URL): ConnectionChoice | Response {
   const readOnly = url.searchParams.get("read_only");
   if (readOnly !== null && readOnly !== "true" && readOnly !== "false") return rpcError(400, -32602, `read_only in the connection URL must be true or false, not "${readOnly.slice(0, 20)}".`);
   return { groups: features.groups, readOnly: readOnly === "true" };
+}
+
+/**
+ * The id of a tools/call whose `arguments` is not an object (a string, a list), or null. The SDK would answer it with
+ * an internal error and a schema dump; this says in one line what to fix.
+ */
+function toolCallWithBadArguments(body: unknown): string | number | null {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return null;
+  const message = body as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
+  if (message.method !== "tools/call" || (typeof message.id !== "string" && typeof message.id !== "number")) return null;
+  const args = message.params?.arguments;
+  return args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args)) ? null : message.id;
+}
+
+function rpcResult(id: string | number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id });
 }
 
 function isInitializeBody(body: unknown): boolean {
