@@ -3,6 +3,7 @@ import { loadDomainsConfig } from "./config.ts";
 import { domainsConfirmKey, type DomainsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { createDnsLookup } from "./dns/lookup.ts";
+import { startAppDeletedConsumer } from "./hostnames/release.ts";
 import { startDomainsHttp, type DomainsHttp } from "./http/server.ts";
 import { jobKinds } from "./jobs/kinds.ts";
 import { JobQueue } from "./jobs/queue.ts";
@@ -54,15 +55,18 @@ export async function startDomainsService(deps: ServiceDeps): Promise<DomainsSer
     logger: deps.logger,
   });
   const http = startDomainsHttp(ctx);
+  const appDeleted = startAppDeletedConsumer(ctx);
   jobs.start();
   return {
     name: "domains",
     context: ctx,
     http,
     async stop() {
+      await appDeleted.stop();
       await http?.stop();
       await jobs.stop();
       await service.stop();
+      ctx!.entitlements.close();
     },
   };
 }
