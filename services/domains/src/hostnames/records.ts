@@ -92,13 +92,14 @@ export async function checkRecords(dns: DnsLookup, hostname: string, wanted: Rec
   // A subdomain without the CNAME may hold other records instead (an A record from before): say so.
   const extra: string[] = [];
   for (const record of records) {
-    if (record.type !== "CNAME" || record.seen || (record.found?.length ?? 0) > 0) continue;
+    if (record.type !== "CNAME" || record.seen || unanswered.has(record) || (record.found?.length ?? 0) > 0) continue;
     const addresses = await lookup("A", record.name);
-    if (addresses && addresses.length > 0) extra.push(`${record.name} has A records (${addresses.join(", ")}) instead of a CNAME to ${record.value}; remove them and add the CNAME`);
+    if (addresses && addresses.length > 0) extra.push(`the name ${record.name} has A records (${addresses.join(", ")}) instead of a CNAME to ${record.value}; remove them and add the CNAME`);
   }
   const complete = records.every((r) => r.seen);
-  const problems = [...records.filter((r) => !r.seen && !unanswered.has(r)).map(describeMissing), ...extra, ...failures];
-  return { records, complete, problem: complete ? null : capitalize(unique(problems).join("; ")) + ". DNS changes can take a few minutes to show." };
+  const missing = [...records.filter((r) => !r.seen && !unanswered.has(r)).map(describeMissing), ...extra];
+  const problem = unique([...missing, ...failures]).join("; ");
+  return { records, complete, problem: complete ? null : `${capitalize(problem)}.${missing.length ? " DNS changes can take a few minutes to show." : ""}` };
 }
 
 function describeMissing(record: RecordSeen): string {
@@ -112,7 +113,7 @@ function describeMissing(record: RecordSeen): string {
     return found.length > 0 ? `the CNAME ${record.name} points to ${found.join(", ")}, it should point to ${record.value}` : `the CNAME ${record.name} → ${record.value} is not there yet`;
   }
   const others = found.filter((v) => v !== record.value);
-  if (found.includes(record.value)) return `${record.name} also has the ${record.type} record(s) ${others.join(", ")}, which are not Hatch's; remove them`;
+  if (found.includes(record.value)) return `the ${record.type} records of ${record.name} also point to ${others.join(", ")}, which is not Hatch's edge; remove those`;
   return found.length > 0 ? `the ${record.type} record of ${record.name} points to ${found.join(", ")}, it should point to ${record.value}` : `the ${record.type} record ${record.name} → ${record.value} is not there yet`;
 }
 
