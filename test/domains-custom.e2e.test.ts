@@ -20,7 +20,7 @@ const page = (title: string) => `<!doctype html><html><head><title>${title}</tit
 interface DomainOut {
   hostname: string;
   stage: string;
-  records: { type: string; name: string; value: string; status: string; purpose?: string }[];
+  records: { type: string; name: string; value: string; ttl: number | null; status: string; purpose?: string }[];
   problem: string | null;
   checkedAt: string | null;
 }
@@ -65,7 +65,7 @@ for (const mode of MODES) {
       const m = await userWithToken(hatch, { name: "Mo Member" });
       aliceToken = a.accessToken;
       ownerToken = o.accessToken;
-      [alice, bob, owner, member] = await Promise.all([a, b, o, m].map((u) => connectClient(hatch, u.accessToken)));
+      [alice, bob, owner, member] = (await Promise.all([a, b, o, m].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client];
       await publish(a.accessToken, "Alice Site", "public");
       await publish(a.accessToken, "Alice Other", "public");
       await publish(a.accessToken, "Alice Hidden", "private");
