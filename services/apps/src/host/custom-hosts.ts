@@ -1,9 +1,11 @@
-import { callRpc, decodeJson, HostResolvedSchema, rpcMethods, subjects, type Bus, type BusSubscription, type HostResolved, type Logger } from "@hatch/shared";
+import { BusError, decodeJson, encodeJson, HostResolvedSchema, RpcReplySchema, rpcMethods, subjects, type Bus, type BusSubscription, type HostResolved, type Logger } from "@hatch/shared";
 import { isIP } from "node:net";
 
 // Hostnames outside the apps domain (a custom domain, `<address>.<company domain>`): the domains service says which
 // app each serves. Answers are kept briefly per hostname (bounded), dropped when domains broadcasts a change of that
 // hostname (or of a company domain above it); a failed question is not kept.
+
+const NOTHING: HostResolved = { address: null, accountId: null };
 
 const NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
 
@@ -38,9 +40,25 @@ export class CustomHosts {
     this.now = options.now ?? Date.now;
   }
 
-  /** Asks the domains service over the bus (`rpc.domains.host.resolve`). */
+  /**
+   * Asks the domains service over the bus (`rpc.domains.host.resolve`). A deployment without a domains service (no
+   * responders) serves no custom hostnames; one that is slow or failing makes the request fail (503, not kept).
+   */
   static overBus(bus: Bus, options: CustomHostsOptions = {}): CustomHosts {
-    return new CustomHosts((hostname) => callRpc(bus, "domains", rpcMethods.domains.resolveHost, { hostname }, HostResolvedSchema, { timeoutMs: 3_000 }), options);
+    const subject = subjects.rpc("domains", rpcMethods.domains.resolveHost);
+    return new CustomHosts(async (hostname) => {
+      let raw: unknown;
+      try {
+        raw = decodeJson((await bus.request(subject, encodeJson({ input: { hostname } }), { timeoutMs: 3_000 })).data);
+      } catch (error) {
+        if (error instanceof BusError && error.code === "no_responders") return NOTHING;
+        throw error;
+      }
+      const reply = RpcReplySchema.safeParse(raw);
+      const resolved = reply.success && reply.data.ok ? HostResolvedSchema.safeParse(reply.data.result) : null;
+      if (!resolved?.success) throw new Error("the domains service could not say which app this hostname serves");
+      return resolved.data;
+    }, options);
   }
 
   get(hostname: string): HostResolved | Promise<HostResolved> {
