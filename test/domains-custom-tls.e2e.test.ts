@@ -60,7 +60,7 @@ async function waitForPort(port: number, what: string, output: Output): Promise<
 
 for (const mode of MODES) {
   describe.skipIf(missing.length > 0)(`custom domain certificates through Caddy and Pebble (${mode})`, () => {
-    const dir = mkdtempSync(join(tmpdir(), "hatch-tls-e2e-"));
+    let dir: string;
     let dns: TestDnsServer;
     let hatch: TestHatch;
     let domains: DomainsService;
@@ -73,6 +73,7 @@ for (const mode of MODES) {
     const httpsPort = freePort();
 
     beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), "hatch-tls-e2e-"));
       dns = await startTestDns();
       dns.add(EDGE, "A", "127.0.0.1");
 
@@ -164,7 +165,7 @@ https:// {
       await Promise.all([caddy?.exited, pebble?.exited]);
       await hatch?.stop();
       await dns?.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
     const domainOf = async (hostname: string) =>

@@ -61,9 +61,9 @@ for (const mode of MODES) {
     });
 
     test("a tool whose handler is not built yet answers a clear error naming it", async () => {
-      const result = await client.callTool({ name: "custom_domains", arguments: { address: "some-app" } });
+      const result = await client.callTool({ name: "domain_status", arguments: {} });
       expect(result.isError).toBe(true);
-      expect(textOf(result)).toContain('"custom_domains" is not available');
+      expect(textOf(result)).toContain('"domain_status" is not available');
     });
 
     test("an unknown tool is a protocol error that says what to do", async () => {
