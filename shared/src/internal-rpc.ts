@@ -102,7 +102,7 @@ export const AiKeySetInputSchema = AiKeyTargetSchema.extend({
 // it is; domains puts an app on a hostname only when apps says the caller may manage that app.
 
 /** apps `app.lookup` (signed ctx): the app at `address` if the caller may manage it (owner, or a manager of its organization); else not_found. */
-export const AppLookupInputSchema = z.object({ address: AddressSchema });
+export const AppLookupInputSchema = z.object({ address: z.string().min(1).max(300) });
 export const AppLookupSchema = z.object({
   appId: z.string(),
   address: z.string(),

@@ -7,6 +7,7 @@ import { resolveAppRef } from "./apps-repo.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
 import { receiveUpload } from "./publish/uploads.ts";
 import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
+import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
@@ -59,6 +60,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.secretSet]: secretSetRpc(ctx),
       [rpcMethods.apps.aiKeyPage]: aiKeyPageRpc(ctx),
       [rpcMethods.apps.aiKeySet]: aiKeySetRpc(ctx),
+      [rpcMethods.apps.appLookup]: appLookupRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,

@@ -3,6 +3,7 @@ import { loadDomainsConfig } from "./config.ts";
 import { domainsConfirmKey, type DomainsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { createDnsLookup } from "./dns/lookup.ts";
+import { startAppDeletedConsumer } from "./hostnames/release.ts";
 import { startDomainsHttp, type DomainsHttp } from "./http/server.ts";
 import { jobKinds } from "./jobs/kinds.ts";
 import { JobQueue, type JobKind } from "./jobs/queue.ts";
@@ -63,6 +64,7 @@ export async function startDomainsService(deps: ServiceDeps, options: DomainsSer
     logger: deps.logger,
   });
   const http = startDomainsHttp(ctx);
+  const appDeleted = startAppDeletedConsumer(ctx);
   jobs.start();
   deps.logger.info("domains copy started", { copy: jobs.copyId, httpPort: http?.port ?? null, jobKinds: Object.keys(kinds) });
   return {
@@ -70,9 +72,11 @@ export async function startDomainsService(deps: ServiceDeps, options: DomainsSer
     context: ctx,
     http,
     async stop() {
+      await appDeleted.stop();
       await http?.stop();
       await jobs.stop();
       await service.stop();
+      ctx!.entitlements.close();
     },
   };
 }

@@ -107,6 +107,7 @@ export const DnsRecordSchema = z.object({
   status: z
     .enum(["missing", "wrong", "ok"])
     .describe("missing = not found yet; wrong = found with another value; ok = seen as expected"),
+  purpose: z.string().optional().describe("What the record is for, in plain words"),
 });
 export type DnsRecord = z.infer<typeof DnsRecordSchema>;
 

@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { isToolError, metrics, statusClass } from "@hatch/shared";
+import { isToolError, metrics, statusClass, type HostResolved } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
@@ -7,6 +7,7 @@ import { onAppChanged } from "./announce.ts";
 import { answerAuthReturn } from "./auth-return.ts";
 import { LiveChanges } from "../data/live.ts";
 import { BlobCache } from "./blob-cache.ts";
+import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
 import { AppCache } from "./cache.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
 import { createOutbound, type Outbound } from "./outbound.ts";
@@ -36,6 +37,8 @@ export interface AppHostOptions {
   serverCode?: ServerCodeOptions;
   /** Declared API and AI calls (tests pass a fake; default createOutbound). */
   outbound?: Outbound;
+  /** How long the domains service's answer about a custom hostname is kept without a broadcast (default 10 s). */
+  hostTtlMs?: number;
 }
 
 export interface AppHost {
@@ -103,6 +106,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const cookieName = viewerCookieName(ctx.config);
   const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
   const live = new LiveChanges(ctx.bus, log, { pingMs: options.livePingMs });
+  const customHosts = CustomHosts.overBus(ctx.bus, { ttlMs: options.hostTtlMs });
   const serverCode = createServerCode(ctx, log.child({ component: "server-code" }), options.serverCode);
   const hatch = createHatchRoutes({
     serverCode,
@@ -119,10 +123,50 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
     const address = addressOfHost(request.headers.get("host"), ctx.config.appsDomain);
-    if (address === null) return pages.unknownHost();
+    if (address === null) return answerCustomHost(request, server);
     const url = requestTarget(request);
     if (!url) return pages.badRequest();
     if (address === "") return answerRoot(request, url);
+    return route(request, server, url, address);
+  }
+
+  /**
+   * A Host outside the apps domain: the app the domains service says it serves (a verified custom domain, or
+   * `<address>.<company domain>` for that company's apps only). A public app is served there like on its own address.
+   * Any other app is sent to its own address: sign-in and the viewer cookie belong to that origin.
+   */
+  function answerCustomHost(request: Request, server: Server<undefined>): Response | Promise<Response> {
+    const hostname = hostnameOfHost(request.headers.get("host"));
+    if (hostname === null) return pages.unknownHost();
+    const url = requestTarget(request);
+    if (!url) return pages.badRequest();
+    const serve = (resolved: HostResolved): Response | Promise<Response> => {
+      const address = resolved.address;
+      if (!address) return pages.unknownHost();
+      const pick = (app: HostedApp | null): Response | Promise<Response> => {
+        if (!app || app.accountId !== resolved.accountId) return pages.unknownHost();
+        if (app.visibility !== "public" || url.pathname === "/_hatch/auth") {
+          return new Response(null, { status: 302, headers: { Location: `${appOrigin(ctx.config, address)}${url.pathname}${url.search}`, "Cache-Control": "no-store" } });
+        }
+        return route(request, server, url, address);
+      };
+      const cached = cache.get(address);
+      return cached instanceof Promise ? cached.then(pick) : pick(cached);
+    };
+    const unavailable = (error: unknown): Response => {
+      log.warn("custom hostname could not be resolved", { hostname, code: isToolError(error) ? error.code : "error" });
+      return pages.unavailable();
+    };
+    try {
+      const resolved = customHosts.get(hostname);
+      return resolved instanceof Promise ? resolved.then(serve, unavailable) : serve(resolved);
+    } catch (error) {
+      return unavailable(error);
+    }
+  }
+
+  /** An app's routes, whichever host named it. */
+  function route(request: Request, server: Server<undefined>, url: URL, address: string): Response | Promise<Response> {
     if (url.pathname.startsWith("/_hatch/") && url.pathname !== "/_hatch/auth") {
       // Hatch's own routes on every app origin: the browser library and the app's data (any method).
       return hatch(request, url, address, server.requestIP(request)?.address ?? "");
@@ -243,6 +287,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     },
   });
   const subscription = onAppChanged(ctx.bus, log, (address) => cache.invalidate(address));
+  const hostChanges = customHosts.listen(ctx.bus, log);
   const viewerChanges = viewers.listen(log);
   const dataChanges = live.listen();
 
@@ -255,6 +300,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       // Stop listening first, then end the data-change streams (held open by pages), so requests in flight can finish.
       const inFlight = server.stop(false);
       subscription.unsubscribe();
+      hostChanges.unsubscribe();
       viewerChanges.unsubscribe();
       dataChanges.unsubscribe();
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,8 +1,12 @@
 import type { DomainsContext } from "../context.ts";
 import { domainStageKinds } from "./domain-stages.ts";
+import { hostnameCheckKind } from "./hostname-check.ts";
 import type { JobKind } from "./queue.ts";
 
 /** Every kind of stage work, by name (the `kind` column). */
 export function jobKinds(ctx: () => DomainsContext): Record<string, JobKind> {
-  return { ...domainStageKinds(ctx) };
+  return {
+    ...domainStageKinds(ctx),
+    "hostname.check": hostnameCheckKind(ctx),
+  };
 }

@@ -18,6 +18,8 @@ export interface JobOutcome {
   againInMs?: number;
   /** With againInMs: replaces the payload for the next run. */
   payload?: Record<string, unknown>;
+  /** Runs once `apply` committed (a broadcast about the change); never when the run commits nothing. */
+  afterCommit?: () => void;
 }
 
 export interface JobKind {
@@ -238,6 +240,7 @@ export class JobQueue {
         if (updated.length === 0) throw new LeaseLost();
         await outcome.apply?.(tx);
       });
+      outcome.afterCommit?.();
     } catch (error) {
       if (error instanceof LeaseLost || abort.signal.aborted) {
         log.info("job left to another run (lease lost or stopping)");
