@@ -5,7 +5,7 @@ import { addresses, appsTable, blobs, confirmUses, versionFiles, versions } from
 import { appEvent } from "../events.ts";
 import type { FolderEntry } from "./folder.ts";
 
-type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
+export type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
 
 export type VersionTarget =
   | { kind: "existing"; address: string; expectedVersion?: number }
@@ -28,10 +28,13 @@ export async function commitVersion(
   entries: readonly FolderEntry[],
   config: ServiceJson,
   confirmation?: ConfirmClaims,
+  /** Runs first in the transaction: spends a folder upload, stores the blobs a tar brought (publish/folder-upload.ts). */
+  before?: (tx: Tx) => Promise<void>,
 ): Promise<CommittedVersion> {
   return db.transaction(async (tx) => {
     // The user's answer (e.g. to making a new app public) is spent with the change, so it cannot be replayed.
     if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
+    await before?.(tx);
     await lockBlobs(tx, entries);
     const { app, created } = target.kind === "new" ? { app: await createApp(tx, ctx, target), created: true } : { app: await lockForPublish(tx, ctx, target), created: false };
     const version = app.lastVersion + 1;
