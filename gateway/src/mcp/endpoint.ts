@@ -180,7 +180,7 @@ function checkHostAndOrigin(request: Request, allowedHosts: string[], allowedOri
  * `upload: true` instead of a bare JSON-RPC -32600. Bigger than the bus payload (8 MB) on purpose: the gateway
  * refuses over-limit files before the bus.
  */
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 async function readBody(request: Request, limit: number): Promise<unknown | Response> {
   let text: string;
