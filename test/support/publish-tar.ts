@@ -43,7 +43,7 @@ function paxRecord(key: string, value: string): string {
   return `${length}${body}`;
 }
 
-export function makeTar(entries: readonly TarEntry[]): Uint8Array {
+export function makeTar(entries: readonly TarEntry[]): Uint8Array<ArrayBuffer> {
   const parts: Uint8Array[] = [];
   for (const entry of entries) {
     const body = typeof entry.body === "string" ? encoder.encode(entry.body) : (entry.body ?? new Uint8Array());
@@ -67,6 +67,6 @@ export function makeTar(entries: readonly TarEntry[]): Uint8Array {
 }
 
 /** A folder (path → bytes) as a tar, entries named `./path` as `tar -C dir -cf - .` writes them. */
-export function folderTar(folder: ReadonlyMap<string, Uint8Array>): Uint8Array {
+export function folderTar(folder: ReadonlyMap<string, Uint8Array>): Uint8Array<ArrayBuffer> {
   return makeTar([{ name: "./", type: "5" }, ...[...folder].map(([path, body]) => ({ name: `./${path}`, body }))]);
 }

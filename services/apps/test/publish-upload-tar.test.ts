@@ -20,7 +20,7 @@ function folder(): string {
   return dir;
 }
 
-async function systemTar(dir: string, ...flags: string[]): Promise<Uint8Array> {
+async function systemTar(dir: string, ...flags: string[]): Promise<Uint8Array<ArrayBuffer>> {
   const proc = Bun.spawn(["tar", ...flags, "-C", dir, "-cf", "-", "."], { stdout: "pipe", stderr: "pipe" });
   const out = new Uint8Array(await new Response(proc.stdout).arrayBuffer());
   expect(await proc.exited).toBe(0);

@@ -2,13 +2,13 @@ import { consumeConfirm, formatBytes, isToolError, PUBLISH_LIMITS, randomId, Too
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { appUrl } from "../apps-repo.ts";
-import { lockBlobContent, storeBlob } from "../blobs/unused.ts";
+import { storeBlob } from "../blobs/unused.ts";
 import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { blobs, confirmUses, folderUploads, uploads } from "../db/schema.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { accountOfApp, checkAppLimit } from "./account.ts";
-import { commitVersion, type Tx, type VersionTarget } from "./commit.ts";
+import { commitVersion, textList, type Tx, type VersionTarget } from "./commit.ts";
 import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "./folder.ts";
 import { checkServerFile, checkServerModule } from "./server-module.ts";
 import { gunzipAtMost, isGzip, readTar } from "./tar.ts";
@@ -99,7 +99,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
 
     const bytes = new Map<string, Uint8Array>();
     const entries: FolderEntry[] = files.map((file) => {
-      const sha256 = new Bun.CryptoHasher("sha256").update(file.bytes).digest("hex");
+      const sha256 = Bun.CryptoHasher.hash("sha256", file.bytes, "hex");
       bytes.set(sha256, file.bytes);
       return { path: file.path, sha256, size: file.bytes.byteLength, contentType: contentTypeOf(file.path) };
     });
@@ -110,7 +110,6 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
     checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
     checkServerFile(config, entries);
     await checkServerModule(config, entries, (sha256) => bytes.get(sha256)!);
-
     const ctx = row.ctx as CallContext;
     const target = row.target as UploadTarget;
     if (target.kind === "new") await checkAppLimit(app, target.account);
@@ -188,16 +187,21 @@ function refuseNestedIndex(entries: readonly FolderEntry[]): void {
 async function storeNewBlobs(app: AppsContext, tx: Tx, bytes: ReadonlyMap<string, Uint8Array>): Promise<number> {
   const shas = [...bytes.keys()].sort();
   const fresh: string[] = [];
-  for (let i = 0; i < shas.length; i += 1000) {
-    const rows = await tx
-      .insert(blobs)
-      .values(shas.slice(i, i + 1000).map((sha256) => ({ sha256, size: bytes.get(sha256)!.byteLength })))
-      .onConflictDoUpdate({ target: blobs.sha256, set: { size: sql`excluded.size` } })
-      .returning({ sha256: blobs.sha256, fresh: sql<boolean>`xmax = 0` });
-    for (const row of rows) if (row.fresh) fresh.push(row.sha256);
+  for (let i = 0; i < shas.length; i += 5000) {
+    const chunk = shas.slice(i, i + 5000);
+    const rows = await tx.execute(sql`
+      insert into ${blobs} (sha256, size)
+      select b.sha256, b.size::bigint from unnest(${textList(chunk)}, ${textList(chunk.map((sha256) => String(bytes.get(sha256)!.byteLength)))}) as b(sha256, size)
+      on conflict (sha256) do update set size = excluded.size
+      returning sha256, (xmax = 0) as fresh`);
+    for (const row of rowsOf<{ sha256: string; fresh: boolean }>(rows)) if (row.fresh) fresh.push(row.sha256);
   }
   fresh.sort();
-  for (const sha256 of fresh) await lockBlobContent(tx, sha256);
+  // The per-content locks of lockBlobContent (blobs/unused.ts), in hash order, in one statement per chunk.
+  for (let i = 0; i < fresh.length; i += 5000) {
+    const keys = fresh.slice(i, i + 5000).map((sha256) => `hatch:blob:${sha256}`);
+    await tx.execute(sql`select count(pg_advisory_xact_lock(hashtext(k))) from unnest(${textList(keys)}) with ordinality as v(k, n)`);
+  }
   for (let i = 0; i < fresh.length; i += PUT_CONCURRENCY) {
     await Promise.all(fresh.slice(i, i + PUT_CONCURRENCY).map((sha256) => app.blobs.put(sha256, bytes.get(sha256)!)));
   }
@@ -240,4 +244,9 @@ function failed(app: AppsContext, error: unknown, next: string): Response {
 
 export function plain(status: number, message: string, headers: Record<string, string> = {}): Response {
   return new Response(`${message}\n`, { status, headers: { "Content-Type": "text/plain; charset=utf-8", ...headers } });
+}
+
+/** The rows of a raw statement: postgres.js answers an array, PGlite an object with `rows`. */
+function rowsOf<T>(result: unknown): T[] {
+  return Array.isArray(result) ? (result as T[]) : (((result as { rows?: T[] }).rows ?? []) as T[]);
 }
