@@ -212,7 +212,9 @@ for (const mode of MODES) {
       expect(text).toContain("300 of 300 files are not on Hatch yet.");
       expect(text).toContain(`Then call publish with uploadId "${data.uploadId}" (nothing else) to finish`);
       expect(text).toContain("assets/chunks/chunk-00297-");
-      expect(JSON.stringify(result).length).toBeLessThan(40_000);
+      // Compact: each missing path twice (text, structured), plus a few hundred bytes; no object per file.
+      const pathBytes = data.missing!.reduce((sum, path) => sum + path.length + 4, 0);
+      expect(JSON.stringify(result).length).toBeLessThan(2 * pathBytes + 2000);
 
       const early = await ai.callTool({ name: "publish", arguments: { uploadId: data.uploadId } });
       expect(textOf(early)).toContain("300 of 300 files are not on Hatch yet.");

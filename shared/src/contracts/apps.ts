@@ -18,7 +18,12 @@ import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 const PUBLISH_TIMEOUT_MS = 60_000;
 
 /** A file path inside the published folder. A leading / or ./ and backslashes are normalised by the service. */
-const FilePathSchema = z.string().min(1).max(512).describe("Path in the built folder, e.g. index.html or assets/app.js");
+const FilePathSchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[^\u0000]+$/, { error: "A file path has no NUL characters" })
+  .describe("Path in the built folder, e.g. index.html or assets/app.js");
 
 export const AppUrlSchema = z.string().describe("The address where the app opens in a browser");
 
