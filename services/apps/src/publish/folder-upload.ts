@@ -54,9 +54,13 @@ export async function createFolderUpload(
     if (options.confirmation) await consumeConfirm(tx, confirmUses, options.confirmation);
     await tx.insert(folderUploads).values({ id, token, userId: ctx.sub, kind, ctx, target, manifest, expiresAt });
     const missing = options.missing ?? [];
-    for (let i = 0; i < missing.length; i += 1000) {
-      const rows = missing.slice(i, i + 1000).map((m) => ({ token: randomBytes(24).toString("base64url"), sha256: m.sha256, size: m.size, userId: ctx.sub, expiresAt, batch: id, path: m.path }));
-      await tx.insert(uploads).values(rows);
+    for (let i = 0; i < missing.length; i += 5000) {
+      const rows = missing.slice(i, i + 5000);
+      await tx.execute(sql`
+        insert into ${uploads} (token, sha256, size, user_id, expires_at, batch, path)
+        select u.token, u.sha256, u.size::bigint, ${ctx.sub}, ${expiresAt.toISOString()}::timestamptz, ${id}, u.path
+        from unnest(${textList(rows.map(() => randomBytes(24).toString("base64url")))}, ${textList(rows.map((m) => m.sha256))}, ${textList(rows.map((m) => String(m.size)))}, ${textList(rows.map((m) => m.path))})
+          as u(token, sha256, size, path)`);
     }
   });
   const url = `${appsRootOrigin(app.config)}/_hatch/uploads/${token}${kind === "manifest" ? "/" : ""}`;
@@ -139,7 +143,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
 export async function receiveManifestFile(app: AppsContext, request: Request, token: string, path: string): Promise<Response> {
   if (request.method !== "PUT") return plain(405, "Upload with HTTP PUT and the file's raw bytes as the body.", { Allow: "PUT" });
   const [found] = await app.db
-    .select({ file: uploads, batch: folderUploads })
+    .select({ file: uploads, batch: { kind: folderUploads.kind, usedAt: folderUploads.usedAt, expiresAt: folderUploads.expiresAt } })
     .from(folderUploads)
     .leftJoin(uploads, and(eq(uploads.batch, folderUploads.id), eq(uploads.path, path)))
     .where(eq(folderUploads.token, token));
