@@ -1,4 +1,5 @@
 import type { Subprocess } from "bun";
+import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type ServiceName } from "@hatch/shared";
 
@@ -18,6 +19,8 @@ export interface ClusterOptions {
   blobDir?: string;
   /** Where child output goes; default: this process's stdout/stderr. */
   stdout?: "inherit" | "ignore";
+  /** When set, each child's stdout and stderr are appended to `<logDir>/<name>.log` instead (respawns too). */
+  logDir?: string;
   /** NATS passwords by process name: each process connects as its own NATS user (deploy/nats-auth.conf). */
   natsPasswords?: Partial<Record<string, string>>;
   /** Each child's SHUTDOWN_TIMEOUT_MS (default the setting, or 10 s); stop() kills a child still running past it. */
@@ -31,6 +34,8 @@ export interface Cluster {
   stop(): Promise<void>;
   /** SIGKILL to every child still running (a second signal to the launcher). */
   kill(): void;
+  /** Starts the named process again (after it exited or was killed), as it was started first; resolves when spawned. */
+  respawn(name: string): Subprocess;
 }
 
 /** Past a child's own deadline, how long stop() waits for it to exit before it kills it. */
@@ -57,20 +62,22 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const services = options.services ?? (["orgs", "apps", "domains", "billing"] as ServiceName[]);
   // The main file itself, not `bun run start`: that adds a process between, and a signal to it is not passed on. Each
   // child in its own process group: a Ctrl-C at the terminal reaches only this launcher, which stops each child once.
-  const spawn = (name: string, cwd: string) =>
-    processes.set(
-      name,
-      Bun.spawn([process.execPath, "src/main.ts"], {
-        cwd,
-        env: options.natsPasswords?.[name] ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] } : env,
-        stdout: options.stdout ?? "inherit",
-        stderr: "inherit",
-        stdin: "ignore",
-        detached: true,
-      }),
-    );
-  for (const name of services) spawn(name, join(ROOT, "services", name));
-  spawn("gateway", join(ROOT, "gateway"));
+  const spawn = (name: string) => {
+    const log = options.logDir ? openSync(join(options.logDir, `${name}.log`), "a") : undefined;
+    const child = Bun.spawn([process.execPath, "src/main.ts"], {
+      cwd: name === "gateway" ? join(ROOT, "gateway") : join(ROOT, "services", name),
+      env: options.natsPasswords?.[name] ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] } : env,
+      stdout: log ?? options.stdout ?? "inherit",
+      stderr: log ?? "inherit",
+      stdin: "ignore",
+      detached: true,
+    });
+    if (log !== undefined) closeSync(log);
+    processes.set(name, child);
+    return child;
+  };
+  for (const name of services) spawn(name);
+  spawn("gateway");
 
   const cluster: Cluster = {
     baseUrl: `http://localhost:${options.port}`,
@@ -88,6 +95,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     },
     kill() {
       for (const child of processes.values()) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+    respawn(name) {
+      const old = processes.get(name);
+      if (!old) throw new Error(`no process named ${name} in this cluster`);
+      if (old.exitCode === null && old.signalCode === null) throw new Error(`${name} is still running (pid ${old.pid}); stop it first`);
+      return spawn(name);
     },
   };
   const wanted = new Set<string>(services);

@@ -1,7 +1,7 @@
 // `bun run dev`: the whole service in one process. With no NATS_URL or DATABASE_URL it needs nothing else:
 // the in-process bus and PGlite under DATA_DIR. Set either to use the real server instead.
 import { loadGatewayConfig } from "@hatch/gateway";
-import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown } from "@hatch/shared";
+import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown, startTracing } from "@hatch/shared";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";
@@ -33,6 +33,8 @@ if (lock && !lock.ok) {
 const releaseLock = () => (lock?.ok ? lock.release() : undefined);
 
 const logger = createLogger({ level: env.LOG_LEVEL });
+// One process, one trace resource: the services' spans say which service in `hatch.service`.
+const tracing = startTracing({ serviceName: "hatch", env: process.env, logger });
 // Every gateway setting read from the environment (TTLs, hosts, limits) reaches the embedded gateway too.
 const { secret, mcpUrl: _derived, ...fromEnv } = config;
 const hatch = await startHatch({
@@ -91,6 +93,7 @@ onShutdown({
     { name: "close connections left", share: 0.05, run: () => listener?.stop(true) },
     ...hatch.closeSteps(),
     { name: "release the data dir", run: releaseLock },
+    { name: "send the last traces", run: () => tracing.shutdown() },
   ],
 });
 const readyMs = Math.round(performance.now() - started);

@@ -111,7 +111,8 @@ for (const mode of MODES) {
       const form = await connectFormClient(hatch, solo.accessToken, () => (reply === "accept" ? { action: "accept", content: { confirm: true } } : { action: "decline" }));
       try {
         const declined = await form.client.callTool({ name: "ai_key", arguments: { scope: "mine", action: "delete", provider: "other" } });
-        expect(declined.isError).toBe(true);
+        expect(declined.isError).toBeFalsy();
+        expect(declined.structuredContent).toEqual({ status: "declined" });
         expect(form.asked[0]).toContain("Delete your own other AI key?");
         expect(await keyRows(solo.id)).toEqual(["fake", "other"]);
         reply = "accept";

@@ -292,18 +292,20 @@ for (const mode of MODES) {
       await client.close();
     });
 
-    test("service_docs returns the same reference as GET /mcp/docs", async () => {
-      const docs = await callOk(alice, "service_docs", {});
+    test("service_docs returns the same reference as GET /mcp/docs, once (as its text)", async () => {
+      const result = await alice.callTool({ name: "service_docs", arguments: {} });
+      const docs = result.structuredContent as { url: string; content?: string };
       expect(docs.url).toBe(`${hatch.baseUrl}/mcp/docs`);
+      expect(docs.content).toBeUndefined();
       const markdown = await (await fetch(`${hatch.baseUrl}/mcp/docs.md`)).text();
-      expect(docs.content).toBe(markdown);
+      expect(textOf(result)).toBe(markdown);
       expect(markdown).toContain("## service.json");
       expect(markdown).toContain("| files in one version | 20,000 |");
       const htmlPage = await fetch(`${hatch.baseUrl}/mcp/docs`, { headers: { Accept: "text/html" } });
       expect(htmlPage.headers.get("content-type")).toContain("text/html");
       expect(await htmlPage.text()).toContain("<h2>service.json</h2>");
-      const one = await callOk(alice, "service_docs", { topic: "service_json" });
-      expect(one.content).toBe(await (await fetch(`${hatch.baseUrl}/mcp/docs?topic=service_json&format=markdown`)).text());
+      const one = await alice.callTool({ name: "service_docs", arguments: { topic: "service_json" } });
+      expect(textOf(one)).toBe(await (await fetch(`${hatch.baseUrl}/mcp/docs?topic=service_json&format=markdown`)).text());
     });
   });
 }

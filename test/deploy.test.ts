@@ -2,6 +2,7 @@ import { expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "@hatch/shared";
+import { loadDomainsConfig } from "../services/domains/src/config.ts";
 
 const ROOT = join(import.meta.dir, "..");
 
@@ -15,6 +16,8 @@ interface ComposeService {
   deploy?: { replicas?: number };
   environment?: Record<string, string>;
   stop_grace_period?: string;
+  ports?: string[];
+  volumes?: string[];
 }
 
 const compose = Bun.YAML.parse(await Bun.file(join(ROOT, "compose.yaml")).text()) as { services: Record<string, ComposeService> };
@@ -82,4 +85,84 @@ test("docker-compose accepts the file (when docker-compose is installed)", async
   const stderr = await new Response(check.stderr).text();
   expect(stderr).toBe("");
   expect(await check.exited).toBe(0);
+});
+
+/** A compose value as the container sees it with nothing set by the operator: `${X:-default}` → default. */
+function withDefaults(environment: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(environment).map(([key, value]) => [
+      key,
+      value.replace(/\$\{[A-Z0-9_]+:-([^}]*)\}/g, "$1").replace(/\$\{[A-Z0-9_]+:\?[^}]*\}/g, "set-by-the-operator-".padEnd(40, "x")),
+    ]),
+  );
+}
+
+test("the domains service runs several copies, each serving the edge's TLS ask on the port the Caddyfile asks", async () => {
+  const domains = services.domains!;
+  expect(domains.deploy?.replicas).toBeGreaterThanOrEqual(2);
+  // Copies cannot share a published host port: the edge reaches them on the compose network only.
+  expect(domains.ports).toBeUndefined();
+  const env = domains.environment!;
+  expect(env.DOMAINS_HTTP_HOST).toBe("0.0.0.0");
+  expect(env.EDGE_TLS_ADDRESS).toBe("edge:443");
+  // Every setting compose passes is one the service accepts, with the operator's variables left unset.
+  const config = loadDomainsConfig(withDefaults(env));
+  expect(config.httpPort).toBe(Number(env.DOMAINS_HTTP_PORT));
+  expect(config.httpHost).toBe("0.0.0.0");
+  expect(config.edgeTlsAddress).toEqual({ host: "edge", port: 443 });
+  expect(config.registrar.kind).toBe("simulated");
+  expect(config.dnsServers).toEqual([]);
+  expect(config.edgeCnameTarget).toBe("edge.apps.localhost");
+  // Its health is the ask listener answering; the edge waits on it.
+  expect(JSON.stringify(domains.healthcheck)).toContain(`127.0.0.1:${env.DOMAINS_HTTP_PORT}/tls/ask`);
+  expect(services.edge?.depends_on?.domains?.condition).toBe("service_healthy");
+
+  const caddyfile = await Bun.file(join(ROOT, "deploy/Caddyfile")).text();
+  expect(caddyfile).toContain(`ask http://domains:${env.DOMAINS_HTTP_PORT}/tls/ask`);
+  expect(caddyfile).toMatch(/https:\/\/ \{\s*tls \{\s*on_demand\s*\}\s*reverse_proxy apps:3001\s*\}/);
+});
+
+test("the edge publishes HTTPS and keeps its certificates in a volume", () => {
+  const edge = services.edge!;
+  expect(edge.ports).toEqual(expect.arrayContaining(["80:80", "443:443"]));
+  expect(edge.volumes).toEqual(expect.arrayContaining(["edge-data:/data"]));
+});
+
+test("caddy adapts the Caddyfile: HTTP routing of the apps domain and the gateway, on-demand TLS asking the domains service", async () => {
+  if (!Bun.which("caddy")) {
+    process.stderr.write("deploy.test: caddy is not installed; skipping the `caddy adapt` check of deploy/Caddyfile.\n");
+    return;
+  }
+  const port = services.domains!.environment!.DOMAINS_HTTP_PORT;
+  const adapt = Bun.spawn(["caddy", "adapt", "--config", "deploy/Caddyfile", "--adapter", "caddyfile"], {
+    cwd: ROOT,
+    env: { ...process.env, APPS_DOMAIN: "apps.example.net" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr] = await Promise.all([new Response(adapt.stdout).text(), new Response(adapt.stderr).text()]);
+  expect(await adapt.exited, stderr).toBe(0);
+  const config = JSON.parse(stdout) as {
+    apps: {
+      http: { servers: Record<string, { listen: string[]; routes: unknown[]; automatic_https?: { disable?: boolean } }> };
+      tls: { automation: { policies: Array<{ on_demand?: boolean; subjects?: string[] }>; on_demand: { ask?: string; permission?: { endpoint?: string } } } };
+    };
+  };
+  // Caddy 2.6 writes `ask`; 2.8 (compose's image) writes the same as an http permission module.
+  const onDemand = config.apps.tls.automation.on_demand;
+  expect(onDemand.ask ?? onDemand.permission?.endpoint).toBe(`http://domains:${port}/tls/ask`);
+  expect(config.apps.tls.automation.policies.some((policy) => policy.on_demand === true && !policy.subjects)).toBe(true);
+
+  const servers = Object.values(config.apps.http.servers);
+  const https = servers.find((server) => server.listen.includes(":443"));
+  const http = servers.find((server) => server.listen.includes(":80"));
+  expect(https, "a server on :443").toBeDefined();
+  expect(https!.automatic_https?.disable).not.toBe(true);
+  expect(JSON.stringify(https!.routes)).toContain('"dial":"apps:3001"');
+  expect(JSON.stringify(https!.routes)).not.toContain("gateway:3000");
+  expect(http, "a server on :80").toBeDefined();
+  const plain = JSON.stringify(http!.routes);
+  expect(plain).toContain('"host":["apps.example.net","*.apps.example.net"]');
+  expect(plain).toContain('"dial":"apps:3001"');
+  expect(plain).toContain('"dial":"gateway:3000"');
 });

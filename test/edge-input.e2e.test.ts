@@ -38,6 +38,20 @@ for (const mode of MODES) {
     });
 
     const files = [{ path: "index.html", content: page("Edge"), encoding: "utf8" }];
+    test("tools/call with arguments that are not an object: invalid params in one line, not an internal error", async () => {
+      for (const args of ["x", [1, 2], 7]) {
+        const response = await fetch(hatch.mcpUrl, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${user.accessToken}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "whoami", arguments: args } }),
+        });
+        const body = (await response.json()) as { id: number; error: { code: number; message: string } };
+        expect(body.id).toBe(9);
+        expect(body.error.code).toBe(-32602);
+        expect(body.error.message).toContain('"arguments" of tools/call must be an object');
+      }
+    });
+
 
     test("a NUL in the app name is invalid_input naming the field, and nothing is created", async () => {
       const text = await refusal(client, "publish", { name: "Todo\u0000List", visibility: "private", files });

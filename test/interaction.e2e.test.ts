@@ -92,10 +92,34 @@ for (const mode of MODES) {
           const { client } = await connectFormClient(hatch, owner.accessToken, () => ({ action }));
           const result = await client.callTool({ name: "delete_tool", arguments: { address: "my-app" } });
           await client.close();
-          expect(result.isError).toBe(true);
+          // Declined and cancelled are one shape: not an error, status declined, nothing changed.
+          expect(result.isError).toBeFalsy();
+          expect(result.structuredContent).toEqual({ status: "declined" });
           expect(textOf(result)).toContain("nothing was changed");
         }
         expect(apps.calls).toHaveLength(2);
+        expect(apps.acted).toEqual([]);
+      });
+
+      test("an unticked confirmation box is a decline too: same shape, the service is not called with it", async () => {
+        const { client } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { confirm: false } }));
+        const result = await client.callTool({ name: "delete_tool", arguments: { address: "my-app" } });
+        await client.close();
+        expect(result.isError).toBeFalsy();
+        expect(result.structuredContent).toEqual({ status: "declined" });
+        expect(apps.calls).toHaveLength(1);
+        expect(apps.acted).toEqual([]);
+      });
+
+      test("an answer that does not fit the form is told apart from a fault, names the field, and changes nothing", async () => {
+        const { client } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: "Team Board", visibility: "everyone" } }));
+        const result = await client.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
+        await client.close();
+        expect(result.isError).toBe(true);
+        expect(textOf(result)).toContain("does not fit the form (visibility must be one of private, org, people, public)");
+        expect(textOf(result)).toContain("(invalid_input)");
+        expect(textOf(result)).not.toContain("internal");
+        expect(apps.calls).toHaveLength(1);
         expect(apps.acted).toEqual([]);
       });
 

@@ -159,7 +159,9 @@ for (const mode of MODES) {
       const declining = await connectFormClient(hatch, ownerUser.accessToken, () => ({ action: "accept", content: { confirm: false } }));
       const kept = await declining.client.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY", action: "delete" } });
       await declining.client.close();
-      expect((kept.structuredContent as SecretOut).status).toBe("needs_user");
+      // An unticked box is a decline: one shape, not an error, nothing changed.
+      expect(kept.isError).toBeFalsy();
+      expect(kept.structuredContent).toEqual({ status: "declined" });
       expect(await storedRow()).toBeDefined();
 
       const { client, asked } = await connectFormClient(hatch, ownerUser.accessToken, () => ({ action: "accept", content: { confirm: true } }));

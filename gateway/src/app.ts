@@ -4,6 +4,7 @@ import {
   decodeJson,
   deriveKey,
   encodeJson,
+  metricsResponse,
   randomId,
   rpcMethods,
   signContext,
@@ -66,7 +67,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { config, bus, logger } = options;
   const contextKey = deriveKey(config.secret, "ctx");
   const accounts = new AccountSessions(bus, contextKey);
+  // Tool call limits and sign-in throttles count here: shared by every gateway copy on NATS, in memory in dev.
+  const rateCounter = createRateCounter(bus);
   const auth = createAuth({
+    rateCounter,
     config,
     db: options.db,
     logger,
@@ -93,7 +97,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     onUserChanged: (sub) => announceViewerChanged(bus, logger, { sub }, true),
   });
   const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
-  const rateCounter = createRateCounter(bus);
   const toolCallLimits = { counter: rateCounter, perGrant: config.toolCallsPerMinutePerGrant, perUser: config.toolCallsPerMinutePerUser };
   const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION, toolCallLimits });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
@@ -128,6 +131,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
     .use(billingPages({ auth, bus, contextKey, accounts, logger }))
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
+    // Prometheus: with METRICS_TOKEN, for that bearer only; without it, only in `bun run dev` (SECURITY.md).
+    .get("/metrics", ({ request }) =>
+      config.metricsToken || config.devPages
+        ? metricsResponse(request, config.metricsToken ?? undefined, logger)
+        : new Response("Metrics are off: set METRICS_TOKEN and scrape /metrics with Authorization: Bearer <METRICS_TOKEN>.\n", { status: 404 }),
+    )
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
       set.status = report.status === "ok" ? 200 : 503;
@@ -144,7 +153,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       "/mcp",
       ({ request }) => {
         const wantsPage = request.method === "GET" && !request.headers.get("mcp-session-id") && (request.headers.get("accept") ?? "").includes("text/html");
-        return wantsPage ? htmlResponse(renderInstallPage(config.mcpUrl)) : mcp.handle(request);
+        return wantsPage ? htmlResponse(renderInstallPage(config.mcpUrl, new URL(request.url).searchParams)) : mcp.handle(request);
       },
       { parse: "none" },
     );

@@ -47,6 +47,11 @@ export interface GatewayConfig {
    * with it. Without it the route answers 404 (no Stripe: billing uses its local provider).
    */
   stripeWebhookSecret: string | null;
+  /**
+   * METRICS_TOKEN: GET /metrics answers only `Authorization: Bearer <token>`. Without it /metrics is served only by
+   * `bun run dev` (devPages, loopback); a deployed gateway answers 404 until a token is set.
+   */
+  metricsToken: string | null;
 }
 
 const GatewayEnvSchema = CommonEnvSchema.extend({
@@ -96,6 +101,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     trustProxy: overrides.trustProxy ?? false,
     devPages: overrides.devPages ?? false,
     stripeWebhookSecret: overrides.stripeWebhookSecret ?? null,
+    metricsToken: overrides.metricsToken ?? null,
   };
 }
 
@@ -119,5 +125,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     toolCallsPerMinutePerGrant: parsed.TOOL_CALLS_PER_MINUTE_PER_GRANT,
     toolCallsPerMinutePerUser: parsed.TOOL_CALLS_PER_MINUTE_PER_USER,
     stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
+    metricsToken: parsed.METRICS_TOKEN,
   });
 }

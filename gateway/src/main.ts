@@ -1,4 +1,4 @@
-import { CommonEnvSchema, ConfigError, createLogger, createNatsBus, loadConfig, onShutdown, openServiceDatabase, parentPidFrom } from "@hatch/shared";
+import { CommonEnvSchema, ConfigError, createLogger, createNatsBus, loadConfig, onShutdown, openServiceDatabase, parentPidFrom, startTracing } from "@hatch/shared";
 import { createGateway, GATEWAY_MIGRATIONS } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 
@@ -14,6 +14,7 @@ try {
   process.exit(2);
 }
 const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: "gateway" } });
+const tracing = startTracing({ serviceName: "hatch-gateway", env: process.env, logger });
 const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, name: "hatch-gateway", logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
 const database = await openServiceDatabase({ kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
 const gateway = createGateway({ config, bus, db: database.db, logger });
@@ -37,7 +38,8 @@ onShutdown({
     { name: "close connections left", share: 0.05, run: () => listener?.stop(true) },
     { name: "close MCP sessions", share: 0.1, run: () => gateway.close() },
     { name: "drain the bus", share: 0.2, run: () => bus.drain() },
-    { name: "close the database", run: () => database.close() },
+    { name: "close the database", share: 0.2, run: () => database.close() },
+    { name: "send the last traces", run: () => tracing.shutdown() },
   ],
 });
 logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: server.server?.port });

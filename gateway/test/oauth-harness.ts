@@ -1,4 +1,4 @@
-import { createLogger } from "@hatch/shared";
+import { createLogger, type RateCounter } from "@hatch/shared";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { Elysia } from "elysia";
@@ -33,12 +33,16 @@ export interface HarnessOptions {
   trustProxy?: boolean;
   fetchClientMetadata?: typeof fetch;
   resolveHost?: (hostname: string) => Promise<string[]>;
+  /** The throttles' counter, on the harness clock (default: in memory). */
+  rateCounter?: (now: () => number) => RateCounter;
+  /** Start the harness clock here (two harnesses standing for two gateway copies share one clock value). */
+  startAt?: number;
 }
 
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, trustProxy: options.trustProxy ?? true, allowInsecureClientMetadata: options.allowInsecureClientMetadata ?? true });
   const database = await openTestDatabase();
-  const clock = { now: Date.now() };
+  const clock = { now: options.startAt ?? Date.now() };
   const logs: string[] = [];
   const logger = createLogger({ level: "debug", write: (line) => logs.push(line) });
   const delays: number[] = [];
@@ -50,6 +54,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     sleep: async (ms) => void delays.push(ms),
     fetchClientMetadata: options.fetchClientMetadata,
     resolveHost: options.resolveHost,
+    rateCounter: options.rateCounter?.(() => clock.now),
   });
   const app = new Elysia().use(auth.routes);
   const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));

@@ -1,16 +1,45 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { createNatsBus, KvRateCounter, type NatsBus, type RateCounter } from "@hatch/shared";
+import { Kvm } from "@nats-io/kv";
 import { Elysia } from "elysia";
-import { createHarness, registerClient, type Harness } from "./oauth-harness.ts";
+import { createHarness, registerClient, type Harness, type HarnessOptions } from "./oauth-harness.ts";
 
 // Throttling locks the source, never the person: the clock is injected (h.clock) and the per-email delay is
-// recorded (h.delays) instead of waited, so nothing here depends on time passing.
+// recorded (h.delays) instead of waited, so nothing here depends on time passing. Every case runs on the in-memory
+// counter (`bun run dev`) and, with TEST_NATS_URL, on the JetStream key-value counter that gateway copies share.
 
+// Every sign-in hashes a password (argon2id): on a busy machine a case of twenty takes a while.
+setDefaultTimeout(60_000);
 const PASSWORD = "correct horse battery";
 const MINUTE = 60_000;
+const natsUrl = process.env.TEST_NATS_URL;
+const MODES = natsUrl ? (["memory", "nats"] as const) : (["memory"] as const);
+let bus: NatsBus | undefined;
+const buckets: string[] = [];
+
+/** A fresh KV bucket for this run: a counter factory per harness, each copy its own KvRateCounter on it. */
+async function sharedCounter(): Promise<(now: () => number) => RateCounter> {
+  bus ??= await createNatsBus({ url: natsUrl! });
+  const name = `hatch_rate_test_${crypto.randomUUID().slice(0, 8)}`;
+  buckets.push(name);
+  const connection = bus.connection;
+  return (now) => new KvRateCounter(() => new Kvm(connection).create(name, { history: 1, ttl: 4 * 60 * 60_000 }), now);
+}
+
+afterAll(async () => {
+  if (!bus) return;
+  for (const name of buckets) await (await new Kvm(bus.connection).open(name)).destroy().catch(() => {});
+  await bus.drain();
+});
+
+for (const mode of MODES) {
+describe(`throttles on the ${mode} counter`, () => {
+const harness = async (options: HarnessOptions = {}) => createHarness({ ...options, ...(mode === "nats" ? { rateCounter: await sharedCounter() } : {}) });
+
 
 let h: Harness;
 beforeAll(async () => {
-  h = await createHarness();
+  h = await harness();
 }, 60_000);
 afterAll(async () => {
   await h.close();
@@ -114,7 +143,7 @@ describe("sign-up and client registration per address", () => {
   });
 
   test("without TRUST_PROXY the connection's address counts and X-Forwarded-For is ignored", async () => {
-    const direct = await createHarness({ trustProxy: false });
+    const direct = await harness({ trustProxy: false });
     const server = new Elysia().use(direct.auth.routes).listen({ port: 0, hostname: "127.0.0.1" });
     try {
       const url = `http://127.0.0.1:${server.server?.port}/oauth/register`;
@@ -129,4 +158,29 @@ describe("sign-up and client registration per address", () => {
       await direct.close();
     }
   });
+});
+});
+}
+
+describe.skipIf(!natsUrl)("throttles across gateway copies", () => {
+  test("wrong passwords counted by one copy hold on another: the address waits there too, the owner elsewhere does not", async () => {
+    const counter = await sharedCounter();
+    const startAt = Date.now();
+    const [one, two] = [await createHarness({ rateCounter: counter, startAt }), await createHarness({ rateCounter: counter, startAt })];
+    try {
+      const email = "shared-owner@example.com";
+      expect((await two.browser().signUp(email)).status).toBe(303);
+      for (let i = 0; i < 5; i++) expect((await one.browser("203.0.113.90").signIn(email, `wrong ${i}`)).status).toBe(401);
+      const refused = await two.browser("203.0.113.90").signIn(email, PASSWORD);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      // The failures on copy one slow the email on copy two (the per-email delay is shared), never refuse it.
+      const delaysBefore = two.delays.length;
+      expect((await two.browser("198.51.100.90").signIn(email, PASSWORD)).status).toBe(303);
+      expect(two.delays.slice(delaysBefore)).toEqual([1_000]);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  }, 60_000);
 });

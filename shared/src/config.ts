@@ -39,6 +39,14 @@ export const CommonEnvSchema = z.object({
     .min(100, "must be at least 100 (milliseconds)")
     .max(600_000, "must be at most 600000 (10 minutes)")
     .default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  /** Traces go to this OTLP/HTTP collector (`/v1/traces` is added); unset: no tracing (shared/src/telemetry/tracing.ts). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(["http:", "https:"], "http://127.0.0.1:4318").optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(["http:", "https:"], "http://127.0.0.1:4318/v1/traces").optional(),
+  /** /metrics answers only `Authorization: Bearer <METRICS_TOKEN>` when set (the gateway's: only then, outside dev). */
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters; generate one with `openssl rand -hex 16`").optional(),
+  /** A process without its own HTTP server (a service started alone) serves /metrics on this port when set. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_HOST: z.string().min(1).default("127.0.0.1"),
 });
 export type CommonEnv = z.infer<typeof CommonEnvSchema>;
 

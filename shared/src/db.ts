@@ -48,6 +48,9 @@ export async function openServiceDatabase(source: DatabaseSource, options: OpenD
   }
   const sql = postgres(source.url, {
     max: source.maxConnections ?? 10,
+    // A Postgres that is restarting can hold a new connection for long: give up after 5 s (default 30 s), so a call
+    // fails with a clear "try again" instead of hanging past its caller's patience (the reliability suite saw 15 s).
+    connect_timeout: 5,
     onnotice: () => {},
     connection: { application_name: options.applicationName ?? `hatch-${options.schema}` },
   });

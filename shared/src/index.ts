@@ -1,6 +1,14 @@
+export { ALWAYS_OFFERED, groupOf, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS } from "./contracts/groups.ts";
+export type { ToolGroup } from "./contracts/groups.ts";
 export { BusError, decodeJson, encodeJson, subjectMatches, toBytes, withPrefix, withoutPrefix } from "./bus/types.ts";
 export type { Bus, BusErrorCode, BusHandler, BusMessage, BusReply, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions } from "./bus/types.ts";
 export { createMemoryBus } from "./bus/memory.ts";
+export { requestTraced } from "./bus/traced.ts";
+export type { TracedRequestOptions } from "./bus/traced.ts";
+export { busTarget, metrics, metricsRegistry, metricsResponse, serveMetrics, statusClass, watchOutbox } from "./telemetry/metrics.ts";
+export type { MetricsListener, OutboxLag } from "./telemetry/metrics.ts";
+export { activeTraceparent, inSpan, SpanKind, startTracing, tracesEndpoint, tracingEnabled } from "./telemetry/tracing.ts";
+export type { SpanHandle, SpanOptions, Tracing, TracingOptions } from "./telemetry/tracing.ts";
 export { createNatsBus, isNatsBus, wrapNatsConnection } from "./bus/nats.ts";
 export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";
 export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
@@ -159,6 +167,7 @@ export {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
   AppAddressSchema,
+  AppRefSchema,
   AssignableRoleSchema,
   BILLING_STATES,
   BillingStateSchema,

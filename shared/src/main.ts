@@ -8,6 +8,8 @@ import { openServiceDatabase, type Database, type DatabaseHandle } from "./db.ts
 import { createLogger, type Logger } from "./logger.ts";
 import type { RunningService } from "./service.ts";
 import { onShutdown, parentPidFrom } from "./shutdown.ts";
+import { serveMetrics, type MetricsListener } from "./telemetry/metrics.ts";
+import { startTracing } from "./telemetry/tracing.ts";
 
 /** What every service's `start` receives, in both the embedded and the distributed deployment. */
 export interface ServiceDeps {
@@ -48,6 +50,8 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
   let bus: Bus | undefined;
   let database: DatabaseHandle | undefined;
   let running: RunningService | undefined;
+  let metricsListener: MetricsListener | undefined;
+  const tracing = startTracing({ serviceName: `hatch-${options.name}`, env: process.env, logger });
   // Installed before anything opens, so a signal at any time (even while starting, even right after "service ready")
   // gets the same bounded stop: the service stops taking calls (unsubscribes) and flushes its outbox, stats and logs;
   // the bus drain lets calls in flight answer; each step within its share of the deadline, so a dead NATS or Postgres
@@ -59,9 +63,11 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     steps: [
       { name: "stop the service (outbox, stats, logs)", share: 0.5, run: () => running?.stop() },
       { name: "drain the bus", share: 0.2, run: () => bus?.drain() },
-      { name: "close the database", run: () => database?.close() },
+      { name: "close the database", share: 0.2, run: () => database?.close() },
+      { name: "stop metrics, send the last traces", run: async () => void (await Promise.all([metricsListener?.stop(), tracing.shutdown()])) },
     ],
   });
+  if (env.METRICS_PORT !== undefined) metricsListener = serveMetrics({ port: env.METRICS_PORT, hostname: env.METRICS_HOST, token: env.METRICS_TOKEN, logger });
   bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
   database = await openServiceDatabase(
     { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },

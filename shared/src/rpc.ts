@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { requestTraced } from "./bus/traced.ts";
 import { BusError, decodeJson, encodeJson, type Bus } from "./bus/types.ts";
-import { CallErrorSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT } from "./envelope.ts";
+import { CallErrorSchema } from "./envelope.ts";
 import { ToolError } from "./errors.ts";
 
 /** Internal request-reply between the gateway and services: `rpc.<service>.<method>`. */
@@ -30,14 +31,12 @@ export async function callRpc<S extends z.ZodType>(
   schema: S,
   options: RpcCallOptions = {},
 ): Promise<z.infer<S>> {
-  const headers: Record<string, string> = {};
-  if (options.requestId) headers[HEADER_REQUEST_ID] = options.requestId;
-  if (options.traceparent) headers[HEADER_TRACEPARENT] = options.traceparent;
   let raw: unknown;
   try {
-    const reply = await bus.request(`rpc.${service}.${method}`, encodeJson({ ctx: options.ctx, input }), {
+    const reply = await requestTraced(bus, `rpc.${service}.${method}`, encodeJson({ ctx: options.ctx, input }), {
       timeoutMs: options.timeoutMs ?? 5_000,
-      headers,
+      requestId: options.requestId,
+      traceparent: options.traceparent,
     });
     raw = decodeJson(reply.data);
   } catch (error) {

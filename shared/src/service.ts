@@ -9,6 +9,8 @@ import { isToolError, ToolError } from "./errors.ts";
 import { acceptRequestId, traceIdOf } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { RpcRequestSchema, type RpcReply } from "./rpc.ts";
+import { metrics, watchOutbox } from "./telemetry/metrics.ts";
+import { inSpan, SpanKind } from "./telemetry/tracing.ts";
 import { describeIssues } from "./validation.ts";
 
 export interface ToolCall<I> {
@@ -78,6 +80,12 @@ export interface ServiceOptions {
   tools: readonly ToolBinding[];
   rpc?: Readonly<Record<string, RpcBinding>>;
   /**
+   * Turns a valid input into the one the handler sees, before a confirmation is checked against it (so a question
+   * asked about the prepared input matches the answered call): apps resolves an app given by URL or name to its
+   * address here.
+   */
+  prepareInput?: (contract: ToolContract, input: unknown, ctx: CallContext) => Promise<unknown>;
+  /**
    * The relay of this service's event outbox. The runtime starts and stops it, and flushes it after every
    * tool call that may change something (and rpc methods bound with `writes`) before answering, so the
    * events of a change are on the stream by the time its caller hears back.
@@ -117,18 +125,38 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   ];
   await bus.flush();
   options.outbox?.start();
+  const outbox = options.outbox;
+  const unwatchOutbox = outbox ? watchOutbox(name, () => outbox.lag()) : undefined;
   logger.info("service ready", { service: name, version: options.version, tools: [...handlers.keys()] });
 
-  async function answerTool(msg: BusMessage): Promise<BusReply> {
-    const tool = msg.subject.split(".")[2] ?? "";
-    const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
-    const log = logger.child({ service: name, tool, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
-    const started = performance.now();
-    const reply = await runTool(tool, msg, requestId, log);
-    if (reply.ok && !isAskReply(reply) && owned.get(tool)?.class !== "read") await flushOutbox();
-    const ms = Math.round((performance.now() - started) * 100) / 100;
-    log.info("tool call", { ms, outcome: reply.ok ? (isAskReply(reply) ? "ask" : "ok") : reply.error.code });
-    return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
+  /** The handler's span: a child of the caller's `send` span, so the SQL it runs nests under the MCP request. */
+  const serverSpan = <T>(msg: BusMessage, fn: Parameters<typeof inSpan<T>>[2]) =>
+    inSpan(`process ${msg.subject}`, {
+      kind: SpanKind.SERVER,
+      parent: msg.headers[HEADER_TRACEPARENT] ?? null,
+      attributes: { "messaging.destination.name": msg.subject, "messaging.operation.type": "process", "hatch.service": name },
+    }, fn);
+
+  function answerTool(msg: BusMessage): Promise<BusReply> {
+    return serverSpan(msg, async (span) => {
+      const tool = msg.subject.split(".")[2] ?? "";
+      const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
+      const log = logger.child({ service: name, tool, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
+      const started = performance.now();
+      const reply = await runTool(tool, msg, requestId, log);
+      if (reply.ok && !isAskReply(reply) && owned.get(tool)?.class !== "read") await flushOutbox();
+      const seconds = (performance.now() - started) / 1000;
+      const outcome = reply.ok ? (isAskReply(reply) ? "ask" : "ok") : reply.error.code;
+      // Only tools this service owns become label values: a caller cannot grow the series with made-up names.
+      const label = owned.has(tool) ? tool : "unknown";
+      metrics.serviceToolCalls.inc({ service: name, tool: label, outcome });
+      metrics.serviceToolCallSeconds.observe({ service: name, tool: label }, seconds);
+      span.set("hatch.tool", tool);
+      span.set("hatch.outcome", outcome);
+      if (!reply.ok && reply.error.code === "internal") span.fail("internal");
+      log.info("tool call", { ms: Math.round(seconds * 100_000) / 100, outcome });
+      return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
+    });
   }
 
   async function runTool(tool: string, msg: BusMessage, requestId: string, log: Logger): Promise<CallReply> {
@@ -152,10 +180,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       const input = contract.input.safeParse(request.data.input);
       if (!input.success) throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
-      const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, input.data) : undefined;
+      const prepared = options.prepareInput ? await options.prepareInput(contract, input.data, ctx) : input.data;
+      const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, prepared) : undefined;
       const outcome = await binding.handler({
         ctx,
-        input: input.data,
+        input: prepared,
         answer: request.data.answer,
         confirm: request.data.confirm,
         confirmation,
@@ -181,7 +210,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     return check.claims;
   }
 
-  async function answerRpc(msg: BusMessage): Promise<BusReply> {
+  function answerRpc(msg: BusMessage): Promise<BusReply> {
+    return serverSpan(msg, () => runRpc(msg));
+  }
+
+  async function runRpc(msg: BusMessage): Promise<BusReply> {
     const method = msg.subject.split(".").slice(2).join(".");
     const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
     const log = logger.child({ service: name, rpc: method, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
@@ -217,6 +250,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     name,
     async stop() {
       for (const sub of subs) sub.unsubscribe();
+      unwatchOutbox?.();
       await options.outbox?.stop();
     },
   };

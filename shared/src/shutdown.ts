@@ -57,16 +57,23 @@ export function onShutdown(options: ShutdownOptions): Shutdown {
     const begun = Date.now();
     logger.info("shutting down", { reason, timeoutMs });
     // Not unref'd: this timer is what guarantees the exit.
-    const hard = setTimeout(() => {
+    const deadline = () => {
       logger.error("shutdown deadline passed: exiting with work unfinished", { timeoutMs, step: current, reason: `the step "${current}" did not finish` });
       options.onForce?.();
       exit(EXIT_CODES.deadline);
-    }, timeoutMs);
+    };
+    const hard = setTimeout(deadline, timeoutMs);
     for (const step of options.steps) {
       current = step.name;
       const left = timeoutMs - (Date.now() - begun);
       const budget = Math.max(0, Math.min(left, step.share === undefined ? left : step.share * timeoutMs));
       const outcome = await within(step, budget);
+      // A step without a share had the rest of the deadline: late means the deadline passed, whichever timer fired first.
+      if (outcome === "late" && step.share === undefined) {
+        clearTimeout(hard);
+        deadline();
+        return;
+      }
       if (outcome === "late") logger.warn("shutdown step did not finish in its time; going on", { step: step.name, ms: Math.round(budget) });
       else if (outcome !== "ok") logger.warn("shutdown step failed; going on", { step: step.name, error: outcome });
     }

@@ -19,6 +19,26 @@ function rateContract(kind: string, pair: (clock: () => number) => Promise<[Rate
       expect((await counter.take(key, 3, MINUTE)).allowed).toBe(true);
     });
 
+    test("peek reads without counting; release takes one back; reset forgets the window; a refusal is not counted", async () => {
+      const now = 40 * MINUTE;
+      const [counter] = await pair(() => now);
+      const key = `signin-${crypto.randomUUID()}`;
+      expect(await counter.peek(key, MINUTE)).toBe(0);
+      for (let i = 0; i < 2; i++) await counter.take(key, 2, MINUTE);
+      expect((await counter.take(key, 2, MINUTE)).allowed).toBe(false);
+      expect(await counter.peek(key, MINUTE)).toBe(2);
+      await counter.release(key, MINUTE);
+      expect(await counter.peek(key, MINUTE)).toBe(1);
+      expect((await counter.take(key, 2, MINUTE)).allowed).toBe(true);
+      await counter.reset(key, MINUTE);
+      expect(await counter.peek(key, MINUTE)).toBe(0);
+      // Nothing to take back stays at zero, and a reset window counts again from one.
+      await counter.release(key, MINUTE);
+      expect(await counter.peek(key, MINUTE)).toBe(0);
+      expect((await counter.take(key, 2, MINUTE)).allowed).toBe(true);
+      expect(await counter.peek(key, MINUTE)).toBe(1);
+    });
+
     test("copies share the counts", async () => {
       const now = 20 * MINUTE;
       const [one, two] = await pair(() => now);

@@ -37,13 +37,12 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
   const fields = { email: params.get("email") ?? "", name: params.get("name") ?? "", password: params.get("password") ?? "" };
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
   const shown = { next, email: fields.email, name: fields.name };
-  const wait = ctx.throttles.signUpSource.retryAfter(source, ctx.now());
+  const wait = await ctx.throttles.signUpSource.take(source);
   if (wait > 0) {
     ctx.logger.warn("sign-up throttled");
     const error = `Too many sign-ups from your network. Try again in ${minutes(wait)}.`;
     return htmlResponse(signUpPage(state, { ...shown, error }), { status: 429, headers: { "Retry-After": String(wait) } });
   }
-  ctx.throttles.signUpSource.hit(source, ctx.now());
   try {
     const user = await createUser(ctx, fields);
     // The account exists either way; when the mail could not go out, a page says so and offers to resend.
@@ -79,24 +78,27 @@ export async function submitSignIn(ctx: AuthContext, request: Request, source: s
   const key = email.toLowerCase();
   const pair = `${key}\n${source}`;
   const { signInPair, signInSource, signInEmail } = ctx.throttles;
-  const wait = Math.max(signInPair.retryAfter(pair, ctx.now()), signInSource.retryAfter(source, ctx.now()));
+  // Counted as a failure before the check (take is atomic on the shared counter, so parallel attempts cannot all slip
+  // past the limit) and taken back on success.
+  let wait = await signInPair.take(pair);
+  if (wait === 0) {
+    wait = await signInSource.take(source);
+    if (wait > 0) await signInPair.undo(pair);
+  }
   if (wait > 0) {
     ctx.logger.warn("sign-in throttled");
     const error = `Too many wrong passwords from your network. Try again in ${minutes(wait)}, or sign in from another network.`;
     return htmlResponse(signInPage(state, { next, email, error }), { status: 429, headers: { "Retry-After": String(wait) } });
   }
-  const delay = ctx.throttles.signInDelayMs(key, ctx.now());
-  // Counted as a failure before the check and taken back on success: parallel attempts cannot all slip past the limit.
-  const counted = [[signInPair, pair], [signInSource, source], [signInEmail, key]] as const;
-  for (const [limit, limitKey] of counted) limit.hit(limitKey, ctx.now());
+  const delay = await ctx.throttles.signInDelayMs(key);
+  await signInEmail.take(key);
   if (delay > 0) await ctx.sleep(delay);
   const user = await checkPassword(ctx, email, params.get("password") ?? "");
   if (!user) {
     ctx.logger.info("sign-in refused");
     return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
   }
-  for (const [limit, limitKey] of counted) limit.undo(limitKey);
-  signInPair.clear(pair);
+  await Promise.all([signInSource.undo(source), signInEmail.undo(key), signInPair.clear(pair)]);
   return redirect(next, cookieHeaders([await startSession(ctx, user.id, state)]));
 }
 

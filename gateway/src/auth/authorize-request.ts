@@ -52,8 +52,8 @@ export async function checkAuthorizeRequest(ctx: AuthContext, params: Params): P
   const challenge = params.get("code_challenge");
   if (!challenge || !CODE_CHALLENGE.test(challenge)) return fail("invalid_request", "PKCE is required: send a code_challenge (S256).");
   if (params.get("code_challenge_method") !== "S256") return fail("invalid_request", "Only code_challenge_method=S256 is supported.");
-  const resource = params.get("resource") ?? ctx.config.mcpUrl;
-  if (resource !== ctx.config.mcpUrl) return fail("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  if (!isMcpResource(params.get("resource"), ctx.config.mcpUrl)) return fail("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  const resource = ctx.config.mcpUrl;
   if (state !== undefined && state.length > 2048) return fail("invalid_request", "state is too long.");
   return {
     kind: "ok",
@@ -68,4 +68,13 @@ export function redirectWith(ctx: AuthContext, redirectUri: string, answer: Reco
     if (value !== undefined) url.searchParams.set(key, value);
   }
   return url.toString();
+}
+
+/**
+ * RFC 8707 `resource`: the MCP endpoint, or absent. A client that names the URL it was given, tool groups included
+ * (`/mcp?features=apps`), means the same resource: the query is the connection's choice, not another server.
+ */
+export function isMcpResource(given: string | undefined, mcpUrl: string): boolean {
+  if (given === undefined) return true;
+  return given.split("?")[0] === mcpUrl;
 }

@@ -1,4 +1,4 @@
-import { deriveKey, type Database, type Logger } from "@hatch/shared";
+import { deriveKey, type Database, type Logger, type RateCounter } from "@hatch/shared";
 import type { Elysia } from "elysia";
 import type { GatewayConfig } from "../config.ts";
 import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
@@ -47,7 +47,9 @@ export interface AuthDeps {
   fetchClientMetadata?: typeof fetch;
   /** Injectable for tests: every address of a host name (default: the system resolver). */
   resolveHost?: (hostname: string) => Promise<string[]>;
-  now?: () => number;
+/** Shared by gateway copies (JetStream key-value on NATS) so the sign-in throttles hold across them; memory when absent. */
+  rateCounter?: RateCounter;
+    now?: () => number;
   /** Injectable for tests: the per-email sign-in delay waits through it. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -113,7 +115,7 @@ export function createAuth(deps: AuthDeps): Auth {
     verifyEmailKey: deriveKey(deps.config.secret, "verify-email"),
     sendVerificationMail: deps.sendVerificationMail,
     forgetUser: (userId) => authenticator?.forgetUser(userId),
-    throttles: new AuthThrottles(),
+    throttles: new AuthThrottles(deps.rateCounter, logger, deps.now ?? Date.now),
     sleep: deps.sleep ?? ((ms) => Bun.sleep(ms)),
     onUserCreated: deps.onUserCreated,
     onSessionEnded: deps.onSessionEnded,

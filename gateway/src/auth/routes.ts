@@ -57,13 +57,12 @@ function guard(ctx: AuthContext, kind: "json" | "html", handler: Handler): Handl
 
 async function register(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const limit = ctx.throttles.registerSource;
-  const wait = limit.retryAfter(source, ctx.now());
+  const wait = await limit.take(source);
   if (wait > 0) {
     ctx.logger.warn("client registration throttled");
     const description = `Too many client registrations from this address (${limit.limit} an hour). Try again in ${Math.ceil(wait / 60)} minute(s), or reuse the client already registered.`;
     return jsonResponse({ error: "temporarily_unavailable", error_description: description }, 429, { "Cache-Control": "no-store", "Retry-After": String(wait) });
   }
-  limit.hit(source, ctx.now());
   const text = await readBodyText(request, ctx.config.maxBodyBytes);
   let body: unknown;
   try {

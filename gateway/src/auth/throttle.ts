@@ -1,48 +1,49 @@
-/**
- * Counts events per key (an address, an email and address) inside a sliding window. Per gateway instance and in
- * memory, bounded: past `maxKeys` the least recently hit key is dropped. It bounds guessing per instance; a
- * deployment with many instances would move it to shared storage.
- */
-export class SlidingWindow {
-  private readonly hits = new Map<string, number[]>();
+import { MemoryRateCounter, type Logger, type RateCounter } from "@hatch/shared";
 
+/**
+ * One limit on the shared rate counter (JetStream key-value on NATS, so every gateway copy sees the same counts;
+ * memory in `bun run dev`): fixed windows of `windowMs` per key. When the counter cannot be reached the limit lets
+ * the attempt through and says so in the log: a counter outage must not keep people from signing in.
+ */
+export class Throttle {
   constructor(
+    private readonly counter: RateCounter,
+    private readonly name: string,
     readonly limit: number,
     readonly windowMs: number,
-    private readonly maxKeys = 50_000,
+    private readonly log: Logger,
   ) {}
 
-  /** Events for the key inside the window (at most `limit` are kept). */
-  count(key: string, now: number): number {
-    return this.recent(key, now).length;
+  /** Counts one attempt when under the limit; otherwise the seconds to wait (nothing counted). */
+  async take(key: string): Promise<number> {
+    const decision = await this.safely(() => this.counter.take(this.key(key), this.limit, this.windowMs), { allowed: true, retryAfterSeconds: 0 });
+    return decision.allowed ? 0 : decision.retryAfterSeconds;
   }
 
-  /** Seconds until the key is under its limit again; 0 when it may go on now. */
-  retryAfter(key: string, now: number): number {
-    const recent = this.recent(key, now);
-    if (recent.length < this.limit) return 0;
-    return Math.max(1, Math.ceil((recent[0]! + this.windowMs - now) / 1000));
+  count(key: string): Promise<number> {
+    return this.safely(() => this.counter.peek(this.key(key), this.windowMs), 0);
   }
 
-  hit(key: string, now: number): void {
-    const recent = this.recent(key, now);
-    recent.push(now);
-    this.hits.delete(key);
-    this.hits.set(key, recent.slice(-this.limit));
-    if (this.hits.size > this.maxKeys) this.hits.delete(this.hits.keys().next().value as string);
+  /** Takes back an attempt counted up front that turned out fine. */
+  undo(key: string): Promise<void> {
+    return this.safely(() => this.counter.release(this.key(key), this.windowMs), undefined);
   }
 
-  /** Takes back the newest event of the key (an attempt counted up front that turned out fine). */
-  undo(key: string): void {
-    this.hits.get(key)?.pop();
+  clear(key: string): Promise<void> {
+    return this.safely(() => this.counter.reset(this.key(key), this.windowMs), undefined);
   }
 
-  clear(key: string): void {
-    this.hits.delete(key);
+  private key(key: string): string {
+    return `auth:${this.name}:${key}`;
   }
 
-  private recent(key: string, now: number): number[] {
-    return (this.hits.get(key) ?? []).filter((at) => now - at < this.windowMs);
+  private async safely<T>(run: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      this.log.warn("throttle not counted", { throttle: this.name, error });
+      return fallback;
+    }
   }
 }
 
@@ -66,19 +67,29 @@ export const SIGN_IN_RULE =
   "After 5 wrong passwords for an email, the network they came from waits 15 minutes before trying that email again; " +
   "the right password from anywhere else always works, at most a few seconds slower.";
 
-/** Every throttle of the auth module; one set per gateway instance. */
+/** Every throttle of the auth module, on the gateway's shared rate counter (in memory when none is given). */
 export class AuthThrottles {
-  readonly signInPair = new SlidingWindow(LIMITS.signInPerEmailAndSource.count, LIMITS.signInPerEmailAndSource.windowMs);
-  readonly signInSource = new SlidingWindow(LIMITS.signInPerSource.count, LIMITS.signInPerSource.windowMs);
-  readonly signUpSource = new SlidingWindow(LIMITS.signUpPerSource.count, LIMITS.signUpPerSource.windowMs);
-  readonly registerSource = new SlidingWindow(LIMITS.registerPerSource.count, LIMITS.registerPerSource.windowMs);
+  readonly signInPair: Throttle;
+  readonly signInSource: Throttle;
+  readonly signUpSource: Throttle;
+  readonly registerSource: Throttle;
   // Only the count matters (it sets the delay); keep enough failures to reach the longest delay.
-  readonly signInEmail = new SlidingWindow(16, LIMITS.signInPerEmail.windowMs);
+  readonly signInEmail: Throttle;
+
+  constructor(counter: RateCounter | undefined, log: Logger, now: () => number = Date.now) {
+    const shared = counter ?? new MemoryRateCounter(now);
+    const make = (name: string, limit: number, windowMs: number) => new Throttle(shared, name, limit, windowMs, log);
+    this.signInPair = make("signin-pair", LIMITS.signInPerEmailAndSource.count, LIMITS.signInPerEmailAndSource.windowMs);
+    this.signInSource = make("signin-source", LIMITS.signInPerSource.count, LIMITS.signInPerSource.windowMs);
+    this.signUpSource = make("signup-source", LIMITS.signUpPerSource.count, LIMITS.signUpPerSource.windowMs);
+    this.registerSource = make("register-source", LIMITS.registerPerSource.count, LIMITS.registerPerSource.windowMs);
+    this.signInEmail = make("signin-email", 16, LIMITS.signInPerEmail.windowMs);
+  }
 
   /** How long to hold an attempt on this email before checking it: 0, then 250 ms doubling up to 3 s. */
-  signInDelayMs(email: string, now: number): number {
+  async signInDelayMs(email: string): Promise<number> {
     const { freeFailures, firstDelayMs, maxDelayMs } = LIMITS.signInPerEmail;
-    const failures = this.signInEmail.count(email, now);
+    const failures = await this.signInEmail.count(email);
     if (failures < freeFailures) return 0;
     return Math.min(maxDelayMs, firstDelayMs * 2 ** (failures - freeFailures));
   }

@@ -1,3 +1,4 @@
+import { isMcpResource } from "./authorize-request.ts";
 import { and, eq, isNull } from "drizzle-orm";
 import { authCodes, refreshTokens } from "../db/schema.ts";
 import type { AccessTokens } from "./access-tokens.ts";
@@ -45,7 +46,7 @@ async function exchangeCode(ctx: AuthContext, tokens: AccessTokens, params: Para
   const redirectUri = params.get("redirect_uri");
   if (redirectUri !== undefined && redirectUri !== row.redirectUri) return oauthError("invalid_grant", "redirect_uri does not match the authorization request.");
   const resource = params.get("resource");
-  if (resource !== undefined && resource !== row.resource) return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  if (!isMcpResource(resource, row.resource)) return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
   if (!pkceMatches(verifier, row.codeChallenge)) return oauthError("invalid_grant", "code_verifier does not match the code_challenge.");
   const consumed = await ctx.db
     .update(authCodes)
@@ -79,7 +80,7 @@ async function rotateRefresh(ctx: AuthContext, tokens: AccessTokens, params: Par
   const clientId = params.get("client_id");
   if (clientId !== undefined && clientId !== grant.clientId) return oauthError("invalid_grant", "The refresh token was issued to another client.");
   const resource = params.get("resource");
-  if (resource !== undefined && resource !== ctx.config.mcpUrl) return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  if (!isMcpResource(resource, ctx.config.mcpUrl)) return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
   if (grant.scope === "read" && (params.get("scope") ?? "").split(" ").includes("write")) {
     return oauthError("invalid_scope", "This authorization is read-only.");
   }

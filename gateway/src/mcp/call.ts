@@ -3,10 +3,9 @@ import {
   CallReplySchema,
   decodeJson,
   encodeJson,
-  HEADER_REQUEST_ID,
-  HEADER_TRACEPARENT,
   isAskReply,
   isToolError,
+  requestTraced,
   signContext,
   subjects,
   unavailable,
@@ -24,6 +23,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";
 import type { AccountSessions } from "./accounts.ts";
+import { checkAnswer } from "./answers.ts";
 import type { ElicitationSupport } from "./profile.ts";
 
 export interface CallerInfo {
@@ -99,10 +99,9 @@ async function offerLink(deps: ToolCallDeps, caller: CallerInfo, result: CallToo
 /** The service asked the user something: a form when the client can show one, else a link or instructions. */
 async function answerQuestion(deps: ToolCallDeps, contract: ToolContract, input: unknown, caller: CallerInfo, question: Question, log: Logger): Promise<CallToolResult> {
   if (caller.client.elicitation.form && deps.askUser) {
-    const answer = await deps.askUser(question);
-    // Not a failure, but there is no result to report: the contract's output has no "declined" shape.
-    if (answer === null) return { isError: true, content: [{ type: "text", text: "The user declined, so nothing was changed." }] };
-    return toResult(contract, await callService(deps, contract, caller, { input, answer, confirm: question.confirm }), log);
+    const checked = checkAnswer(contract.name, question, await deps.askUser(question));
+    if (!checked.ok) return checked.result;
+    return toResult(contract, await callService(deps, contract, caller, { input, answer: checked.answer, confirm: question.confirm }), log);
   }
   if (question.fallback === "link") {
     const pending = await deps.confirmations.open({ caller, contract, input, question });
@@ -145,9 +144,10 @@ async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInf
 async function send(bus: Bus, contract: ToolContract, envelope: Record<string, unknown>, caller: CallerInfo): Promise<CallReply> {
   let raw: unknown;
   try {
-    const reply = await bus.request(subjects.tool(contract.service, contract.name), encodeJson(envelope), {
+    const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
       timeoutMs: contract.timeoutMs,
-      headers: { [HEADER_REQUEST_ID]: caller.requestId, [HEADER_TRACEPARENT]: caller.traceparent },
+      requestId: caller.requestId,
+      traceparent: caller.traceparent,
     });
     raw = decodeJson(reply.data);
   } catch (error) {

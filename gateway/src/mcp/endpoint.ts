@@ -1,4 +1,4 @@
-import { acceptRequestId, childTraceparent, randomId, type Logger } from "@hatch/shared";
+import { acceptRequestId, inSpan, parseFeatures, randomId, SpanKind, TOOL_GROUP_NAMES, type Logger } from "@hatch/shared";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -8,7 +8,7 @@ import type { Auth } from "../auth/index.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
 import { SessionEventStore } from "./event-store.ts";
-import { createMcpServer, type RequestScope } from "./server.ts";
+import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
 
 const IDLE_MS = 30 * 60_000;
 
@@ -80,9 +80,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await closeOldest([...sessions].filter(([, e]) => e.userId === biggest));
   }
 
-  async function openSession(userId: string, stream: boolean): Promise<SessionEntry> {
+  async function openSession(userId: string, stream: boolean, choice: ConnectionChoice): Promise<SessionEntry> {
     await makeRoom(userId);
-    const server = createMcpServer(deps, deps.version, logger);
+    const server = createMcpServer(deps, deps.version, logger, choice);
     const entry: SessionEntry = { server, userId, lastSeen: Date.now(), transport: undefined as never };
     entry.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomId(24),
@@ -101,12 +101,30 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
 
   let closing = false;
 
-  async function handle(request: Request): Promise<Response> {
+  /** The MCP request's server span: the root of everything the request causes (tool call, bus, services, SQL). */
+  function handle(request: Request): Promise<Response> {
+    const attributes = { "http.request.method": request.method, "url.path": "/mcp" };
+    return inSpan(`${request.method} /mcp`, { kind: SpanKind.SERVER, parent: request.headers.get("traceparent"), attributes }, async (span, traceparent) => {
+      const response = await handleTraced(request, traceparent);
+      span.set("http.response.status_code", response.status);
+      if (response.status >= 500) span.fail(String(response.status));
+      return response;
+    });
+  }
+
+  async function handleTraced(request: Request, traceparent: string): Promise<Response> {
     if (closing) return rpcError(503, -32000, "The server is restarting. Connect again in a few seconds.", { "Retry-After": "5" });
     const refused = checkHostAndOrigin(request, config.allowedHosts, allowedOrigin);
     if (refused) return refused;
 
-    const bearer = await deps.auth.authenticate(request.headers.get("authorization"));
+    let bearer: Awaited<ReturnType<McpEndpointDeps["auth"]["authenticate"]>>;
+    try {
+      bearer = await deps.auth.authenticate(request.headers.get("authorization"));
+    } catch (error) {
+      // The token check reads revocations from the database: when it is down, say so in JSON, never a framework page.
+      logger.warn("could not check a bearer token", { error });
+      return rpcError(503, -32000, "Hatch cannot check this connection's sign-in right now (its database is not answering). Try again in a few seconds.", { "Retry-After": "5" });
+    }
     if (!bearer.ok) {
       return Response.json(
         { error: bearer.error, error_description: bearer.description },
@@ -122,6 +140,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       parsedBody = body;
     }
 
+    const badArguments = toolCallWithBadArguments(parsedBody);
+    if (badArguments !== null) return rpcResult(badArguments, -32602, 'Invalid params: "arguments" of tools/call must be an object of the tool\'s parameters, e.g. {"address": "my-todo"}.');
+
     const sessionId = request.headers.get("mcp-session-id");
     let entry: SessionEntry | undefined;
     if (sessionId) {
@@ -129,7 +150,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       // Another user's session id is answered exactly like an unknown one.
       if (!entry || entry.userId !== identity.userId) return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
     } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
-      entry = await openSession(identity.userId, declaresElicitation(parsedBody));
+      const choice = connectionChoice(new URL(request.url));
+      if (choice instanceof Response) return choice;
+      entry = await openSession(identity.userId, declaresElicitation(parsedBody), choice);
     } else {
       return rpcError(400, -32000, "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.");
     }
@@ -138,7 +161,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const scope: RequestScope = {
       identity,
       requestId: acceptRequestId(request.headers.get("x-request-id")),
-      traceparent: childTraceparent(request.headers.get("traceparent")),
+      traceparent,
     };
     const authInfo = {
       token: "",
@@ -195,6 +218,33 @@ async function readBody(request: Request, limit: number): Promise<unknown | Resp
   } catch {
     return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
   }
+}
+
+/** `features` and `read_only` of the connection URL; an unknown group or value is refused when connecting. */
+function connectionChoice(url: URL): ConnectionChoice | Response {
+  const features = parseFeatures(url.searchParams.getAll("features"));
+  if ("unknown" in features) {
+    return rpcError(400, -32602, `Unknown tool group ${features.unknown.map((n) => `"${n}"`).join(", ")} in features. The groups are ${TOOL_GROUP_NAMES.join(", ")} (whoami and service_docs are always there), e.g. /mcp?features=apps,data.`);
+  }
+  const readOnly = url.searchParams.get("read_only");
+  if (readOnly !== null && readOnly !== "true" && readOnly !== "false") return rpcError(400, -32602, `read_only in the connection URL must be true or false, not "${readOnly.slice(0, 20)}".`);
+  return { groups: features.groups, readOnly: readOnly === "true" };
+}
+
+/**
+ * The id of a tools/call whose `arguments` is not an object (a string, a list), or null. The SDK would answer it with
+ * an internal error and a schema dump; this says in one line what to fix.
+ */
+function toolCallWithBadArguments(body: unknown): string | number | null {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return null;
+  const message = body as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
+  if (message.method !== "tools/call" || (typeof message.id !== "string" && typeof message.id !== "number")) return null;
+  const args = message.params?.arguments;
+  return args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args)) ? null : message.id;
+}
+
+function rpcResult(id: string | number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id });
 }
 
 function isInitializeBody(body: unknown): boolean {

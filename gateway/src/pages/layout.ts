@@ -61,7 +61,7 @@ a{color:var(--accent)}.muted{color:var(--muted)}.card{background:var(--card);bor
 form.stack{display:grid;gap:.9rem;max-width:24rem}label{display:grid;gap:.3rem;font-weight:600}
 input[type=email],input[type=password],input[type=text],input[type=number]{font:inherit;padding:.55rem .7rem;border:1px solid var(--border);border-radius:8px;background:var(--bg);color:var(--fg)}
 label.choice{display:flex;gap:.5rem;align-items:center;font-weight:400}fieldset{border:1px solid var(--border);border-radius:8px;padding:.6rem .9rem;display:grid;gap:.4rem}legend{font-weight:600}
-button{font:inherit;padding:.5rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer}
+button,a.button{font:inherit;padding:.5rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;text-decoration:none;display:inline-block}
 button.secondary{background:transparent;color:var(--accent)}button.danger{border-color:var(--danger);background:transparent;color:var(--danger)}
 button.link{border:0;background:none;color:var(--accent);padding:0}.actions{display:flex;flex-wrap:wrap;gap:.6rem;margin-top:1rem}
 .error{border-left:4px solid var(--danger);padding:.5rem .9rem;background:var(--card);border-radius:6px}

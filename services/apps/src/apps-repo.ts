@@ -1,5 +1,5 @@
 import { ToolError, type CallContext, type Database } from "@hatch/shared";
-import { eq } from "drizzle-orm";
+import { and, eq, or, sql } from "drizzle-orm";
 import { appOrigin, type AppsConfig } from "./config.ts";
 import { appsTable } from "./db/schema.ts";
 
@@ -16,8 +16,52 @@ export function notFound(address: string): ToolError {
 export async function requireOwnedApp(db: Pick<Database, "select">, ctx: CallContext, address: string, options: { forUpdate?: boolean } = {}): Promise<AppRow> {
   const query = db.select().from(appsTable).where(eq(appsTable.address, address));
   const [app] = options.forUpdate ? await query.for("update") : await query;
+  if (app && app.ownerId !== ctx.sub && sameOrganization(ctx, app)) throw ownedByColleague(app);
   if (!app || app.ownerId !== ctx.sub) throw notFound(address);
   return app;
+}
+
+/** The app belongs to the organization the caller acts in (org_apps lists it to them, so naming its owner leaks nothing). */
+function sameOrganization(ctx: CallContext, app: AppRow): boolean {
+  return ctx.org !== null && ctx.org !== undefined && ctx.org === app.accountId;
+}
+
+/** Only the owner may do this to their app; an organization colleague is told whose it is and what they can do. */
+function ownedByColleague(app: AppRow): ToolError {
+  return new ToolError(
+    "forbidden",
+    `${app.address} is ${app.ownerName} (${app.ownerEmail})'s app in your organization, and only its owner can do this. Nothing was changed. ` +
+      "Ask them to do it; organization managers can pause it with org_app_pause, or move it to someone else by removing its owner with org_member_update.",
+  );
+}
+
+const ADDRESS = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+
+/**
+ * What a model may give for an app: its address, its URL (https://my-todo.<apps domain>/...), or its exact name. Answers
+ * the address when one app fits (an address first; else a name among the caller's own apps and their organization's),
+ * the reference as given when none does (the tool then says it was not found), and refuses an ambiguous name.
+ */
+export async function resolveAppRef(db: Pick<Database, "select">, ctx: CallContext, ref: string): Promise<string> {
+  const given = ref.trim();
+  let candidate = given.toLowerCase();
+  if (/^https?:\/\//i.test(given) && URL.canParse(given)) candidate = new URL(given).hostname.split(".")[0] ?? candidate;
+  else if (/^[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?\/?$/i.test(given)) candidate = candidate.split(".")[0]!;
+  if (ADDRESS.test(candidate)) {
+    const [exists] = await db.select({ address: appsTable.address }).from(appsTable).where(eq(appsTable.address, candidate));
+    if (exists) return candidate;
+  }
+  const mine = ctx.org ? or(eq(appsTable.ownerId, ctx.sub), eq(appsTable.accountId, ctx.org)) : eq(appsTable.ownerId, ctx.sub);
+  const named = await db
+    .select({ address: appsTable.address })
+    .from(appsTable)
+    .where(and(mine, sql`lower(${appsTable.name}) = ${given.toLowerCase()}`))
+    .limit(5);
+  if (named.length === 1) return named[0]!.address;
+  if (named.length > 1) {
+    throw new ToolError("invalid_input", `Several apps are named "${given}": ${named.map((a) => a.address).join(", ")}. Give the address of the one you mean.`);
+  }
+  return ADDRESS.test(candidate) ? candidate : given;
 }
 
 /** "Managers" (interface spec): the owner, admins and managers of an organization. */
@@ -30,8 +74,8 @@ export const ORG_MANAGER_ROLES: readonly string[] = ["owner", "admin", "manager"
 export async function requireManagedApp(db: Pick<Database, "select">, ctx: CallContext, address: string): Promise<AppRow> {
   const [app] = await db.select().from(appsTable).where(eq(appsTable.address, address));
   if (!app) throw notFound(address);
-  const manager = ctx.org !== null && ctx.org !== undefined && ctx.org === app.accountId && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
-  if (app.ownerId !== ctx.sub && !manager) throw notFound(address);
+  const manager = sameOrganization(ctx, app) && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
+  if (app.ownerId !== ctx.sub && !manager) throw sameOrganization(ctx, app) ? ownedByColleague(app) : notFound(address);
   return app;
 }
 

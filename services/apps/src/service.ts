@@ -3,6 +3,7 @@ import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
+import { resolveAppRef } from "./apps-repo.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
 import { receiveUpload } from "./publish/uploads.ts";
 import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
@@ -44,6 +45,11 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     confirmKey: keys.confirm,
     contracts: TOOL_CONTRACTS,
     tools: appsTools(ctx),
+    // An app given by URL or name becomes its address before the tool (and a confirmation) sees the input.
+    prepareInput: async (_contract, input, callCtx) => {
+      if (!input || typeof input !== "object" || typeof (input as { address?: unknown }).address !== "string") return input;
+      return { ...input, address: await resolveAppRef(ctx.db, callCtx, (input as { address: string }).address) };
+    },
     rpc: {
       [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx),
       [rpcMethods.apps.storage]: accountStorageRpc(ctx),

@@ -5,6 +5,7 @@ import { outbox } from "./db/schema.ts";
 import { createProvider } from "./provider/index.ts";
 import { chargeRpc } from "./rpc/charge.ts";
 import { entitlementsRpc } from "./rpc/entitlements.ts";
+import { refundRpc } from "./rpc/refund.ts";
 import { localActRpc, settingsLinkRpc, settingsRpc } from "./rpc/settings.ts";
 import { billingTools } from "./tools/index.ts";
 import { startUsageConsumer } from "./usage.ts";
@@ -35,6 +36,7 @@ export async function startBillingService(deps: ServiceDeps): Promise<BillingSer
     rpc: {
       [rpcMethods.billing.entitlements]: entitlementsRpc(ctx),
       [rpcMethods.billing.charge]: chargeRpc(ctx),
+      [rpcMethods.billing.refund]: refundRpc(ctx),
       [rpcMethods.billing.settings]: settingsRpc(ctx),
       [rpcMethods.billing.settingsLink]: settingsLinkRpc(ctx),
       [rpcMethods.billing.localAct]: localActRpc(ctx),

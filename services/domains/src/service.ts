@@ -1,11 +1,11 @@
-import { createOutboxRelay, EntitlementsCache, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import { bindRpc, createOutboxRelay, EntitlementsCache, eventStreamFor, RpcRequestSchema, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
 import { loadDomainsConfig } from "./config.ts";
 import { domainsConfirmKey, type DomainsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { createDnsLookup } from "./dns/lookup.ts";
 import { startDomainsHttp, type DomainsHttp } from "./http/server.ts";
 import { jobKinds } from "./jobs/kinds.ts";
-import { JobQueue } from "./jobs/queue.ts";
+import { JobQueue, type JobKind } from "./jobs/queue.ts";
 import { createRegistrar } from "./registrar/index.ts";
 import { resolveHostRpc } from "./rpc/resolve-host.ts";
 import { domainsTools } from "./tools/index.ts";
@@ -19,14 +19,20 @@ export interface DomainsService extends RunningService {
   readonly http: DomainsHttp | null;
 }
 
+export interface DomainsServiceOptions {
+  /** Job kinds beyond jobKinds() (tests: the two-copies test adds a counting kind in its child entry point). */
+  extraJobKinds?: Record<string, JobKind>;
+}
+
 /**
  * Answers the domains tools and `host.resolve` on the bus, runs this copy's share of the stage work (the job queue:
  * any number of copies may run), and serves the edge's TLS `ask` when DOMAINS_HTTP_PORT is set.
  */
-export async function startDomainsService(deps: ServiceDeps): Promise<DomainsService> {
+export async function startDomainsService(deps: ServiceDeps, options: DomainsServiceOptions = {}): Promise<DomainsService> {
   const config = loadDomainsConfig(deps.env);
   let ctx: DomainsContext | undefined;
-  const jobs = new JobQueue({ db: deps.db, logger: deps.logger, kinds: jobKinds(() => ctx!), pollMs: config.jobPollMs, leaseMs: config.jobLeaseMs });
+  const kinds = { ...jobKinds(() => ctx!), ...options.extraJobKinds };
+  const jobs = new JobQueue({ db: deps.db, logger: deps.logger, kinds, pollMs: config.jobPollMs, leaseMs: config.jobLeaseMs });
   ctx = {
     db: deps.db,
     config,
@@ -34,7 +40,7 @@ export async function startDomainsService(deps: ServiceDeps): Promise<DomainsSer
     bus: deps.bus,
     confirmKey: domainsConfirmKey(deps.secret),
     contextKey: deps.contextKey,
-    registrar: createRegistrar(config),
+    registrar: createRegistrar(config, deps.db),
     dns: createDnsLookup(config.dnsServers),
     entitlements: new EntitlementsCache(deps.bus, deps.logger),
     jobs,
@@ -48,6 +54,9 @@ export async function startDomainsService(deps: ServiceDeps): Promise<DomainsSer
     contracts: TOOL_CONTRACTS,
     tools: domainsTools(ctx),
     rpc: {
+      // The runtime's health answer plus this copy's id (its job claims carry it in `locked_by`): with several copies
+      // running, an operator (and the two-copies test) sees which one answered.
+      health: bindRpc(RpcRequestSchema.shape.input, async () => ({ service: "domains", version: DOMAINS_VERSION, copy: jobs.copyId }), { requiresContext: false }),
       [rpcMethods.domains.resolveHost]: resolveHostRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
@@ -55,6 +64,7 @@ export async function startDomainsService(deps: ServiceDeps): Promise<DomainsSer
   });
   const http = startDomainsHttp(ctx);
   jobs.start();
+  deps.logger.info("domains copy started", { copy: jobs.copyId, httpPort: http?.port ?? null, jobKinds: Object.keys(kinds) });
   return {
     name: "domains",
     context: ctx,

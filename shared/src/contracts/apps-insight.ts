@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { AppAddressSchema } from "./common.ts";
+import { AppAddressSchema, AppRefSchema } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
 // Tools owned by services/apps that read what an app holds and does: its data, its server-code logs, its stats.
@@ -16,7 +16,7 @@ export const tool_data = defineTool({
   class: "read",
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       collection: plainText(64).optional().describe("Show only this collection"),
       recent: z
         .number()
@@ -69,7 +69,7 @@ export const tool_logs = defineTool({
   class: "read",
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       level: z
         .enum(APP_LOG_LEVELS)
         .optional()
@@ -102,13 +102,13 @@ export const tool_stats = defineTool({
   name: "tool_stats",
   title: "Show an app's statistics",
   description:
-    "Shows how often an app was opened and by how many unique viewers, per day over the last few days " +
-    "(7 unless days says otherwise), with totals for the period. Use it when the user asks how an app is used.",
+    "Shows how often an app was opened and by how many unique viewers, per day and in total (7 days unless days " +
+    "says otherwise). Use it when the user asks how an app is used.",
   service: "apps",
   class: "read",
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       days: z.number().int().min(1).max(30).default(7).describe("How many days back, today included"),
     })
     .strict(),

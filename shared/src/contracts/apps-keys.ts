@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AiKeyChoiceSchema, AiKeyScopeSchema, AppAddressSchema, UserActionSchema } from "./common.ts";
+import { AiKeyChoiceSchema, AiKeyScopeSchema, AppAddressSchema, AppRefSchema, UserActionSchema } from "./common.ts";
 import { SecretNameSchema } from "../apps/server-code.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -17,7 +17,7 @@ export const tool_secret = defineTool({
   class: "delete",
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       name: SecretNameSchema.describe("The secret's name as service.json's apis refers to it, e.g. WEATHER_KEY. Never its value"),
       action: z
         .enum(["link", "delete"])
@@ -56,7 +56,7 @@ export const ai_key = defineTool({
         .default("link")
         .describe("link = get the dashboard page where the user adds a key; delete = remove one"),
       scope: AiKeyScopeSchema,
-      address: AppAddressSchema.optional().describe("The app, when scope is tool"),
+      address: AppRefSchema.optional().describe("The app, when scope is tool"),
       provider: z
         .string()
         .regex(/^[a-z0-9-]{1,40}$/)
@@ -96,7 +96,7 @@ export const tool_ai = defineTool({
   idempotent: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       value: AiKeyChoiceSchema.describe(
         "company = the organization's key; mine = the user's own key; tool = the app's own key; none = no AI",
       ),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { AppAddressSchema, EmailSchema, PersonSchema, VisibilitySchema } from "./common.ts";
+import { AppAddressSchema, AppRefSchema, EmailSchema, PersonSchema, VisibilitySchema } from "./common.ts";
 import { AppUrlSchema } from "./apps.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -50,7 +50,7 @@ export const org_app_pause = defineTool({
   idempotent: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       paused: z.boolean().describe("true = pause the app; false = unpause it"),
       reason: plainText(500).optional().describe("Why, for the activity log and the app's owner"),
     })

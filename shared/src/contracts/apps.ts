@@ -5,6 +5,7 @@ import {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
   AppAddressSchema,
+  AppRefSchema,
   EmailSchema,
   PersonSchema,
   UserActionSchema,
@@ -42,7 +43,7 @@ export const publish = defineTool({
   timeoutMs: PUBLISH_TIMEOUT_MS,
   input: z
     .object({
-      address: AppAddressSchema.optional().describe(
+      address: AppRefSchema.optional().describe(
         "Address of an existing app to publish a new version of. Leave it out to create a new app.",
       ),
       name: plainText(PUBLISH_LIMITS.maxNameLength)
@@ -118,10 +119,9 @@ export const service_docs = defineTool({
   name: "service_docs",
   title: "Read the developer reference",
   description:
-    "Returns Hatch's developer reference in Markdown: the browser library (/_hatch/client.js: data " +
-    "collections, file buckets, calls to APIs, AI calls, server code calls), the service.json rules, and how " +
-    "server code runs. Read it before writing an app that stores data, calls an API or runs server code, and " +
-    "follow it exactly. Pass topic to read one part only.",
+    "Hatch's developer reference in Markdown: the browser library (/_hatch/client.js: data, files, API calls, AI " +
+    "calls, server code), the service.json rules and how server code runs. Read it before writing an app that " +
+    "stores data, calls an API or runs server code, and follow it exactly.",
   service: "apps",
   class: "read",
   input: z
@@ -134,7 +134,8 @@ export const service_docs = defineTool({
     .strict(),
   output: z.object({
     topic: z.enum(DOCS_TOPICS),
-    content: z.string().describe("The reference in Markdown"),
+    /** Deprecated: no longer sent; the reference is the tool's text (sending it twice cost the model twice). */
+    content: z.string().optional(),
     url: z.string().describe("The same reference on the web ({base_url}/mcp/docs)"),
   }),
 });
@@ -143,9 +144,8 @@ export const list_tools = defineTool({
   name: "list_tools",
   title: "List my apps",
   description:
-    "Lists the apps the user owns and the apps other people shared with the user, each with its address, " +
-    "name, url, who can see it, how many times it was opened in the last 7 days, and its current version. " +
-    "Use it to find an app's address before calling another tool on it.",
+    "Lists the apps the user owns and the apps shared with them: address, name, url, who can see it, opens in the " +
+    "last 7 days, current version. Use it to find an app's address.",
   service: "apps",
   class: "read",
   input: z
@@ -179,17 +179,16 @@ export const share = defineTool({
   name: "share",
   title: "Share an app",
   description:
-    "Changes who can open an app: set visibility (private = only the owner, org = the owner's organization, " +
-    "people = specific people, public = anyone with the link), add or remove people by email, and turn " +
-    "aiDiscoverable on or off. aiDiscoverable can be on only for public apps. Making an app public needs the " +
-    "user's own confirmation; if a link is returned, the user opens it in a browser and confirms there.",
+    "Changes who can open an app (visibility), adds or removes people by email, and turns aiDiscoverable on or off " +
+    "(public apps only). Making an app public needs the user's own confirmation: in their client, or through a " +
+    "returned link they open in a browser.",
   service: "apps",
   class: "change",
   idempotent: true,
   openWorld: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       visibility: VisibilitySchema.optional().describe(
         "New visibility; leave out to keep it. private = only me; org = my organization; people = specific " +
           "people by email; public = anyone with the link",
@@ -229,15 +228,14 @@ export const rollback = defineTool({
   name: "rollback",
   title: "Roll back an app",
   description:
-    "Makes an older version of an app current again; the version that was current stops being current but " +
-    "is kept. Call it without version to see the app's versions and choose one with the user, then call it " +
-    "again with that version. Returns the current version afterwards.",
+    "Makes an older version of an app current again; the others are kept. Call it without version to list the " +
+    "versions and let the user choose, then again with that version.",
   service: "apps",
   class: "change",
   idempotent: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       version: z
         .number()
         .int()
@@ -269,7 +267,7 @@ export const delete_tool = defineTool({
   service: "apps",
   class: "delete",
   idempotent: true,
-  input: z.object({ address: AppAddressSchema }).strict(),
+  input: z.object({ address: AppRefSchema }).strict(),
   output: z.object({
     status: z.enum(["deleted", "needs_user"]),
     address: AppAddressSchema,

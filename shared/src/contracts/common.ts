@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { plainText } from "../text.ts";
 
 // Building blocks shared by several tool contracts. Outputs stay plain JSON (they travel as MCP
 // structuredContent): no dates, transforms or lazy schemas; times are ISO 8601 strings.
@@ -12,6 +13,12 @@ export const AppAddressSchema = z
     error: "An app address is lowercase letters, digits and inner hyphens, e.g. my-todo",
   })
   .describe("The app's address, e.g. my-todo for https://my-todo.<apps domain>; list_tools shows every address");
+
+/**
+ * How a tool's input names an app: its address, its URL or its exact name (the apps service resolves it to the address
+ * before the tool runs). Outputs always carry the address (AppAddressSchema).
+ */
+export const AppRefSchema = plainText(300).describe("The app: its address (e.g. my-todo), its URL or its exact name; list_tools shows them");
 
 // One email rule for sign-up, sign-in and every tool that takes an email: plain ASCII (an international domain in
 // its xn-- form), a dot-atom before the @ and a domain name after it. Lookalike letters from other alphabets, zero-width

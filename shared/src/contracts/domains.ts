@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { AppAddressSchema, DnsRecordSchema, DomainNameSchema, MoneySchema, UserActionSchema } from "./common.ts";
+import { AppAddressSchema, AppRefSchema, DnsRecordSchema, DomainNameSchema, MoneySchema, UserActionSchema } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
 // Tools owned by services/domains: the company's address for apps, apps' custom domains, and bought domains.
@@ -88,7 +88,7 @@ export const custom_domains = defineTool({
     "after custom_domain.",
   service: "domains",
   class: "read",
-  input: z.object({ address: AppAddressSchema }).strict(),
+  input: z.object({ address: AppRefSchema }).strict(),
   output: z.object({
     address: AppAddressSchema,
     domains: z.array(CustomDomainSchema),
@@ -108,7 +108,7 @@ export const custom_domain = defineTool({
   openWorld: true,
   input: z
     .object({
-      address: AppAddressSchema,
+      address: AppRefSchema,
       hostname: DomainNameSchema.describe("The user's domain or subdomain for the app, e.g. todo.example.com"),
       action: z
         .enum(["connect", "disconnect"])
@@ -176,7 +176,7 @@ export const buy_domain = defineTool({
   input: z
     .object({
       domain: DomainNameSchema.describe("The domain to buy, exactly as find_domain returned it"),
-      address: AppAddressSchema.optional().describe("An app to put on the domain once it is live"),
+      address: AppRefSchema.optional().describe("An app to put on the domain once it is live"),
     })
     .strict(),
   output: z.object({

@@ -152,6 +152,7 @@ export {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
   AppAddressSchema,
+  AppRefSchema,
   AssignableRoleSchema,
   DNS_RECORD_TYPES,
   DnsRecordSchema,

@@ -17,9 +17,8 @@ export const whoami = defineTool({
   name: "whoami",
   title: "Who am I signed in as",
   description:
-    "Tells which Hatch account this connection acts as: the email, the name, and whether it is a personal " +
-    "account or a company (organization). Use it when the user asks who they are signed in as, or before " +
-    "acting on apps to confirm the right account. Takes no input.",
+    "Tells which Hatch account this connection acts as: email, name, and personal or company. Use it when the user " +
+    "asks, or to confirm the account before changing apps.",
   service: "orgs",
   class: "read",
   input: z.object({}).strict(),
@@ -107,7 +106,7 @@ export const org_setup = defineTool({
   description:
     "Creates a new organization with the user as owner (action create), turns the user's personal account " +
     "into an organization keeping its apps (action convert), or accepts an invitation the user received " +
-    "(action accept, with the invitationId that org lists). Do it only when the user asked to.",
+    "(action accept; invitationId only when several invitations wait). Do it only when the user asked to.",
   service: "orgs",
   class: "change",
   input: z
@@ -136,11 +135,10 @@ export const org_invite = defineTool({
   name: "org_invite",
   title: "Invite people or revoke invitations",
   description:
-    "Invites people to the organization by email with a role and permissions (action invite; each gets an " +
-    "email with a link to join that works for 7 days, also for someone without a Hatch account), or revokes " +
-    "their pending invitations (action revoke). Only the owner, admins and managers invite, giving roles and " +
-    "permissions at most their own. At most 50 people per call: split a longer list over several calls. " +
-    "People already members or already invited are listed in skipped.",
+    "Invites people to the organization by email with a role and permissions, or revokes their pending invitations. " +
+    "Each gets an email with a link valid for 7 days, also without a Hatch account. Only the owner, admins and " +
+    "managers invite, giving roles and permissions at most their own. At most 50 people per call: split longer " +
+    "lists. Members and people already invited come back in skipped.",
   service: "orgs",
   class: "delete",
   openWorld: true,
@@ -205,12 +203,11 @@ export const org_member_update = defineTool({
   name: "org_member_update",
   title: "Change or remove a member",
   description:
-    "Changes a member's role and permissions (action update) or removes a member (action remove); both for " +
-    "managers only (the owner, admins and managers), and only for people whose role is at most their own, " +
-    "never the owner. On remove, the first call lists the removed person's apps that will move: show that list " +
-    "to the user, ask who receives them, and call again with appsRecipient; the user then confirms in their " +
-    "client or through a link. action transfer_ownership makes the member the owner (the old owner becomes an " +
-    "admin) and is for the owner only.",
+    "Changes a member's role and permissions (update) or removes a member (remove): managers only, for people whose " +
+    "role is at most their own, never the owner. On remove, the first call lists the apps that will move: show it " +
+    "to the user, ask who receives them, and call again with appsRecipient; the user then confirms in their client " +
+    "or through a link. transfer_ownership makes the member the owner (the old owner becomes an admin): the owner " +
+    "only.",
   service: "orgs",
   class: "delete",
   input: z
@@ -249,9 +246,8 @@ export const org_activity = defineTool({
   name: "org_activity",
   title: "Read the activity log",
   description:
-    "Reads the organization's activity log, newest first, at most the latest 50 entries: who did what to " +
-    "which app and when, and through which AI client. Only managers (the owner, admins and managers) may " +
-    "read it. Narrow it with from/to dates, person (email), app (address) and action (e.g. app.published).",
+    "Reads the organization's activity log, newest first, the latest 50 at most: who did what to which app, when, " +
+    "and through which AI client. Managers only (the owner, admins and managers).",
   service: "orgs",
   class: "read",
   input: z

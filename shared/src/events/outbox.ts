@@ -40,6 +40,8 @@ export interface OutboxRelay {
   /** Publishes what is pending now; never throws (a failure is logged and retried by the poll). */
   flush(): Promise<void>;
   stop(): Promise<void>;
+  /** Events not yet on the stream and the age of the oldest (the metrics' outbox lag). */
+  lag(): Promise<{ pending: number; oldestSeconds: number }>;
 }
 
 export interface OutboxRelayOptions {
@@ -142,6 +144,16 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       clearInterval(timer);
       timer = undefined;
       await running;
+    },
+    async lag() {
+      const [row] = await db
+        .select({
+          pending: sql<number>`count(*)::int`,
+          oldestSeconds: sql<number>`coalesce(extract(epoch from now() - min(${table.createdAt})), 0)::float8`,
+        })
+        .from(table)
+        .where(isNull(table.sentAt));
+      return { pending: Number(row?.pending ?? 0), oldestSeconds: Number(row?.oldestSeconds ?? 0) };
     },
   };
 }

@@ -17,6 +17,12 @@ export interface RateDecision {
 export interface RateCounter {
   /** Counts one event for `key` in the current window of `windowMs`; refused once `limit` are in it. */
   take(key: string, limit: number, windowMs: number): Promise<RateDecision>;
+  /** Events counted for `key` in the current window, without counting one. */
+  peek(key: string, windowMs: number): Promise<number>;
+  /** Takes back one event of the current window (one counted up front that turned out fine). */
+  release(key: string, windowMs: number): Promise<void>;
+  /** Forgets the current window of `key`. */
+  reset(key: string, windowMs: number): Promise<void>;
   close(): void;
 }
 
@@ -39,7 +45,30 @@ export class MemoryRateCounter implements RateCounter {
     this.windows.delete(slot);
     this.windows.set(slot, count);
     if (this.windows.size > this.maxKeys) this.windows.delete(this.windows.keys().next().value!);
-    return { allowed: count <= limit, retryAfterSeconds: count <= limit ? 0 : retryAfter(now, windowMs) };
+    if (count > limit) {
+      // A refused event is not counted: the window holds what was let through.
+      this.windows.set(slot, count - 1);
+      return { allowed: false, retryAfterSeconds: retryAfter(now, windowMs) };
+    }
+    return { allowed: true, retryAfterSeconds: 0 };
+  }
+
+  private slot(key: string, windowMs: number): string {
+    return `${key}\n${windowMs}\n${windowOf(this.now(), windowMs)}`;
+  }
+
+  async peek(key: string, windowMs: number): Promise<number> {
+    return this.windows.get(this.slot(key, windowMs)) ?? 0;
+  }
+
+  async release(key: string, windowMs: number): Promise<void> {
+    const slot = this.slot(key, windowMs);
+    const count = this.windows.get(slot) ?? 0;
+    if (count > 0) this.windows.set(slot, count - 1);
+  }
+
+  async reset(key: string, windowMs: number): Promise<void> {
+    this.windows.delete(this.slot(key, windowMs));
   }
 
   close(): void {
@@ -61,10 +90,8 @@ export class KvRateCounter implements RateCounter {
 
   async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
     const now = this.now();
-    // KV keys are restricted ([-/_=.a-zA-Z0-9]): the caller's key is hashed.
-    const entry = `${createHash("sha256").update(key).digest("base64url").slice(0, 32)}.${windowMs}.${windowOf(now, windowMs)}`;
-    this.bucket ??= this.open();
-    const kv = await this.bucket;
+    const entry = this.entry(key, windowMs, now);
+    const kv = await this.kv();
     for (let attempt = 0; attempt < 8; attempt++) {
       const current = await kv.get(entry);
       const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
@@ -80,6 +107,41 @@ export class KvRateCounter implements RateCounter {
     }
     // Heavily contended: let the call through rather than refuse on our own failure to count.
     return { allowed: true, retryAfterSeconds: 0 };
+  }
+
+  /** KV keys are restricted ([-/_=.a-zA-Z0-9]): the caller's key is hashed. */
+  private entry(key: string, windowMs: number, now = this.now()): string {
+    return `${createHash("sha256").update(key).digest("base64url").slice(0, 32)}.${windowMs}.${windowOf(now, windowMs)}`;
+  }
+
+  private kv(): Promise<KV> {
+    this.bucket ??= this.open();
+    return this.bucket;
+  }
+
+  async peek(key: string, windowMs: number): Promise<number> {
+    const current = await (await this.kv()).get(this.entry(key, windowMs));
+    return current && current.operation === "PUT" ? Number(current.string()) : 0;
+  }
+
+  async release(key: string, windowMs: number): Promise<void> {
+    const kv = await this.kv();
+    const entry = this.entry(key, windowMs);
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const current = await kv.get(entry);
+      const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
+      if (!current || count <= 0) return;
+      try {
+        await kv.update(entry, String(count - 1), current.revision);
+        return;
+      } catch (error) {
+        if (!isLostRace(error)) throw error;
+      }
+    }
+  }
+
+  async reset(key: string, windowMs: number): Promise<void> {
+    await (await this.kv()).delete(this.entry(key, windowMs));
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { isToolError } from "@hatch/shared";
+import { isToolError, metrics, statusClass } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
@@ -219,6 +219,12 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
 
+  /** hatch_app_host_requests_total by status class, and the time to the response headers. */
+  const counted = (response: Response, started: number): Response => {
+    metrics.appHostRequests.inc({ status: statusClass(response.status) });
+    metrics.appHostSeconds.observe((performance.now() - started) / 1000);
+    return response;
+  };
   const failed = (error: unknown): Response => {
     log.error("app host request failed", { error });
     return pages.failed();
@@ -230,11 +236,12 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
     maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
     fetch(request, server) {
+      const started = performance.now();
       try {
         const response = handle(request, server);
-        return response instanceof Promise ? response.catch(failed) : response;
+        return response instanceof Promise ? response.catch(failed).then((r) => counted(r, started)) : counted(response, started);
       } catch (error) {
-        return failed(error);
+        return counted(failed(error), started);
       }
     },
   });

@@ -19,7 +19,7 @@ export function rollbackTool(app: AppsContext) {
       if (input.version === undefined) {
         const lines = rows.map((v) => `- v${v.number}${v.number === current.currentVersion ? " (current)" : ""}: ${iso(v.createdAt)} by ${v.publisherEmail}, ${v.fileCount} files`);
         return {
-          text: rows.length ? `Versions of ${current.address}, newest first:\n${lines.join("\n")}\nNothing was changed. Call rollback again with the version the user picks.` : `${current.address} has no versions yet.`,
+          text: rows.length ? `Versions of ${current.address} (${url}), newest first:\n${lines.join("\n")}\nNothing was changed. Call rollback again with the version the user picks.` : `${current.address} has no versions yet.`,
           data: { status: "choose_version" as const, ...base, currentVersion: current.currentVersion, versions: list(current.currentVersion) },
         };
       }

@@ -11,7 +11,9 @@ import { gateMakePublic } from "../public-gate.ts";
 export function shareTool(app: AppsContext) {
   return bindTool(share, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ShareOutput>> => {
     const current = await requireOwnedApp(app.db, ctx, input.address);
-    const visibility = input.visibility ?? current.visibility;
+    // Adding people to a private app means the user wants them to open it: it becomes `people` (and the answer says so).
+    const widened = input.visibility === undefined && current.visibility === "private" && (input.add?.length ?? 0) > 0;
+    const visibility = input.visibility ?? (widened ? "people" : current.visibility);
     const aiDiscoverable = visibility === "public" ? (input.aiDiscoverable ?? current.aiDiscoverable) : false;
     if (input.aiDiscoverable && visibility !== "public") {
       throw new ToolError("invalid_input", `aiDiscoverable can be on only for public apps, and ${input.address} would be ${visibility}. Nothing was changed. Make it public first (visibility "public"; the user confirms), or leave aiDiscoverable out.`);
@@ -47,7 +49,7 @@ export function shareTool(app: AppsContext) {
     app.logger.info("shared", { address: current.address, visibility, people: people.length });
     const url = appUrl(app.config, current.address);
     return {
-      text: summary(current.address, url, visibility, people, aiDiscoverable),
+      text: `${widened ? `${current.address} was private, so it is now shared with people. ` : ""}${summary(current.address, url, visibility, people, aiDiscoverable)}`,
       data: { status: "updated", address: current.address, url, visibility, people, aiDiscoverable },
     };
   });

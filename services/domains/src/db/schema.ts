@@ -94,6 +94,14 @@ export const boughtDomains = domains.table(
     chargeId: text("charge_id"),
     chargeStatus: text("charge_status").$type<"charged" | "refunded">().notNull(),
     problem: text("problem"),
+    /** Who bought it, as the renewal charge's context needs them (migration 0002_buy). */
+    buyerEmail: text("buyer_email"),
+    buyerName: text("buyer_name"),
+    accountKind: text("account_kind").$type<"personal" | "company">(),
+    /** The DNS records put in its zone at the registrar (pointing at the edge). */
+    zoneRecords: jsonb("zone_records").$type<{ type: "A" | "AAAA" | "CNAME" | "TXT"; host: string; value: string }[]>(),
+    registeredAt: timestamp("registered_at", { withTimezone: true }),
+    liveAt: timestamp("live_at", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
@@ -133,3 +141,46 @@ export const jobs = domains.table(
 
 export const outbox = outboxTable(domains);
 export const confirmUses = confirmUsesTable(domains);
+
+/**
+ * The price a buy_domain question showed, by its confirm token's id (migration 0002_buy): the answer buys only at
+ * this exact price for this domain; a different price now asks again.
+ */
+export const domainQuotes = domains.table("domain_quotes", {
+  confirmId: text("confirm_id").primaryKey(),
+  domain: text("domain").notNull(),
+  accountId: text("account_id").notNull(),
+  currency: text("currency").notNull(),
+  firstYearMinor: bigint("first_year_minor", { mode: "number" }).notNull(),
+  renewalMinor: bigint("renewal_minor", { mode: "number" }).notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * The simulated registrar's registrations (REGISTRAR=simulated, migration 0002_buy): in the database so that every
+ * copy of the service sees the same registrar. Stages follow the clock: registered `step` after `requested_at`,
+ * records live another `step` later.
+ */
+export const simulatedRegistrations = domains.table("simulated_registrations", {
+  domain: text("domain").primaryKey(),
+  ref: text("ref").notNull(),
+  priceMinor: bigint("price_minor", { mode: "number" }).notNull(),
+  registrant: jsonb("registrant").$type<Registrant>().notNull(),
+  records: jsonb("records").$type<{ type: string; host: string; value: string }[]>().notNull().default([]),
+  requestedAt: timestamp("requested_at", { withTimezone: true }).notNull().defaultNow(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  renewals: integer("renewals").notNull().default(0),
+});
+
+/**
+ * Overrides of the simulated registrar's computed offer for one name (tests and demos: a price that changes, a name
+ * taken meanwhile). Absent, the offer comes from the name (simulated.ts).
+ */
+export const simulatedOffers = domains.table("simulated_offers", {
+  domain: text("domain").primaryKey(),
+  available: boolean("available").notNull().default(true),
+  premium: boolean("premium").notNull().default(false),
+  firstYearMinor: bigint("first_year_minor", { mode: "number" }).notNull(),
+  renewalMinor: bigint("renewal_minor", { mode: "number" }).notNull(),
+});

@@ -1,5 +1,5 @@
 import { randomId, type Database, type Logger } from "@hatch/shared";
-import { and, asc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { jobs } from "../db/schema.ts";
 
 // Stage work shared by every copy of the domains service. A job is a row; a copy claims due rows with
@@ -56,7 +56,8 @@ export interface NewJob {
 
 /**
  * Queues a job inside the caller's transaction (the one that makes the change the job follows up). An open job of the
- * same kind and key is kept, with the earlier of the two run times and the new payload.
+ * same kind and key is kept, with the earlier of the two run times and the new payload. If that job is running now,
+ * its run still commits, and the job then stays open to run again at once with the new payload.
  */
 export async function enqueueJob(tx: Pick<Database, "insert">, job: NewJob): Promise<void> {
   const runAt = sql`now() + ${job.inMs ?? 0} * interval '1 millisecond'`;
@@ -66,7 +67,9 @@ export async function enqueueJob(tx: Pick<Database, "insert">, job: NewJob): Pro
     .onConflictDoUpdate({
       target: [jobs.kind, jobs.key],
       targetWhere: sql`${jobs.doneAt} IS NULL`,
-      set: { runAt: sql`LEAST(${jobs.runAt}, excluded.run_at)`, payload: sql`excluded.payload`, updatedAt: sql`now()` },
+      // clock_timestamp(), not now(): taken after the row lock, so it differs from the stamp of a claim that committed
+      // before; a run in flight sees that the job was asked for again (JobQueue.run).
+      set: { runAt: sql`LEAST(${jobs.runAt}, excluded.run_at)`, payload: sql`excluded.payload`, updatedAt: sql`clock_timestamp()` },
     });
 }
 
@@ -177,10 +180,10 @@ export class JobQueue {
       .update(jobs)
       .set({ lockedBy: claim, lockedUntil: sql`now() + ${this.leaseMs} * interval '1 millisecond'`, updatedAt: sql`now()` })
       .where(inArray(jobs.id, due))
-      .returning();
-    for (const job of claimed) {
+      .returning({ ...getTableColumns(jobs), stamp: sql<string>`${jobs.updatedAt}::text` });
+    for (const { stamp, ...job } of claimed) {
       const abort = new AbortController();
-      const done = this.run(job, claim, abort).finally(() => {
+      const done = this.run(job, claim, stamp, abort).finally(() => {
         this.running.delete(job.id);
         if (!this.stopped) this.schedule(0);
       });
@@ -189,7 +192,8 @@ export class JobQueue {
     return claimed.map((job) => this.running.get(job.id)?.done ?? Promise.resolve());
   }
 
-  private async run(job: JobRow, claim: string, abort: AbortController): Promise<void> {
+  /** `stamp`: the job's updated_at as the claim wrote it; a different one at completion = enqueued again meanwhile. */
+  private async run(job: JobRow, claim: string, stamp: string, abort: AbortController): Promise<void> {
     const kind = this.kinds[job.kind];
     const log = this.log.child({ job: job.id, kind: job.kind, key: job.key });
     // Renew the lease while the handler works; losing it aborts the run.
@@ -209,6 +213,9 @@ export class JobQueue {
       const outcome = await kind.run(job, abort.signal);
       if (abort.signal.aborted) throw new LeaseLost();
       await this.db.transaction(async (tx) => {
+        // Enqueued again while this run was out: this run's changes commit, and the job stays open, due at once (the
+        // earlier of the two run times: it was due when claimed) with the payload of that request.
+        const again = sql`(${jobs.updatedAt} IS DISTINCT FROM ${stamp}::timestamptz)`;
         const next = outcome.againInMs === undefined ? null : sql`now() + ${outcome.againInMs} * interval '1 millisecond'`;
         const updated = await tx
           .update(jobs)
@@ -219,7 +226,12 @@ export class JobQueue {
             runs: sql`${jobs.runs} + 1`,
             lastError: null,
             updatedAt: sql`now()`,
-            ...(next ? { runAt: next, ...(outcome.payload ? { payload: outcome.payload } : {}) } : { doneAt: sql`now()` }),
+            ...(next
+              ? {
+                  runAt: sql`CASE WHEN ${again} THEN ${jobs.runAt} ELSE ${next} END`,
+                  ...(outcome.payload ? { payload: sql`CASE WHEN ${again} THEN ${jobs.payload} ELSE ${JSON.stringify(outcome.payload)}::jsonb END` } : {}),
+                }
+              : { doneAt: sql`CASE WHEN ${again} THEN NULL ELSE now() END` }),
           })
           .where(and(eq(jobs.id, job.id), eq(jobs.lockedBy, claim), gt(jobs.lockedUntil, sql`now()`)))
           .returning({ id: jobs.id });

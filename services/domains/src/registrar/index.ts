@@ -1,11 +1,12 @@
+import type { Database } from "@hatch/shared";
 import type { DomainsConfig } from "../config.ts";
-import { RegistrarUnavailable, type Registrar } from "./types.ts";
+import { createNamecomRegistrar } from "./namecom.ts";
+import { createSimulatedRegistrar } from "./simulated.ts";
+import type { Registrar } from "./types.ts";
 
-/** The registrar REGISTRAR names: the simulated one (default) or Name.com's API. */
-export function createRegistrar(config: DomainsConfig): Registrar {
-  // Replaced by simulated.ts and namecom.ts.
-  const down = async (): Promise<never> => {
-    throw new RegistrarUnavailable(`the ${config.registrar.kind} registrar is not built yet`);
-  };
-  return { name: config.registrar.kind, check: down, register: down, status: down, recordsLive: down, renew: down };
+/** The registrar REGISTRAR names: the simulated one (default; its state in the domains database) or Name.com's API. */
+export function createRegistrar(config: DomainsConfig, db: Database): Registrar {
+  const settings = config.registrar;
+  if (settings.kind === "namecom") return createNamecomRegistrar({ apiUrl: settings.apiUrl, username: settings.username, token: settings.token });
+  return createSimulatedRegistrar(db, settings.stepMs);
 }

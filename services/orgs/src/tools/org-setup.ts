@@ -1,6 +1,7 @@
 import { bindTool, org_setup, ToolError, type CallContext, type ToolOutput } from "@hatch/shared";
 import { eq } from "drizzle-orm";
 import { acceptInvitation } from "../accept.ts";
+import { invitationsForEmail } from "../db/invitations.ts";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, findPersonIn, newAccountId, type PersonView } from "../db/accounts.ts";
 import { accounts, members, people } from "../db/schema.ts";
@@ -62,11 +63,20 @@ async function convert(orgs: OrgsContext, ctx: CallContext, name: string): Promi
   return { status: "converted", org: { id: me.accountId, name }, role: "owner", permissions: effectivePermissions("owner", []) };
 }
 
+/** accept without an invitationId: the one invitation waiting for the caller; none or several is an answer that lists them. */
+async function theOneWaiting(orgs: OrgsContext, ctx: CallContext): Promise<string> {
+  if (!ctx.emailVerified) throw new ToolError("forbidden", `Accepting an invitation needs a verified email; ${ctx.email} is not verified yet. Verify it from the sign-in page, or open the link in the invitation email.`);
+  const waiting = await invitationsForEmail(orgs.db, ctx.email);
+  if (waiting.length === 1) return waiting[0]!.invitation.id;
+  if (waiting.length === 0) throw new ToolError("not_found", `No invitation is waiting for ${ctx.email}. Ask the organization to invite this address.`);
+  const list = waiting.map(({ invitation, orgName }) => `${orgName} (invitationId ${invitation.id})`).join(", ");
+  throw new ToolError("invalid_input", `Several invitations are waiting: ${list}. Ask the user which organization to join and call again with its invitationId.`);
+}
+
 export function orgSetupTool(orgs: OrgsContext) {
   return bindTool(org_setup, async ({ ctx, input }) => {
     if (input.action === "accept") {
-      if (!input.invitationId) throw new ToolError("invalid_input", "Give the invitationId (org lists the invitations waiting for the user) for action accept.");
-      const joined = await acceptInvitation(orgs, ctx, { id: input.invitationId });
+      const joined = await acceptInvitation(orgs, ctx, { id: input.invitationId ?? (await theOneWaiting(orgs, ctx)) });
       return {
         text: `Joined ${joined.org.name} as ${joined.role}. From the next call on, you act in ${joined.org.name}.`,
         data: { status: "joined" as const, org: joined.org, role: joined.role, permissions: joined.permissions },

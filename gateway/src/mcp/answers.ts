@@ -1,0 +1,59 @@
+import type { Question } from "@hatch/shared";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+
+// What the user answered in a form (MCP form elicitation), checked before it goes to the service. Declining,
+// cancelling and leaving a confirmation box unticked mean one thing, so they get one shape: not an error, status
+// `declined`, nothing changed. An answer that does not fit the form (a client that sent a string for a number,
+// left out a required field, picked something not offered) is told apart from a fault and names the field.
+
+export type AnswerCheck = { ok: true; answer: Record<string, unknown> } | { ok: false; result: CallToolResult };
+
+/** The one shape of "the user said no" (declined, cancelled, a confirmation box left unticked). */
+export function declinedResult(tool: string): CallToolResult {
+  return {
+    content: [{ type: "text", text: `The user declined ${tool}, so nothing was changed. Do not call it again for this unless the user asks.` }],
+    structuredContent: { status: "declined" },
+  };
+}
+
+/**
+ * Checks a form answer against the question's flat schema. A required boolean is a confirmation box: unless it is
+ * true, the user declined. null (declined or cancelled in the client) is declined too.
+ */
+export function checkAnswer(tool: string, question: Question, answer: Record<string, unknown> | null): AnswerCheck {
+  if (answer === null) return { ok: false, result: declinedResult(tool) };
+  const { properties, required = [] } = question.schema;
+  for (const key of required) {
+    if (properties[key]?.type === "boolean" && answer[key] !== true) return { ok: false, result: declinedResult(tool) };
+  }
+  const problems: string[] = [];
+  for (const key of required) if (answer[key] === undefined || answer[key] === "") problems.push(`${key} is required`);
+  for (const [key, value] of Object.entries(answer)) {
+    const field = properties[key];
+    if (!field) {
+      problems.push(`${key} is not a field of this form`);
+      continue;
+    }
+    if (value === undefined || value === null) continue;
+    const fits =
+      field.type === "boolean"
+        ? typeof value === "boolean"
+        : field.type === "string"
+          ? typeof value === "string" && (!field.enum || field.enum.includes(value))
+          : typeof value === "number" && Number.isFinite(value) && (field.type === "number" || Number.isInteger(value));
+    if (!fits) problems.push(`${key} must be ${field.enum ? `one of ${field.enum.join(", ")}` : `a ${field.type}`}`);
+  }
+  if (problems.length === 0) return { ok: true, answer };
+  return {
+    ok: false,
+    result: {
+      isError: true,
+      content: [
+        {
+          type: "text",
+          text: `The answer the user's client sent does not fit the form (${problems.join("; ")}), so ${tool} changed nothing. Call ${tool} again to ask again. (invalid_input)`,
+        },
+      ],
+    },
+  };
+}

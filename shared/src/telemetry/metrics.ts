@@ -1,0 +1,162 @@
+import { timingSafeEqual } from "node:crypto";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Logger } from "../logger.ts";
+
+// Prometheus metrics of this process, on one registry: the gateway serves it at /metrics, a service started alone on
+// METRICS_PORT. In `bun run dev` every service runs in the gateway's process, so its /metrics covers them all.
+// prom-client's default Node metrics are left out: under Bun its event-loop figures are meaningless (NaN, 9e9).
+
+export const metricsRegistry = new Registry();
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export const metrics = {
+  /** Every tools/call the gateway answered, by tool and outcome (ok, needs_user, an error code, declined). */
+  mcpToolCalls: new Counter({
+    name: "hatch_mcp_tool_calls_total",
+    help: "MCP tool calls answered by the gateway, by tool and outcome (ok, needs_user, the error code, or error for a declined question).",
+    labelNames: ["tool", "outcome"] as const,
+    registers: [metricsRegistry],
+  }),
+  mcpToolCallSeconds: new Histogram({
+    name: "hatch_mcp_tool_call_duration_seconds",
+    help: "Time from tools/call to its answer at the gateway, including the service and any question to the user.",
+    labelNames: ["tool"] as const,
+    buckets: SECONDS,
+    registers: [metricsRegistry],
+  }),
+  serviceToolCalls: new Counter({
+    name: "hatch_service_tool_calls_total",
+    help: "Tool calls handled by a service, by service, tool and outcome (ok, ask or the error code).",
+    labelNames: ["service", "tool", "outcome"] as const,
+    registers: [metricsRegistry],
+  }),
+  serviceToolCallSeconds: new Histogram({
+    name: "hatch_service_tool_call_duration_seconds",
+    help: "Time a service took to handle a tool call, including its outbox flush.",
+    labelNames: ["service", "tool"] as const,
+    buckets: SECONDS,
+    registers: [metricsRegistry],
+  }),
+  busTimeouts: new Counter({
+    name: "hatch_bus_request_timeouts_total",
+    help: "Bus requests that got no answer in time, by target (tools.<service> or rpc.<service>).",
+    labelNames: ["target"] as const,
+    registers: [metricsRegistry],
+  }),
+  appHostRequests: new Counter({
+    name: "hatch_app_host_requests_total",
+    help: "Requests answered by the app host, by status class (2xx, 3xx, 4xx, 5xx).",
+    labelNames: ["status"] as const,
+    registers: [metricsRegistry],
+  }),
+  appHostSeconds: new Histogram({
+    name: "hatch_app_host_request_duration_seconds",
+    help: "Time the app host took to answer a request (to its response headers).",
+    buckets: SECONDS,
+    registers: [metricsRegistry],
+  }),
+};
+
+/** `tools.orgs.whoami` → `tools.orgs`: a label with as many values as there are services. */
+export function busTarget(subject: string): string {
+  return subject.split(".").slice(0, 2).join(".");
+}
+
+export function statusClass(status: number): string {
+  return `${Math.floor(status / 100)}xx`;
+}
+
+export interface OutboxLag {
+  pending: number;
+  oldestSeconds: number;
+}
+
+const outboxSources = new Map<symbol, { service: string; lag: () => Promise<OutboxLag> }>();
+
+new Gauge({
+  name: "hatch_outbox_pending_events",
+  help: "Events written to a service's outbox and not yet on the stream.",
+  labelNames: ["service"] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    this.reset();
+    for (const [service, lag] of await readOutboxes()) this.set({ service }, lag.pending);
+  },
+});
+new Gauge({
+  name: "hatch_outbox_oldest_pending_seconds",
+  help: "Age of the oldest event still waiting in a service's outbox (0 when none waits).",
+  labelNames: ["service"] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    this.reset();
+    for (const [service, lag] of await readOutboxes()) this.set({ service }, lag.oldestSeconds);
+  },
+});
+new Gauge({
+  name: "hatch_process_resident_memory_bytes",
+  help: "Resident memory of this process.",
+  registers: [metricsRegistry],
+  collect() {
+    this.set(process.memoryUsage().rss);
+  },
+});
+
+// Both outbox gauges are collected in one scrape: read the tables once for the two.
+let reading: Promise<Array<[string, OutboxLag]>> | null = null;
+function readOutboxes(): Promise<Array<[string, OutboxLag]>> {
+  reading ??= Promise.all(
+    [...outboxSources.values()].map(async ({ service, lag }) => [service, await lag().catch(() => ({ pending: Number.NaN, oldestSeconds: Number.NaN }))] as [string, OutboxLag]),
+  ).finally(() => queueMicrotask(() => (reading = null)));
+  return reading;
+}
+
+/** Reports a service's outbox lag at each scrape; returns the function that stops it (the service's stop). */
+export function watchOutbox(service: string, lag: () => Promise<OutboxLag>): () => void {
+  const key = Symbol(service);
+  outboxSources.set(key, { service, lag });
+  return () => void outboxSources.delete(key);
+}
+
+/**
+ * The /metrics answer. With a token configured, only `Authorization: Bearer <token>` gets the figures (tool names and
+ * call counts say what a deployment is used for); without one, whoever can reach the listener can read them.
+ */
+export async function metricsResponse(request: Request, token: string | undefined, log?: Logger): Promise<Response> {
+  if (token && !bearerMatches(request.headers.get("authorization"), token)) {
+    return new Response("Send the metrics token as Authorization: Bearer <METRICS_TOKEN>.\n", {
+      status: 401,
+      headers: { "WWW-Authenticate": 'Bearer realm="metrics"', "Content-Type": "text/plain" },
+    });
+  }
+  try {
+    return new Response(await metricsRegistry.metrics(), { headers: { "Content-Type": metricsRegistry.contentType } });
+  } catch (error) {
+    log?.error("collecting metrics failed", { error });
+    return new Response("Collecting metrics failed; see the log.\n", { status: 500, headers: { "Content-Type": "text/plain" } });
+  }
+}
+
+function bearerMatches(header: string | null, token: string): boolean {
+  const given = Buffer.from(/^Bearer (.+)$/i.exec(header ?? "")?.[1] ?? "");
+  const wanted = Buffer.from(token);
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+export interface MetricsListener {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** A process without an HTTP server of its own (a service started alone) serves /metrics here. */
+export function serveMetrics(options: { port: number; hostname?: string; token?: string; logger?: Logger }): MetricsListener {
+  const server = Bun.serve({
+    port: options.port,
+    hostname: options.hostname ?? "127.0.0.1",
+    fetch: (request) =>
+      new URL(request.url).pathname === "/metrics" ? metricsResponse(request, options.token, options.logger) : new Response("Not found: metrics are at /metrics.\n", { status: 404 }),
+  });
+  options.logger?.info("metrics listening", { port: server.port, path: "/metrics" });
+  return { port: server.port ?? options.port, stop: () => server.stop(true) };
+}
