@@ -67,8 +67,10 @@ for (const mode of MODES) {
       const files = [{ path: "index.html", content: html("Form"), encoding: "utf8" }];
       const no = await connectFormClient(hatch, alice.accessToken, () => ({ action: "accept", content: { confirm: false } }));
       const refused = await no.client.callTool({ name: "publish", arguments: { name: "Form Public", visibility: "public", files } });
-      expect(refused.isError).toBe(true);
-      expect(textOf(refused)).toContain("did not confirm");
+      // An unticked box is the one "declined" shape (not an error, nothing changed), answered by the gateway.
+      expect(refused.isError).toBeFalsy();
+      expect(refused.structuredContent).toEqual({ status: "declined" });
+      expect(textOf(refused)).toContain("The user declined publish, so nothing was changed.");
       expect(no.asked).toEqual([expect.stringContaining('Make the new app "Form Public" public?')]);
       await no.client.close();
       expect((await addresses()).map((a) => a.address)).not.toContain("form-public");
