@@ -88,10 +88,10 @@ for (const mode of MODES) {
         [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }, { path: "service.json", content: "{nope", encoding: "utf8" }] }, "service.json is not valid JSON"],
         [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }, { path: "service.json", content: '{"spaa": true}', encoding: "utf8" }] }, "Known keys: spa, notFound"],
         [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }, { path: "service.json", content: '{"notFound": "missing.html"}', encoding: "utf8" }] }, "no such file"],
-        [{ files: [{ path: "../etc/passwd", content: "x", encoding: "utf8" }] }, "no . or .. parts"],
+        [{ files: [{ path: "../etc/passwd", content: "x", encoding: "utf8" }] }, "no .. parts"],
         [{ files: [{ path: "index.html", content: "@@@", encoding: "base64" }] }, "not valid base64"],
         [{ files: [{ path: "index.html", content: "a", encoding: "utf8" }, { path: "index.html", content: "b", encoding: "utf8" }] }, "listed twice"],
-        [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }], manifest: [{ path: "index.html", sha256: sha256("x"), size: 1 }] }, "Give exactly one of files"],
+        [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }], manifest: [{ path: "index.html", sha256: sha256("x"), size: 1 }] }, "Give exactly one of upload: true"],
         [{ manifest: [{ path: "index.html", sha256: sha256("x"), size: 30 * 1024 * 1024 }] }, "one file may be at most 25 MB"],
       ];
       for (const [args, message] of cases) {
@@ -112,21 +112,24 @@ for (const mode of MODES) {
       const manifest = [...files].map(([path, bytes]) => ({ path, sha256: sha256(bytes), size: bytes.byteLength }));
       const first = await callOk(alice, "publish", { name: "Big App", visibility: "private", manifest });
       expect(first.status).toBe("needs_upload");
-      const uploads = first.uploads as { path: string; url: string; method: string }[];
-      expect(uploads.map((u) => u.path).sort()).toEqual([...files.keys()].sort());
+      const missing = first.missing as string[];
+      const urlOf = (path: string) => `${first.uploadUrl}${path}`;
+      expect(missing.sort()).toEqual([...files.keys()].sort());
 
-      const wrong = await fetch(uploads[0]!.url, { method: "PUT", body: new Blob([new Uint8Array(files.get(uploads[0]!.path)!.byteLength)]) });
+      const wrong = await fetch(urlOf(missing[0]!), { method: "PUT", body: new Blob([new Uint8Array(files.get(missing[0]!)!.byteLength)]) });
       expect(wrong.status).toBe(400);
       expect(await wrong.text()).toContain("hash");
-      for (const upload of uploads) {
-        const put = await fetch(upload.url, { method: "PUT", body: new Blob([files.get(upload.path)!]) });
+      for (const path of missing) {
+        const put = await fetch(urlOf(path), { method: "PUT", body: new Blob([files.get(path)!]) });
         expect(put.status).toBe(201);
       }
-      const replay = await fetch(uploads[0]!.url, { method: "PUT", body: new Blob([files.get(uploads[0]!.path)!]) });
-      expect(replay.status).toBe(404);
+      const replay = await fetch(urlOf(missing[0]!), { method: "PUT", body: new Blob([files.get(missing[0]!)!]) });
+      expect(replay.status).toBe(200);
 
-      const done = await callOk(alice, "publish", { name: "Big App", visibility: "private", manifest });
+      const done = await callOk(alice, "publish", { uploadId: first.uploadId });
       expect(done).toMatchObject({ status: "published", address: "big-app", version: 1 });
+      const gone = await fetch(urlOf(missing[0]!), { method: "PUT", body: new Blob([files.get(missing[0]!)!]) });
+      expect(gone.status).toBe(410);
 
       // Republish with one changed file: only that file is asked for.
       files.set("index.html", new TextEncoder().encode(page("big v2")));
@@ -134,8 +137,8 @@ for (const mode of MODES) {
       const again = await callOk(alice, "publish", { address: "big-app", manifest: changed });
       expect(again.status).toBe("needs_upload");
       expect(again.missing).toEqual(["index.html"]);
-      const [only] = again.uploads as { url: string }[];
-      expect((await fetch(only!.url, { method: "PUT", body: new Blob([files.get("index.html")!]) })).status).toBe(201);
+      expect((await fetch(`${again.uploadUrl}index.html`, { method: "PUT", body: new Blob([files.get("index.html")!]) })).status).toBe(201);
+      // Calling again with the same manifest (as before upload ids) finishes too: nothing is missing any more.
       expect(await callOk(alice, "publish", { address: "big-app", manifest: changed })).toMatchObject({ status: "published", version: 2 });
     });
 
@@ -151,11 +154,11 @@ for (const mode of MODES) {
       const asked = await callOk(eve, "publish", { name: "Bobs", visibility: "private", manifest });
       expect(asked.status).toBe("needs_upload");
       expect((asked.missing as string[]).sort()).toEqual(["index.html", "stolen.bin"]);
-      for (const upload of asked.uploads as { path: string; url: string }[]) {
-        const body = upload.path === "index.html" ? index : logo;
-        expect((await fetch(upload.url, { method: "PUT", body: new Blob([body]) })).status).toBe(201);
+      for (const path of asked.missing as string[]) {
+        const body = path === "index.html" ? index : logo;
+        expect((await fetch(`${asked.uploadUrl}${path}`, { method: "PUT", body: new Blob([body]) })).status).toBe(201);
       }
-      expect(await callOk(eve, "publish", { name: "Bobs", visibility: "private", manifest })).toMatchObject({ status: "published", address: "bobs" });
+      expect(await callOk(eve, "publish", { uploadId: asked.uploadId })).toMatchObject({ status: "published", address: "bobs" });
       // Now that Eve has had the bytes, her own republish does not ask for them again.
       expect(await callOk(eve, "publish", { address: "bobs", manifest })).toMatchObject({ status: "published", version: 2 });
       await eve.close();

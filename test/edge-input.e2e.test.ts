@@ -139,12 +139,12 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
 
-    test("a 1.5 MB inline publish is published, or refused with limit_exceeded and the manifest hint; never internal", async () => {
+    test("a 1.5 MB inline publish is published, or refused with limit_exceeded and the upload: true hint; never internal", async () => {
       // Whether it fits depends on the nats-server's max_payload (8 MB in compose; 1 MB is NATS's default).
       const big = page("Big") + "<!--" + "a".repeat(1_500_000) + "-->";
       const result = await client.callTool({ name: "publish", arguments: { name: "Big App", visibility: "private", files: [{ path: "index.html", content: big, encoding: "utf8" }] } });
       if (result.isError) {
-        expect(textOf(result)).toContain("manifest");
+        expect(textOf(result)).toContain("upload: true");
         expect(textOf(result)).toEndWith("(limit_exceeded)");
       } else {
         expect(result.structuredContent).toMatchObject({ status: "published", version: 1 });
@@ -152,15 +152,15 @@ for (const mode of MODES) {
       if (mode === "embedded") expect(result.isError).toBeFalsy();
     });
 
-    test("inline files over the inline limit are refused with limit_exceeded and the manifest hint", async () => {
+    test("inline files over the inline limit are refused with limit_exceeded and the upload: true hint", async () => {
       const files = [
         { path: "index.html", content: page("Huge"), encoding: "utf8" },
         { path: "a.txt", content: "a".repeat(2_000_000), encoding: "utf8" },
         { path: "b.bin", content: Buffer.alloc(1_200_000, 7).toString("base64"), encoding: "base64" },
       ];
       const text = await refusal(client, "publish", { name: "Huge App", visibility: "private", files });
-      expect(text).toContain("inline files may hold at most 3 MB together");
-      expect(text).toContain("Publish this folder with a manifest");
+      expect(text).toContain("inline files may hold at most 3 MB in all");
+      expect(text).toContain("Call publish with upload: true instead");
       expect(text).toEndWith("(limit_exceeded)");
     });
   });

@@ -3,6 +3,7 @@ import { decodeJson, deriveKey, encodeJson, signContext, TOOL_CONTRACTS } from "
 import { ORGS_VERSION } from "@hatch/orgs";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { MAX_BODY_BYTES } from "../gateway/src/mcp/endpoint.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -141,14 +142,15 @@ for (const mode of MODES) {
       const bad = await fetch(hatch.mcpUrl, { method: "POST", headers, body: "{not json" });
       expect(bad.status).toBe(400);
       expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
-      const huge = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ ...INIT, pad: "x".repeat(hatch.config.maxBodyBytes) }) });
+      const limit = Math.max(hatch.config.maxBodyBytes, MAX_BODY_BYTES);
+      const huge = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ ...INIT, pad: "x".repeat(limit) }) });
       expect(huge.status).toBe(413);
       // Without a Content-Length (chunked), reading stops at the limit too.
       const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
       let sent = 0;
       const stream = new ReadableStream<Uint8Array>({
         pull(controller) {
-          if (sent > hatch.config.maxBodyBytes + chunk.byteLength) return controller.close();
+          if (sent > limit + chunk.byteLength) return controller.close();
           sent += chunk.byteLength;
           controller.enqueue(chunk);
         },

@@ -49,28 +49,55 @@ export interface PublishedFolder {
   uploadBytes: number;
 }
 
-/** publish with a manifest, PUT the files it asks for (a few at a time), then publish again to finish. */
+/**
+ * publish with a manifest, PUT the files it asks for (a few at a time) to its base URL + path, then finish with
+ * the upload id it gave.
+ */
 export async function publishFolder(client: Client, folder: Folder, args: Record<string, unknown>, put: typeof fetch = fetch, concurrency = 8): Promise<PublishedFolder> {
   const manifest = [...folder].map(([path, bytes]) => ({ path, sha256: sha256(bytes), size: bytes.byteLength }));
-  const call = async () => {
-    const result = await client.callTool({ name: "publish", arguments: { ...args, manifest } }, undefined, { timeout: 120_000 });
+  const call = async (input: Record<string, unknown>) => {
+    const result = await client.callTool({ name: "publish", arguments: input }, undefined, { timeout: 120_000 });
     if (result.isError) throw new Error(`publish failed: ${JSON.stringify(result.content)}`);
-    return result.structuredContent as { status: string; address?: string; url?: string; version?: number; uploads?: { path: string; url: string }[] };
+    return result.structuredContent as { status: string; address?: string; url?: string; version?: number; uploadUrl?: string; uploadId?: string; missing?: string[] };
   };
-  let reply = await call();
-  const uploads = reply.uploads ?? [];
+  let reply = await call({ ...args, manifest });
+  const missing = reply.missing ?? [];
   let uploadBytes = 0;
-  for (let i = 0; i < uploads.length; i += concurrency) {
+  for (let i = 0; i < missing.length; i += concurrency) {
     await Promise.all(
-      uploads.slice(i, i + concurrency).map(async (upload) => {
-        const body = folder.get(upload.path)!;
+      missing.slice(i, i + concurrency).map(async (path) => {
+        const body = folder.get(path)!;
         uploadBytes += body.byteLength;
-        const response = await put(upload.url, { method: "PUT", body });
-        if (response.status !== 201) throw new Error(`upload of ${upload.path} answered ${response.status}: ${await response.text()}`);
+        const response = await put(`${reply.uploadUrl}${path.split("/").map(encodeURIComponent).join("/")}`, { method: "PUT", body });
+        if (response.status !== 201) throw new Error(`upload of ${path} answered ${response.status}: ${await response.text()}`);
       }),
     );
   }
-  if (reply.status === "needs_upload") reply = await call();
+  if (reply.status === "needs_upload") reply = await call({ uploadId: reply.uploadId });
   if (reply.status !== "published" || !reply.address || !reply.url || !reply.version) throw new Error(`publish did not finish: ${JSON.stringify(reply)}`);
-  return { address: reply.address, url: reply.url, version: reply.version, uploads: uploads.length, uploadBytes };
+  return { address: reply.address, url: reply.url, version: reply.version, uploads: missing.length, uploadBytes };
+}
+
+/** Writes a folder to a fresh temporary directory (for the real tar | curl command). */
+export function writeFolder(folder: Folder): string {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-folder-"));
+  for (const [path, bytes] of folder) {
+    mkdirSync(join(dir, path, ".."), { recursive: true });
+    writeFileSync(join(dir, path), bytes);
+  }
+  return dir;
+}
+
+/** The command publish { upload: true } put in its text, with `dist` replaced by `dir`. */
+export function uploadCommandOf(text: string, dir: string): string {
+  const line = text.split("\n").find((l) => l.startsWith("tar -C dist "));
+  if (!line) throw new Error(`no upload command in: ${text}`);
+  return line.replace("tar -C dist ", `tar -C '${dir}' `);
+}
+
+/** Runs a shell command as a person would paste it (sh -c); its exit code, stdout and stderr. */
+export async function runShell(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn(["sh", "-c", command], { stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
 }

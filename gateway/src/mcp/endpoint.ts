@@ -135,7 +135,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
 
     let parsedBody: unknown;
     if (request.method === "POST") {
-      const body = await readBody(request, config.maxBodyBytes);
+      const body = await readBody(request, Math.max(config.maxBodyBytes, MAX_BODY_BYTES));
       if (body instanceof Response) return body;
       parsedBody = body;
     }
@@ -196,6 +196,14 @@ function checkHostAndOrigin(request: Request, allowedHosts: string[], allowedOri
   if (origin && origin !== allowedOrigin) return Response.json({ error: "forbidden", error_description: "Cross-origin requests to /mcp are not allowed." }, { status: 403 });
   return null;
 }
+
+/**
+ * The least the MCP endpoint accepts: well above the inline publish limit (3 MB decoded is ~4 MB of base64, more
+ * with JSON escapes), so an inline publish that is too big reaches the tool and gets its own error naming
+ * `upload: true` instead of a bare JSON-RPC -32600. Bigger than the bus payload (8 MB) on purpose: the gateway
+ * refuses over-limit files before the bus.
+ */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 async function readBody(request: Request, limit: number): Promise<unknown | Response> {
   let text: string;

@@ -31,7 +31,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
   const keys = appsKeys(deps.secret);
   const entitlements = new EntitlementsCache(deps.bus, deps.logger);
   const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, sealer: createSealer(config, deps.secret), entitlements, logger: deps.logger, bus: deps.bus };
-  const host = startAppHost(ctx, { uploads: (request, token) => receiveUpload(ctx, request, token), ...hostOptions });
+  const host = startAppHost(ctx, { uploads: (request, token, path) => receiveUpload(ctx, request, token, path), ...hostOptions });
   ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
     // Port 0 (tests): app origins use the port the host really got.

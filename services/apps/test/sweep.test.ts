@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
 import type { PGlite } from "@electric-sql/pglite";
-import { confirmUses, uploads } from "../src/db/schema.ts";
+import { confirmUses, folderUploads, uploads } from "../src/db/schema.ts";
 import { APPS_MIGRATIONS } from "../src/service.ts";
 import { sweepExpired } from "../src/sweep.ts";
 
@@ -16,7 +16,7 @@ afterAll(async () => {
   await pglite?.close();
 });
 
-test("the sweep drops expired upload URLs and used confirmations, and keeps live ones", async () => {
+test("the sweep drops expired upload URLs (files and folders) and used confirmations, and keeps live ones", async () => {
   const now = new Date("2026-11-21T12:00:00Z");
   const before = new Date(now.getTime() - 1000);
   const after = new Date(now.getTime() + 60_000);
@@ -29,7 +29,13 @@ test("the sweep drops expired upload URLs and used confirmations, and keeps live
     { id: "old", expiresAt: before },
     { id: "new", expiresAt: after },
   ]);
-  expect(await sweepExpired(db, now)).toEqual({ uploads: 1, confirmations: 1 });
+  const folder = { userId: "u1", kind: "tar" as const, ctx: {}, target: {} };
+  await db.insert(folderUploads).values([
+    { ...folder, id: "upl_old", token: "old-folder-token-01", expiresAt: before },
+    { ...folder, id: "upl_new", token: "new-folder-token-01", expiresAt: after },
+  ]);
+  expect(await sweepExpired(db, now)).toEqual({ uploads: 1, folders: 1, confirmations: 1 });
+  expect((await db.select({ id: folderUploads.id }).from(folderUploads)).map((r) => r.id)).toEqual(["upl_new"]);
   expect((await db.select({ token: uploads.token }).from(uploads)).map((r) => r.token)).toEqual(["live-token-0000001"]);
   expect((await db.select({ id: confirmUses.id }).from(confirmUses)).map((r) => r.id)).toEqual(["new"]);
 });

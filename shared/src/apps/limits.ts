@@ -12,7 +12,7 @@ export const PUBLISH_LIMITS = {
   /** Inline publishing: files per call, and their decoded bytes together (larger folders use a manifest). */
   maxInlineFiles: 500,
   maxInlineBytes: 3 * 1024 * 1024,
-  /** How long an upload URL from a manifest publish stays valid. */
+  /** How long an upload URL (a folder's tar, or a manifest's missing files) stays valid. */
   uploadUrlTtlSeconds: 3_600,
   /** Characters of an app's name. */
   maxNameLength: 80,
@@ -26,10 +26,10 @@ export function formatBytes(bytes: number): string {
 }
 
 /** Decoded bytes of inline files, counted without decoding (base64: 3 bytes per 4 characters, less the padding). */
-export function inlineBytes(files: readonly { content: string; encoding: "utf8" | "base64" }[]): number {
+export function inlineBytes(files: readonly { content: string; encoding?: "utf8" | "base64" }[]): number {
   let total = 0;
   for (const file of files) {
-    if (file.encoding === "utf8") {
+    if (file.encoding !== "base64") {
       total += Buffer.byteLength(file.content, "utf8");
       continue;
     }
@@ -43,11 +43,11 @@ export function inlineBytes(files: readonly { content: string; encoding: "utf8" 
  * Why inline files are over the limit, or null. The gateway checks this before the call goes on the bus and the
  * apps service again before storing (both answer limit_exceeded).
  */
-export function inlineLimitProblem(files: readonly { content: string; encoding: "utf8" | "base64" }[]): string | null {
+export function inlineLimitProblem(files: readonly { content: string; encoding?: "utf8" | "base64" }[]): string | null {
   const total = inlineBytes(files);
   if (total <= PUBLISH_LIMITS.maxInlineBytes) return null;
   return (
-    `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} together. ` +
-    "Publish this folder with a manifest instead (path, sha256 and size of each file), then upload the files it asks for."
+    `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all. ` +
+    "Nothing was published. Call publish with upload: true instead (no files): it answers with one shell command that uploads the built folder."
   );
 }

@@ -34,15 +34,23 @@ with the \`publish\` tool. Each app gets its own address and origin, e.g. \`http
 
 ## Publish
 
-- **Small apps (inline)**: \`publish\` with \`files\`: \`[{ "path": "index.html", "content": "<!doctype html>…",
-  "encoding": "utf8" }]\`. Use \`"encoding": "base64"\` for images, fonts and other binary files. At most
-  ${L.maxInlineFiles} files and ${formatBytes(L.maxInlineBytes)} in one call.
-- **Larger apps (manifest)**: \`publish\` with \`manifest\`: \`[{ "path": "assets/app.js", "sha256": "<64 hex>",
-  "size": 1234 }, …]\` listing **every** file. The result has \`status: "needs_upload"\` and \`uploads\`: for each,
-  send the file's raw bytes with HTTP PUT to its \`url\` (\`curl -T dist/assets/app.js '<url>'\`). Then call
-  \`publish\` again with the same manifest (and the same address, or name and visibility); it answers
-  \`status: "published"\`. Files Hatch already has are never asked for again, so a republish uploads only
-  what changed. Upload URLs work once and expire after ${L.uploadUrlTtlSeconds / 60} minutes.
+- **Any app (recommended): \`upload: true\`**. \`publish\` with \`upload: true\` (and \`address\`, or \`name\` and
+  \`visibility\`) answers with a one-time URL and a command to run where the app was built, with \`dist\` replaced
+  by the built folder: \`tar -C dist -cf - . | curl -sS -T - '<url>'\` (tar and curl ship with macOS, Linux and
+  Windows 10+; on Windows run it in cmd). It uploads the folder as a tar (plain or gzip), publishes it, and
+  prints the app's address, URL and version. No file list passes through the conversation. A refused upload
+  (no \`index.html\` at the root, a link, a path with \`..\`, a limit) says what to fix; run the command again.
+  The URL works once and expires after ${L.uploadUrlTtlSeconds / 60} minutes.
+- **Small apps (inline)**: \`publish\` with \`files\`: \`[{ "path": "index.html", "content": "<!doctype html>…" }]\`
+  (\`encoding\` is \`utf8\` unless you say \`"base64"\`, for images, fonts and other binary files). At most
+  ${L.maxInlineFiles} files and ${formatBytes(L.maxInlineBytes)} in all; over that, the call is refused: use \`upload: true\`.
+- **SDKs and CI (manifest)**: \`publish\` with \`manifest\`: \`[{ "path": "assets/app.js", "sha256": "<64 hex>",
+  "size": 1234 }, …]\` listing **every** file. The result has \`status: "needs_upload"\`, \`uploadUrl\` (a base),
+  \`missing\` (paths) and \`uploadId\`: PUT each missing file's raw bytes to the base followed by its path
+  (\`curl -T dist/assets/app.js '<uploadUrl>assets/app.js'\`), then call \`publish\` with \`uploadId\` alone; it
+  answers \`status: "published"\`. Files Hatch already has are never asked for again, so a republish uploads
+  only what changed.
+- Paths: a leading \`/\` or \`./\` and backslashes are normalised (the answer says so); \`..\` is refused.
 - **A new app**: leave out \`address\`. The user chooses the app's **name** and **who can see it**; never
   choose for them. If the client cannot ask them directly, the result says \`needs_user\`: ask the user, then
   call again with \`name\` and \`visibility\`.
@@ -81,11 +89,10 @@ reason, tell the user to open the verification link in their mail, or the invita
 | files in one version | ${L.maxFiles.toLocaleString("en-US")} |
 | size of one file | ${formatBytes(L.maxFileBytes)} |
 | size of one version | ${formatBytes(L.maxTotalBytes)} |
-| inline files per call | ${L.maxInlineFiles}, ${formatBytes(L.maxInlineBytes)} together |
+| inline files per call | ${L.maxInlineFiles}, ${formatBytes(L.maxInlineBytes)} in all |
 | app name | ${L.maxNameLength} characters |
 
-Paths are relative to the folder, use \`/\`, and have no \`.\` or \`..\` parts. A folder without \`index.html\` at
-its root is refused.
+Paths are relative to the folder and have no \`..\` parts. A folder without \`index.html\` at its root is refused.
 `;
 
 const SERVICE_JSON = `## service.json

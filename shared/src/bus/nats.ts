@@ -80,8 +80,8 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
     if (size <= limit) return;
     throw new ToolError(
       "limit_exceeded",
-      `This call is ${formatBytes(size)}, over the bus limit of ${formatBytes(limit)}. Publish larger folders with a manifest ` +
-        "(files: path → sha256, size) and upload the files it asks for.",
+      `This call is ${formatBytes(size)}, over the bus limit of ${formatBytes(limit)}. Publish larger folders with upload: true ` +
+        "(no files): it answers with one shell command that uploads the built folder.",
     );
   };
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
+import { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
 import {
   AiKeyChoiceSchema,
   AiKeyScopeSchema,
@@ -18,15 +18,13 @@ import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
 const PUBLISH_TIMEOUT_MS = 60_000;
 
-/** A file path inside the published folder: relative, forward slashes, no `.`/`..` segments. */
+/** A file path inside the published folder. A leading / or ./ and backslashes are normalised by the service. */
 const FilePathSchema = z
   .string()
   .min(1)
   .max(512)
-  .regex(/^(?!\/)(?!.*\/\/)(?!(?:.*\/)?\.\.?(?:\/|$))[^\\\u0000]+$/, {
-    error: "A file path is relative to the built folder, uses /, and has no . or .. parts, e.g. assets/app.js",
-  })
-  .describe("Path relative to the built folder, with forward slashes, e.g. index.html or assets/app.js");
+  .regex(/^[^\u0000]+$/, { error: "A file path has no NUL characters" })
+  .describe("Path in the built folder, e.g. index.html or assets/app.js");
 
 export const AppUrlSchema = z.string().describe("The address where the app opens in a browser");
 
@@ -34,12 +32,11 @@ export const publish = defineTool({
   name: "publish",
   title: "Publish an app",
   description:
-    "Publishes a built folder (for example dist/ after the build), either as a new app (leave out address) or " +
-    "as a new version of an existing app (give its address). When creating, the user must choose the app's " +
-    "name and who can see it: ask the user and pass their answer as name and visibility; never choose for them. " +
-    "Send small apps inline as files; for larger ones send a manifest of path, sha256 and size, then upload " +
-    "each file listed in uploads with an HTTP PUT of its raw bytes to its url and call publish again with the " +
-    "same manifest to finish. Returns the app's address, url and new version number.",
+    "Publishes a built folder (e.g. dist/) as a new app (leave out address) or a new version (give address). " +
+    "When creating, ask the user for the name and who can see it and pass their answer; never choose for them. " +
+    "Best: upload: true answers with a shell command (tar + curl) that uploads the folder and publishes it. " +
+    `Small apps: files inline, at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all. ` +
+    "SDKs/CI: a manifest, PUT the missing files, then call again with uploadId.",
   service: "apps",
   class: "change",
   openWorld: true,
@@ -70,20 +67,15 @@ export const publish = defineTool({
           z
             .object({
               path: FilePathSchema,
-              content: z.string().max(5_000_000).describe("The file's content, encoded as encoding says"),
-              encoding: z
-                .enum(["utf8", "base64"])
-                .describe("utf8 for text files (HTML, CSS, JS, JSON); base64 for images, fonts and other binaries"),
+              content: z.string().describe("The file's content, encoded as encoding says"),
+              encoding: z.enum(["utf8", "base64"]).default("utf8").describe("utf8 (default) for text; base64 for images, fonts, binaries"),
             })
             .strict(),
         )
         .min(1)
         .max(PUBLISH_LIMITS.maxInlineFiles)
         .optional()
-        .describe(
-          "The whole built folder inline, for small apps (a few files, under about 1 MB in total). " +
-            "Give exactly one of files or manifest.",
-        ),
+        .describe(`The whole built folder inline, at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all`),
       manifest: z
         .array(
           z
@@ -100,39 +92,23 @@ export const publish = defineTool({
         .min(1)
         .max(20_000)
         .optional()
-        .describe(
-          "Every file of the built folder by path, sha256 and size, for larger apps. Only files the service " +
-            "does not have yet are uploaded. Give exactly one of files or manifest.",
-        ),
+        .describe("Every file by path, sha256 and size (SDKs, CI); only files Hatch lacks are uploaded"),
+      upload: z.boolean().optional().describe("Get a one-time URL and a tar | curl command that uploads and publishes the folder"),
+      uploadId: z.string().max(64).optional().describe("Finish a manifest publish once its files are uploaded"),
     })
     .strict(),
   limitProblem: (input) => (input.files ? inlineLimitProblem(input.files) : null),
   output: z.object({
     status: z
       .enum(["published", "needs_upload", "needs_user"])
-      .describe(
-        "published = the new version is live; needs_upload = upload the files in uploads, then call publish " +
-          "again with the same manifest; needs_user = see userAction",
-      ),
+      .describe("needs_upload: upload as the text says (uploadUrl); needs_user: see userAction"),
     address: AppAddressSchema.optional(),
     url: AppUrlSchema.optional(),
-    version: z.number().int().optional().describe("The version this publish created (current when published)"),
-    missing: z
-      .array(z.string())
-      .optional()
-      .describe("Manifest paths whose content the service does not have yet"),
-    uploads: z
-      .array(
-        z.object({
-          path: z.string(),
-          sha256: z.string(),
-          url: z.string().describe("One-time URL: send the file's raw bytes to it with HTTP PUT"),
-          method: z.literal("PUT"),
-          expiresAt: z.string().describe("ISO 8601 time after which the URL no longer works"),
-        }),
-      )
-      .optional()
-      .describe("One upload per missing file"),
+    version: z.number().int().optional().describe("The version this publish created"),
+    account: z.string().optional().describe("The account the app belongs to: personal, or the organization"),
+    uploadUrl: z.string().optional().describe("One-time upload URL (manifest: the base; add each missing path)"),
+    uploadId: z.string().optional().describe("Manifest: pass it to publish once the missing files are uploaded"),
+    missing: z.array(z.string()).optional().describe("Manifest paths Hatch does not have yet"),
     userAction: UserActionSchema.optional(),
   }),
 });

@@ -85,12 +85,45 @@ export const blobs = apps.table("blobs", {
   createdAt: created(),
 });
 
-/** One-time upload URLs handed out for missing manifest files. */
-export const uploads = apps.table("uploads", {
-  token: text("token").primaryKey(),
-  sha256: text("sha256").notNull(),
-  size: bigint("size", { mode: "number" }).notNull(),
+/**
+ * One-time upload URLs handed out for missing manifest files. A used row also proves the user had that content
+ * (publish counts stored content as present only then). Rows of a manifest publish (`batch`) are found by the
+ * batch's token and their `path`; older rows by their own token.
+ */
+export const uploads = apps.table(
+  "uploads",
+  {
+    token: text("token").primaryKey(),
+    sha256: text("sha256").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    userId: text("user_id").notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true }),
+    createdAt: created(),
+    /** The folder_uploads row (a manifest publish) this file belongs to. */
+    batch: text("batch"),
+    /** The manifest path the file is uploaded under (`<batch URL>/<path>`). */
+    path: text("path"),
+  },
+  (t) => [uniqueIndex("uploads_batch_path").on(t.batch, t.path)],
+);
+
+/**
+ * A folder publish waiting for its bytes, with everything already decided (the target app, or a new app's name,
+ * visibility and account; the user's answer was spent when the row was made). `tar`: one PUT of the folder as a
+ * tar publishes it. `manifest`: the missing files are PUT under the token, then publish { uploadId } finishes.
+ * One use; the sweep drops expired rows.
+ */
+export const folderUploads = apps.table("folder_uploads", {
+  id: text("id").primaryKey(),
+  token: text("token").notNull().unique(),
   userId: text("user_id").notNull(),
+  kind: text("kind").$type<"tar" | "manifest">().notNull(),
+  /** The caller's context when it was made (the publish is done as them). */
+  ctx: jsonb("ctx").notNull(),
+  target: jsonb("target").notNull(),
+  /** kind manifest: every file (path, sha256, size). */
+  manifest: jsonb("manifest"),
   expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
   usedAt: timestamp("used_at", { withTimezone: true }),
   createdAt: created(),

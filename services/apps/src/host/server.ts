@@ -6,6 +6,7 @@ import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCooki
 import { onAppChanged } from "./announce.ts";
 import { answerAuthReturn } from "./auth-return.ts";
 import { LiveChanges } from "../data/live.ts";
+import { TAR_MAX_BYTES } from "../publish/folder-upload.ts";
 import { BlobCache } from "./blob-cache.ts";
 import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
 import { AppCache } from "./cache.ts";
@@ -21,10 +22,10 @@ import { LiveViewers } from "./viewers.ts";
 
 export interface AppHostOptions {
   /**
-   * UPLOADS HOOK (the publish tool's part): answers `PUT /_hatch/uploads/<token>` on the bare apps domain, the
-   * one-time upload URLs a manifest publish hands out. Without it those URLs answer 404.
+   * UPLOADS HOOK (the publish tool's part): answers `PUT /_hatch/uploads/<token>[/<path>]` on the bare apps domain,
+   * the one-time upload URLs publish hands out (a folder's tar, a manifest's files). Without it they answer 404.
    */
-  uploads?: (request: Request, token: string) => Promise<Response>;
+  uploads?: (request: Request, token: string, path?: string) => Promise<Response>;
   /** How long an app stays cached without an invalidation (default 10 s). */
   cacheTtlMs?: number;
   /** How often counted opens are written (default 2 s). */
@@ -53,8 +54,8 @@ export interface AppHost {
 }
 
 const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-/** Upload tokens are 24 random bytes, base64url (publish/uploads.ts); anything else is no upload URL. */
-const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})$/;
+/** Upload tokens are random bytes, base64url (publish/folder-upload.ts), then a manifest file's path or nothing. */
+const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})(?:\/(.+))?$/;
 /** A DNS name is at most 253 characters; with a port and a dot this is the longest Host worth reading. */
 const MAX_HOST_LENGTH = 261;
 /** name, a trailing dot, port, a trailing dot (after the port, as `x.localhost:3001.` arrives). No IPv6 literals. */
@@ -249,7 +250,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     const upload = UPLOAD_PATH.exec(url.pathname);
     if (upload) {
       if (!options.uploads) return new Response("Uploads are not available on this server.\n", { status: 404 });
-      return options.uploads(request, upload[1]!);
+      return options.uploads(request, upload[1]!, upload[2]);
     }
     return pages.root(appOrigin(ctx.config, "my-app"));
   }
@@ -276,6 +277,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     port: ctx.config.appPort,
     hostname: ctx.config.appHostname,
     reusePort: false,
+    // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
+    maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
     fetch(request, server) {
       const started = performance.now();
       try {

@@ -22,7 +22,7 @@ export function checkFolder(entries: readonly { path: string; size: number }[]):
   let total = 0;
   for (const entry of entries) {
     if (!isSafePath(entry.path)) {
-      throw new ToolError("invalid_input", `The path "${entry.path}" leaves the folder or is not allowed. Use paths relative to the built folder, like assets/app.js.`);
+      throw new ToolError("invalid_input", `The path "${entry.path}" is not allowed: paths are relative to the built folder, with no .. parts, .git folders or control characters, e.g. assets/app.js.`);
     }
     const key = entry.path.normalize("NFC");
     if (seen.has(key)) throw new ToolError("invalid_input", `The path "${entry.path}" is listed twice. List each file once.`);
@@ -49,6 +49,8 @@ function isSafePath(path: string): boolean {
 
 /** The content type the app host sends for a path (by extension; unknown types download as bytes). */
 export function contentTypeOf(path: string): string {
+  // A path with control characters is refused by checkFolder; Bun.file throws on a NUL.
+  if (/[\u0000-\u001f]/.test(path)) return "application/octet-stream";
   const type = Bun.file(`/${path}`).type;
   return type || "application/octet-stream";
 }
