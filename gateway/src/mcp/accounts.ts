@@ -18,7 +18,8 @@ export class AccountSessions {
     private readonly contextKey: Buffer,
   ) {}
 
-  async resolve(claims: CallContextClaims, trace: { requestId: string; traceparent: string }): Promise<Session> {
+  /** `trace.timeoutMs`: how long the caller can wait for orgs (default 5 s); a shared first call waits as its starter did. */
+  async resolve(claims: CallContextClaims, trace: { requestId: string; traceparent: string; timeoutMs?: number }): Promise<Session> {
     const hit = this.cache.get(claims.sub);
     if (hit && hit.expires > Date.now()) return hit.session;
     // Concurrent first calls of one user share one round trip.
@@ -36,7 +37,7 @@ export class AccountSessions {
     this.drops++;
   }
 
-  private async fetch(claims: CallContextClaims, trace: { requestId: string; traceparent: string }): Promise<Session> {
+  private async fetch(claims: CallContextClaims, trace: { requestId: string; traceparent: string; timeoutMs?: number }): Promise<Session> {
     const drops = this.drops;
     const session = await callRpc(
       this.bus,
@@ -44,7 +45,7 @@ export class AccountSessions {
       rpcMethods.orgs.resolveSession,
       { email: claims.email, name: claims.name },
       SessionSchema,
-      { ctx: signContext(claims, this.contextKey), requestId: trace.requestId, traceparent: trace.traceparent },
+      { ctx: signContext(claims, this.contextKey), requestId: trace.requestId, traceparent: trace.traceparent, timeoutMs: trace.timeoutMs },
     );
     if (drops !== this.drops) return session;
     if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);

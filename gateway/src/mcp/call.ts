@@ -120,11 +120,19 @@ export async function callService(
   caller: CallerInfo,
   body: { input: unknown; answer?: Record<string, unknown>; confirm?: string },
 ): Promise<CallReply> {
-  const ctx = signContext(await claimsFor(deps, caller), deps.contextKey);
-  return send(deps.bus, contract, { ctx, ...body }, caller);
+  // One deadline for the whole call (the account lookup and the service's answer), so the AI hears back within the
+  // tool's own timeout even when orgs is slow too.
+  const deadline = Date.now() + contract.timeoutMs;
+  const ctx = signContext(await claimsFor(deps, caller, Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs)), deps.contextKey);
+  return send(deps.bus, contract, { ctx, ...body }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
 }
 
-async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInfo): Promise<CallContextClaims> {
+/** At most this long for the account lookup (orgs `session.resolve`), within the tool's deadline. */
+const ACCOUNT_LOOKUP_MS = 5_000;
+/** A call whose lookup took nearly all its time still gets this long to be answered. */
+const MIN_SEND_MS = 1_000;
+
+async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInfo, timeoutMs: number): Promise<CallContextClaims> {
   const { identity } = caller;
   const base: CallContextClaims = {
     sub: identity.userId,
@@ -137,15 +145,15 @@ async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInf
     grant: identity.grantId,
     rid: caller.requestId,
   };
-  const session = await deps.accounts.resolve(base, caller);
+  const session = await deps.accounts.resolve(base, { requestId: caller.requestId, traceparent: caller.traceparent, timeoutMs });
   return { ...base, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions };
 }
 
-async function send(bus: Bus, contract: ToolContract, envelope: Record<string, unknown>, caller: CallerInfo): Promise<CallReply> {
+async function send(bus: Bus, contract: ToolContract, envelope: Record<string, unknown>, caller: CallerInfo, timeoutMs: number): Promise<CallReply> {
   let raw: unknown;
   try {
     const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
-      timeoutMs: contract.timeoutMs,
+      timeoutMs,
       requestId: caller.requestId,
       traceparent: caller.traceparent,
     });
@@ -213,14 +221,28 @@ function askResult(contract: ToolContract, question: Question, where: { url: str
  */
 export async function toolCallRefusal(limits: ToolCallLimits | undefined, identity: AccessIdentity, log: Logger): Promise<string | null> {
   if (!limits) return null;
-  try {
+  const count = async (): Promise<string | null> => {
     const grant = await limits.counter.take(`tools:grant:${identity.grantId}`, limits.perGrant, 60_000);
     if (!grant.allowed) return `Too many tool calls on this connection: at most ${limits.perGrant} a minute. Nothing was done; try again in ${grant.retryAfterSeconds} s.`;
     const user = await limits.counter.take(`tools:user:${identity.userId}`, limits.perUser, 60_000);
     if (!user.allowed) return `Too many tool calls for this user across all connections: at most ${limits.perUser} a minute. Nothing was done; try again in ${user.retryAfterSeconds} s.`;
+    return null;
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    // Counting may not cost the call its deadline (NATS reconnecting): past a moment it is let through, as on failure.
+    const slow = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`rate counters did not answer in ${RATE_COUNT_MS} ms`)), RATE_COUNT_MS);
+    });
+    return await Promise.race([count(), slow]);
   } catch (error) {
     // The shared counters cannot be reached: the call goes on (a limit is not worth an outage), and it is seen.
     log.warn("tool call rate not counted", { error });
+  } finally {
+    clearTimeout(timer);
   }
   return null;
 }
+
+/** How long a tool call waits for its rate counters before it goes on uncounted. */
+const RATE_COUNT_MS = 1_500;
