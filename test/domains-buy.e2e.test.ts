@@ -15,7 +15,6 @@ import {
   startService,
   subjects,
   ToolError,
-  TOOL_CONTRACTS,
   type CallContextClaims,
   type CallReply,
   type RunningService,

@@ -22,7 +22,7 @@ import { freePort, MODES } from "./support/servers.ts";
 // → HTTPS through Caddy (Pebble's root trusted) returns the app → custom_domains says live.
 
 const missing = ["caddy", "pebble", "openssl"].filter((tool) => !Bun.which(tool));
-if (missing.length > 0) console.log(`skipping domains-custom-tls.e2e: ${missing.join(", ")} not installed (apt-get install -y caddy pebble openssl)`);
+if (missing.length > 0) process.stdout.write(`skipping domains-custom-tls.e2e: ${missing.join(", ")} not installed (apt-get install -y caddy pebble openssl)\n`);
 
 const EDGE = "edge.tls-e2e.test";
 const page = (title: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;

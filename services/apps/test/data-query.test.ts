@@ -6,7 +6,7 @@ import { keptPrepared, listStatement, listStatementValues } from "../src/data/do
 import { parseListQuery } from "../src/data/query.ts";
 import { allBy, DataClient, member, ownerSeed, stranger } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
-import { seedApp, type SeededApp } from "./support/seed.ts";
+import { seedApp } from "./support/seed.ts";
 
 // list: where (equality, ranges, meta fields), orderBy, limit and cursors, and that Postgres answers the two common
 // lists from the indexes.
@@ -18,12 +18,11 @@ type Doc = Record<string, any> & { id: string };
 describe("app data: list queries", () => {
   let t: TestHost;
   let db: DataClient;
-  let app: SeededApp;
   const items: Doc[] = [];
   beforeAll(async () => {
     t = await startTestHost();
     db = new DataClient(t);
-    app = await seedApp(t.ctx, { ...ownerSeed, address: "query", files, config });
+    await seedApp(t.ctx, { ...ownerSeed, address: "query", files, config });
     const rows = [
       { name: "apple", price: 3, done: false, kind: "fruit" },
       { name: "banana", price: 1, done: true, kind: "fruit" },
@@ -246,7 +245,7 @@ describe("app data: list queries", () => {
       });
     };
     const byCreated = await plan({});
-    if (process.env.SHOW_PLANS) console.log(byCreated);
+    if (process.env.SHOW_PLANS) process.stdout.write(`${byCreated}\n`);
     expect(byCreated).toContain("documents_by_created");
     expect(byCreated).not.toContain("Sort");
     expect(await plan({ orderBy: "-createdAt" })).toContain("documents_by_created");
@@ -254,7 +253,7 @@ describe("app data: list queries", () => {
     // The next page starts in the index too (the cursor's row comparison is an index condition).
     const after = (await db.list("bulk", "items", { limit: "5" })).body.next as string;
     const next = await plan({ limit: "5", after });
-    if (process.env.SHOW_PLANS) console.log(next);
+    if (process.env.SHOW_PLANS) process.stdout.write(`${next}\n`);
     expect(next).toContain("documents_by_created");
     expect(next).not.toContain("Sort");
     // Under the creator read rule: each viewer's own documents, by createdAt.

@@ -97,7 +97,7 @@ describe("blob cache", () => {
     expect(new TextDecoder().decode((await cache.get(a.sha, a.size)) as Uint8Array)).toBe("aaaa");
     expect(cache.get(a.sha, a.size)).toBeInstanceOf(Uint8Array);
     await cache.get(b.sha, b.size);
-    cache.get(a.sha, a.size);
+    void cache.get(a.sha, a.size);
     await cache.get(c.sha, c.size);
     // 12 bytes > 10: b, least recently used, is gone; a and c stay.
     expect(cache.size).toEqual({ entries: 2, bytes: 8 });

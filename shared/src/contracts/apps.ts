@@ -2,8 +2,6 @@ import { z } from "zod";
 import { plainText } from "../text.ts";
 import { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
 import {
-  AiKeyChoiceSchema,
-  AiKeyScopeSchema,
   AppAddressSchema,
   AppRefSchema,
   EmailSchema,

@@ -46,7 +46,7 @@ export function hostObject(context: QuickJSContext, bound: RequestBoundFunctions
   define("random", (size) => arrayBuffer(randomBytes(Math.max(0, Math.min(65536, context.getNumber(size) | 0)))));
   define("btoa", (text) => {
     const value = context.getString(text);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is exactly what btoa takes
+    // Latin-1 is exactly what btoa takes.
     if (!/^[\u0000-\u00ff]*$/.test(value)) return domError("InvalidCharacterError", "btoa takes Latin-1 text only; encode other text first (e.g. with TextEncoder)");
     return context.newString(Buffer.from(value, "latin1").toString("base64"));
   });
