@@ -27,14 +27,33 @@ export async function seedAppWithDocuments(
   collection: string,
   count: number,
 ): Promise<{ appId: string }> {
-  const handle = await openServiceDatabase({ kind: "postgres", url: databaseUrl }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS });
+  const handle = await openServiceDatabase(
+    { kind: "postgres", url: databaseUrl },
+    { schema: "apps", migrationsFolder: APPS_MIGRATIONS },
+  );
   try {
-    const seeded = await seedApp({ db: handle.db, blobs: createDiskBlobStore(blobDir) }, { ...app, visibility: "public" });
+    const seeded = await seedApp(
+      { db: handle.db, blobs: createDiskBlobStore(blobDir) },
+      { ...app, visibility: "public" },
+    );
     const start = Date.now() - count * 1000;
     await handle.db.insert(documents).values(
       Array.from({ length: count }, (_, i) => {
-        const data = { title: `Item ${i}`, done: i % 3 === 0, priority: i % 5, note: "A short note, about the length an app stores." };
-        return { appId: seeded.id, collection, id: randomBytes(12).toString("base64url"), data, bytes: JSON.stringify(data).length, createdAt: new Date(start + i * 1000), updatedAt: new Date(start + i * 1000) };
+        const data = {
+          title: `Item ${i}`,
+          done: i % 3 === 0,
+          priority: i % 5,
+          note: "A short note, about the length an app stores.",
+        };
+        return {
+          appId: seeded.id,
+          collection,
+          id: randomBytes(12).toString("base64url"),
+          data,
+          bytes: JSON.stringify(data).length,
+          createdAt: new Date(start + i * 1000),
+          updatedAt: new Date(start + i * 1000),
+        };
       }),
     );
     await handle.db.insert(dataUsage).values({ appId: seeded.id, documents: count });
@@ -45,7 +64,13 @@ export async function seedAppWithDocuments(
 }
 
 /** Starts `script` (a bench server that prints READY {url, host}), loads it with `clients` connections, stops it. */
-export async function loadChildServer(script: string, env: Record<string, string | undefined>, http: Omit<NonNullable<LoadOptions["http"]>, "url" | "host">, clients: number, settings: AppBenchSettings): Promise<RunStats> {
+export async function loadChildServer(
+  script: string,
+  env: Record<string, string | undefined>,
+  http: Omit<NonNullable<LoadOptions["http"]>, "url" | "host">,
+  clients: number,
+  settings: AppBenchSettings,
+): Promise<RunStats> {
   const child = new Child(script.replace(/\.ts$/, ""), [process.execPath, join(import.meta.dir, script)], env);
   try {
     const ready = JSON.parse(await child.waitFor("READY", 60_000)) as { url: string; host: string };
@@ -56,7 +81,10 @@ export async function loadChildServer(script: string, env: Record<string, string
       workers: clients === 1 ? 1 : settings.workers,
       warmupMs: settings.warmupSeconds * 1000,
       durationMs: settings.seconds * 1000,
-      cpuGroups: [{ name: "server", roots: [child.proc.pid] }, { name: "postgres", comm: "postgres" }],
+      cpuGroups: [
+        { name: "server", roots: [child.proc.pid] },
+        { name: "postgres", comm: "postgres" },
+      ],
     });
   } finally {
     await child.stop();
@@ -75,7 +103,10 @@ export interface Paired {
  * Runs the baseline and the app host twice each, in the order baseline, host, host, baseline (so drift on a noisy
  * machine hits both alike), and keeps the better run of each.
  */
-export async function pairedRuns(measure: (which: "baseline" | "host") => Promise<RunStats>, report: (which: "baseline" | "host", stats: RunStats) => void): Promise<Paired> {
+export async function pairedRuns(
+  measure: (which: "baseline" | "host") => Promise<RunStats>,
+  report: (which: "baseline" | "host", stats: RunStats) => void,
+): Promise<Paired> {
   const runs: Record<"baseline" | "host", RunStats[]> = { baseline: [], host: [] };
   for (const which of ["baseline", "host", "host", "baseline"] as const) {
     const stats = await measure(which);
@@ -85,8 +116,14 @@ export async function pairedRuns(measure: (which: "baseline" | "host") => Promis
   const best = (list: RunStats[]) => list.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
   const baseline = best(runs.baseline);
   const host = best(runs.host);
-  const ratio = baseline.callsPerSecond > 0 ? Math.round((host.callsPerSecond / baseline.callsPerSecond) * 100) / 100 : null;
-  return { baseline, host, ratio, allRuns: { baseline: runs.baseline.map((r) => r.callsPerSecond), host: runs.host.map((r) => r.callsPerSecond) } };
+  const ratio =
+    baseline.callsPerSecond > 0 ? Math.round((host.callsPerSecond / baseline.callsPerSecond) * 100) / 100 : null;
+  return {
+    baseline,
+    host,
+    ratio,
+    allRuns: { baseline: runs.baseline.map((r) => r.callsPerSecond), host: runs.host.map((r) => r.callsPerSecond) },
+  };
 }
 
 /** What a paired app host bench needs: its seeding, how to measure one side, what it reports. */
@@ -134,7 +171,10 @@ export async function measurePaired<Op extends string, S extends AppBenchSetting
   progress: (message: string) => void,
 ): Promise<PairedBenchResult<Op, Omit<S, "databaseUrl">>> {
   const startedAt = new Date().toISOString();
-  const database = await createDatabase(settings.databaseUrl, `hatch_bench_${spec.name}_${Date.now().toString(36)}_${process.pid}`);
+  const database = await createDatabase(
+    settings.databaseUrl,
+    `hatch_bench_${spec.name}_${Date.now().toString(36)}_${process.pid}`,
+  );
   const blobDir = mkdtempSync(join(tmpdir(), `hatch-bench-${spec.name}-`));
   try {
     const { appId } = await spec.seed(database.url, blobDir);
@@ -143,24 +183,38 @@ export async function measurePaired<Op extends string, S extends AppBenchSetting
     for (const op of spec.ops) {
       for (const clients of spec.levels) {
         const measure = (which: "baseline" | "host") => {
-          const env = { ...process.env, ...spec.childEnv(which, op, seeded), PORT: String(freePort()), DATABASE_URL: seeded.databaseUrl, BLOB_DIR: seeded.blobDir };
+          const env = {
+            ...process.env,
+            ...spec.childEnv(which, op, seeded),
+            PORT: String(freePort()),
+            DATABASE_URL: seeded.databaseUrl,
+            BLOB_DIR: seeded.blobDir,
+          };
           return loadChildServer(spec.scripts[which], env, spec.request?.(op) ?? {}, clients, settings);
         };
         const paired = await pairedRuns(measure, (which, stats) => {
-          progress(`${spec.name} ${op} x${clients} (${which === "baseline" ? spec.baselineName : "app host"}): ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`);
+          progress(
+            `${spec.name} ${op} x${clients} (${which === "baseline" ? spec.baselineName : "app host"}): ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`,
+          );
           if (stats.firstError) progress(`  first error: ${stats.firstError}`);
         });
         runs.push({ op, clients, ...paired });
       }
     }
-    const value = runs.find((r) => r.op === spec.goal.op && r.clients === spec.goal.clients)?.host.callsPerSecond ?? null;
+    const value =
+      runs.find((r) => r.op === spec.goal.op && r.clients === spec.goal.clients)?.host.callsPerSecond ?? null;
     const { databaseUrl: _, ...shown } = settings;
     return {
       startedAt,
       machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version },
       settings: shown,
       runs,
-      goal: { name: spec.goal.name, value, limit: spec.goal.limit, met: value === null ? null : value >= spec.goal.limit },
+      goal: {
+        name: spec.goal.name,
+        value,
+        limit: spec.goal.limit,
+        met: value === null ? null : value >= spec.goal.limit,
+      },
     };
   } finally {
     await database.drop();
@@ -168,7 +222,8 @@ export async function measurePaired<Op extends string, S extends AppBenchSetting
   }
 }
 
-const fmt = (value: number | undefined | null, digits: number) => (value === undefined || value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits));
+const fmt = (value: number | undefined | null, digits: number) =>
+  value === undefined || value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits);
 
 /**
  * The report of a paired bench: a header line, what the ops and sides are, the table ((b) is the baseline's letter),
@@ -179,15 +234,48 @@ export function formatPaired<Op extends string>(
   text: { title: string; letter: string; baselineColumn: string; legend: string },
 ): string {
   const b = `(${text.letter})`;
-  const rows = [["op", "conns", `${b} ${text.baselineColumn} req/s`, "(h) app host req/s", `(h)/${b}`, "(h) p50 ms", "(h) p99 ms", "(h) errors", "(h) server CPU us/req"]];
+  const rows = [
+    [
+      "op",
+      "conns",
+      `${b} ${text.baselineColumn} req/s`,
+      "(h) app host req/s",
+      `(h)/${b}`,
+      "(h) p50 ms",
+      "(h) p99 ms",
+      "(h) errors",
+      "(h) server CPU us/req",
+    ],
+  ];
   for (const run of result.runs) {
-    const cpu = run.host.cpuSeconds?.server !== undefined && run.host.calls > 0 ? fmt((run.host.cpuSeconds.server * 1e6) / run.host.calls, 1) : "n/a";
-    rows.push([run.op, String(run.clients), fmt(run.baseline.callsPerSecond, 0), fmt(run.host.callsPerSecond, 0), fmt(run.ratio, 2), fmt(run.host.p50Ms, 3), fmt(run.host.p99Ms, 3), String(run.host.errors), cpu]);
+    const cpu =
+      run.host.cpuSeconds?.server !== undefined && run.host.calls > 0
+        ? fmt((run.host.cpuSeconds.server * 1e6) / run.host.calls, 1)
+        : "n/a";
+    rows.push([
+      run.op,
+      String(run.clients),
+      fmt(run.baseline.callsPerSecond, 0),
+      fmt(run.host.callsPerSecond, 0),
+      fmt(run.ratio, 2),
+      fmt(run.host.p50Ms, 3),
+      fmt(run.host.p99Ms, 3),
+      String(run.host.errors),
+      cpu,
+    ]);
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  const table = rows.map((row) => row.map((cell, col) => (col < 1 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ")).join("\n");
+  const table = rows
+    .map((row) =>
+      row.map((cell, col) => (col < 1 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  "),
+    )
+    .join("\n");
   const verdict = result.goal.met === null ? "NOT MEASURED" : result.goal.met ? "MET" : "NOT MET";
-  const errors = result.runs.flatMap((run) => [run.baseline, run.host].filter((r) => r.errors > 0).map((r) => `${run.op} x${run.clients}: ${r.errors} failed (first: ${r.firstError})`));
+  const errors = result.runs.flatMap((run) =>
+    [run.baseline, run.host]
+      .filter((r) => r.errors > 0)
+      .map((r) => `${run.op} x${run.clients}: ${r.errors} failed (first: ${r.firstError})`),
+  );
   const order = `${text.letter} h h ${text.letter}`;
   return [
     `${text.title}: ${result.machine.cpus} CPUs (${result.machine.cpuModel}), Bun ${result.machine.bun}; ${result.settings.seconds} s measured per run after ${result.settings.warmupSeconds} s warmup; best of 2 runs each (order ${order})`,

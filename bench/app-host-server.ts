@@ -18,7 +18,20 @@ if (!Number.isInteger(port) || port <= 0 || !file) {
 }
 
 const pglite = await openEmbeddedPostgres();
-const database = await openServiceDatabase({ kind: "pglite", client: pglite }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS });
-const apps = await startBenchApps(database, { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-host-")) }, { onStop: () => pglite.close() });
-await seedApp(apps.context, { address: "bench", visibility: "public", files: { "index.html": await Bun.file(file).bytes() } });
-process.stdout.write(`${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}/`, host: `bench.localhost:${port}` })}\n`);
+const database = await openServiceDatabase(
+  { kind: "pglite", client: pglite },
+  { schema: "apps", migrationsFolder: APPS_MIGRATIONS },
+);
+const apps = await startBenchApps(
+  database,
+  { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-host-")) },
+  { onStop: () => pglite.close() },
+);
+await seedApp(apps.context, {
+  address: "bench",
+  visibility: "public",
+  files: { "index.html": await Bun.file(file).bytes() },
+});
+process.stdout.write(
+  `${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}/`, host: `bench.localhost:${port}` })}\n`,
+);

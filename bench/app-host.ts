@@ -56,12 +56,17 @@ function indexHtml(): string {
 </html>
 `;
   let body = "";
-  for (let i = 1; body.length + head.length + tail.length < 2_000; i++) body += `\n      <p class="note">Note ${i}: loading the team's notes, please wait a moment.</p>`;
+  for (let i = 1; body.length + head.length + tail.length < 2_000; i++)
+    body += `\n      <p class="note">Note ${i}: loading the team's notes, please wait a moment.</p>`;
   return head + body + tail;
 }
 
 async function measureOne(script: string, file: string, settings: AppHostSettings): Promise<RunStats> {
-  const child = new Child(script.replace(/\.ts$/, ""), [process.execPath, join(import.meta.dir, script)], { ...process.env, PORT: String(freePort()), BENCH_FILE: file });
+  const child = new Child(script.replace(/\.ts$/, ""), [process.execPath, join(import.meta.dir, script)], {
+    ...process.env,
+    PORT: String(freePort()),
+    BENCH_FILE: file,
+  });
   try {
     const ready = JSON.parse(await child.waitFor("READY", 60_000)) as { url: string; host: string };
     return await runLoad({
@@ -78,7 +83,10 @@ async function measureOne(script: string, file: string, settings: AppHostSetting
   }
 }
 
-export async function measureAppHost(settings: AppHostSettings, progress: (message: string) => void): Promise<AppHostResult> {
+export async function measureAppHost(
+  settings: AppHostSettings,
+  progress: (message: string) => void,
+): Promise<AppHostResult> {
   const startedAt = new Date().toISOString();
   const dir = mkdtempSync(join(tmpdir(), "hatch-bench-static-"));
   try {
@@ -91,7 +99,9 @@ export async function measureAppHost(settings: AppHostSettings, progress: (messa
     for (const key of ["s", "h", "h", "s"] as const) {
       const stats = await measureOne(key === "s" ? "static-server.ts" : "app-host-server.ts", file, settings);
       runs[key].push(stats);
-      progress(`app host (${key}) ${key === "s" ? "bare Bun" : "app host"}: ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`);
+      progress(
+        `app host (${key}) ${key === "s" ? "bare Bun" : "app host"}: ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`,
+      );
       if (stats.firstError) progress(`  first error: ${stats.firstError}`);
     }
     const best = (list: RunStats[]) => list.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
@@ -117,19 +127,44 @@ export async function measureAppHost(settings: AppHostSettings, progress: (messa
 }
 
 function appHostGoal(value: number | null): Goal {
-  return { name: `app host req/s >= ${APP_HOST_GOAL_RATIO} x bare Bun.serve at ${APP_HOST_CLIENTS} connections`, value, limit: APP_HOST_GOAL_RATIO, met: value === null ? null : value >= APP_HOST_GOAL_RATIO };
+  return {
+    name: `app host req/s >= ${APP_HOST_GOAL_RATIO} x bare Bun.serve at ${APP_HOST_CLIENTS} connections`,
+    value,
+    limit: APP_HOST_GOAL_RATIO,
+    met: value === null ? null : value >= APP_HOST_GOAL_RATIO,
+  };
 }
 
-const fmt = (value: number | undefined, digits: number) => (value === undefined || !Number.isFinite(value) ? "n/a" : value.toFixed(digits));
+const fmt = (value: number | undefined, digits: number) =>
+  value === undefined || !Number.isFinite(value) ? "n/a" : value.toFixed(digits);
 
 export function formatAppHost(result: AppHostResult): string {
-  const rows = [["server", "req/s", "p50 ms", "p99 ms", "requests", "errors", "server CPU us/req", "load gen CPU us/req"]];
-  for (const [label, run] of [["(s) bare Bun.serve", result.bare], ["(h) app host", result.host]] as const) {
-    const perRequest = (name: string) => (run.cpuSeconds?.[name] !== undefined && run.calls > 0 ? fmt((run.cpuSeconds[name]! * 1e6) / run.calls, 1) : "n/a");
-    rows.push([label, fmt(run.callsPerSecond, 0), fmt(run.p50Ms, 3), fmt(run.p99Ms, 3), String(run.calls), String(run.errors), perRequest("server"), perRequest("load")]);
+  const rows = [
+    ["server", "req/s", "p50 ms", "p99 ms", "requests", "errors", "server CPU us/req", "load gen CPU us/req"],
+  ];
+  for (const [label, run] of [
+    ["(s) bare Bun.serve", result.bare],
+    ["(h) app host", result.host],
+  ] as const) {
+    const perRequest = (name: string) =>
+      run.cpuSeconds?.[name] !== undefined && run.calls > 0 ? fmt((run.cpuSeconds[name]! * 1e6) / run.calls, 1) : "n/a";
+    rows.push([
+      label,
+      fmt(run.callsPerSecond, 0),
+      fmt(run.p50Ms, 3),
+      fmt(run.p99Ms, 3),
+      String(run.calls),
+      String(run.errors),
+      perRequest("server"),
+      perRequest("load"),
+    ]);
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  const table = rows.map((row) => row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ")).join("\n");
+  const table = rows
+    .map((row) =>
+      row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  "),
+    )
+    .join("\n");
   const all = `all runs, req/s: (s) ${result.allRuns.bare.map((v) => fmt(v, 0)).join(", ")}; (h) ${result.allRuns.host.map((v) => fmt(v, 0)).join(", ")}`;
   const verdict = result.goal.met === null ? "NOT MEASURED" : result.goal.met ? "MET" : "NOT MET";
   return [
@@ -149,13 +184,23 @@ export function formatAppHost(result: AppHostResult): string {
 function notesOf(runs: Record<string, RunStats>): string[] {
   const notes: string[] = [];
   for (const [label, run] of Object.entries(runs)) {
-    if (run.errors > 0) notes.push(`${label}: ${run.errors} requests failed (first: ${run.firstError}); they are not in req/s or latency`);
+    if (run.errors > 0)
+      notes.push(
+        `${label}: ${run.errors} requests failed (first: ${run.firstError}); they are not in req/s or latency`,
+      );
     const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
-    if (busy > 0.9) notes.push(`${label}: the load generator used ${Math.round(busy * 100)}% of a CPU and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`);
+    if (busy > 0.9)
+      notes.push(
+        `${label}: the load generator used ${Math.round(busy * 100)}% of a CPU and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`,
+      );
     const { machine, steal = 0, ...ours } = run.cpuSeconds ?? {};
     if (machine === undefined) continue;
-    const others = (Math.max(0, machine - Object.values(ours).reduce((a, b) => a + b, 0)) + steal) / (run.seconds * cpus().length);
-    if (others > 0.1) notes.push(`${label}: processes outside the benchmark (or the VM host) took ${Math.round(others * 100)}% of the CPUs; its numbers are low`);
+    const others =
+      (Math.max(0, machine - Object.values(ours).reduce((a, b) => a + b, 0)) + steal) / (run.seconds * cpus().length);
+    if (others > 0.1)
+      notes.push(
+        `${label}: processes outside the benchmark (or the VM host) took ${Math.round(others * 100)}% of the CPUs; its numbers are low`,
+      );
   }
   if (cpus().length <= 2) notes.push("the load generator shares the CPUs with the server under test");
   return notes;

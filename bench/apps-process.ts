@@ -4,11 +4,22 @@ import { createLogger, createMemoryBus, deriveKey, type DatabaseHandle } from "@
 import { startAppsService, type AppsService } from "@hatch/apps";
 import { randomBytes } from "node:crypto";
 
-export async function startBenchApps(database: DatabaseHandle, env: Record<string, string>, options: { secret?: string; onStop?: () => Promise<void> } = {}): Promise<AppsService> {
+export async function startBenchApps(
+  database: DatabaseHandle,
+  env: Record<string, string>,
+  options: { secret?: string; onStop?: () => Promise<void> } = {},
+): Promise<AppsService> {
   const logger = createLogger({ level: "warn" });
   const secret = options.secret ?? randomBytes(32).toString("hex");
   const bus = createMemoryBus({ logger });
-  const apps = await startAppsService({ bus, db: database.db, contextKey: deriveKey(secret, "ctx"), secret, env, logger });
+  const apps = await startAppsService({
+    bus,
+    db: database.db,
+    contextKey: deriveKey(secret, "ctx"),
+    secret,
+    env,
+    logger,
+  });
   const stop = async () => {
     await apps.stop();
     await bus.drain();

@@ -6,7 +6,14 @@ import { createLogger, openServiceDatabase, randomId, whoami, type CallContext }
 import { ORGS_MIGRATIONS } from "@hatch/orgs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from "@modelcontextprotocol/sdk/types.js";
 import { whoamiTool } from "../services/orgs/src/tools/whoami.ts";
 import { MARKER } from "./children.ts";
 
@@ -22,7 +29,10 @@ const poolSize = Number(process.env.DB_POOL_SIZE ?? 10);
 // for the same client, so the answer format is not part of the difference.
 const jsonAnswers = process.env.BENCH_ANSWER === "json";
 
-const database = await openServiceDatabase({ kind: "postgres", url: databaseUrl, maxConnections: poolSize }, { schema: "orgs", migrationsFolder: ORGS_MIGRATIONS });
+const database = await openServiceDatabase(
+  { kind: "postgres", url: databaseUrl, maxConnections: poolSize },
+  { schema: "orgs", migrationsFolder: ORGS_MIGRATIONS },
+);
 const tool = whoamiTool(database.db);
 const log = createLogger({ level: "warn", fields: { service: "baseline" } });
 
@@ -45,12 +55,22 @@ function benchContext(rid: string): CallContext {
 }
 
 function createServer(): Server {
-  const server = new Server({ name: "hatch-baseline", version: "0.0.0" }, { capabilities: { tools: { listChanged: false } } });
+  const server = new Server(
+    { name: "hatch-baseline", version: "0.0.0" },
+    { capabilities: { tools: { listChanged: false } } },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [{ name: whoami.name, description: whoami.description, inputSchema: { type: "object", properties: {}, additionalProperties: false } }],
+    tools: [
+      {
+        name: whoami.name,
+        description: whoami.description,
+        inputSchema: { type: "object", properties: {}, additionalProperties: false },
+      },
+    ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    if (request.params.name !== whoami.name) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.params.name}".`);
+    if (request.params.name !== whoami.name)
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.params.name}".`);
     // The same checks the orgs service makes around its handler: input against the contract, output too.
     const input = whoami.input.safeParse(request.params.arguments ?? {});
     if (!input.success) return { isError: true, content: [{ type: "text", text: "Invalid arguments for whoami." }] };
@@ -69,9 +89,17 @@ async function handle(request: Request): Promise<Response> {
   const body: unknown = request.method === "POST" ? await request.json().catch(() => undefined) : undefined;
   const sessionId = request.headers.get("mcp-session-id");
   let transport = sessionId ? sessions.get(sessionId) : undefined;
-  if (sessionId && !transport) return Response.json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }, { status: 404 });
+  if (sessionId && !transport)
+    return Response.json(
+      { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null },
+      { status: 404 },
+    );
   if (!transport) {
-    if (!isInitializeRequest(body)) return Response.json({ jsonrpc: "2.0", error: { code: -32000, message: "Send initialize first" }, id: null }, { status: 400 });
+    if (!isInitializeRequest(body))
+      return Response.json(
+        { jsonrpc: "2.0", error: { code: -32000, message: "Send initialize first" }, id: null },
+        { status: 400 },
+      );
     const fresh = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomId(24),
       enableJsonResponse: jsonAnswers,
@@ -89,9 +117,12 @@ const server = Bun.serve({
   hostname: "127.0.0.1",
   // SSE streams (the GET stream each client opens) must outlive Bun's default 10 s idle timeout.
   idleTimeout: 0,
-  fetch: (request) => (new URL(request.url).pathname === "/mcp" ? handle(request) : new Response("not found", { status: 404 })),
+  fetch: (request) =>
+    new URL(request.url).pathname === "/mcp" ? handle(request) : new Response("not found", { status: 404 }),
 });
-process.stdout.write(`${MARKER}READY ${JSON.stringify({ mcpUrl: `http://127.0.0.1:${server.port}/mcp`, poolSize, answer: jsonAnswers ? "json" : "sse" })}\n`);
+process.stdout.write(
+  `${MARKER}READY ${JSON.stringify({ mcpUrl: `http://127.0.0.1:${server.port}/mcp`, poolSize, answer: jsonAnswers ? "json" : "sse" })}\n`,
+);
 
 const stop = async () => {
   await server.stop(true);

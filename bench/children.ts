@@ -53,7 +53,9 @@ export class Child {
       const line = this.markers.find((m) => m.startsWith(prefix));
       if (line !== undefined) return line.slice(prefix.length);
       if (this.ended) {
-        throw new Error(`${this.name} exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${tag}:\n${this.output()}`);
+        throw new Error(
+          `${this.name} exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${tag}:\n${this.output()}`,
+        );
       }
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`${this.name}: no ${tag} within ${timeoutMs} ms:\n${this.output()}`);
@@ -116,7 +118,11 @@ export class Child {
 }
 
 /** Runs a command to completion and returns its output (for `bun run admin`). */
-export async function runCommand(cmd: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCommand(
+  cmd: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn(cmd, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
   try {

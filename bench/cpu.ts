@@ -41,7 +41,11 @@ function sample(): Map<number, ProcessTicks> | null {
       const close = stat.lastIndexOf(")");
       // Fields after "(comm)": state ppid … utime(14th field overall) stime(15th).
       const fields = stat.slice(close + 2).split(" ");
-      out.set(Number(entry), { ppid: Number(fields[1]), comm: stat.slice(stat.indexOf("(") + 1, close), ticks: Number(fields[11]) + Number(fields[12]) });
+      out.set(Number(entry), {
+        ppid: Number(fields[1]),
+        comm: stat.slice(stat.indexOf("(") + 1, close),
+        ticks: Number(fields[11]) + Number(fields[12]),
+      });
     } catch {
       // The process ended between readdir and read.
     }
@@ -71,7 +75,11 @@ function members(group: CpuGroup, processes: Map<number, ProcessTicks>): Set<num
 function machineTicks(): [number, number, number] | null {
   try {
     const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!;
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number) as number[];
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = line
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number) as number[];
     return [user! + nice! + system! + irq! + softirq!, idle! + iowait!, steal ?? 0];
   } catch {
     return null;

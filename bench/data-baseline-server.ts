@@ -4,7 +4,12 @@
 import { randomBytes } from "node:crypto";
 import { announce, baselineSettings, listDocuments } from "./baseline-child.ts";
 
-const { port, sql, BENCH_APP_ID: appId, BENCH_COLLECTION: collection } = baselineSettings("data-baseline-server", ["BENCH_APP_ID", "BENCH_COLLECTION"]);
+const {
+  port,
+  sql,
+  BENCH_APP_ID: appId,
+  BENCH_COLLECTION: collection,
+} = baselineSettings("data-baseline-server", ["BENCH_APP_ID", "BENCH_COLLECTION"]);
 const headers = { "Content-Type": "application/json; charset=utf-8" };
 
 const server = Bun.serve({
@@ -14,10 +19,22 @@ const server = Bun.serve({
     if (request.method === "POST") {
       const data = (await request.json()) as Record<string, unknown>;
       const id = randomBytes(12).toString("base64url");
-      const [row] = await sql`insert into apps.documents (app_id, collection, id, data, bytes) values (${appId}, ${collection}, ${id}, ${sql.json(data as never)}, ${JSON.stringify(data).length}) returning id, data, created_at, updated_at`;
-      return new Response(JSON.stringify({ id: row!.id, ...row!.data, createdAt: row!.created_at, updatedAt: row!.updated_at, createdBy: null }), { status: 201, headers });
+      const [row] =
+        await sql`insert into apps.documents (app_id, collection, id, data, bytes) values (${appId}, ${collection}, ${id}, ${sql.json(data as never)}, ${JSON.stringify(data).length}) returning id, data, created_at, updated_at`;
+      return new Response(
+        JSON.stringify({
+          id: row!.id,
+          ...row!.data,
+          createdAt: row!.created_at,
+          updatedAt: row!.updated_at,
+          createdBy: null,
+        }),
+        { status: 201, headers },
+      );
     }
-    return new Response(JSON.stringify({ documents: await listDocuments(sql, appId, collection, 20), next: null }), { headers });
+    return new Response(JSON.stringify({ documents: await listDocuments(sql, appId, collection, 20), next: null }), {
+      headers,
+    });
   },
 });
 announce(server, sql, "/");

@@ -7,13 +7,30 @@ import { startBenchApps } from "./apps-process.ts";
 import { MARKER } from "./children.ts";
 
 const port = Number(process.env.PORT);
-const { DATABASE_URL: url, BLOB_DIR: blobDir, BENCH_ADDRESS: address, BENCH_PATH: path, BENCH_SECRET: secret } = process.env;
+const {
+  DATABASE_URL: url,
+  BLOB_DIR: blobDir,
+  BENCH_ADDRESS: address,
+  BENCH_PATH: path,
+  BENCH_SECRET: secret,
+} = process.env;
 if (!Number.isInteger(port) || port <= 0 || !url || !blobDir || !address || !path || !secret) {
-  process.stderr.write("data-server: PORT, DATABASE_URL, BLOB_DIR, BENCH_ADDRESS, BENCH_PATH and BENCH_SECRET are required\n");
+  process.stderr.write(
+    "data-server: PORT, DATABASE_URL, BLOB_DIR, BENCH_ADDRESS, BENCH_PATH and BENCH_SECRET are required\n",
+  );
   process.exit(2);
 }
 
-const database = await openServiceDatabase({ kind: "postgres", url }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS });
+const database = await openServiceDatabase(
+  { kind: "postgres", url },
+  { schema: "apps", migrationsFolder: APPS_MIGRATIONS },
+);
 // One anonymous load generator makes every request: the per-viewer limit would otherwise be what is measured.
-await startBenchApps(database, { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: blobDir, DATA_REQUESTS_PER_MINUTE: "100000000" }, { secret });
-process.stdout.write(`${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}${path}`, host: `${address}.localhost:${port}` })}\n`);
+await startBenchApps(
+  database,
+  { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: blobDir, DATA_REQUESTS_PER_MINUTE: "100000000" },
+  { secret },
+);
+process.stdout.write(
+  `${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}${path}`, host: `${address}.localhost:${port}` })}\n`,
+);

@@ -3,7 +3,14 @@
 // connections, against (q) a bare Bun.serve that runs only the same query with postgres.js on the same database.
 // The ratio is the cost of everything the app host adds: routing by Host, the cached app and rules, the viewer,
 // the rate limit, validation, the per-app counters and the JSON shape.
-import { formatPaired, measurePaired, seedAppWithDocuments, type AppBenchSettings, type PairedBenchResult, type PairedRun } from "./app-bench.ts";
+import {
+  formatPaired,
+  measurePaired,
+  seedAppWithDocuments,
+  type AppBenchSettings,
+  type PairedBenchResult,
+  type PairedRun,
+} from "./app-bench.ts";
 
 export const DATA_LEVELS = [32, 1] as const;
 /** Issue 8's target: list reads at 32 connections, on the 2-core machine. */
@@ -30,7 +37,17 @@ export function measureData(settings: DataSettings, progress: (message: string) 
       levels: DATA_LEVELS,
       // One public app with an open collection of SEEDED documents.
       seed: (databaseUrl, blobDir) =>
-        seedAppWithDocuments(databaseUrl, blobDir, { address: ADDRESS, files: { "index.html": "<h1>bench</h1>" }, config: { collections: { [COLLECTION]: { read: "anyone", create: "anyone" } } } }, COLLECTION, SEEDED),
+        seedAppWithDocuments(
+          databaseUrl,
+          blobDir,
+          {
+            address: ADDRESS,
+            files: { "index.html": "<h1>bench</h1>" },
+            config: { collections: { [COLLECTION]: { read: "anyone", create: "anyone" } } },
+          },
+          COLLECTION,
+          SEEDED,
+        ),
       childEnv: (_which, op, seeded) => ({
         BENCH_ADDRESS: ADDRESS,
         BENCH_PATH: op === "list" ? `/_hatch/db/${COLLECTION}?limit=20` : `/_hatch/db/${COLLECTION}`,
@@ -39,9 +56,15 @@ export function measureData(settings: DataSettings, progress: (message: string) 
         BENCH_COLLECTION: COLLECTION,
       }),
       scripts: { baseline: "data-baseline-server.ts", host: "data-server.ts" },
-      request: (op) => (op === "add" ? { method: "POST", json: JSON.stringify({ title: "New item", done: false, priority: 2 }) } : {}),
+      request: (op) =>
+        op === "add" ? { method: "POST", json: JSON.stringify({ title: "New item", done: false, priority: 2 }) } : {},
       baselineName: "postgres.js",
-      goal: { name: `app host list reads/s at 32 connections >= ${DATA_READS_GOAL}`, op: "list", clients: 32, limit: DATA_READS_GOAL },
+      goal: {
+        name: `app host list reads/s at 32 connections >= ${DATA_READS_GOAL}`,
+        op: "list",
+        clients: 32,
+        limit: DATA_READS_GOAL,
+      },
     },
     progress,
   );

@@ -14,7 +14,9 @@ if (!Number.isInteger(port) || port <= 0) {
   process.stderr.write("embedded-server: PORT is required\n");
   process.exit(2);
 }
-const level = (LOG_LEVELS as readonly string[]).includes(process.env.LOG_LEVEL ?? "") ? (process.env.LOG_LEVEL as LogLevel) : "warn";
+const level = (LOG_LEVELS as readonly string[]).includes(process.env.LOG_LEVEL ?? "")
+  ? (process.env.LOG_LEVEL as LogLevel)
+  : "warn";
 
 const hatch = await startHatch({
   secret: randomBytes(32).toString("hex"),
@@ -27,7 +29,9 @@ const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1" });
 const email = "embedded@bench.example";
 await hatch.gateway.auth.createUser({ email, password: "bench password 123", name: "Embedded Bench" });
 const { accessToken } = await hatch.gateway.auth.issueTokenForScript({ email, ttlSeconds: 3_600 });
-process.stdout.write(`${MARKER}READY ${JSON.stringify({ mcpUrl: `http://127.0.0.1:${port}/mcp`, token: accessToken })}\n`);
+process.stdout.write(
+  `${MARKER}READY ${JSON.stringify({ mcpUrl: `http://127.0.0.1:${port}/mcp`, token: accessToken })}\n`,
+);
 
 const stop = async () => {
   await server.stop(true);

@@ -24,7 +24,10 @@ export interface HttpWorkerConfig {
 const config = JSON.parse(process.argv[2] ?? "{}") as HttpWorkerConfig;
 const result: WorkerResult = { latencies: [], errors: 0, warmupCalls: 0, answers: { json: 0, sse: 0 } };
 const target = new URL(config.url);
-const body = config.json === undefined ? "" : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(config.json)}\r\n\r\n${config.json}`;
+const body =
+  config.json === undefined
+    ? ""
+    : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(config.json)}\r\n\r\n${config.json}`;
 const REQUEST = Buffer.from(
   `${config.method ?? "GET"} ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${config.host}\r\nUser-Agent: hatch-bench\r\nAccept: ${config.json === undefined ? "text/html" : "application/json"}\r\n${body || "\r\n"}`,
 );
@@ -108,5 +111,7 @@ await Bun.sleep(Math.max(0, begin - performance.now()));
 await Promise.all(connections.map((c) => drive(c, measureFrom, measureUntil)));
 for (const c of connections) c.close();
 // Handed to the OS before exiting: process.exit does not wait for a pipe write still queued.
-await new Promise<void>((resolve) => process.stdout.write(`${MARKER}RESULT ${JSON.stringify(result)}\n`, () => resolve()));
+await new Promise<void>((resolve) =>
+  process.stdout.write(`${MARKER}RESULT ${JSON.stringify(result)}\n`, () => resolve()),
+);
 process.exit(0);

@@ -43,7 +43,10 @@ const observingFetch = async (input: string | URL, init?: RequestInit): Promise<
 async function connect(index: number): Promise<Client> {
   const client = new Client({ name: "hatch-bench", version: "1.0.0" }, { capabilities: {} });
   const headers: Record<string, string> = config.token ? { Authorization: `Bearer ${config.token}` } : {};
-  const transport = new StreamableHTTPClientTransport(new URL(config.mcpUrl), { requestInit: { headers }, fetch: observingFetch });
+  const transport = new StreamableHTTPClientTransport(new URL(config.mcpUrl), {
+    requestInit: { headers },
+    fetch: observingFetch,
+  });
   try {
     await client.connect(transport);
   } catch (error) {

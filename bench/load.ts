@@ -43,7 +43,11 @@ const HTTP_WORKER = join(import.meta.dir, "http-load-worker.ts");
 export async function runLoad(options: LoadOptions): Promise<RunStats> {
   const workers = Math.max(1, Math.min(options.workers, options.clients));
   const children = Array.from({ length: workers }, (_, i) => {
-    const common = { clients: share(options.clients, workers, i), warmupMs: options.warmupMs, durationMs: options.durationMs };
+    const common = {
+      clients: share(options.clients, workers, i),
+      warmupMs: options.warmupMs,
+      durationMs: options.durationMs,
+    };
     if (options.http) {
       const config: HttpWorkerConfig = { ...common, ...options.http };
       return new Child(`load-${i}`, [process.execPath, HTTP_WORKER, JSON.stringify(config)], { ...process.env });
@@ -56,12 +60,23 @@ export async function runLoad(options: LoadOptions): Promise<RunStats> {
     // Every worker starts its warmup at the same wall-clock moment, a little after all are connected.
     const startAt = Date.now() + 100;
     for (const child of children) child.send(`GO ${startAt}`);
-    const meter = new CpuMeter([{ name: "load", roots: children.map((c) => c.proc.pid) }, ...(options.cpuGroups ?? [])]);
+    const meter = new CpuMeter([
+      { name: "load", roots: children.map((c) => c.proc.pid) },
+      ...(options.cpuGroups ?? []),
+    ]);
     const measureFrom = startAt + options.warmupMs;
-    const cpu = Promise.all([Bun.sleep(measureFrom - Date.now()).then(() => meter.start()), Bun.sleep(measureFrom + options.durationMs - Date.now())]).then(() => meter.stop());
+    const cpu = Promise.all([
+      Bun.sleep(measureFrom - Date.now()).then(() => meter.start()),
+      Bun.sleep(measureFrom + options.durationMs - Date.now()),
+    ]).then(() => meter.stop());
     const budget = 100 + options.warmupMs + options.durationMs + 30_000;
-    const results = await Promise.all(children.map(async (child) => JSON.parse(await child.waitFor("RESULT", budget)) as WorkerResult));
-    return { ...summarize(results, options.clients, workers, options.durationMs / 1000), cpuSeconds: (await cpu) ?? undefined };
+    const results = await Promise.all(
+      children.map(async (child) => JSON.parse(await child.waitFor("RESULT", budget)) as WorkerResult),
+    );
+    return {
+      ...summarize(results, options.clients, workers, options.durationMs / 1000),
+      cpuSeconds: (await cpu) ?? undefined,
+    };
   } finally {
     await Promise.all(children.map((child) => child.stop()));
   }

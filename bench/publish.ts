@@ -48,8 +48,12 @@ const TAR_GOAL_MS = 500;
 function makeFolder(): Folder {
   const folder: Folder = new Map();
   const each = Math.floor(TOTAL_BYTES / FILES);
-  folder.set("index.html", new TextEncoder().encode(`<!doctype html><title>bench</title>${"<p>hello</p>".repeat(each / 12)}`));
-  for (let i = 1; i < FILES; i++) folder.set(`assets/chunk-${String(i).padStart(3, "0")}.js`, new Uint8Array(randomBytes(each)));
+  folder.set(
+    "index.html",
+    new TextEncoder().encode(`<!doctype html><title>bench</title>${"<p>hello</p>".repeat(each / 12)}`),
+  );
+  for (let i = 1; i < FILES; i++)
+    folder.set(`assets/chunk-${String(i).padStart(3, "0")}.js`, new Uint8Array(randomBytes(each)));
   return folder;
 }
 
@@ -73,15 +77,30 @@ export async function runPublishBench(progress: (message: string) => void = () =
     { preconnect: fetch.preconnect },
   );
   try {
-    await hatch.gateway.auth.createUser({ email: "publish@bench.example", password: "bench password 123", name: "Publish Bench" });
-    const { accessToken } = await hatch.gateway.auth.issueTokenForScript({ email: "publish@bench.example", ttlSeconds: 3_600 });
+    await hatch.gateway.auth.createUser({
+      email: "publish@bench.example",
+      password: "bench password 123",
+      name: "Publish Bench",
+    });
+    const { accessToken } = await hatch.gateway.auth.issueTokenForScript({
+      email: "publish@bench.example",
+      ttlSeconds: 3_600,
+    });
     const client = new Client({ name: "hatch-bench", version: "1" }, { capabilities: {} });
-    await client.connect(new StreamableHTTPClientTransport(new URL(hatch.config.mcpUrl), { fetch: counting, requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(hatch.config.mcpUrl), {
+        fetch: counting,
+        requestInit: { headers: { Authorization: `Bearer ${accessToken}` } },
+      }),
+    );
 
     const folder = makeFolder();
     const phases: PublishPhase[] = [];
     // Warm-up: one small publish each way, so neither measured path pays for the JIT or first connections.
-    const small: Folder = new Map([["index.html", new TextEncoder().encode("<h1>warm</h1>")], ["a.js", new Uint8Array(randomBytes(1000))]]);
+    const small: Folder = new Map([
+      ["index.html", new TextEncoder().encode("<h1>warm</h1>")],
+      ["a.js", new Uint8Array(randomBytes(1000))],
+    ]);
     await publishFolder(client, small, { name: "Warm Manifest", visibility: "private" }, counting, UPLOAD_CONCURRENCY);
     await publishByTar(client, small, { name: "Warm Tar", visibility: "private" });
     const tarFolder = makeFolder();
@@ -98,7 +117,13 @@ export async function runPublishBench(progress: (message: string) => void = () =
     sent = 0;
     const tarStarted = performance.now();
     const tar = await publishByTar(client, tarDir, { name: "Bench Tar", visibility: "private" });
-    phases.push({ phase: "first publish, tar | curl (t)", uploads: 1, uploadBytes: tar.uploadBytes, bytesSent: sent + tar.uploadBytes, ms: Math.round(performance.now() - tarStarted) });
+    phases.push({
+      phase: "first publish, tar | curl (t)",
+      uploads: 1,
+      uploadBytes: tar.uploadBytes,
+      bytesSent: sent + tar.uploadBytes,
+      ms: Math.round(performance.now() - tarStarted),
+    });
     progress("publish: first publish by tar done");
     rmSync(tarDir, { recursive: true, force: true });
     folder.set("assets/chunk-250.js", new Uint8Array(randomBytes(folder.get("assets/chunk-250.js")!.byteLength)));
@@ -137,15 +162,23 @@ export async function runPublishBench(progress: (message: string) => void = () =
  * publish { upload: true }, then the command from its text (dist → the folder), through sh -c as a person pastes
  * it. `folder` is a directory, or a Folder written to a temporary one first.
  */
-async function publishByTar(client: Client, folder: string | Folder, args: Record<string, unknown>): Promise<{ uploadBytes: number }> {
+async function publishByTar(
+  client: Client,
+  folder: string | Folder,
+  args: Record<string, unknown>,
+): Promise<{ uploadBytes: number }> {
   const dir = typeof folder === "string" ? folder : writeFolder(folder);
-  const result = await client.callTool({ name: "publish", arguments: { ...args, upload: true } }, undefined, { timeout: 120_000 });
+  const result = await client.callTool({ name: "publish", arguments: { ...args, upload: true } }, undefined, {
+    timeout: 120_000,
+  });
   const text = (result.content as { type: string; text?: string }[]).map((c) => c.text ?? "").join("\n");
   if (result.isError) throw new Error(`publish failed: ${text}`);
   const run = await runShell(uploadCommandOf(text, dir));
-  if (run.code !== 0 || !run.stdout.includes("version 1:")) throw new Error(`the upload command failed (${run.code}): ${run.stdout}${run.stderr}`);
+  if (run.code !== 0 || !run.stdout.includes("version 1:"))
+    throw new Error(`the upload command failed (${run.code}): ${run.stdout}${run.stderr}`);
   let uploadBytes = 0;
-  for (const entry of new Bun.Glob("**/*").scanSync({ cwd: dir, dot: true })) uploadBytes += Bun.file(join(dir, entry)).size;
+  for (const entry of new Bun.Glob("**/*").scanSync({ cwd: dir, dot: true }))
+    uploadBytes += Bun.file(join(dir, entry)).size;
   if (typeof folder !== "string") rmSync(dir, { recursive: true, force: true });
   return { uploadBytes };
 }
@@ -160,14 +193,19 @@ function bodySize(body: RequestInit["body"]): number {
 
 export function formatPublishReport(result: PublishBenchResult): string {
   const mb = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MB`;
-  const rows = result.phases.map((p) => `${p.phase.padEnd(30)} ${String(p.uploads).padStart(7)} ${mb(p.uploadBytes).padStart(10)} ${mb(p.bytesSent).padStart(10)} ${String(p.ms).padStart(8)}`);
+  const rows = result.phases.map(
+    (p) =>
+      `${p.phase.padEnd(30)} ${String(p.uploads).padStart(7)} ${mb(p.uploadBytes).padStart(10)} ${mb(p.bytesSent).padStart(10)} ${String(p.ms).padStart(8)}`,
+  );
   const [first, , changed] = result.phases;
   return [
     `Publish: ${result.files} files, ${mb(result.folderBytes)}, first publish end to end on loopback (embedded stack)`,
     `${"phase".padEnd(30)} ${"uploads".padStart(7)} ${"uploaded".padStart(10)} ${"sent".padStart(10)} ${"ms".padStart(8)}`,
     ...rows,
     `first publish (t)/(m): time ${result.tarOverManifest.toFixed(2)} (lower is better)`,
-    first && changed ? `republish/first (manifest): bytes sent ${(changed.bytesSent / first.bytesSent).toFixed(4)}, time ${(changed.ms / first.ms).toFixed(2)}` : "",
+    first && changed
+      ? `republish/first (manifest): bytes sent ${(changed.bytesSent / first.bytesSent).toFixed(4)}, time ${(changed.ms / first.ms).toFixed(2)}`
+      : "",
     ...result.goals.map((g) => `Goal: ${g.name}: ${g.status} (${g.detail})`),
   ].join("\n");
 }

@@ -12,7 +12,15 @@ import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
 import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
-import { startBaseline, startClusterTarget, startEmbedded, TARGETS, type RunningTarget, type TargetKey, type TargetSettings } from "./targets.ts";
+import {
+  startBaseline,
+  startClusterTarget,
+  startEmbedded,
+  TARGETS,
+  type RunningTarget,
+  type TargetKey,
+  type TargetSettings,
+} from "./targets.ts";
 
 /** Parts measured on their own after the whoami targets: `host` (bench/app-host.ts), `data` (bench/data.ts), `server` (bench/server-code.ts), `publish` (bench/publish.ts). */
 const EXTRA_PARTS = ["host", "data", "server", "publish"];
@@ -23,7 +31,8 @@ const SETUP_ALLOWANCE_MS = 90_000;
 function number(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === "" ? fallback : Number(raw);
-  if (!Number.isFinite(value) || value < min || value > max) fail(`${name} must be a number from ${min} to ${max} (got ${raw})`);
+  if (!Number.isFinite(value) || value < min || value > max)
+    fail(`${name} must be a number from ${min} to ${max} (got ${raw})`);
   return value;
 }
 
@@ -33,10 +42,15 @@ function fail(message: string): never {
 }
 
 function readSettings() {
-  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host,data,server,publish").split(",").map((t) => t.trim()).filter(Boolean);
-  if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t))) fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
+  const targets = (process.env.BENCH_TARGETS ?? "a,b,c,host,data,server,publish")
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+  if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t)))
+    fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
-  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
+  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel))
+    fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
   return {
     seconds: number("BENCH_SECONDS", 3, 0.5, 30),
     warmupSeconds: number("BENCH_WARMUP_SECONDS", 2, 0, 10),
@@ -67,20 +81,32 @@ function cleanUp(): Promise<void> {
   cleaning ??= (async () => {
     await stopAllChildren().catch(() => {});
     for (const cleanup of cleanups.reverse()) {
-      await cleanup().catch((error: unknown) => progress(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`));
+      await cleanup().catch((error: unknown) =>
+        progress(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`),
+      );
     }
   })();
   return cleaning;
 }
 
-async function startTarget(key: TargetKey, settings: Settings, targetSettings: TargetSettings, answer: "json" | "sse"): Promise<RunningTarget> {
+async function startTarget(
+  key: TargetKey,
+  settings: Settings,
+  targetSettings: TargetSettings,
+  answer: "json" | "sse",
+): Promise<RunningTarget> {
   if (key === "b") return startEmbedded(targetSettings);
   const database = await createDatabase(settings.databaseUrl, `hatch_bench_${targetSettings.runId}_${key}`);
   cleanups.push(() => database.drop());
   return key === "a" ? startBaseline(database.url, answer) : startClusterTarget(targetSettings, database.url);
 }
 
-async function measureTarget(key: TargetKey, settings: Settings, targetSettings: TargetSettings, answer: "json" | "sse"): Promise<TargetResult> {
+async function measureTarget(
+  key: TargetKey,
+  settings: Settings,
+  targetSettings: TargetSettings,
+  answer: "json" | "sse",
+): Promise<TargetResult> {
   progress(`${TARGETS[key].label}: starting`);
   const started = performance.now();
   const target = await startTarget(key, settings, targetSettings, answer);
@@ -102,7 +128,9 @@ async function measureTarget(key: TargetKey, settings: Settings, targetSettings:
       });
       if (aborted) throw new Error("interrupted");
       runs[String(clients)] = stats;
-      progress(`${TARGETS[key].label} x${clients}: ${stats.callsPerSecond} calls/s, p50 ${stats.p50Ms} ms, p99 ${stats.p99Ms} ms, ${stats.errors} errors`);
+      progress(
+        `${TARGETS[key].label} x${clients}: ${stats.callsPerSecond} calls/s, p50 ${stats.p50Ms} ms, p99 ${stats.p99Ms} ms, ${stats.errors} errors`,
+      );
       if (stats.firstError) progress(`  first error: ${stats.firstError}`);
     }
   } finally {
@@ -187,22 +215,37 @@ async function measureWhoami(settings: Settings): Promise<void> {
   for (const key of ["a", "b", "c"] as const) if (measured[key]) targets[key] = measured[key];
 
   const notes: string[] = [];
-  const errors = Object.values(targets).reduce((sum, t) => sum + Object.values(t.runs).reduce((s, r) => s + r.errors, 0), 0);
+  const errors = Object.values(targets).reduce(
+    (sum, t) => sum + Object.values(t.runs).reduce((s, r) => s + r.errors, 0),
+    0,
+  );
   if (errors > 0) notes.push(`${errors} calls failed; failed calls are not in calls/s or latency`);
   for (const [key, target] of Object.entries(targets)) {
     for (const run of Object.values(target.runs)) {
       const label = `${TARGETS[key as TargetKey].label} x${run.clients}`;
       const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
-      if (busy > 0.9) notes.push(`${label}: the load generator used ${Math.round(busy * 100)}% of a CPU per process and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`);
+      if (busy > 0.9)
+        notes.push(
+          `${label}: the load generator used ${Math.round(busy * 100)}% of a CPU per process and may have limited the result; try BENCH_WORKERS=${run.workers + 1}`,
+        );
       const disturbed = disturbance(run);
-      if (disturbed > 0.1) notes.push(`${label}: processes outside the benchmark (or the VM host) took ${Math.round(disturbed * 100)}% of the CPUs; its numbers are low`);
+      if (disturbed > 0.1)
+        notes.push(
+          `${label}: processes outside the benchmark (or the VM host) took ${Math.round(disturbed * 100)}% of the CPUs; its numbers are low`,
+        );
     }
   }
-  if (cpus().length <= 2) notes.push("the load generator shares the CPUs with the server under test (and with NATS and Postgres)");
+  if (cpus().length <= 2)
+    notes.push("the load generator shares the CPUs with the server under test (and with NATS and Postgres)");
   const report: BenchReport = {
     startedAt,
     finishedAt: new Date().toISOString(),
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version, platform: `${process.platform}-${process.arch}` },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      bun: Bun.version,
+      platform: `${process.platform}-${process.arch}`,
+    },
     settings: { ...settings, databaseUrl: redact(settings.databaseUrl), levels: LEVELS },
     targets,
     ratios: { "b/a": ratiosOf(targets, "b"), "c/a": ratiosOf(targets, "c") },
@@ -241,7 +284,8 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 try {
   await main();
 } catch (error) {
-  if (!aborted) process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  if (!aborted)
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;
 } finally {
   await cleanUp();

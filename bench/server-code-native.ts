@@ -7,11 +7,19 @@ import { announce, baselineSettings, listDocuments } from "./baseline-child.ts";
 type Handler = { fetch(request: Request, env: unknown): Response | Promise<Response> };
 const handler = ((await import(join(import.meta.dir, "server-code-handler.js"))) as { default: Handler }).default;
 
-const { port, sql, BENCH_APP_ID: appId, BENCH_PATH: path } = baselineSettings("server-code-native", ["BENCH_APP_ID", "BENCH_PATH"]);
+const {
+  port,
+  sql,
+  BENCH_APP_ID: appId,
+  BENCH_PATH: path,
+} = baselineSettings("server-code-native", ["BENCH_APP_ID", "BENCH_PATH"]);
 const env = {
   viewer: null,
   db: (collection: string) => ({
-    list: async (options: { limit?: number } = {}) => ({ documents: await listDocuments(sql, appId, collection, options.limit ?? 20), next: null }),
+    list: async (options: { limit?: number } = {}) => ({
+      documents: await listDocuments(sql, appId, collection, options.limit ?? 20),
+      next: null,
+    }),
   }),
 };
 

@@ -5,7 +5,14 @@
 // everything the app host adds (Host routing, the viewer, the rate limit, the host call for env.db).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { formatPaired, measurePaired, seedAppWithDocuments, type AppBenchSettings, type PairedBenchResult, type PairedRun } from "./app-bench.ts";
+import {
+  formatPaired,
+  measurePaired,
+  seedAppWithDocuments,
+  type AppBenchSettings,
+  type PairedBenchResult,
+  type PairedRun,
+} from "./app-bench.ts";
 
 export const SERVER_LEVELS = [32, 1] as const;
 /** The issue's target: the hello-world handler through the app host at 32 connections, on the 2-core machine. */
@@ -23,7 +30,10 @@ export interface ServerSettings extends AppBenchSettings {
 export type ServerRun = PairedRun<Op>;
 export type ServerResult = PairedBenchResult<Op, Omit<ServerSettings, "databaseUrl">>;
 
-export function measureServerCode(settings: ServerSettings, progress: (message: string) => void): Promise<ServerResult> {
+export function measureServerCode(
+  settings: ServerSettings,
+  progress: (message: string) => void,
+): Promise<ServerResult> {
   return measurePaired(
     settings,
     {
@@ -32,13 +42,32 @@ export function measureServerCode(settings: ServerSettings, progress: (message: 
       levels: SERVER_LEVELS,
       seed: (databaseUrl, blobDir) => {
         const source = readFileSync(join(import.meta.dir, "server-code-handler.js"), "utf8");
-        const files = { "index.html": "<h1>bench</h1>", "api/index.js": { content: source, contentType: "text/javascript" } };
-        return seedAppWithDocuments(databaseUrl, blobDir, { address: ADDRESS, files, config: { server: "api/index.js", collections: { items: { read: "anyone" } } } }, "items", SEEDED);
+        const files = {
+          "index.html": "<h1>bench</h1>",
+          "api/index.js": { content: source, contentType: "text/javascript" },
+        };
+        return seedAppWithDocuments(
+          databaseUrl,
+          blobDir,
+          { address: ADDRESS, files, config: { server: "api/index.js", collections: { items: { read: "anyone" } } } },
+          "items",
+          SEEDED,
+        );
       },
-      childEnv: (_which, op, seeded) => ({ BENCH_ADDRESS: ADDRESS, BENCH_PATH: OPS[op], BENCH_SECRET: seeded.secret, BENCH_APP_ID: seeded.appId }),
+      childEnv: (_which, op, seeded) => ({
+        BENCH_ADDRESS: ADDRESS,
+        BENCH_PATH: OPS[op],
+        BENCH_SECRET: seeded.secret,
+        BENCH_APP_ID: seeded.appId,
+      }),
       scripts: { baseline: "server-code-native.ts", host: "server-code-server.ts" },
       baselineName: "native Bun",
-      goal: { name: `server code hello world req/s through the app host at 32 connections >= ${SERVER_HELLO_GOAL}`, op: "hello", clients: 32, limit: SERVER_HELLO_GOAL },
+      goal: {
+        name: `server code hello world req/s through the app host at 32 connections >= ${SERVER_HELLO_GOAL}`,
+        op: "hello",
+        clients: 32,
+        limit: SERVER_HELLO_GOAL,
+      },
     },
     progress,
   );

@@ -11,7 +11,9 @@ if (!Number.isInteger(port) || port <= 0 || !file) {
 }
 
 const server = Bun.serve({ port, hostname: "127.0.0.1", fetch: () => new Response(Bun.file(file)) });
-process.stdout.write(`${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${server.port}/`, host: `127.0.0.1:${server.port}` })}\n`);
+process.stdout.write(
+  `${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${server.port}/`, host: `127.0.0.1:${server.port}` })}\n`,
+);
 
 const stop = async () => {
   await server.stop(true);

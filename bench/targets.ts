@@ -14,7 +14,8 @@ export const TARGETS: Record<TargetKey, { label: string; description: string }> 
   },
   b: {
     label: "(b) embedded",
-    description: "`bun run dev`'s stack (startHatch): gateway + services in one process, in-process bus, PGlite in memory",
+    description:
+      "`bun run dev`'s stack (startHatch): gateway + services in one process, in-process bus, PGlite in memory",
   },
   c: {
     label: "(c) cluster",
@@ -53,7 +54,11 @@ export async function startBaseline(databaseUrl: string, answer: "json" | "sse")
   const env = childEnv({ DATABASE_URL: databaseUrl, PORT: String(freePort()), BENCH_ANSWER: answer });
   const child = new Child("baseline", [process.execPath, join(import.meta.dir, "baseline-server.ts")], env);
   try {
-    const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as { mcpUrl: string; poolSize: number; answer: string };
+    const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as {
+      mcpUrl: string;
+      poolSize: number;
+      answer: string;
+    };
     return {
       mcpUrl: ready.mcpUrl,
       details: { database: "postgres", dbPoolSize: ready.poolSize, answer: ready.answer },
@@ -67,7 +72,11 @@ export async function startBaseline(databaseUrl: string, answer: "json" | "sse")
 }
 
 export async function startEmbedded(settings: TargetSettings): Promise<RunningTarget> {
-  const child = new Child("embedded", [process.execPath, join(import.meta.dir, "embedded-server.ts")], childEnv({ PORT: String(freePort()), LOG_LEVEL: settings.logLevel }));
+  const child = new Child(
+    "embedded",
+    [process.execPath, join(import.meta.dir, "embedded-server.ts")],
+    childEnv({ PORT: String(freePort()), LOG_LEVEL: settings.logLevel }),
+  );
   try {
     const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as { mcpUrl: string; token: string };
     return {
@@ -105,7 +114,12 @@ export async function startClusterTarget(settings: TargetSettings, databaseUrl: 
     return {
       mcpUrl: `http://127.0.0.1:${port}/mcp`,
       token,
-      details: { database: "postgres", bus: "nats", orgsDbPoolSize: Number(process.env.DB_POOL_SIZE ?? 10), processes: [...cluster.processes.keys()] },
+      details: {
+        database: "postgres",
+        bus: "nats",
+        orgsDbPoolSize: Number(process.env.DB_POOL_SIZE ?? 10),
+        processes: [...cluster.processes.keys()],
+      },
       cpuGroups: [...cluster.processes].map(([name, proc]) => ({ name, roots: [proc.pid] })),
       stop: () => cluster.stop(),
     };

@@ -5,9 +5,21 @@ import type { Logger } from "@hatch/shared";
 import { z } from "zod";
 
 export const AdminRequestSchema = z.discriminatedUnion("command", [
-  z.object({ command: z.literal("user:create"), email: z.string().min(1), password: z.string().min(1), name: z.string().min(1) }).strict(),
   z
-    .object({ command: z.literal("token:issue"), email: z.string().min(1), readOnly: z.boolean(), ttlSeconds: z.number().int().positive().optional() })
+    .object({
+      command: z.literal("user:create"),
+      email: z.string().min(1),
+      password: z.string().min(1),
+      name: z.string().min(1),
+    })
+    .strict(),
+  z
+    .object({
+      command: z.literal("token:issue"),
+      email: z.string().min(1),
+      readOnly: z.boolean(),
+      ttlSeconds: z.number().int().positive().optional(),
+    })
     .strict(),
 ]);
 export type AdminRequest = z.infer<typeof AdminRequestSchema>;
@@ -15,14 +27,26 @@ export type AdminRequest = z.infer<typeof AdminRequestSchema>;
 /** What the command printed (stdout, stderr), or why it was refused (a message for the operator). */
 export type AdminResult = { ok: true; stdout: string; stderr: string } | { ok: false; message: string };
 
-export async function runAdminCommand(auth: Auth, mcpUrl: string, request: AdminRequest, logger: Logger): Promise<AdminResult> {
+export async function runAdminCommand(
+  auth: Auth,
+  mcpUrl: string,
+  request: AdminRequest,
+  logger: Logger,
+): Promise<AdminResult> {
   try {
     if (request.command === "user:create") {
       // The operator vouches for the address: the user is created verified (no mail is sent).
-      const user = await auth.createUser({ email: request.email, password: request.password, name: request.name }, { verified: true });
+      const user = await auth.createUser(
+        { email: request.email, password: request.password, name: request.name },
+        { verified: true },
+      );
       return { ok: true, stdout: `Created user ${user.email} (${user.id}), email verified.\n`, stderr: "" };
     }
-    const issued = await auth.issueTokenForScript({ email: request.email, readOnly: request.readOnly, ttlSeconds: request.ttlSeconds });
+    const issued = await auth.issueTokenForScript({
+      email: request.email,
+      readOnly: request.readOnly,
+      ttlSeconds: request.ttlSeconds,
+    });
     return {
       ok: true,
       stderr: `Access token for ${request.email} (grant ${issued.grantId}${request.readOnly ? ", read-only" : ""}), audience ${mcpUrl}:\n`,

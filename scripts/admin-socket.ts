@@ -46,14 +46,20 @@ const digest = (value: string) => createHash("sha256").update(value).digest();
 export function serveAdminSocket(options: AdminSocketOptions): AdminSocket | null {
   const paths = adminSocketPaths(options.dataDir);
   if (Buffer.byteLength(paths.socket) > MAX_SOCKET_PATH) {
-    options.logger.warn("admin socket off: the data dir path is too long for a unix socket; stop dev to use bun run admin", { path: paths.socket });
+    options.logger.warn(
+      "admin socket off: the data dir path is too long for a unix socket; stop dev to use bun run admin",
+      { path: paths.socket },
+    );
     return null;
   }
   try {
     return listen(paths, options);
   } catch (error) {
     // A convenience of dev, not a reason to stop it: admin then says dev does not answer.
-    options.logger.warn("admin socket off: it could not be created; stop dev to use bun run admin", { path: paths.socket, error });
+    options.logger.warn("admin socket off: it could not be created; stop dev to use bun run admin", {
+      path: paths.socket,
+      error,
+    });
     rmSync(paths.dir, { recursive: true, force: true });
     return null;
   }
@@ -74,15 +80,22 @@ function listen(paths: ReturnType<typeof adminSocketPaths>, options: AdminSocket
       const given = digest(request.headers.get("authorization") ?? "");
       if (!timingSafeEqual(given, expected)) {
         options.logger.warn("admin socket: request with a wrong token refused");
-        return json(401, { ok: false, message: `Wrong admin token: read it from ${paths.token} (it changes each time dev starts).` });
+        return json(401, {
+          ok: false,
+          message: `Wrong admin token: read it from ${paths.token} (it changes each time dev starts).`,
+        });
       }
       const path = new URL(request.url).pathname;
-      if (request.method !== "POST" || path !== "/run") return json(404, { ok: false, message: "The admin socket answers POST /run only." });
+      if (request.method !== "POST" || path !== "/run")
+        return json(404, { ok: false, message: "The admin socket answers POST /run only." });
       const body = await request.json().catch(() => undefined);
       const parsed = AdminRequestSchema.safeParse(body);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
-        return json(400, { ok: false, message: `Bad admin request: ${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}.` });
+        return json(400, {
+          ok: false,
+          message: `Bad admin request: ${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}.`,
+        });
       }
       const result = await runAdminCommand(options.auth, options.mcpUrl, parsed.data, options.logger);
       options.logger.info("admin command run over the socket", { command: parsed.data.command, ok: result.ok });
@@ -113,7 +126,10 @@ export async function callAdminSocket(dataDir: string, request: AdminRequest): P
     token = readFileSync(paths.token, "utf8").trim();
   } catch (error) {
     const code = (error as { code?: string }).code;
-    return { answered: false, reason: code === "EACCES" ? `${paths.token} is not readable by this user` : "it has no admin socket" };
+    return {
+      answered: false,
+      reason: code === "EACCES" ? `${paths.token} is not readable by this user` : "it has no admin socket",
+    };
   }
   let response: Response;
   try {
@@ -126,9 +142,15 @@ export async function callAdminSocket(dataDir: string, request: AdminRequest): P
     });
   } catch (error) {
     const timedOut = (error as { name?: string }).name === "TimeoutError";
-    return { answered: false, reason: timedOut ? `its admin socket gave no answer in ${ANSWER_TIMEOUT_MS / 1000} s` : "nothing answers on its admin socket" };
+    return {
+      answered: false,
+      reason: timedOut
+        ? `its admin socket gave no answer in ${ANSWER_TIMEOUT_MS / 1000} s`
+        : "nothing answers on its admin socket",
+    };
   }
   const result = (await response.json().catch(() => null)) as AdminResult | null;
-  if (!result || typeof result.ok !== "boolean") return { answered: false, reason: `its admin socket answered ${response.status} without a result` };
+  if (!result || typeof result.ok !== "boolean")
+    return { answered: false, reason: `its admin socket answered ${response.status} without a result` };
   return { answered: true, result };
 }

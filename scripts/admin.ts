@@ -6,7 +6,14 @@
 // admin socket (scripts/admin-socket.ts); when nothing does, here. Same output either way. Directly, BASE_URL/PORT
 // must match the server's, since tokens carry its audience (through dev, dev's own is used).
 import { createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig } from "@hatch/gateway";
-import { CommonEnvSchema, createLogger, loadConfig, openEmbeddedPostgres, openServiceDatabase, type CommonEnv } from "@hatch/shared";
+import {
+  CommonEnvSchema,
+  createLogger,
+  loadConfig,
+  openEmbeddedPostgres,
+  openServiceDatabase,
+  type CommonEnv,
+} from "@hatch/shared";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runAdminCommand, type AdminRequest, type AdminResult } from "./admin-commands.ts";
@@ -47,7 +54,8 @@ function readRequest(): AdminRequest {
     return { command, email: values.email, password: values.password, name: values.name };
   }
   const ttlSeconds = values.ttl ? Number(values.ttl) : undefined;
-  if (ttlSeconds !== undefined && !(Number.isInteger(ttlSeconds) && ttlSeconds > 0)) fail("--ttl takes a whole number of seconds.");
+  if (ttlSeconds !== undefined && !(Number.isInteger(ttlSeconds) && ttlSeconds > 0))
+    fail("--ttl takes a whole number of seconds.");
   return { command, email: values.email, readOnly: values["read-only"] ?? false, ttlSeconds };
 }
 
@@ -56,7 +64,9 @@ async function runDirect(request: AdminRequest, env: CommonEnv, dataDir: string)
   const config = loadGatewayConfig(process.env, env.HATCH_SECRET ?? dataDirSecret(dataDir));
   const pglite = env.DATABASE_URL ? undefined : await openEmbeddedPostgres(join(dataDir, "pg"));
   const database = await openServiceDatabase(
-    env.DATABASE_URL ? { kind: "postgres", url: env.DATABASE_URL, maxConnections: 2 } : { kind: "pglite", client: pglite! },
+    env.DATABASE_URL
+      ? { kind: "postgres", url: env.DATABASE_URL, maxConnections: 2 }
+      : { kind: "pglite", client: pglite! },
     { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS },
   );
   const logger = createLogger({ level: "warn" });
@@ -77,7 +87,9 @@ async function run(request: AdminRequest): Promise<AdminResult> {
   if (lock.ok) return runDirect(request, env, dataDir);
   const call = await callAdminSocket(dataDir, request);
   if (call.answered) return call.result;
-  fail(`${dataDir} is in use by ${lock.holder}, and ${call.reason}. Wait until it says "Hatch is running" and try again, or stop it.`);
+  fail(
+    `${dataDir} is in use by ${lock.holder}, and ${call.reason}. Wait until it says "Hatch is running" and try again, or stop it.`,
+  );
 }
 
 const result = await run(readRequest());

@@ -43,7 +43,8 @@ const KILL_MARGIN_MS = 2_000;
 
 /** Starts the gateway and each service as separate `bun run start` processes and waits for /healthz. */
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? Number(process.env.SHUTDOWN_TIMEOUT_MS || DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  const shutdownTimeoutMs =
+    options.shutdownTimeoutMs ?? Number(process.env.SHUTDOWN_TIMEOUT_MS || DEFAULT_SHUTDOWN_TIMEOUT_MS);
   const env = {
     ...process.env,
     NATS_URL: options.natsUrl,
@@ -66,7 +67,9 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const log = options.logDir ? openSync(join(options.logDir, `${name}.log`), "a") : undefined;
     const child = Bun.spawn([process.execPath, "src/main.ts"], {
       cwd: name === "gateway" ? join(ROOT, "gateway") : join(ROOT, "services", name),
-      env: options.natsPasswords?.[name] ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] } : env,
+      env: options.natsPasswords?.[name]
+        ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] }
+        : env,
       stdout: log ?? options.stdout ?? "inherit",
       stderr: log ?? "inherit",
       stdin: "ignore",
@@ -94,12 +97,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       );
     },
     kill() {
-      for (const child of processes.values()) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      for (const child of processes.values())
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     },
     respawn(name) {
       const old = processes.get(name);
       if (!old) throw new Error(`no process named ${name} in this cluster`);
-      if (old.exitCode === null && old.signalCode === null) throw new Error(`${name} is still running (pid ${old.pid}); stop it first`);
+      if (old.exitCode === null && old.signalCode === null)
+        throw new Error(`${name} is still running (pid ${old.pid}); stop it first`);
       return spawn(name);
     },
   };
@@ -111,7 +116,9 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       await cluster.stop();
       throw new Error(`${exited[0]} exited with code ${exited[1].exitCode} during start`);
     }
-    const report = await fetch(`${cluster.baseUrl}/healthz`).then((r) => r.json() as Promise<{ services: Record<string, { ok: boolean }> }>).catch(() => null);
+    const report = await fetch(`${cluster.baseUrl}/healthz`)
+      .then((r) => r.json() as Promise<{ services: Record<string, { ok: boolean }> }>)
+      .catch(() => null);
     if (report && [...wanted].every((s) => report.services[s]?.ok)) return cluster;
     if (Date.now() > deadline) {
       await cluster.stop();

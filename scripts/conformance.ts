@@ -7,13 +7,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** The server scenarios that test what Hatch offers (tools over streamable HTTP with resumable SSE). */
-const APPLICABLE = ["server-initialize", "ping", "tools-list", "server-sse-polling", "server-sse-multiple-streams", "dns-rebinding-protection"];
+const APPLICABLE = [
+  "server-initialize",
+  "ping",
+  "tools-list",
+  "server-sse-polling",
+  "server-sse-multiple-streams",
+  "dns-rebinding-protection",
+];
 
 /** The rest of the suite, and why each does not apply to Hatch. */
 const NOT_APPLICABLE: Record<string, string> = {
   "logging-set-level": "Hatch offers no logging capability (its logs are the operator's, and tool_logs reads an app's)",
   "completion-complete": "Hatch offers no completions",
-  "tools-call-simple-text": "calls the suite's own fixture tools (test_simple_text …), which a real server does not have",
+  "tools-call-simple-text":
+    "calls the suite's own fixture tools (test_simple_text …), which a real server does not have",
   "tools-call-image": "fixture tool; Hatch's tools answer text and structured content",
   "tools-call-audio": "fixture tool; Hatch has no audio",
   "tools-call-embedded-resource": "fixture tool; Hatch offers no resources",
@@ -59,7 +67,11 @@ async function waitUntil(check: () => Promise<boolean>, what: string, ms = 60_00
 
 async function run(args: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
   const child = Bun.spawn(["bun", ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
   return { code, out: out + err };
 }
 
@@ -67,15 +79,38 @@ const dataDir = mkdtempSync(join(tmpdir(), "hatch-conformance-"));
 const gatewayPort = freePort();
 const proxyPort = freePort();
 const base = `http://localhost:${proxyPort}`;
-const env = { PORT: String(gatewayPort), BASE_URL: base, APP_PORT: String(freePort()), DATA_DIR: dataDir, LOG_LEVEL: "warn", TOOL_CALLS_PER_MINUTE_PER_GRANT: "100000", TOOL_CALLS_PER_MINUTE_PER_USER: "100000" };
+const env = {
+  PORT: String(gatewayPort),
+  BASE_URL: base,
+  APP_PORT: String(freePort()),
+  DATA_DIR: dataDir,
+  LOG_LEVEL: "warn",
+  TOOL_CALLS_PER_MINUTE_PER_GRANT: "100000",
+  TOOL_CALLS_PER_MINUTE_PER_USER: "100000",
+};
 const dev = Bun.spawn(["bun", "scripts/dev.ts"], { env: { ...process.env, ...env }, stdout: "ignore", stderr: "pipe" });
 let proxy: ReturnType<typeof Bun.serve> | undefined;
 let failed = 0;
 
 try {
-  await waitUntil(async () => (await fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).ok, "bun run dev to answer /healthz");
+  await waitUntil(
+    async () => (await fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).ok,
+    "bun run dev to answer /healthz",
+  );
   const email = "conformance@example.com";
-  const created = await run(["scripts/admin.ts", "user:create", "--email", email, "--password", "conformance-password-1", "--name", "Conformance"], env);
+  const created = await run(
+    [
+      "scripts/admin.ts",
+      "user:create",
+      "--email",
+      email,
+      "--password",
+      "conformance-password-1",
+      "--name",
+      "Conformance",
+    ],
+    env,
+  );
   if (created.code !== 0) throw new Error(`user:create failed: ${created.out}`);
   const issued = await run(["scripts/admin.ts", "token:issue", "--email", email], env);
   const token = issued.out.match(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/m)?.[0];
@@ -92,7 +127,13 @@ try {
       // The Host the runner sent goes on unchanged (fetch would otherwise put the gateway's own).
       const target = `http://127.0.0.1:${gatewayPort}${url.pathname}${url.search}`;
       const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer();
-      const answer = await fetch(target, { method: request.method, headers, body, redirect: "manual", decompress: false });
+      const answer = await fetch(target, {
+        method: request.method,
+        headers,
+        body,
+        redirect: "manual",
+        decompress: false,
+      });
       return new Response(answer.body, { status: answer.status, headers: answer.headers });
     },
   });
@@ -109,7 +150,11 @@ try {
     rows.push(`| ${scenario} | ${outcome} |`);
   }
   process.stdout.write(`\n| scenario | result |\n| --- | --- |\n${rows.join("\n")}\n`);
-  process.stdout.write(`\nNot applicable to Hatch:\n${Object.entries(NOT_APPLICABLE).map(([name, why]) => `- ${name}: ${why}`).join("\n")}\n`);
+  process.stdout.write(
+    `\nNot applicable to Hatch:\n${Object.entries(NOT_APPLICABLE)
+      .map(([name, why]) => `- ${name}: ${why}`)
+      .join("\n")}\n`,
+  );
   process.stdout.write(`\nconformance: ${APPLICABLE.length - failed} passed, ${failed} failed\n`);
 } catch (error) {
   failed++;

@@ -1,6 +1,16 @@
 import { dlopen, FFIType } from "bun:ffi";
 import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -46,7 +56,8 @@ export function lockDataDir(dataDir: string, purpose: string): DataDirLock {
   const file = join(dataDir, "lock");
   const fd = openSync(file, "a+");
   const flock = loadFlock();
-  if (!flock) process.stderr.write(`Could not lock ${dataDir} on this platform: make sure only one Hatch process uses it.\n`);
+  if (!flock)
+    process.stderr.write(`Could not lock ${dataDir} on this platform: make sure only one Hatch process uses it.\n`);
   if (flock && flock(fd, LOCK_EX | LOCK_NB) !== 0) {
     closeSync(fd);
     const holder = readFileSync(file, "utf8").trim();

@@ -18,7 +18,10 @@ try {
   mkdirSync(dataDir, { recursive: true });
   // Local MCP clients publish their metadata document on http://127.0.0.1: allowed while dev listens on loopback only.
   const loopbackOnly = ["127.0.0.1", "localhost", "::1"].includes(process.env.HOST ?? "127.0.0.1");
-  config = loadGatewayConfig({ ALLOW_INSECURE_CLIENT_METADATA: loopbackOnly ? "true" : "false", ...process.env }, env.HATCH_SECRET ?? dataDirSecret(dataDir));
+  config = loadGatewayConfig(
+    { ALLOW_INSECURE_CLIENT_METADATA: loopbackOnly ? "true" : "false", ...process.env },
+    env.HATCH_SECRET ?? dataDirSecret(dataDir),
+  );
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
   process.stderr.write(`${error.message}\n`);
@@ -63,16 +66,27 @@ const hatch = await startHatch({
 });
 let server;
 try {
-  server = hatch.gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "127.0.0.1", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });
+  server = hatch.gateway.app.listen({
+    port: config.port,
+    hostname: process.env.HOST ?? "127.0.0.1",
+    reusePort: false,
+    maxRequestBodySize: config.maxBodyBytes * 2,
+  });
 } catch (error) {
   const inUse = (error as { code?: string }).code === "EADDRINUSE";
-  process.stderr.write(inUse ? `Port ${config.port} is already in use. Stop what uses it, or start with PORT=<another port>.\n` : `Could not listen: ${String(error)}\n`);
+  process.stderr.write(
+    inUse
+      ? `Port ${config.port} is already in use. Stop what uses it, or start with PORT=<another port>.\n`
+      : `Could not listen: ${String(error)}\n`,
+  );
   await hatch.close();
   releaseLock();
   process.exit(1);
 }
 // `bun run admin` cannot open the embedded database while we hold it: it runs its commands in here instead.
-const adminSocket = lock ? serveAdminSocket({ dataDir, auth: hatch.gateway.auth, mcpUrl: hatch.config.mcpUrl, logger }) : null;
+const adminSocket = lock
+  ? serveAdminSocket({ dataDir, auth: hatch.gateway.auth, mcpUrl: hatch.config.mcpUrl, logger })
+  : null;
 // Bounded: stop listening and end the MCP event streams (a client holds its GET stream open for as long as the server
 // lets it), let calls in flight finish, then sessions, services, bus and database, each within its share of the deadline.
 const listener = server.server;

@@ -24,7 +24,10 @@ import { DOMAINS_MIGRATIONS, startDomainsService } from "@hatch/domains";
 import { ORGS_MIGRATIONS, startOrgsService } from "@hatch/orgs";
 
 /** Every service's entry point; the launchers are the only code that imports all of them. */
-export const SERVICES: Record<ServiceName, { migrations: string; start: (deps: ServiceDeps) => Promise<RunningService> }> = {
+export const SERVICES: Record<
+  ServiceName,
+  { migrations: string; start: (deps: ServiceDeps) => Promise<RunningService> }
+> = {
   orgs: { migrations: ORGS_MIGRATIONS, start: startOrgsService },
   apps: { migrations: APPS_MIGRATIONS, start: startAppsService },
   domains: { migrations: DOMAINS_MIGRATIONS, start: startDomainsService },
@@ -72,12 +75,19 @@ export interface Hatch {
 
 /** Assembles gateway and services in one process: the embedded default, or against real servers. */
 export async function startHatch(options: HatchOptions): Promise<Hatch> {
-  const config = gatewayConfig({ ...options.gatewayConfig, secret: options.secret, port: options.port, baseUrl: options.baseUrl });
+  const config = gatewayConfig({
+    ...options.gatewayConfig,
+    secret: options.secret,
+    port: options.port,
+    baseUrl: options.baseUrl,
+  });
   const bus = options.natsUrl
     ? await createNatsBus({ url: options.natsUrl, prefix: options.busPrefix, name: "hatch", logger: options.logger })
     : createMemoryBus({ logger: options.logger });
   const pglite = options.databaseUrl ? undefined : await openEmbeddedPostgres(options.pgliteDir);
-  const source: DatabaseSource = pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: options.databaseUrl! };
+  const source: DatabaseSource = pglite
+    ? { kind: "pglite", client: pglite }
+    : { kind: "postgres", url: options.databaseUrl! };
 
   const handles: DatabaseHandle[] = [];
   const open = async (schema: string, migrationsFolder: string) => {
@@ -132,7 +142,11 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
       return [
         { name: "close MCP sessions", share: 0.1, run: () => gateway.close() },
         // In parallel: one service stuck on its database does not keep the others from flushing.
-        { name: "stop services (outbox, stats, logs, app host)", share: 0.4, run: () => Promise.all([...services.values()].map((service) => service.stop())) },
+        {
+          name: "stop services (outbox, stats, logs, app host)",
+          share: 0.4,
+          run: () => Promise.all([...services.values()].map((service) => service.stop())),
+        },
         {
           name: "drain the bus",
           share: 0.2,

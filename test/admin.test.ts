@@ -19,7 +19,13 @@ type Env = Record<string, string>;
 function freshEnv(): Env {
   const dir = mkdtempSync(join(tmpdir(), "hatch-admin-"));
   dirs.push(dir);
-  const env: Env = { ...(process.env as Env), DATA_DIR: dir, PORT: String(freePort()), APP_PORT: String(freePort()), LOG_LEVEL: "warn" };
+  const env: Env = {
+    ...(process.env as Env),
+    DATA_DIR: dir,
+    PORT: String(freePort()),
+    APP_PORT: String(freePort()),
+    LOG_LEVEL: "warn",
+  };
   delete env.DATABASE_URL;
   delete env.NATS_URL;
   delete env.HATCH_SECRET;
@@ -28,12 +34,23 @@ function freshEnv(): Env {
 }
 
 async function admin(env: Env, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = Bun.spawn(["bun", "run", "admin", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  const child = Bun.spawn(["bun", "run", "admin", ...args], {
+    cwd: ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
   return { code, stdout, stderr };
 }
 
-const createUser = (env: Env, email: string) => admin(env, "user:create", "--email", email, "--password", PASSWORD, "--name", "Ops");
+const createUser = (env: Env, email: string) =>
+  admin(env, "user:create", "--email", email, "--password", PASSWORD, "--name", "Ops");
 /** The token: the last stdout line. */
 async function issueToken(env: Env, email: string, ...more: string[]): Promise<string> {
   const issued = await admin(env, "token:issue", "--email", email, ...more);
@@ -76,7 +93,11 @@ async function stopDev(dev: Dev, env: Env, signal: "SIGTERM" | "SIGKILL" = "SIGT
 /** The token opens an MCP session with the SDK's client and lists the tools. */
 async function toolsWith(env: Env, token: string): Promise<string[]> {
   const client = new Client({ name: "admin-test", version: "1.0.0" }, { capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://localhost:${env.PORT}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://localhost:${env.PORT}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
   try {
     return (await client.listTools()).tools.map((tool) => tool.name);
   } finally {
@@ -102,7 +123,10 @@ describe("bun run admin beside bun run dev (embedded database)", () => {
   beforeAll(async () => {
     // Alone first: nothing runs, so admin opens the database itself.
     const alone = await createUser(env, "first@example.com");
-    expect(alone).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Created user first@example\.com \(usr_[\w-]+\), email verified\.\n$/) });
+    expect(alone).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^Created user first@example\.com \(usr_[\w-]+\), email verified\.\n$/),
+    });
     dev = await startDev(env);
   }, 60_000);
   afterAll(async () => {
@@ -111,15 +135,24 @@ describe("bun run admin beside bun run dev (embedded database)", () => {
 
   test("user:create and token:issue run through dev, print what they print alone, and the token works on /mcp", async () => {
     const created = await createUser(env, "second@example.com");
-    expect(created).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Created user second@example\.com \(usr_[\w-]+\), email verified\.\n$/) });
+    expect(created).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^Created user second@example\.com \(usr_[\w-]+\), email verified\.\n$/),
+    });
     for (const email of ["first@example.com", "second@example.com"]) {
       const token = await issueToken(env, email, "--ttl", "600");
       expect(await toolsWith(env, token)).toContain("publish");
     }
     const readOnly = await admin(env, "token:issue", "--email", "second@example.com", "--read-only");
-    expect(readOnly.stderr).toMatch(new RegExp(`\\(grant gr_[\\w-]+, read-only\\), audience http://localhost:${env.PORT}/mcp:\\n`));
+    expect(readOnly.stderr).toMatch(
+      new RegExp(`\\(grant gr_[\\w-]+, read-only\\), audience http://localhost:${env.PORT}/mcp:\\n`),
+    );
     // A made-up token is refused: /mcp does check what admin issued.
-    const wrong = await fetch(`http://localhost:${env.PORT}/mcp`, { method: "POST", headers: { Authorization: "Bearer not-a-token", "content-type": "application/json" }, body: "{}" });
+    const wrong = await fetch(`http://localhost:${env.PORT}/mcp`, {
+      method: "POST",
+      headers: { Authorization: "Bearer not-a-token", "content-type": "application/json" },
+      body: "{}",
+    });
     expect(wrong.status).toBe(401);
   }, 60_000);
 
@@ -137,10 +170,15 @@ describe("bun run admin beside bun run dev (embedded database)", () => {
     for (const authorization of [null, "Bearer nope", `Bearer ${token}x`, token, `Basic ${token}`]) {
       const answer = await onSocket(dataDir, authorization, body);
       expect(answer.status).toBe(401);
-      expect(((await answer.json()) as { message: string }).message).toContain(`read it from ${adminSocketPaths(dataDir).token}`);
+      expect(((await answer.json()) as { message: string }).message).toContain(
+        `read it from ${adminSocketPaths(dataDir).token}`,
+      );
     }
     const notThere = await admin(env, "token:issue", "--email", "sneaky@example.com");
-    expect(notThere).toMatchObject({ code: 1, stderr: expect.stringContaining("No Hatch user has the email sneaky@example.com.") });
+    expect(notThere).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("No Hatch user has the email sneaky@example.com."),
+    });
   }, 30_000);
 
   test("bad requests on the socket name what is wrong", async () => {
@@ -148,7 +186,10 @@ describe("bun run admin beside bun run dev (embedded database)", () => {
     const cases: [unknown, string][] = [
       [{ command: "user:delete", email: "x@example.com" }, "Bad admin request: command:"],
       [{ command: "user:create", email: "x@example.com", name: "X" }, "Bad admin request: password:"],
-      [{ command: "token:issue", email: "x@example.com", readOnly: false, ttlSeconds: -5 }, "Bad admin request: ttlSeconds:"],
+      [
+        { command: "token:issue", email: "x@example.com", readOnly: false, ttlSeconds: -5 },
+        "Bad admin request: ttlSeconds:",
+      ],
       [{ command: "token:issue", email: "x@example.com", readOnly: false, extra: 1 }, "Bad admin request: "],
       ["not an object", "Bad admin request: "],
     ];
@@ -159,15 +200,28 @@ describe("bun run admin beside bun run dev (embedded database)", () => {
     }
     const elsewhere = await onSocket(dataDir, bearer, {}, "/other");
     expect(elsewhere.status).toBe(404);
-    const tooBig = await onSocket(dataDir, bearer, { command: "user:create", email: "x@example.com", password: "p".repeat(20_000), name: "X" });
+    const tooBig = await onSocket(dataDir, bearer, {
+      command: "user:create",
+      email: "x@example.com",
+      password: "p".repeat(20_000),
+      name: "X",
+    });
     expect(tooBig.status).toBe(413);
   });
 
   test("refusals through dev read as they do alone", async () => {
     const twice = await createUser(env, "second@example.com");
-    expect(twice).toMatchObject({ code: 1, stdout: "", stderr: expect.stringContaining("An account with this email already exists.") });
+    expect(twice).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: expect.stringContaining("An account with this email already exists."),
+    });
     const unknown = await admin(env, "token:issue", "--email", "nobody@example.com");
-    expect(unknown).toMatchObject({ code: 1, stdout: "", stderr: expect.stringContaining("No Hatch user has the email nobody@example.com.") });
+    expect(unknown).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: expect.stringContaining("No Hatch user has the email nobody@example.com."),
+    });
   }, 30_000);
 });
 
@@ -206,8 +260,9 @@ describe("bun run admin when dev is gone or does not answer", () => {
       for await (const chunk of holder.stdout) if (new TextDecoder().decode(chunk).includes("locked")) break;
       const refused = await createUser(env, "x@example.com");
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain(`${dir} is in use by holder (pid ${holder.pid}), and it has no admin socket. Wait until it says "Hatch is running"`);
-
+      expect(refused.stderr).toContain(
+        `${dir} is in use by holder (pid ${holder.pid}), and it has no admin socket. Wait until it says "Hatch is running"`,
+      );
     } finally {
       holder.kill("SIGKILL");
       await holder.exited;
@@ -240,7 +295,9 @@ describe("bun run admin when dev is gone or does not answer", () => {
       for await (const chunk of holder.stdout) if (new TextDecoder().decode(chunk).includes("locked")) break;
       const refused = await admin(env, "token:issue", "--email", "x@example.com");
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain(`is in use by holder (pid ${holder.pid}), and nothing answers on its admin socket.`);
+      expect(refused.stderr).toContain(
+        `is in use by holder (pid ${holder.pid}), and nothing answers on its admin socket.`,
+      );
     } finally {
       holder.kill("SIGKILL");
       await holder.exited;
@@ -273,7 +330,13 @@ describe("bad arguments are refused before anything is opened", () => {
 describe.skipIf(!realServers)("bun run admin beside bun run dev on Postgres and NATS", () => {
   test("user:create and token:issue work directly while dev runs; the token works on /mcp", async () => {
     const database = await freshDatabase(realServers!.databaseUrl);
-    const env: Env = { ...freshEnv(), DATABASE_URL: database.url, NATS_URL: realServers!.natsUrl, BUS_PREFIX: uniqueName("admin"), HATCH_SECRET: "a".repeat(64) };
+    const env: Env = {
+      ...freshEnv(),
+      DATABASE_URL: database.url,
+      NATS_URL: realServers!.natsUrl,
+      BUS_PREFIX: uniqueName("admin"),
+      HATCH_SECRET: "a".repeat(64),
+    };
     const dev = await startDev(env);
     try {
       expect(existsSync(adminSocketPaths(env.DATA_DIR!).dir)).toBe(false);

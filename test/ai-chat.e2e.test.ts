@@ -20,7 +20,13 @@ import { freePort, MODES } from "./support/servers.ts";
 const KEY = "sk-fake-chat-tool-key-0001";
 const DOWN_KEY = "sk-down-provider-key-0002";
 const LIMIT_KEY = "sk-fake-limit-app-key-0003";
-const ASK = { model: "fake-small", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hello there" }] };
+const ASK = {
+  model: "fake-small",
+  messages: [
+    { role: "system", content: "Be brief." },
+    { role: "user", content: "hello there" },
+  ],
+};
 
 for (const mode of MODES) {
   describe(`AI chat through the app host (${mode})`, () => {
@@ -47,7 +53,15 @@ for (const mode of MODES) {
       });
       const text = await response.text();
       seen.push(text);
-      return { status: response.status, headers: response.headers, text, json: (text ? JSON.parse(text) : null) as { content?: string; error?: { code: string; message: string } } & Record<string, unknown> };
+      return {
+        status: response.status,
+        headers: response.headers,
+        text,
+        json: (text ? JSON.parse(text) : null) as {
+          content?: string;
+          error?: { code: string; message: string };
+        } & Record<string, unknown>,
+      };
     }
 
     beforeAll(async () => {
@@ -63,12 +77,19 @@ for (const mode of MODES) {
       client = await connectClient(hatch, owner.accessToken);
       account = await accountOf(hatch, owner);
       for (const address of [chatApp, limitApp, offApp, nokeyApp]) {
-        await seedApp(apps.context, { address, owner: { id: owner.id, email: owner.email }, accountId: account, visibility: "public", files: { "index.html": "<h1>Chat</h1>" } });
+        await seedApp(apps.context, {
+          address,
+          owner: { id: owner.id, email: owner.email },
+          accountId: account,
+          visibility: "public",
+          files: { "index.html": "<h1>Chat</h1>" },
+        });
       }
       await addAiKey(hatch, owner, { scope: "tool", address: chatApp, provider: "fake", key: KEY });
       await addAiKey(hatch, owner, { scope: "tool", address: chatApp, provider: "down", key: DOWN_KEY });
       await addAiKey(hatch, owner, { scope: "tool", address: limitApp, provider: "fake", key: LIMIT_KEY });
-      for (const address of [chatApp, limitApp]) await callOk(client, "tool_ai", { address, value: "tool", acceptCost: true });
+      for (const address of [chatApp, limitApp])
+        await callOk(client, "tool_ai", { address, value: "tool", acceptCost: true });
       await callOk(client, "tool_ai", { address: nokeyApp, value: "mine", acceptCost: true });
     }, 90_000);
     afterAll(async () => {
@@ -80,24 +101,53 @@ for (const mode of MODES) {
     test("a chat call reaches the provider with the app's key and answers content, model and usage", async () => {
       const reply = await chat(chatApp, { ...ASK, temperature: 0.5, maxTokens: 20 });
       expect(reply.status).toBe(200);
-      expect(reply.json).toEqual({ content: "echo: hello there", model: "fake-small-2026-01-01", usage: { inputTokens: 4, outputTokens: 3 } });
+      expect(reply.json).toEqual({
+        content: "echo: hello there",
+        model: "fake-small-2026-01-01",
+        usage: { inputTokens: 4, outputTokens: 3 },
+      });
       const sent = fake.requests.at(-1)!;
       expect(sent.authorization).toBe(`Bearer ${KEY}`);
-      expect(sent.body).toEqual({ model: "fake-small", messages: ASK.messages, temperature: 0.5, max_tokens: 20, stream: false });
+      expect(sent.body).toEqual({
+        model: "fake-small",
+        messages: ASK.messages,
+        temperature: 0.5,
+        max_tokens: 20,
+        stream: false,
+      });
     });
 
     test("each call's tokens become an apps.ai.used event, which the activity log leaves out", async () => {
       const used = await eventually(async () => {
-        const rows = await apps.context.db.select({ event: outbox.event }).from(outbox).where(eq(outbox.subject, "events.apps.ai.used"));
+        const rows = await apps.context.db
+          .select({ event: outbox.event })
+          .from(outbox)
+          .where(eq(outbox.subject, "events.apps.ai.used"));
         return rows.length > 0 ? (rows[0]!.event as HatchEvent) : undefined;
       }, "the usage event");
       expect(used).toMatchObject({ service: "apps", entity: "ai", verb: "used", app: chatApp, account, actor: null });
-      expect(used.details).toMatchObject({ provider: "fake", model: "fake-small-2026-01-01", inputTokens: 4, outputTokens: 3, choice: "tool", source: "browser" });
+      expect(used.details).toMatchObject({
+        provider: "fake",
+        model: "fake-small-2026-01-01",
+        inputTokens: 4,
+        outputTokens: 3,
+        choice: "tool",
+        source: "browser",
+      });
       expect((used.details.payer as { scope: string }).scope).toBe("tool");
       // A later change of the same account reaches the log; the usage event before it never does.
       await addAiKey(hatch, owner, { scope: "tool", address: offApp, provider: "fake", key: "sk-off-app-key-0004" });
       const orgs = hatch.databases.get("orgs")!;
-      await eventually(async () => (await orgs.select().from(activity).where(and(eq(activity.accountId, account), eq(activity.action, "app.ai_key_added")))).length > 0, "the key's activity line");
+      await eventually(
+        async () =>
+          (
+            await orgs
+              .select()
+              .from(activity)
+              .where(and(eq(activity.accountId, account), eq(activity.action, "app.ai_key_added")))
+          ).length > 0,
+        "the key's activity line",
+      );
       expect(await orgs.select().from(activity).where(eq(activity.action, "ai.used"))).toEqual([]);
     });
 
@@ -106,13 +156,20 @@ for (const mode of MODES) {
       const noModel = await chat(chatApp, { messages: ASK.messages });
       expect([noModel.status, noModel.json.error?.code]).toEqual([400, "invalid"]);
       expect(noModel.json.error?.message).toContain("model");
-      expect((await chat(chatApp, { model: "fake-small", messages: [] })).json.error?.message).toContain("messages needs at least one message");
+      expect((await chat(chatApp, { model: "fake-small", messages: [] })).json.error?.message).toContain(
+        "messages needs at least one message",
+      );
       expect((await chat(chatApp, "{not json")).status).toBe(400);
-      const big = await chat(chatApp, { ...ASK, messages: [{ role: "user", content: "x".repeat(AI_LIMITS.maxRequestBytes + 10) }] });
+      const big = await chat(chatApp, {
+        ...ASK,
+        messages: [{ role: "user", content: "x".repeat(AI_LIMITS.maxRequestBytes + 10) }],
+      });
       expect([big.status, big.json.error?.code]).toEqual([413, "too_large"]);
       const get = await chat(chatApp, null, { method: "GET" });
       expect(get.status).toBe(405);
-      const foreign = await chat(chatApp, ASK, { headers: { Origin: origin(limitApp), "Sec-Fetch-Site": "same-site" } });
+      const foreign = await chat(chatApp, ASK, {
+        headers: { Origin: origin(limitApp), "Sec-Fetch-Site": "same-site" },
+      });
       expect([foreign.status, foreign.json.error?.code]).toEqual([403, "forbidden"]);
       expect(fake.requests.length).toBe(before);
     });
@@ -122,11 +179,17 @@ for (const mode of MODES) {
       const refusedKey = await chat(chatApp, ASK);
       fake.keys.add(KEY);
       expect([refusedKey.status, refusedKey.json.error?.code]).toEqual([403, "forbidden"]);
-      expect(refusedKey.json.error?.message).toBe("The AI provider fake refused this app's key (HTTP 401 (invalid_api_key)). Its owner adds a new fake key with ai_key.");
+      expect(refusedKey.json.error?.message).toBe(
+        "The AI provider fake refused this app's key (HTTP 401 (invalid_api_key)). Its owner adds a new fake key with ai_key.",
+      );
 
       fake.failNext(429);
       const limited = await chat(chatApp, ASK);
-      expect([limited.status, limited.json.error?.code, limited.headers.get("retry-after")]).toEqual([429, "limit_exceeded", "7"]);
+      expect([limited.status, limited.json.error?.code, limited.headers.get("retry-after")]).toEqual([
+        429,
+        "limit_exceeded",
+        "7",
+      ]);
       expect(limited.json.error?.message).toContain("rate limit or quota");
 
       fake.failNext(500);
@@ -152,7 +215,10 @@ for (const mode of MODES) {
 
     test("no AI without a choice or without the chosen key", async () => {
       const off = await chat(offApp, ASK);
-      expect([off.status, off.json.error?.message]).toEqual([403, "AI calls are off for this app; its owner picks a key with tool_ai."]);
+      expect([off.status, off.json.error?.message]).toEqual([
+        403,
+        "AI calls are off for this app; its owner picks a key with tool_ai.",
+      ]);
       const nokey = await chat(nokeyApp, ASK);
       expect([nokey.status, nokey.json.error?.code]).toEqual([403, "forbidden"]);
       expect(nokey.json.error?.message).toContain("ai_key");

@@ -24,10 +24,18 @@ for (const mode of MODES) {
     const address = `page-ai-${mode}`;
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode, { serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1,other=http://127.0.0.1:9/v2" } });
+      hatch = await startTestHatch(mode, {
+        serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1,other=http://127.0.0.1:9/v2" },
+      });
       apps = hatch.services.get("apps") as AppsService;
       person = await userWithToken(hatch, { name: "Paige", email: `paige-${mode}-${process.pid}@example.com` });
-      await seedApp(apps.context, { address, owner: { id: person.id, email: person.email }, accountId: await accountOf(hatch, person), visibility: "private", files: { "index.html": "x" } });
+      await seedApp(apps.context, {
+        address,
+        owner: { id: person.id, email: person.email },
+        accountId: await accountOf(hatch, person),
+        visibility: "private",
+        files: { "index.html": "x" },
+      });
     }, 90_000);
     afterAll(async () => {
       await hatch?.stop();
@@ -41,7 +49,12 @@ for (const mode of MODES) {
       expect(signIn.pathname).toBe("/signin");
       expect(signIn.searchParams.get("next")).toBe(path);
       const form = await jar.fetch(signIn.href);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, { email: person.email, password: PASSWORD, next: path, csrf: csrfOf(await form.text()) });
+      const done = await jar.post(`${hatch.baseUrl}/signin`, {
+        email: person.email,
+        password: PASSWORD,
+        next: path,
+        csrf: csrfOf(await form.text()),
+      });
       expect(done.status).toBe(303);
       expect(done.headers.get("location")).toEndWith(path);
       return jar;
@@ -70,7 +83,11 @@ for (const mode of MODES) {
       expect(forged.status).toBe(403);
       expect(await apps.context.db.select().from(aiKeys).where(eq(aiKeys.ownerId, person.id))).toEqual([]);
 
-      const huge = await jar.post(`${hatch.baseUrl}${path}`, { csrf: csrfOf(page), provider: "fake", key: "k".repeat(20_000) });
+      const huge = await jar.post(`${hatch.baseUrl}${path}`, {
+        csrf: csrfOf(page),
+        provider: "fake",
+        key: "k".repeat(20_000),
+      });
       expect(huge.status).toBe(413);
       expect(await apps.context.db.select().from(aiKeys).where(eq(aiKeys.ownerId, person.id))).toEqual([]);
 
@@ -90,14 +107,20 @@ for (const mode of MODES) {
       expect(row).toMatchObject({ scope: "mine", provider: "fake", appId: null, addedBy: person.id });
       expect(JSON.stringify(row)).not.toContain(KEY);
       expect(JSON.stringify(row)).not.toContain(Buffer.from(KEY).toString("base64").slice(0, 12));
-      expect(apps.context.sealer.open({ keyId: row!.keyId, sealed: row!.sealed }, aiKeyAad("mine", person.id, "fake"))).toBe(KEY);
+      expect(
+        apps.context.sealer.open({ keyId: row!.keyId, sealed: row!.sealed }, aiKeyAad("mine", person.id, "fake")),
+      ).toBe(KEY);
       // Bound to its owner: the same sealed value does not open as someone else's key.
-      expect(() => apps.context.sealer.open({ keyId: row!.keyId, sealed: row!.sealed }, aiKeyAad("mine", "someone-else", "fake"))).toThrow();
+      expect(() =>
+        apps.context.sealer.open({ keyId: row!.keyId, sealed: row!.sealed }, aiKeyAad("mine", "someone-else", "fake")),
+      ).toThrow();
 
       const again = await (await jar.fetch(`${hatch.baseUrl}${path}`)).text();
       expect(again).not.toContain(KEY);
       const client = await connectClient(hatch, person.accessToken);
-      const listed = await callOk<{ keys: { provider: string; addedBy: string }[] }>(client, "ai_key", { scope: "mine" });
+      const listed = await callOk<{ keys: { provider: string; addedBy: string }[] }>(client, "ai_key", {
+        scope: "mine",
+      });
       await client.close();
       expect(listed.keys).toEqual([expect.objectContaining({ provider: "fake", addedBy: person.email })]);
     });

@@ -14,7 +14,12 @@ import { MODES } from "./support/servers.ts";
 // combinations, deleting after the user confirms, and the list of keys each person may see (never a key).
 
 type Listed = { scope: string; provider: string; address: string | null; addedAt: string; addedBy: string };
-type KeyOut = { status: string; url: string | null; keys: Listed[]; userAction?: { kind: string; url: string | null; message: string } };
+type KeyOut = {
+  status: string;
+  url: string | null;
+  keys: Listed[];
+  userAction?: { kind: string; url: string | null; message: string };
+};
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
 for (const mode of MODES) {
@@ -27,20 +32,42 @@ for (const mode of MODES) {
     const soloApp = `solo-ai-${mode}`;
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode, { serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1,other=http://127.0.0.1:9/v2" } });
+      hatch = await startTestHatch(mode, {
+        serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1,other=http://127.0.0.1:9/v2" },
+      });
       apps = hatch.services.get("apps") as AppsService;
-      [owner, admin, manager, member, solo] = (await Promise.all(["Olga", "Ada", "Max", "Mia", "Sol"].map((name) => userWithToken(hatch, { name })))) as [User, User, User, User, User];
-      [ownerC, adminC, managerC, memberC, soloC] = (await Promise.all([owner, admin, manager, member, solo].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client, Client];
+      [owner, admin, manager, member, solo] = (await Promise.all(
+        ["Olga", "Ada", "Max", "Mia", "Sol"].map((name) => userWithToken(hatch, { name })),
+      )) as [User, User, User, User, User];
+      [ownerC, adminC, managerC, memberC, soloC] = (await Promise.all(
+        [owner, admin, manager, member, solo].map((u) => connectClient(hatch, u.accessToken)),
+      )) as [Client, Client, Client, Client, Client];
       const org = await callOk<{ org: { id: string } }>(ownerC, "org_setup", { action: "create", name: `AI ${mode}` });
-      for (const [user, role] of [[admin, "admin"], [manager, "manager"], [member, "member"]] as const) {
+      for (const [user, role] of [
+        [admin, "admin"],
+        [manager, "manager"],
+        [member, "member"],
+      ] as const) {
         await callOk(ownerC, "org_invite", { emails: [user.email], role });
       }
       for (const client of [adminC, managerC, memberC]) {
         const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(client, "org");
         await callOk(client, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
       }
-      await seedApp(apps.context, { address: orgApp, owner: { id: member.id, email: member.email }, accountId: org.org.id, visibility: "org", files: { "index.html": "<h1>Team</h1>" } });
-      await seedApp(apps.context, { address: soloApp, owner: { id: solo.id, email: solo.email }, accountId: await accountOf(hatch, solo), visibility: "private", files: { "index.html": "<h1>Solo</h1>" } });
+      await seedApp(apps.context, {
+        address: orgApp,
+        owner: { id: member.id, email: member.email },
+        accountId: org.org.id,
+        visibility: "org",
+        files: { "index.html": "<h1>Team</h1>" },
+      });
+      await seedApp(apps.context, {
+        address: soloApp,
+        owner: { id: solo.id, email: solo.email },
+        accountId: await accountOf(hatch, solo),
+        visibility: "private",
+        files: { "index.html": "<h1>Solo</h1>" },
+      });
     }, 90_000);
     afterAll(async () => {
       await Promise.all([ownerC, adminC, managerC, memberC, soloC].map((c) => c?.close()));
@@ -68,23 +95,39 @@ for (const mode of MODES) {
 
     test("bad combinations and unknown providers are refused with what to send instead", async () => {
       expect(await refused(soloC, "ai_key", { scope: "tool" })).toMatch(/scope tool needs address.*\(invalid_input\)$/);
-      expect(await refused(soloC, "ai_key", { scope: "mine", address: soloApp })).toMatch(/address is only for scope tool.*\(invalid_input\)$/);
-      expect(await refused(soloC, "ai_key", { scope: "mine", provider: "nobody" })).toContain('Hatch does not offer the AI provider "nobody". Known providers: fake, other.');
+      expect(await refused(soloC, "ai_key", { scope: "mine", address: soloApp })).toMatch(
+        /address is only for scope tool.*\(invalid_input\)$/,
+      );
+      expect(await refused(soloC, "ai_key", { scope: "mine", provider: "nobody" })).toContain(
+        'Hatch does not offer the AI provider "nobody". Known providers: fake, other.',
+      );
       expect(await refused(soloC, "ai_key", { scope: "mine", provider: "Not Valid" })).toContain("provider");
-      expect(await refused(soloC, "ai_key", { scope: "tool", address: orgApp })).toMatch(/You have no app at the address.*\(not_found\)$/);
-      expect(await refused(soloC, "ai_key", { scope: "mine", action: "delete" })).toMatch(/Give provider.*\(invalid_input\)$/);
-      expect(await refused(soloC, "ai_key", { scope: "mine", action: "delete", provider: "fake" })).toMatch(/no fake key.*\(not_found\)$/);
+      expect(await refused(soloC, "ai_key", { scope: "tool", address: orgApp })).toMatch(
+        /You have no app at the address.*\(not_found\)$/,
+      );
+      expect(await refused(soloC, "ai_key", { scope: "mine", action: "delete" })).toMatch(
+        /Give provider.*\(invalid_input\)$/,
+      );
+      expect(await refused(soloC, "ai_key", { scope: "mine", action: "delete", provider: "fake" })).toMatch(
+        /no fake key.*\(not_found\)$/,
+      );
     });
 
     test("company keys: refused in a personal account and to managers and members; owner and admin may", async () => {
       expect(await refused(soloC, "ai_key", { scope: "company" })).toMatch(/only in a company account.*\(forbidden\)$/);
       for (const client of [managerC, memberC]) {
-        expect(await refused(client, "ai_key", { scope: "company" })).toMatch(/Only the organization's owner or an admin.*\(forbidden\)$/);
+        expect(await refused(client, "ai_key", { scope: "company" })).toMatch(
+          /Only the organization's owner or an admin.*\(forbidden\)$/,
+        );
       }
       expect((await callOk<KeyOut>(adminC, "ai_key", { scope: "company" })).status).toBe("link");
       // The page's rpc checks the same way.
-      await expect(addAiKey(hatch, member, { scope: "company", provider: "fake", key: "sk-member-company-1" })).rejects.toThrow(/owner or an admin/);
-      await expect(addAiKey(hatch, solo, { scope: "tool", address: orgApp, provider: "fake", key: "sk-solo-tool-0001" })).rejects.toThrow(/no app at the address/);
+      await expect(
+        addAiKey(hatch, member, { scope: "company", provider: "fake", key: "sk-member-company-1" }),
+      ).rejects.toThrow(/owner or an admin/);
+      await expect(
+        addAiKey(hatch, solo, { scope: "tool", address: orgApp, provider: "fake", key: "sk-solo-tool-0001" }),
+      ).rejects.toThrow(/no app at the address/);
     });
 
     test("the list shows each person the keys they may see, never a key", async () => {
@@ -92,7 +135,9 @@ for (const mode of MODES) {
       await addAiKey(hatch, owner, { scope: "company", provider: "other", key: "sk-company-secret-22" });
       await addAiKey(hatch, member, { scope: "tool", address: orgApp, provider: "fake", key: "sk-team-tool-secret-3" });
       const soloSees = await callOk<KeyOut>(soloC, "ai_key", { scope: "mine" });
-      expect(soloSees.keys.map((k) => [k.scope, k.provider, k.address, k.addedBy])).toEqual([["mine", "fake", null, solo.email]]);
+      expect(soloSees.keys.map((k) => [k.scope, k.provider, k.address, k.addedBy])).toEqual([
+        ["mine", "fake", null, solo.email],
+      ]);
       expect(Date.parse(soloSees.keys[0]!.addedAt)).toBeGreaterThan(0);
       const managerSees = await callOk<KeyOut>(managerC, "ai_key", { scope: "mine" });
       expect(managerSees.keys.map((k) => [k.scope, k.provider, k.address, k.addedBy])).toEqual([
@@ -108,27 +153,44 @@ for (const mode of MODES) {
     test("delete asks the user (form), and only a yes deletes, with an event", async () => {
       await addAiKey(hatch, solo, { scope: "mine", provider: "other", key: "sk-solo-other-key-9" });
       let reply: "accept" | "decline" = "decline";
-      const form = await connectFormClient(hatch, solo.accessToken, () => (reply === "accept" ? { action: "accept", content: { confirm: true } } : { action: "decline" }));
+      const form = await connectFormClient(hatch, solo.accessToken, () =>
+        reply === "accept" ? { action: "accept", content: { confirm: true } } : { action: "decline" },
+      );
       try {
-        const declined = await form.client.callTool({ name: "ai_key", arguments: { scope: "mine", action: "delete", provider: "other" } });
+        const declined = await form.client.callTool({
+          name: "ai_key",
+          arguments: { scope: "mine", action: "delete", provider: "other" },
+        });
         expect(declined.isError).toBeFalsy();
         expect(declined.structuredContent).toEqual({ status: "declined" });
         expect(form.asked[0]).toContain("Delete your own other AI key?");
         expect(await keyRows(solo.id)).toEqual(["fake", "other"]);
         reply = "accept";
-        const done = await callOk<KeyOut>(form.client, "ai_key", { scope: "mine", action: "delete", provider: "other" });
+        const done = await callOk<KeyOut>(form.client, "ai_key", {
+          scope: "mine",
+          action: "delete",
+          provider: "other",
+        });
         expect(done.status).toBe("deleted");
         expect(done.keys.map((k) => k.provider)).toEqual(["fake"]);
         expect(await keyRows(solo.id)).toEqual(["fake"]);
-        const events = await apps.context.db.select({ event: outbox.event }).from(outbox).where(eq(outbox.subject, "events.apps.ai_key.deleted"));
-        expect(events.map((e) => [e.event.actor?.email, e.event.details])).toEqual([[solo.email, { scope: "mine", provider: "other" }]]);
+        const events = await apps.context.db
+          .select({ event: outbox.event })
+          .from(outbox)
+          .where(eq(outbox.subject, "events.apps.ai_key.deleted"));
+        expect(events.map((e) => [e.event.actor?.email, e.event.details])).toEqual([
+          [solo.email, { scope: "mine", provider: "other" }],
+        ]);
       } finally {
         await form.client.close();
       }
     });
 
     test("delete without forms: a confirm link, and nothing is deleted until the user confirms there", async () => {
-      const result = await soloC.callTool({ name: "ai_key", arguments: { scope: "mine", action: "delete", provider: "fake" } });
+      const result = await soloC.callTool({
+        name: "ai_key",
+        arguments: { scope: "mine", action: "delete", provider: "fake" },
+      });
       expect(result.isError).toBeFalsy();
       const data = result.structuredContent as KeyOut;
       expect(data.status).toBe("needs_user");
@@ -138,7 +200,10 @@ for (const mode of MODES) {
     });
 
     async function keyRows(ownerId: string): Promise<string[]> {
-      const rows = await apps.context.db.select({ provider: aiKeys.provider }).from(aiKeys).where(and(eq(aiKeys.scope, "mine"), eq(aiKeys.ownerId, ownerId)));
+      const rows = await apps.context.db
+        .select({ provider: aiKeys.provider })
+        .from(aiKeys)
+        .where(and(eq(aiKeys.scope, "mine"), eq(aiKeys.ownerId, ownerId)));
       return rows.map((r) => r.provider).sort();
     }
   });

@@ -12,7 +12,10 @@ const PASSWORD = "correct horse battery";
 const TEST_TIMEOUT_MS = 60_000;
 const FIXTURE = new URL("./fixtures/todo-photos", import.meta.url).pathname;
 /** A 1×1 PNG: a real image the browser decodes. */
-const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);
 
 /**
  * Waits until the elements' texts are `expected` (or, with `partial`, each contains it); fails naming what it saw.
@@ -24,16 +27,24 @@ async function shows(locator: Locator, expected: string | string[], partial = fa
   const deadline = Date.now() + 15_000;
   for (;;) {
     seen = (await locator.allInnerTexts()).map((text) => text.trim());
-    const ok = partial ? seen.length === want.length && seen.every((text, i) => text.includes(want[i]!)) : JSON.stringify(seen) === JSON.stringify(want);
+    const ok = partial
+      ? seen.length === want.length && seen.every((text, i) => text.includes(want[i]!))
+      : JSON.stringify(seen) === JSON.stringify(want);
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`expected ${JSON.stringify(want)}${partial ? " (contained)" : ""}, saw ${JSON.stringify(seen)}`);
+    if (Date.now() > deadline)
+      throw new Error(`expected ${JSON.stringify(want)}${partial ? " (contained)" : ""}, saw ${JSON.stringify(seen)}`);
     await Bun.sleep(50);
   }
 }
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 interface DataOutput {
-  collections: { name: string; count: number; rules: Record<string, string>; recent: { id: string; data: Record<string, unknown> }[] }[];
+  collections: {
+    name: string;
+    count: number;
+    rules: Record<string, string>;
+    recent: { id: string; data: Record<string, unknown> }[];
+  }[];
   buckets: { name: string; count: number }[];
 }
 
@@ -55,7 +66,10 @@ for (const mode of MODES) {
       hatch = await startTestHatch(mode);
       alice = await userWithToken(hatch, { name: "Alice" });
       bob = await userWithToken(hatch, { name: "Bob" });
-      ({ client: ai } = await connectFormClient(hatch, alice.accessToken, () => ({ action: "accept", content: { name: "Todo Photos", visibility: "public", confirm: true } })));
+      ({ client: ai } = await connectFormClient(hatch, alice.accessToken, () => ({
+        action: "accept",
+        content: { name: "Todo Photos", visibility: "public", confirm: true },
+      })));
       browser = await launchChromium();
     }, 90_000);
     afterAll(async () => {
@@ -79,7 +93,10 @@ for (const mode of MODES) {
       await page.waitForURL((next) => next.pathname === "/signin");
       await page.getByLabel("Email").fill(user.email);
       await page.getByLabel("Password").fill(PASSWORD);
-      await Promise.all([page.waitForURL((next) => next.origin === new URL(url).origin), page.getByRole("button", { name: "Sign in" }).click()]);
+      await Promise.all([
+        page.waitForURL((next) => next.origin === new URL(url).origin),
+        page.getByRole("button", { name: "Sign in" }).click(),
+      ]);
       await shows(page.locator("#who"), user.email);
     }
 
@@ -89,7 +106,11 @@ for (const mode of MODES) {
       "the AI publishes the todo app with its service.json; the user confirms it public",
       async () => {
         const folder = await readFolder(FIXTURE);
-        const files = [...folder].map(([path, bytes]) => ({ path, content: new TextDecoder().decode(bytes), encoding: "utf8" }));
+        const files = [...folder].map(([path, bytes]) => ({
+          path,
+          content: new TextDecoder().decode(bytes),
+          encoding: "utf8",
+        }));
         const published = await callOk<{ address: string; url: string }>(ai, "publish", { files });
         ({ address, url } = published);
         expect(address).toBe("todo-photos");
@@ -106,7 +127,12 @@ for (const mode of MODES) {
         await page.locator("#text").fill("Sneaky");
         await page.getByRole("button", { name: "Add" }).click();
         await shows(page.locator("#error"), "forbidden", true);
-        const code = await page.evaluate(() => (window as any).todoApp.todos.add({ text: "x" }).then(() => "added", (error: { code: string }) => error.code));
+        const code = await page.evaluate(() =>
+          (window as any).todoApp.todos.add({ text: "x" }).then(
+            () => "added",
+            (error: { code: string }) => error.code,
+          ),
+        );
         expect(code).toBe("forbidden");
       },
       TEST_TIMEOUT_MS,
@@ -123,7 +149,9 @@ for (const mode of MODES) {
         await shows(items(page), ["Buy milk"]);
         const photo = page.locator("#items img");
         expect(await photo.getAttribute("src")).toMatch(/^\/_hatch\/files\/photos\//);
-        await page.waitForFunction(() => (document.querySelector("#items img") as HTMLImageElement | null)?.naturalWidth === 1);
+        await page.waitForFunction(
+          () => (document.querySelector("#items img") as HTMLImageElement | null)?.naturalWidth === 1,
+        );
 
         await page.locator("#text").fill("Walk the dog");
         await page.getByRole("button", { name: "Add" }).click();
@@ -151,7 +179,9 @@ for (const mode of MODES) {
         const second = await first.context().newPage();
         // The second tab's stream is open once its answer (the event stream's headers) arrived; then the first tab adds.
         // (A resource timing entry would only appear once the stream ended.)
-        const streaming = second.waitForResponse((response) => new URL(response.url()).pathname === "/_hatch/db/todos/_changes" && response.status() === 200);
+        const streaming = second.waitForResponse(
+          (response) => new URL(response.url()).pathname === "/_hatch/db/todos/_changes" && response.status() === 200,
+        );
         await second.goto(url);
         await shows(second.locator("#who"), alice.email);
         await shows(items(second), ["Buy milk"]);
@@ -184,7 +214,11 @@ for (const mode of MODES) {
         const attempts = await page.evaluate(
           async ([id, photo]) => {
             const { todos, photos } = (window as any).todoApp;
-            const codeOf = (p: Promise<unknown>) => p.then(() => "done", (error: { code: string }) => error.code);
+            const codeOf = (p: Promise<unknown>) =>
+              p.then(
+                () => "done",
+                (error: { code: string }) => error.code,
+              );
             return {
               get: await codeOf(todos.get(id)),
               update: await codeOf(todos.update(id, { done: false })),
@@ -196,7 +230,13 @@ for (const mode of MODES) {
           [milkId, photoId] as const,
         );
         // Read is `creator`: someone else's todo does not exist for Bob. The photo bucket lets signed-in people see it.
-        expect(attempts).toEqual({ get: "not_found", update: "not_found", remove: "not_found", removePhoto: "forbidden", seePhoto: 200 });
+        expect(attempts).toEqual({
+          get: "not_found",
+          update: "not_found",
+          remove: "not_found",
+          removePhoto: "forbidden",
+          seePhoto: 200,
+        });
         await alicePage.reload();
         await shows(items(alicePage), ["Buy milk", "Call mom"]);
         await shows(alicePage.locator("#items li.done span"), ["Buy milk"]);

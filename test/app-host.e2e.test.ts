@@ -37,8 +37,18 @@ for (const mode of MODES) {
       owner = await user("owner");
       other = await user("other");
       const base = { owner: { id: owner.id, email: owner.email }, accountId: owner.account };
-      await seedApp(apps.context, { ...base, address: `notes-${mode}`, visibility: "private", files: { "index.html": "<h1>My notes</h1>", "list.html": "<h1>The list</h1>" } });
-      await seedApp(apps.context, { ...base, address: `open-${mode}`, visibility: "public", files: { "index.html": "<h1>Open to all</h1>" } });
+      await seedApp(apps.context, {
+        ...base,
+        address: `notes-${mode}`,
+        visibility: "private",
+        files: { "index.html": "<h1>My notes</h1>", "list.html": "<h1>The list</h1>" },
+      });
+      await seedApp(apps.context, {
+        ...base,
+        address: `open-${mode}`,
+        visibility: "public",
+        files: { "index.html": "<h1>Open to all</h1>" },
+      });
     }, 90_000);
     afterAll(async () => {
       await hatch?.stop();
@@ -49,7 +59,12 @@ for (const mode of MODES) {
       const page = await jar.fetch(signInUrl);
       expect(page.status).toBe(200);
       const next = new URL(signInUrl).searchParams.get("next") ?? "";
-      const submitted = await jar.post(`${hatch.baseUrl}/signin`, { email, password: PASSWORD, next, csrf: csrfOf(await page.text()) });
+      const submitted = await jar.post(`${hatch.baseUrl}/signin`, {
+        email,
+        password: PASSWORD,
+        next,
+        csrf: csrfOf(await page.text()),
+      });
       expect(submitted.status).toBe(303);
       return new URL(submitted.headers.get("location")!, hatch.baseUrl).href;
     }
@@ -84,7 +99,9 @@ for (const mode of MODES) {
       const address = `notes-${mode}`;
       const anonymous = await fetch(`${origin(address)}/list?sort=new`, { redirect: "manual" });
       expect(anonymous.status).toBe(302);
-      expect(anonymous.headers.get("location")).toBe(`${hatch.baseUrl}/apps/signin?${new URLSearchParams({ app: address, path: "/list?sort=new" })}`);
+      expect(anonymous.headers.get("location")).toBe(
+        `${hatch.baseUrl}/apps/signin?${new URLSearchParams({ app: address, path: "/list?sort=new" })}`,
+      );
     });
 
     test("the owner signs in through the gateway and comes back to the page asked for", async () => {
@@ -111,12 +128,24 @@ for (const mode of MODES) {
       expect(switchPage.status).toBe(200);
       const form = await switchPage.text();
       expect(form).toContain(other.email);
-      const forged = await jar.post(`${hatch.baseUrl}/apps/signin/switch`, { csrf: "not-the-token", app: `notes-${mode}`, path: "/" });
+      const forged = await jar.post(`${hatch.baseUrl}/apps/signin/switch`, {
+        csrf: "not-the-token",
+        app: `notes-${mode}`,
+        path: "/",
+      });
       expect(forged.status).toBe(403);
       await forged.text();
-      const signedOut = await jar.post(`${hatch.baseUrl}/apps/signin/switch`, { csrf: csrfOf(form), app: `notes-${mode}`, path: "/" });
+      const signedOut = await jar.post(`${hatch.baseUrl}/apps/signin/switch`, {
+        csrf: csrfOf(form),
+        app: `notes-${mode}`,
+        path: "/",
+      });
       expect(signedOut.status).toBe(303);
-      const next = await signInOnGateway(jar, new URL(signedOut.headers.get("location")!, hatch.baseUrl).href, owner.email);
+      const next = await signInOnGateway(
+        jar,
+        new URL(signedOut.headers.get("location")!, hatch.baseUrl).href,
+        owner.email,
+      );
       const ticketed = await jar.fetch(next);
       const back = await jar.fetch(ticketed.headers.get("location")!);
       expect(back.status).toBe(302);
@@ -128,7 +157,9 @@ for (const mode of MODES) {
     test("the viewer sign-in only ever sends the browser to the app's own origin", async () => {
       const jar = new HostCookieJar();
       await openSignedIn(jar, `${origin(`notes-${mode}`)}/`, owner.email);
-      const evil = await jar.fetch(`${hatch.baseUrl}/apps/signin?app=notes-${mode}&path=${encodeURIComponent("//evil.example/x")}`);
+      const evil = await jar.fetch(
+        `${hatch.baseUrl}/apps/signin?app=notes-${mode}&path=${encodeURIComponent("//evil.example/x")}`,
+      );
       expect(evil.status).toBe(303);
       const location = new URL(evil.headers.get("location")!);
       expect(location.origin).toBe(origin(`notes-${mode}`));
@@ -141,15 +172,29 @@ for (const mode of MODES) {
     test("viewer.origin answers only the gateway, and the same way whether or not the app exists", async () => {
       const claims = claimsOf(owner);
       const ctx = signContext(claims, deriveKey(TEST_SECRET, "ctx"));
-      const rpc = (address: string, withCtx: boolean) => callRpc(hatch.bus, "apps", rpcMethods.apps.viewerOrigin, { address }, ViewerOriginSchema, withCtx ? { ctx } : {});
+      const rpc = (address: string, withCtx: boolean) =>
+        callRpc(
+          hatch.bus,
+          "apps",
+          rpcMethods.apps.viewerOrigin,
+          { address },
+          ViewerOriginSchema,
+          withCtx ? { ctx } : {},
+        );
       expect(await rpc(`notes-${mode}`, true)).toEqual({ origin: origin(`notes-${mode}`) });
       expect(await rpc("never-made", true)).toEqual({ origin: origin("never-made") });
       await expect(rpc(`notes-${mode}`, false)).rejects.toMatchObject({ code: "forbidden" });
     });
 
     test("opens and unique viewers are written on flush, without the viewer's address", async () => {
-      const app = await seedApp(apps.context, { owner: { id: owner.id, email: owner.email }, accountId: owner.account, address: `counted-${mode}`, files: { "index.html": "<h1>Counted</h1>" } });
-      for (const agent of ["Agent/1", "Agent/1", "Agent/2"]) await (await fetch(`${origin(app.address)}/`, { headers: { "user-agent": agent } })).text();
+      const app = await seedApp(apps.context, {
+        owner: { id: owner.id, email: owner.email },
+        accountId: owner.account,
+        address: `counted-${mode}`,
+        files: { "index.html": "<h1>Counted</h1>" },
+      });
+      for (const agent of ["Agent/1", "Agent/1", "Agent/2"])
+        await (await fetch(`${origin(app.address)}/`, { headers: { "user-agent": agent } })).text();
       await apps.host.flushStats();
       const opens = await apps.context.db.select().from(dailyOpens).where(eq(dailyOpens.appId, app.id));
       const viewers = await apps.context.db.select().from(dailyViewers).where(eq(dailyViewers.appId, app.id));
@@ -172,7 +217,11 @@ for (const mode of MODES) {
         const page = await context.newPage();
         const pending: Promise<{ host: string; cookie: string }>[] = [];
         page.on("request", (request) => {
-          pending.push(request.allHeaders().then((headers) => ({ host: new URL(request.url()).host, cookie: headers.cookie ?? "" })));
+          pending.push(
+            request
+              .allHeaders()
+              .then((headers) => ({ host: new URL(request.url()).host, cookie: headers.cookie ?? "" })),
+          );
         });
         const appUrl = `${origin(`notes-${mode}`)}/list`;
         await page.goto(appUrl);

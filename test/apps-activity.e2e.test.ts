@@ -19,7 +19,10 @@ for (const mode of MODES) {
       hatch = await startTestHatch(mode);
       const user = await userWithToken(hatch, { name: "Logged Owner" });
       email = user.email;
-      ({ client: owner } = await connectFormClient(hatch, user.accessToken, () => ({ action: "accept", content: { confirm: true } })));
+      ({ client: owner } = await connectFormClient(hatch, user.accessToken, () => ({
+        action: "accept",
+        content: { confirm: true },
+      })));
       await callOk(owner, "org_setup", { action: "create", name: "Logged Co" });
     }, 60_000);
     afterAll(async () => {
@@ -36,10 +39,14 @@ for (const mode of MODES) {
       await callOk(owner, "delete_tool", { address: "audited" });
 
       const expected = ["app.deleted", "app.rolled_back", "app.shared", "app.published", "app.published"];
-      const log = await eventually(async () => {
-        const got = await callOk(owner, "org_activity", { app: "audited" });
-        return (got as Activity).entries.length >= expected.length ? (got as Activity) : undefined;
-      }, "five app entries", 15_000);
+      const log = await eventually(
+        async () => {
+          const got = await callOk(owner, "org_activity", { app: "audited" });
+          return (got as Activity).entries.length >= expected.length ? (got as Activity) : undefined;
+        },
+        "five app entries",
+        15_000,
+      );
       expect(log.entries.map((e) => e.action)).toEqual(expected);
       expect(log.entries.every((e) => e.person.email === email && e.app === "audited")).toBe(true);
       expect(log.entries[1]!.summary).toContain("to version 1 (was 2)");

@@ -20,9 +20,18 @@ for (const mode of MODES) {
     beforeAll(async () => {
       s3 = startFakeS3();
       hatch = await startTestHatch(mode, {
-        serviceEnv: { S3_BUCKET: s3.bucket, S3_ENDPOINT: s3.endpoint, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey },
+        serviceEnv: {
+          S3_BUCKET: s3.bucket,
+          S3_ENDPOINT: s3.endpoint,
+          S3_REGION: s3.region,
+          S3_ACCESS_KEY_ID: s3.accessKeyId,
+          S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+        },
       });
-      ({ client } = await connectFormClient(hatch, (await userWithToken(hatch)).accessToken, () => ({ action: "accept", content: { confirm: true } })));
+      ({ client } = await connectFormClient(hatch, (await userWithToken(hatch)).accessToken, () => ({
+        action: "accept",
+        content: { confirm: true },
+      })));
     }, 60_000);
     afterAll(async () => {
       await client?.close();

@@ -9,7 +9,8 @@ import { MODES } from "./support/servers.ts";
 // The apps tools through the gateway with the SDK's real Client: publish (inline and manifest), versions,
 // sharing, rollback, delete, stats and the reference, with ownership checked in the service.
 
-const page = (title: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;
+const page = (title: string) =>
+  `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;
 const sha256 = (bytes: Uint8Array | string) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
 for (const mode of MODES) {
@@ -36,36 +37,63 @@ for (const mode of MODES) {
     });
 
     test("creating without a name and visibility asks the AI to ask the user; nothing is created", async () => {
-      const result = await alice.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: page("Draft"), encoding: "utf8" }] } });
+      const result = await alice.callTool({
+        name: "publish",
+        arguments: { files: [{ path: "index.html", content: page("Draft"), encoding: "utf8" }] },
+      });
       expect(result.isError).toBeFalsy();
-      expect(result.structuredContent).toMatchObject({ status: "needs_user", userAction: { kind: "ask_user", fields: ["name", "visibility"] } });
+      expect(result.structuredContent).toMatchObject({
+        status: "needs_user",
+        userAction: { kind: "ask_user", fields: ["name", "visibility"] },
+      });
       expect(textOf(result)).toContain("Ask the user");
       const list = await callOk(alice, "list_tools", {});
       expect(list.apps).toEqual([]);
     });
 
     test("inline publish creates the app with an address made from its name; a republish is version 2", async () => {
-      const first = await callOk(alice, "publish", { name: "Todo List!", visibility: "private", files: [{ path: "index.html", content: page("v1"), encoding: "utf8" }] });
+      const first = await callOk(alice, "publish", {
+        name: "Todo List!",
+        visibility: "private",
+        files: [{ path: "index.html", content: page("v1"), encoding: "utf8" }],
+      });
       expect(first).toMatchObject({ status: "published", address: "todo-list", version: 1 });
       expect(first.url).toBe(`${hatch.appHostUrl.replace("//", "//todo-list.")}/`);
       const second = await callOk(alice, "publish", {
         address: "todo-list",
         files: [
           { path: "index.html", content: page("v2"), encoding: "utf8" },
-          { path: "logo.png", content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]).toString("base64"), encoding: "base64" },
+          {
+            path: "logo.png",
+            content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]).toString("base64"),
+            encoding: "base64",
+          },
         ],
       });
       expect(second).toMatchObject({ status: "published", address: "todo-list", version: 2 });
       const list = await callOk(alice, "list_tools", {});
       expect(list.apps).toEqual([
-        expect.objectContaining({ address: "todo-list", name: "Todo List!", visibility: "private", currentVersion: 2, sharedWithMe: false, opens7d: 0, paused: false }),
+        expect.objectContaining({
+          address: "todo-list",
+          name: "Todo List!",
+          visibility: "private",
+          currentVersion: 2,
+          sharedWithMe: false,
+          opens7d: 0,
+          paused: false,
+        }),
       ]);
     });
 
     test("a client with form elicitation asks the user for name and visibility itself", async () => {
       const answers = { name: "Form Made", visibility: "public" };
-      const { client, asked } = await connectFormClient(hatch, (await userWithToken(hatch)).accessToken, () => ({ action: "accept", content: answers }));
-      const done = await callOk(client, "publish", { files: [{ path: "index.html", content: page("form"), encoding: "utf8" }] });
+      const { client, asked } = await connectFormClient(hatch, (await userWithToken(hatch)).accessToken, () => ({
+        action: "accept",
+        content: answers,
+      }));
+      const done = await callOk(client, "publish", {
+        files: [{ path: "index.html", content: page("form"), encoding: "utf8" }],
+      });
       expect(asked).toEqual(["This publishes a new app. What should it be called, and who may open it?"]);
       expect(done).toMatchObject({ status: "published", address: "form-made", version: 1 });
       const list = await callOk(client, "list_tools", {});
@@ -74,25 +102,77 @@ for (const mode of MODES) {
     });
 
     test("expectedVersion refuses a publish when another came first", async () => {
-      const result = await alice.callTool({ name: "publish", arguments: { address: "todo-list", expectedVersion: 1, files: [{ path: "index.html", content: page("late"), encoding: "utf8" }] } });
+      const result = await alice.callTool({
+        name: "publish",
+        arguments: {
+          address: "todo-list",
+          expectedVersion: 1,
+          files: [{ path: "index.html", content: page("late"), encoding: "utf8" }],
+        },
+      });
       expect(result.isError).toBe(true);
       expect(textOf(result)).toContain("another publish came first");
       expect(textOf(result)).toContain("(conflict)");
-      const ok = await callOk(alice, "publish", { address: "todo-list", expectedVersion: 2, files: [{ path: "index.html", content: page("v3"), encoding: "utf8" }] });
+      const ok = await callOk(alice, "publish", {
+        address: "todo-list",
+        expectedVersion: 2,
+        files: [{ path: "index.html", content: page("v3"), encoding: "utf8" }],
+      });
       expect(ok.version).toBe(3);
     });
 
     test("bad folders are refused with what to fix, and nothing is stored", async () => {
       const cases: [Record<string, unknown>, string][] = [
         [{ files: [{ path: "main.html", content: page("x"), encoding: "utf8" }] }, "no index.html at its root"],
-        [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }, { path: "service.json", content: "{nope", encoding: "utf8" }] }, "service.json is not valid JSON"],
-        [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }, { path: "service.json", content: '{"spaa": true}', encoding: "utf8" }] }, "Known keys: spa, notFound"],
-        [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }, { path: "service.json", content: '{"notFound": "missing.html"}', encoding: "utf8" }] }, "no such file"],
+        [
+          {
+            files: [
+              { path: "index.html", content: "x", encoding: "utf8" },
+              { path: "service.json", content: "{nope", encoding: "utf8" },
+            ],
+          },
+          "service.json is not valid JSON",
+        ],
+        [
+          {
+            files: [
+              { path: "index.html", content: "x", encoding: "utf8" },
+              { path: "service.json", content: '{"spaa": true}', encoding: "utf8" },
+            ],
+          },
+          "Known keys: spa, notFound",
+        ],
+        [
+          {
+            files: [
+              { path: "index.html", content: "x", encoding: "utf8" },
+              { path: "service.json", content: '{"notFound": "missing.html"}', encoding: "utf8" },
+            ],
+          },
+          "no such file",
+        ],
         [{ files: [{ path: "../etc/passwd", content: "x", encoding: "utf8" }] }, "no .. parts"],
         [{ files: [{ path: "index.html", content: "@@@", encoding: "base64" }] }, "not valid base64"],
-        [{ files: [{ path: "index.html", content: "a", encoding: "utf8" }, { path: "index.html", content: "b", encoding: "utf8" }] }, "listed twice"],
-        [{ files: [{ path: "index.html", content: "x", encoding: "utf8" }], manifest: [{ path: "index.html", sha256: sha256("x"), size: 1 }] }, "Give exactly one of upload: true"],
-        [{ manifest: [{ path: "index.html", sha256: sha256("x"), size: 30 * 1024 * 1024 }] }, "one file may be at most 25 MB"],
+        [
+          {
+            files: [
+              { path: "index.html", content: "a", encoding: "utf8" },
+              { path: "index.html", content: "b", encoding: "utf8" },
+            ],
+          },
+          "listed twice",
+        ],
+        [
+          {
+            files: [{ path: "index.html", content: "x", encoding: "utf8" }],
+            manifest: [{ path: "index.html", sha256: sha256("x"), size: 1 }],
+          },
+          "Give exactly one of upload: true",
+        ],
+        [
+          { manifest: [{ path: "index.html", sha256: sha256("x"), size: 30 * 1024 * 1024 }] },
+          "one file may be at most 25 MB",
+        ],
       ];
       for (const [args, message] of cases) {
         const result = await alice.callTool({ name: "publish", arguments: { address: "todo-list", ...args } });
@@ -116,7 +196,10 @@ for (const mode of MODES) {
       const urlOf = (path: string) => `${first.uploadUrl}${path}`;
       expect(missing.sort()).toEqual([...files.keys()].sort());
 
-      const wrong = await fetch(urlOf(missing[0]!), { method: "PUT", body: new Blob([new Uint8Array(files.get(missing[0]!)!.byteLength)]) });
+      const wrong = await fetch(urlOf(missing[0]!), {
+        method: "PUT",
+        body: new Blob([new Uint8Array(files.get(missing[0]!)!.byteLength)]),
+      });
       expect(wrong.status).toBe(400);
       expect(await wrong.text()).toContain("hash");
       for (const path of missing) {
@@ -137,9 +220,15 @@ for (const mode of MODES) {
       const again = await callOk(alice, "publish", { address: "big-app", manifest: changed });
       expect(again.status).toBe("needs_upload");
       expect(again.missing).toEqual(["index.html"]);
-      expect((await fetch(`${again.uploadUrl}index.html`, { method: "PUT", body: new Blob([files.get("index.html")!]) })).status).toBe(201);
+      expect(
+        (await fetch(`${again.uploadUrl}index.html`, { method: "PUT", body: new Blob([files.get("index.html")!]) }))
+          .status,
+      ).toBe(201);
       // Calling again with the same manifest (as before upload ids) finishes too: nothing is missing any more.
-      expect(await callOk(alice, "publish", { address: "big-app", manifest: changed })).toMatchObject({ status: "published", version: 2 });
+      expect(await callOk(alice, "publish", { address: "big-app", manifest: changed })).toMatchObject({
+        status: "published",
+        version: 2,
+      });
     });
 
     test("knowing another user's file hash is not enough: that content must be uploaded again", async () => {
@@ -158,9 +247,15 @@ for (const mode of MODES) {
         const body = path === "index.html" ? index : logo;
         expect((await fetch(`${asked.uploadUrl}${path}`, { method: "PUT", body: new Blob([body]) })).status).toBe(201);
       }
-      expect(await callOk(eve, "publish", { uploadId: asked.uploadId })).toMatchObject({ status: "published", address: "bobs" });
+      expect(await callOk(eve, "publish", { uploadId: asked.uploadId })).toMatchObject({
+        status: "published",
+        address: "bobs",
+      });
       // Now that Eve has had the bytes, her own republish does not ask for them again.
-      expect(await callOk(eve, "publish", { address: "bobs", manifest })).toMatchObject({ status: "published", version: 2 });
+      expect(await callOk(eve, "publish", { address: "bobs", manifest })).toMatchObject({
+        status: "published",
+        version: 2,
+      });
       await eve.close();
     });
 
@@ -183,12 +278,30 @@ for (const mode of MODES) {
     });
 
     test("share: people by email show the app to them; aiDiscoverable needs public", async () => {
-      const shared = await callOk(alice, "share", { address: "todo-list", visibility: "people", add: [bobEmail.toUpperCase()] });
-      expect(shared).toMatchObject({ status: "updated", visibility: "people", people: [bobEmail.toLowerCase()], aiDiscoverable: false });
+      const shared = await callOk(alice, "share", {
+        address: "todo-list",
+        visibility: "people",
+        add: [bobEmail.toUpperCase()],
+      });
+      expect(shared).toMatchObject({
+        status: "updated",
+        visibility: "people",
+        people: [bobEmail.toLowerCase()],
+        aiDiscoverable: false,
+      });
       const bobs = await callOk(bob, "list_tools", { include: "shared" });
-      expect(bobs.apps).toEqual([expect.objectContaining({ address: "todo-list", sharedWithMe: true, owner: { email: aliceEmail, name: "Alice" } })]);
+      expect(bobs.apps).toEqual([
+        expect.objectContaining({
+          address: "todo-list",
+          sharedWithMe: true,
+          owner: { email: aliceEmail, name: "Alice" },
+        }),
+      ]);
 
-      const refused = await alice.callTool({ name: "share", arguments: { address: "todo-list", aiDiscoverable: true } });
+      const refused = await alice.callTool({
+        name: "share",
+        arguments: { address: "todo-list", aiDiscoverable: true },
+      });
       expect(refused.isError).toBe(true);
       expect(textOf(refused)).toContain("aiDiscoverable can be on only for public apps");
 
@@ -204,7 +317,10 @@ for (const mode of MODES) {
         [bobEmail.replace("e", "\u0435"), "plain ASCII"], // Cyrillic е
       ];
       for (const [email, reason] of cases) {
-        const refused = await alice.callTool({ name: "share", arguments: { address: "todo-list", visibility: "people", add: [email] } });
+        const refused = await alice.callTool({
+          name: "share",
+          arguments: { address: "todo-list", visibility: "people", add: [email] },
+        });
         expect(refused.isError).toBe(true);
         expect(textOf(refused)).toContain(reason);
       }
@@ -214,14 +330,23 @@ for (const mode of MODES) {
     test("share: making an app public asks the user; only their yes changes it", async () => {
       const viaAi = await callOk(alice, "share", { address: "todo-list", visibility: "public" });
       expect(viaAi.status).toBe("needs_user");
-      expect((await callOk(alice, "list_tools", {})).apps).toContainEqual(expect.objectContaining({ address: "todo-list", visibility: "people" }));
+      expect((await callOk(alice, "list_tools", {})).apps).toContainEqual(
+        expect.objectContaining({ address: "todo-list", visibility: "people" }),
+      );
 
       const token = (await userWithToken(hatch, { name: "Carol" })).accessToken;
-      const { client } = await connectFormClient(hatch, token, () => ({ action: "accept", content: { name: "Carol's", visibility: "private" } }));
+      const { client } = await connectFormClient(hatch, token, () => ({
+        action: "accept",
+        content: { name: "Carol's", visibility: "private" },
+      }));
       await callOk(client, "publish", { files: [{ path: "index.html", content: page("carol"), encoding: "utf8" }] });
       await client.close();
       const yes = await connectFormClient(hatch, token, () => ({ action: "accept", content: { confirm: true } }));
-      const done = await callOk(yes.client, "share", { address: "carol-s", visibility: "public", aiDiscoverable: true });
+      const done = await callOk(yes.client, "share", {
+        address: "carol-s",
+        visibility: "public",
+        aiDiscoverable: true,
+      });
       expect(yes.asked[0]).toContain("public");
       expect(done).toMatchObject({ status: "updated", visibility: "public", aiDiscoverable: true });
       await yes.client.close();
@@ -230,26 +355,41 @@ for (const mode of MODES) {
     test("rollback lists versions, makes an older one current, and says when it already is", async () => {
       const listed = await callOk(alice, "rollback", { address: "todo-list" });
       expect(listed.status).toBe("choose_version");
-      expect((listed.versions as { version: number; current: boolean }[]).map((v) => [v.version, v.current])).toEqual([[3, true], [2, false], [1, false]]);
+      expect((listed.versions as { version: number; current: boolean }[]).map((v) => [v.version, v.current])).toEqual([
+        [3, true],
+        [2, false],
+        [1, false],
+      ]);
       const back = await callOk(alice, "rollback", { address: "todo-list", version: 1 });
       expect(back).toMatchObject({ status: "rolled_back", currentVersion: 1, previousVersion: 3 });
-      expect(await callOk(alice, "rollback", { address: "todo-list", version: 1 })).toMatchObject({ status: "already_current" });
+      expect(await callOk(alice, "rollback", { address: "todo-list", version: 1 })).toMatchObject({
+        status: "already_current",
+      });
       const missing = await alice.callTool({ name: "rollback", arguments: { address: "todo-list", version: 9 } });
       expect(textOf(missing)).toContain("has no version 9 (its versions: 3, 2, 1)");
-      expect((await callOk(alice, "list_tools", {})).apps).toContainEqual(expect.objectContaining({ address: "todo-list", currentVersion: 1 }));
+      expect((await callOk(alice, "list_tools", {})).apps).toContainEqual(
+        expect.objectContaining({ address: "todo-list", currentVersion: 1 }),
+      );
     });
 
     test("tool_stats reports the last days for the owner", async () => {
       const stats = await callOk(alice, "tool_stats", { address: "todo-list", days: 3 });
       expect(stats).toMatchObject({ address: "todo-list", totalOpens: 0, totalUniqueViewers: 0 });
       const days = stats.days as { date: string }[];
-      expect(days.map((d) => d.date)).toEqual([2, 1, 0].map((n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)));
+      expect(days.map((d) => d.date)).toEqual(
+        [2, 1, 0].map((n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)),
+      );
     });
 
     test("delete asks the user; on their yes the app is gone and its address is never given out again", async () => {
       const token = (await userWithToken(hatch)).accessToken;
-      const create = await connectFormClient(hatch, token, () => ({ action: "accept", content: { name: "Doomed", visibility: "private" } }));
-      await callOk(create.client, "publish", { files: [{ path: "index.html", content: page("doomed"), encoding: "utf8" }] });
+      const create = await connectFormClient(hatch, token, () => ({
+        action: "accept",
+        content: { name: "Doomed", visibility: "private" },
+      }));
+      await callOk(create.client, "publish", {
+        files: [{ path: "index.html", content: page("doomed"), encoding: "utf8" }],
+      });
       await create.client.close();
 
       const no = await connectFormClient(hatch, token, () => ({ action: "decline" }));
@@ -258,22 +398,36 @@ for (const mode of MODES) {
       await no.client.close();
 
       const yes = await connectFormClient(hatch, token, () => ({ action: "accept", content: { confirm: true } }));
-      expect(await callOk(yes.client, "delete_tool", { address: "doomed" })).toEqual({ status: "deleted", address: "doomed" });
+      expect(await callOk(yes.client, "delete_tool", { address: "doomed" })).toEqual({
+        status: "deleted",
+        address: "doomed",
+      });
       expect(yes.asked[0]).toContain("can never be used again");
       expect((await callOk(yes.client, "list_tools", {})).apps).toEqual([]);
       const gone = await yes.client.callTool({ name: "rollback", arguments: { address: "doomed" } });
       expect(textOf(gone)).toContain("You have no app");
       await yes.client.close();
 
-      const reborn = await connectFormClient(hatch, token, () => ({ action: "accept", content: { name: "Doomed", visibility: "private" } }));
-      expect(await callOk(reborn.client, "publish", { files: [{ path: "index.html", content: page("again"), encoding: "utf8" }] })).toMatchObject({ address: "doomed-2" });
+      const reborn = await connectFormClient(hatch, token, () => ({
+        action: "accept",
+        content: { name: "Doomed", visibility: "private" },
+      }));
+      expect(
+        await callOk(reborn.client, "publish", {
+          files: [{ path: "index.html", content: page("again"), encoding: "utf8" }],
+        }),
+      ).toMatchObject({ address: "doomed-2" });
       await reborn.client.close();
     });
 
     test("without form elicitation, delete gives a confirm link; the signed-in owner confirms it in the browser", async () => {
       const user = await userWithToken(hatch);
       const client = await connectClient(hatch, user.accessToken);
-      await callOk(client, "publish", { name: "Linked", visibility: "private", files: [{ path: "index.html", content: page("linked"), encoding: "utf8" }] });
+      await callOk(client, "publish", {
+        name: "Linked",
+        visibility: "private",
+        files: [{ path: "index.html", content: page("linked"), encoding: "utf8" }],
+      });
       const asked = await callOk(client, "delete_tool", { address: "linked" });
       const link = (asked.userAction as { url: string }).url;
       expect(asked).toMatchObject({ status: "needs_user", address: "linked", userAction: { kind: "open_link" } });
@@ -285,7 +439,10 @@ for (const mode of MODES) {
       expect((await browser.signIn(user.email, "correct horse battery")).status).toBe(303);
       const confirmPage = await browser.get(path);
       expect(await confirmPage.text()).toContain("can never be used again");
-      const done = await browser.post(path, { csrf: csrfOf(await (await browser.get(path)).text()), action: "confirm" });
+      const done = await browser.post(path, {
+        csrf: csrfOf(await (await browser.get(path)).text()),
+        action: "confirm",
+      });
       expect(done.status).toBe(200);
       expect(await done.text()).toContain("Deleted linked");
       expect((await callOk(client, "list_tools", {})).apps).toEqual([]);
@@ -305,7 +462,9 @@ for (const mode of MODES) {
       expect(htmlPage.headers.get("content-type")).toContain("text/html");
       expect(await htmlPage.text()).toContain("<h2>service.json</h2>");
       const one = await alice.callTool({ name: "service_docs", arguments: { topic: "service_json" } });
-      expect(textOf(one)).toBe(await (await fetch(`${hatch.baseUrl}/mcp/docs?topic=service_json&format=markdown`)).text());
+      expect(textOf(one)).toBe(
+        await (await fetch(`${hatch.baseUrl}/mcp/docs?topic=service_json&format=markdown`)).text(),
+      );
     });
   });
 }

@@ -35,7 +35,9 @@ for (const mode of MODES) {
     test(
       "a free user opens billing's link, signs in, adds the test card with Pro; billing shows pro and the card",
       async () => {
-        const before = await callOk<{ plan: string; cardOnFile: boolean; url: string }>(ai, "billing", { manage: true });
+        const before = await callOk<{ plan: string; cardOnFile: boolean; url: string }>(ai, "billing", {
+          manage: true,
+        });
         expect(before).toMatchObject({ plan: "free", cardOnFile: false });
         const context = await browser.newContext();
         const page = await context.newPage();
@@ -43,7 +45,10 @@ for (const mode of MODES) {
         await page.waitForURL((next) => next.pathname === "/signin");
         await page.getByLabel("Email").fill(user.email);
         await page.getByLabel("Password").fill(PASSWORD);
-        await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing/checkout"), page.getByRole("button", { name: "Sign in" }).click()]);
+        await Promise.all([
+          page.waitForURL((next) => next.pathname === "/dashboard/billing/checkout"),
+          page.getByRole("button", { name: "Sign in" }).click(),
+        ]);
 
         await page.getByLabel("Card number").fill("4000 0000 0000 0002");
         await page.getByRole("button", { name: "Save" }).click();
@@ -52,7 +57,10 @@ for (const mode of MODES) {
 
         await page.getByLabel("Card number").fill("4242 4242 4242 4242");
         await page.getByRole("radio", { name: /Pro/ }).check();
-        await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing"), page.getByRole("button", { name: "Save" }).click()]);
+        await Promise.all([
+          page.waitForURL((next) => next.pathname === "/dashboard/billing"),
+          page.getByRole("button", { name: "Save" }).click(),
+        ]);
         expect(await page.locator("#plan").textContent()).toBe("pro");
         expect(await page.locator("#card").textContent()).toBe("yes");
 
@@ -74,14 +82,23 @@ for (const mode of MODES) {
         await page.goto(`${hatch.baseUrl}/dashboard/billing/portal`);
         await page.getByLabel("Email").fill(user.email);
         await page.getByLabel("Password").fill(PASSWORD);
-        await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing/portal"), page.getByRole("button", { name: "Sign in" }).click()]);
+        await Promise.all([
+          page.waitForURL((next) => next.pathname === "/dashboard/billing/portal"),
+          page.getByRole("button", { name: "Sign in" }).click(),
+        ]);
         await page.getByRole("button", { name: "Cancel the paid plan" }).click();
         expect(await page.getByRole("status").textContent()).toContain("free");
         await page.getByRole("button", { name: "Remove the card" }).click();
         expect(await page.getByRole("status").textContent()).toContain("Card removed");
-        expect(await callOk<{ plan: string; cardOnFile: boolean }>(ai, "billing")).toMatchObject({ plan: "free", cardOnFile: false });
+        expect(await callOk<{ plan: string; cardOnFile: boolean }>(ai, "billing")).toMatchObject({
+          plan: "free",
+          cardOnFile: false,
+        });
 
-        const forged = await page.request.post(`${hatch.baseUrl}/dashboard/billing/checkout`, { form: { card: "4242424242424242", plan: "pro" }, maxRedirects: 0 });
+        const forged = await page.request.post(`${hatch.baseUrl}/dashboard/billing/checkout`, {
+          form: { card: "4242424242424242", plan: "pro" },
+          maxRedirects: 0,
+        });
         expect(forged.status()).toBe(403);
         expect((await callOk<{ plan: string }>(ai, "billing")).plan).toBe("free");
         await context.close();

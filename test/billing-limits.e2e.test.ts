@@ -21,10 +21,16 @@ for (const mode of MODES) {
     const seen: string[] = [];
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode, { serviceEnv: { BILLING_ENFORCE_LIMITS: "true" }, logWrite: (line) => seen.push(line) });
+      hatch = await startTestHatch(mode, {
+        serviceEnv: { BILLING_ENFORCE_LIMITS: "true" },
+        logWrite: (line) => seen.push(line),
+      });
       owner = await userWithToken(hatch, { name: "Lim" });
       let n = 0;
-      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: `Limited ${mode} ${++n}`, visibility: "private" } })));
+      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({
+        action: "accept",
+        content: { name: `Limited ${mode} ${++n}`, visibility: "private" },
+      })));
     }, 60_000);
     afterAll(async () => {
       await browser?.close();
@@ -32,7 +38,11 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
 
-    const publishNew = () => ai.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
+    const publishNew = () =>
+      ai.callTool({
+        name: "publish",
+        arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] },
+      });
 
     test("the free plan's apps: the next new app is refused with needs_payment and the settings page; versions still publish", async () => {
       const allowed = PLAN_TABLE.free.limits.apps!;
@@ -50,53 +60,85 @@ for (const mode of MODES) {
       const listed = await callOk<{ apps: { address: string }[] }>(ai, "list_tools");
       expect(listed.apps.map((a) => a.address).sort()).toEqual(addresses.sort());
       // A new version of an existing app is not a new app.
-      const again = await ai.callTool({ name: "publish", arguments: { address: addresses[0], files: [{ path: "index.html", content: "<h1>v2</h1>", encoding: "utf8" }] } });
+      const again = await ai.callTool({
+        name: "publish",
+        arguments: { address: addresses[0], files: [{ path: "index.html", content: "<h1>v2</h1>", encoding: "utf8" }] },
+      });
       expect(again.isError).not.toBe(true);
     }, 60_000);
 
-    test.skipIf(!hasChromium)("the person upgrades to Pro through the settings link in a browser; the next new app is published", async () => {
-      const refused = await publishNew();
-      const link = /(http\S+\/dashboard\/billing)\b/.exec(textOf(refused))?.[1];
-      expect(link).toBe(`${hatch.baseUrl}/dashboard/billing`);
-      const { url } = await callOk<{ url: string }>(ai, "billing", { manage: true });
-      browser = await launchChromium();
-      const page = await (await browser.newContext()).newPage();
-      await page.goto(url);
-      await page.waitForURL((next) => next.pathname === "/signin");
-      await page.getByLabel("Email").fill(owner.email);
-      await page.getByLabel("Password").fill("correct horse battery");
-      await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing/checkout"), page.getByRole("button", { name: "Sign in" }).click()]);
-      await page.getByLabel("Card number").fill("4242 4242 4242 4242");
-      await page.getByRole("radio", { name: /Pro/ }).check();
-      await Promise.all([page.waitForURL((next) => next.pathname === "/dashboard/billing"), page.getByRole("button", { name: "Save" }).click()]);
-      expect(await callOk<{ plan: string; cardOnFile: boolean }>(ai, "billing")).toMatchObject({ plan: "pro", cardOnFile: true });
-      const published = await publishNew();
-      expect(published.isError).not.toBe(true);
-      seen.push(JSON.stringify(published), JSON.stringify(await ai.callTool({ name: "billing", arguments: { manage: true } })));
+    test.skipIf(!hasChromium)(
+      "the person upgrades to Pro through the settings link in a browser; the next new app is published",
+      async () => {
+        const refused = await publishNew();
+        const link = /(http\S+\/dashboard\/billing)\b/.exec(textOf(refused))?.[1];
+        expect(link).toBe(`${hatch.baseUrl}/dashboard/billing`);
+        const { url } = await callOk<{ url: string }>(ai, "billing", { manage: true });
+        browser = await launchChromium();
+        const page = await (await browser.newContext()).newPage();
+        await page.goto(url);
+        await page.waitForURL((next) => next.pathname === "/signin");
+        await page.getByLabel("Email").fill(owner.email);
+        await page.getByLabel("Password").fill("correct horse battery");
+        await Promise.all([
+          page.waitForURL((next) => next.pathname === "/dashboard/billing/checkout"),
+          page.getByRole("button", { name: "Sign in" }).click(),
+        ]);
+        await page.getByLabel("Card number").fill("4242 4242 4242 4242");
+        await page.getByRole("radio", { name: /Pro/ }).check();
+        await Promise.all([
+          page.waitForURL((next) => next.pathname === "/dashboard/billing"),
+          page.getByRole("button", { name: "Save" }).click(),
+        ]);
+        expect(await callOk<{ plan: string; cardOnFile: boolean }>(ai, "billing")).toMatchObject({
+          plan: "pro",
+          cardOnFile: true,
+        });
+        const published = await publishNew();
+        expect(published.isError).not.toBe(true);
+        seen.push(
+          JSON.stringify(published),
+          JSON.stringify(await ai.callTool({ name: "billing", arguments: { manage: true } })),
+        );
 
-      const events: HatchEvent[] = [];
-      const consumer = eventStreamFor(hatch.bus).consume({ name: uniqueName("card-leak"), filter: "events.>", logger: createLogger({ level: "error" }), handler: async (e) => void events.push(e) });
-      const deadline = Date.now() + 10_000;
-      while (!events.some((e) => e.service === "billing" && e.verb === "plan_changed") && Date.now() < deadline) await Bun.sleep(50);
-      await consumer.stop();
-      expect(events.some((e) => e.service === "billing" && e.verb === "plan_changed")).toBe(true);
-      const haystack = [...seen, ...events.map((e) => JSON.stringify(e))].join("\n");
-      expect(haystack).toContain("pro");
-      expect(haystack.replace(/\s/g, "")).not.toContain("4242424242424242");
-      expect(haystack).not.toContain("4242 4242");
-    }, 60_000);
+        const events: HatchEvent[] = [];
+        const consumer = eventStreamFor(hatch.bus).consume({
+          name: uniqueName("card-leak"),
+          filter: "events.>",
+          logger: createLogger({ level: "error" }),
+          handler: async (e) => void events.push(e),
+        });
+        const deadline = Date.now() + 10_000;
+        while (!events.some((e) => e.service === "billing" && e.verb === "plan_changed") && Date.now() < deadline)
+          await Bun.sleep(50);
+        await consumer.stop();
+        expect(events.some((e) => e.service === "billing" && e.verb === "plan_changed")).toBe(true);
+        const haystack = [...seen, ...events.map((e) => JSON.stringify(e))].join("\n");
+        expect(haystack).toContain("pro");
+        expect(haystack.replace(/\s/g, "")).not.toContain("4242424242424242");
+        expect(haystack).not.toContain("4242 4242");
+      },
+      60_000,
+    );
 
     test("the free plan's seats: an invitation past them is refused and nothing is sent", async () => {
       await callOk(ai, "org_setup", { action: "create", name: `Limits ${mode}` });
       const seats = PLAN_TABLE.free.limits.seats!;
       const emails = Array.from({ length: seats }, (_, i) => `seat${i}-${mode}-${process.pid}@example.com`);
-      const refused = await ai.callTool({ name: "org_invite", arguments: { action: "invite", emails, role: "member" } });
+      const refused = await ai.callTool({
+        name: "org_invite",
+        arguments: { action: "invite", emails, role: "member" },
+      });
       expect(refused.isError).toBe(true);
       expect(textOf(refused)).toContain(`allows ${seats} people`);
       expect(textOf(refused)).toMatch(/\(needs_payment\)$/);
       const members = await callOk<{ invitations: unknown[] }>(ai, "org_members");
       expect(members.invitations).toEqual([]);
-      const fits = await callOk<{ invited: unknown[] }>(ai, "org_invite", { action: "invite", emails: emails.slice(0, seats - 1), role: "member" });
+      const fits = await callOk<{ invited: unknown[] }>(ai, "org_invite", {
+        action: "invite",
+        emails: emails.slice(0, seats - 1),
+        role: "member",
+      });
       expect(fits.invited).toHaveLength(seats - 1);
     }, 60_000);
   });

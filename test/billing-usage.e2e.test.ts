@@ -46,7 +46,15 @@ for (const mode of MODES) {
     };
 
     const event = (verb: "opened" | "used", details: Record<string, unknown>): HatchEvent =>
-      newEvent("apps", null, { entity: verb === "opened" ? "app" : "ai", verb, summary: "usage", app: "some-app", account, org: null, details });
+      newEvent("apps", null, {
+        entity: verb === "opened" ? "app" : "ai",
+        verb,
+        summary: "usage",
+        app: "some-app",
+        account,
+        org: null,
+        details,
+      });
 
     test("events published while billing is down are each counted once when it is back", async () => {
       await hatch.stopService("billing");
@@ -60,7 +68,10 @@ for (const mode of MODES) {
       for (const e of events) await stream.publish(e);
       expect(await usageOf(account)).toBeNull();
       await hatch.startService("billing");
-      const counted = await until(() => usageOf(account), (row) => row !== null && row.opens === 7 && row.aiTokens === 25);
+      const counted = await until(
+        () => usageOf(account),
+        (row) => row !== null && row.opens === 7 && row.aiTokens === 25,
+      );
       expect(counted).toEqual({ opens: 7, aiTokens: 25, month: month() });
 
       // A redelivered event (the stream is at-least-once) changes nothing.
@@ -70,12 +81,20 @@ for (const mode of MODES) {
 
     test("opens of a published app reach billing through the app host's stats", async () => {
       const owner = await userWithToken(hatch, { name: "Opal" });
-      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: `Usage ${mode}`, visibility: "public", confirm: true } })));
-      const published = await callOk<{ url: string; address: string }>(ai, "publish", { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] });
+      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({
+        action: "accept",
+        content: { name: `Usage ${mode}`, visibility: "public", confirm: true },
+      })));
+      const published = await callOk<{ url: string; address: string }>(ai, "publish", {
+        files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }],
+      });
       for (let i = 0; i < 3; i++) expect((await fetch(published.url)).status).toBe(200);
       await (hatch.services.get("apps") as AppsService).host.flushStats();
       const personal = await accountOf(hatch, owner);
-      const counted = await until(() => usageOf(personal), (row) => row !== null && row.opens >= 3);
+      const counted = await until(
+        () => usageOf(personal),
+        (row) => row !== null && row.opens >= 3,
+      );
       expect(counted?.opens).toBe(3);
     }, 60_000);
   });

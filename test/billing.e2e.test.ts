@@ -20,7 +20,14 @@ import { refused } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
-type Billing = { plan: string; state: string; cardOnFile: boolean; usage: { opens: number; amountSoFar: { amountMinor: number } }; actionNeeded: string | null; url: string | null };
+type Billing = {
+  plan: string;
+  state: string;
+  cardOnFile: boolean;
+  usage: { opens: number; amountSoFar: { amountMinor: number } };
+  actionNeeded: string | null;
+  url: string | null;
+};
 
 for (const mode of MODES) {
   describe(`billing (${mode})`, () => {
@@ -31,11 +38,18 @@ for (const mode of MODES) {
 
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { serviceEnv: { BILLING_ENFORCE_LIMITS: "true" } });
-      [solo, boss, payer, member, gpt] = (await Promise.all(["Sol", "Bo", "Pay", "Mia", "Gus"].map((name) => userWithToken(hatch, { name })))) as [User, User, User, User, User];
-      [soloC, bossC, payerC, memberC] = (await Promise.all([solo, boss, payer, member].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client];
+      [solo, boss, payer, member, gpt] = (await Promise.all(
+        ["Sol", "Bo", "Pay", "Mia", "Gus"].map((name) => userWithToken(hatch, { name })),
+      )) as [User, User, User, User, User];
+      [soloC, bossC, payerC, memberC] = (await Promise.all(
+        [solo, boss, payer, member].map((u) => connectClient(hatch, u.accessToken)),
+      )) as [Client, Client, Client, Client];
       gptC = await connectClient(hatch, gpt.accessToken, { name: "ChatGPT", version: "1.0" });
       await callOk(bossC, "org_setup", { action: "create", name: `Billing ${mode}` });
-      for (const [client, user, permissions] of [[payerC, payer, ["billing"]], [memberC, member, []]] as const) {
+      for (const [client, user, permissions] of [
+        [payerC, payer, ["billing"]],
+        [memberC, member, []],
+      ] as const) {
         await callOk(bossC, "org_invite", { emails: [user.email], role: "member", permissions });
         const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(client, "org");
         await callOk(client, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
@@ -48,21 +62,64 @@ for (const mode of MODES) {
 
     /** A ctx as the gateway signs it, for the rpc methods other services and the pages call. */
     async function ctxOf(user: User, kind: ClientKind = "other", scope: "read" | "write" = "write") {
-      const claims: CallContextClaims = { sub: user.id, email: user.email, name: user.name, permissions: [], scope, client: { kind, name: "test", elicitation: { form: false, url: false } }, grant: "test", rid: "test" };
+      const claims: CallContextClaims = {
+        sub: user.id,
+        email: user.email,
+        name: user.name,
+        permissions: [],
+        scope,
+        client: { kind, name: "test", elicitation: { form: false, url: false } },
+        grant: "test",
+        rid: "test",
+      };
       const s = await hatch.gateway.accounts.resolve(claims, { requestId: "test", traceparent: "" });
-      return { ctx: signContext({ ...claims, account: s.account, accountKind: s.accountKind, org: s.org, role: s.role, permissions: s.permissions }, ctxKey), account: s.account };
+      return {
+        ctx: signContext(
+          {
+            ...claims,
+            account: s.account,
+            accountKind: s.accountKind,
+            org: s.org,
+            role: s.role,
+            permissions: s.permissions,
+          },
+          ctxKey,
+        ),
+        account: s.account,
+      };
     }
     const charge = async (user: User, input: Record<string, unknown>, kind: ClientKind = "other") => {
       const { ctx, account } = await ctxOf(user, kind);
-      return callRpc(hatch.bus, "billing", rpcMethods.billing.charge, { accountId: account, currency: "USD", description: "Domain example.com", ...input }, ChargeResultSchema, { ctx });
+      return callRpc(
+        hatch.bus,
+        "billing",
+        rpcMethods.billing.charge,
+        { accountId: account, currency: "USD", description: "Domain example.com", ...input },
+        ChargeResultSchema,
+        { ctx },
+      );
     };
     const addTestCard = async (user: User, plan: "free" | "pro" = "free") => {
       const { ctx } = await ctxOf(user);
-      return callRpc(hatch.bus, "billing", rpcMethods.billing.localAct, { action: "checkout", card: "ok", plan }, LocalActResultSchema, { ctx });
+      return callRpc(
+        hatch.bus,
+        "billing",
+        rpcMethods.billing.localAct,
+        { action: "checkout", card: "ok", plan },
+        LocalActResultSchema,
+        { ctx },
+      );
     };
     const entitlements = async (user: User) => {
       const { account } = await ctxOf(user);
-      return callRpc(hatch.bus, "billing", rpcMethods.billing.entitlements, { accountId: account }, EntitlementsSchema, {});
+      return callRpc(
+        hatch.bus,
+        "billing",
+        rpcMethods.billing.entitlements,
+        { accountId: account },
+        EntitlementsSchema,
+        {},
+      );
     };
 
     test("a new personal account is on free, active, no card, zero usage; the AI gets the local checkout to add one", async () => {
@@ -76,7 +133,9 @@ for (const mode of MODES) {
     });
 
     test("manage on free offers the Pro checkout; a company's owner gets Team", async () => {
-      expect((await callOk<Billing>(soloC, "billing", { manage: true })).url).toBe(`${hatch.baseUrl}/dashboard/billing/checkout?mode=subscription&plan=pro`);
+      expect((await callOk<Billing>(soloC, "billing", { manage: true })).url).toBe(
+        `${hatch.baseUrl}/dashboard/billing/checkout?mode=subscription&plan=pro`,
+      );
       expect((await callOk<Billing>(bossC, "billing", { manage: true })).url).toContain("plan=team");
     });
 
@@ -122,10 +181,21 @@ for (const mode of MODES) {
       const key = `crashed-${mode}-1`;
       const { account } = await ctxOf(solo);
       const db = hatch.databases.get("billing")!;
-      const fields = { accountId: account, amountMinor: 900, currency: "USD", description: "Domain crashed.example", status: "pending" as const };
+      const fields = {
+        accountId: account,
+        amountMinor: 900,
+        currency: "USD",
+        description: "Domain crashed.example",
+        status: "pending" as const,
+      };
       await db.insert(charges).values({ idempotencyKey: key, ...fields });
-      expect(await charge(solo, { amountMinor: 900, idempotencyKey: key, description: fields.description })).toMatchObject({ status: "failed", message: expect.stringContaining("still being made") });
-      await db.update(charges).set({ updatedAt: new Date(Date.now() - 5 * 60_000) }).where(eq(charges.idempotencyKey, key));
+      expect(
+        await charge(solo, { amountMinor: 900, idempotencyKey: key, description: fields.description }),
+      ).toMatchObject({ status: "failed", message: expect.stringContaining("still being made") });
+      await db
+        .update(charges)
+        .set({ updatedAt: new Date(Date.now() - 5 * 60_000) })
+        .where(eq(charges.idempotencyKey, key));
       const resumed = await charge(solo, { amountMinor: 900, idempotencyKey: key, description: fields.description });
       expect(resumed.status).toBe("charged");
       const [row] = await db.select().from(charges).where(eq(charges.idempotencyKey, key));
@@ -137,7 +207,22 @@ for (const mode of MODES) {
       await expect(charge(solo, { amountMinor: 100, idempotencyKey: "short" })).rejects.toThrow();
       const { ctx } = await ctxOf(solo);
       const { account } = await ctxOf(boss);
-      await expect(callRpc(hatch.bus, "billing", rpcMethods.billing.charge, { accountId: account, amountMinor: 100, currency: "USD", description: "x", idempotencyKey: `other-${mode}-1` }, ChargeResultSchema, { ctx })).rejects.toThrow(/forbidden|context/);
+      await expect(
+        callRpc(
+          hatch.bus,
+          "billing",
+          rpcMethods.billing.charge,
+          {
+            accountId: account,
+            amountMinor: 100,
+            currency: "USD",
+            description: "x",
+            idempotencyKey: `other-${mode}-1`,
+          },
+          ChargeResultSchema,
+          { ctx },
+        ),
+      ).rejects.toThrow(/forbidden|context/);
     });
 
     test("entitlements: free limits by default; pro limits after the local checkout to Pro", async () => {
@@ -156,13 +241,33 @@ for (const mode of MODES) {
 
     test("local.act: a declined card changes nothing; a read-only session cannot act", async () => {
       const { ctx } = await ctxOf(member);
-      await expect(callRpc(hatch.bus, "billing", rpcMethods.billing.localAct, { action: "checkout", card: "ok", plan: "team" }, LocalActResultSchema, { ctx })).rejects.toThrow(/billing permission/);
+      await expect(
+        callRpc(
+          hatch.bus,
+          "billing",
+          rpcMethods.billing.localAct,
+          { action: "checkout", card: "ok", plan: "team" },
+          LocalActResultSchema,
+          { ctx },
+        ),
+      ).rejects.toThrow(/billing permission/);
       const { ctx: payerCtx } = await ctxOf(payer);
-      const declined = await callRpc(hatch.bus, "billing", rpcMethods.billing.localAct, { action: "checkout", card: "declined", plan: "team" }, LocalActResultSchema, { ctx: payerCtx });
+      const declined = await callRpc(
+        hatch.bus,
+        "billing",
+        rpcMethods.billing.localAct,
+        { action: "checkout", card: "declined", plan: "team" },
+        LocalActResultSchema,
+        { ctx: payerCtx },
+      );
       expect(declined.ok).toBe(false);
       expect((await entitlements(payer)).plan).toBe("free");
       const { ctx: readOnly } = await ctxOf(payer, "other", "read");
-      await expect(callRpc(hatch.bus, "billing", rpcMethods.billing.localAct, { action: "remove_card" }, LocalActResultSchema, { ctx: readOnly })).rejects.toThrow();
+      await expect(
+        callRpc(hatch.bus, "billing", rpcMethods.billing.localAct, { action: "remove_card" }, LocalActResultSchema, {
+          ctx: readOnly,
+        }),
+      ).rejects.toThrow();
     });
   });
 }

@@ -75,11 +75,17 @@ for (const mode of MODES) {
       weather = startWeatherApi();
       provider = startFakeAiProvider();
       provider.keys.add(AI_KEY);
-      hatch = await startTestHatch(mode, { serviceEnv: { AI_PROVIDERS: `fake=${provider.baseUrl}` }, logWrite: (line) => logLines.push(line) });
+      hatch = await startTestHatch(mode, {
+        serviceEnv: { AI_PROVIDERS: `fake=${provider.baseUrl}` },
+        logWrite: (line) => logLines.push(line),
+      });
       alice = await userWithToken(hatch, { name: "Alice" });
       const connected = await connectFormClient(hatch, alice.accessToken, (message) => {
         asked.push(message);
-        return { action: "accept", content: { name: "City Notes", visibility: "public", confirm: true, acceptCost: true } };
+        return {
+          action: "accept",
+          content: { name: "City Notes", visibility: "public", confirm: true, acceptCost: true },
+        };
       });
       ai = connected.client;
       browser = await launchChromium();
@@ -111,7 +117,10 @@ for (const mode of MODES) {
       const page = await context.newPage();
       page.on("response", (response) => {
         seen.push(`${response.status()} ${response.url()} ${JSON.stringify(response.headers())}`);
-        response.text().then((body) => seen.push(body), () => undefined);
+        response.text().then(
+          (body) => seen.push(body),
+          () => undefined,
+        );
       });
       return page;
     }
@@ -133,7 +142,11 @@ for (const mode of MODES) {
           apis: { weather: { url: `${weather.origin}/v1`, secret: "WEATHER_KEY", in: { query: "key" } } },
         };
         folder.set("service.json", new TextEncoder().encode(JSON.stringify(serviceJson)));
-        const files = [...folder].map(([path, bytes]) => ({ path, content: new TextDecoder().decode(bytes), encoding: "utf8" }));
+        const files = [...folder].map(([path, bytes]) => ({
+          path,
+          content: new TextDecoder().decode(bytes),
+          encoding: "utf8",
+        }));
         ({ address, url } = await callOk<{ address: string; url: string }>("publish", { files }));
         expect(address).toBe("city-notes");
       },
@@ -157,7 +170,10 @@ for (const mode of MODES) {
     test(
       "tool_secret gives a page where the owner types the secret in the browser; the AI never sees it",
       async () => {
-        const link = await callOk<{ url: string; isSet: boolean; referencedBy: string[] }>("tool_secret", { address, name: "WEATHER_KEY" });
+        const link = await callOk<{ url: string; isSet: boolean; referencedBy: string[] }>("tool_secret", {
+          address,
+          name: "WEATHER_KEY",
+        });
         expect(link.isSet).toBe(false);
         expect(link.referencedBy).toEqual(["weather"]);
         const page = await newPage();
@@ -205,10 +221,14 @@ for (const mode of MODES) {
       async () => {
         const all = await callOk<LogsOutput>("tool_logs", { address });
         const messages = all.lines.map((line) => `${line.level} ${line.message}`);
-        expect(messages.some((m) => m.startsWith("error") && m.includes("WEATHER_KEY") && m.includes("tool_secret"))).toBe(true);
+        expect(
+          messages.some((m) => m.startsWith("error") && m.includes("WEATHER_KEY") && m.includes("tool_secret")),
+        ).toBe(true);
         expect(messages.some((m) => m === "info weather for Lyon: Sunny in Lyon")).toBe(true);
         expect(messages.some((m) => /^info note \S+ added for Lyon$/.test(m))).toBe(true);
-        expect(messages.some((m) => m.startsWith("error") && m.includes("boom: the handler failed on purpose"))).toBe(true);
+        expect(messages.some((m) => m.startsWith("error") && m.includes("boom: the handler failed on purpose"))).toBe(
+          true,
+        );
         const errors = await callOk<LogsOutput>("tool_logs", { address, level: "warn" });
         expect(errors.lines.length).toBeGreaterThan(0);
         expect(errors.lines.every((line) => line.level === "warn" || line.level === "error")).toBe(true);
@@ -232,7 +252,10 @@ for (const mode of MODES) {
         // The choice was made before the key existed (the first call asked, since others will use it); now one exists.
         expect(before.isError).not.toBe(true);
         expect(asked.some((message) => /pay/i.test(message))).toBe(true);
-        const chosen = await callOk<{ value: string; keyAvailable: boolean; costWarning: string | null }>("tool_ai", { address, value: "mine" });
+        const chosen = await callOk<{ value: string; keyAvailable: boolean; costWarning: string | null }>("tool_ai", {
+          address,
+          value: "mine",
+        });
         expect(chosen).toMatchObject({ value: "mine", keyAvailable: true });
         expect(chosen.costWarning).not.toBeNull();
 

@@ -26,7 +26,13 @@ describe.skipIf(!realServers)("bun run cluster", () => {
       LOG_LEVEL: "info",
     };
     delete env.SHUTDOWN_TIMEOUT_MS;
-    const launcher = Bun.spawn([process.execPath, "scripts/cluster.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const launcher = Bun.spawn([process.execPath, "scripts/cluster.ts"], {
+      cwd: ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+      stdin: "ignore",
+    });
     const out = collect(launcher.stdout);
     const cleanup = async () => {
       if (launcher.exitCode === null) launcher.kill("SIGKILL");

@@ -22,8 +22,24 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
     database = await freshDatabase(realServers!.databaseUrl);
     const port = freePort();
     busPrefix = uniqueName("cluster");
-    cluster = await startCluster({ natsUrl: realServers!.natsUrl, databaseUrl: database.url, secret: TEST_SECRET, busPrefix, port, appPort: freePort(), blobDir: testBlobDir(), logLevel: "warn", stdout: "ignore" });
-    env = { ...(process.env as Record<string, string>), DATABASE_URL: database.url, HATCH_SECRET: TEST_SECRET, PORT: String(port), LOG_LEVEL: "warn" };
+    cluster = await startCluster({
+      natsUrl: realServers!.natsUrl,
+      databaseUrl: database.url,
+      secret: TEST_SECRET,
+      busPrefix,
+      port,
+      appPort: freePort(),
+      blobDir: testBlobDir(),
+      logLevel: "warn",
+      stdout: "ignore",
+    });
+    env = {
+      ...(process.env as Record<string, string>),
+      DATABASE_URL: database.url,
+      HATCH_SECRET: TEST_SECRET,
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+    };
   }, 60_000);
   afterAll(async () => {
     await cluster?.stop();
@@ -41,7 +57,15 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
   }
 
   test("admin CLI creates a user and issues a token; whoami works across processes", async () => {
-    const created = await admin("user:create", "--email", "ops@example.com", "--password", "long enough pw", "--name", "Ops Person");
+    const created = await admin(
+      "user:create",
+      "--email",
+      "ops@example.com",
+      "--password",
+      "long enough pw",
+      "--name",
+      "Ops Person",
+    );
     expect(created.code).toBe(0);
     const issued = await admin("token:issue", "--email", "ops@example.com");
     expect(issued.code).toBe(0);
@@ -49,11 +73,23 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
     expect(token.split(".")).toHaveLength(3);
 
     const client = new Client({ name: "cursor-vscode", version: "1" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
     const who = await client.callTool({ name: "whoami", arguments: {} });
     expect(who.structuredContent).toEqual({ email: "ops@example.com", name: "Ops Person", kind: "personal" });
 
-    const duplicate = await admin("user:create", "--email", "ops@example.com", "--password", "long enough pw", "--name", "Again");
+    const duplicate = await admin(
+      "user:create",
+      "--email",
+      "ops@example.com",
+      "--password",
+      "long enough pw",
+      "--name",
+      "Again",
+    );
     expect(duplicate.code).toBe(1);
     expect(duplicate.stderr).toContain("ops@example.com");
 
@@ -63,7 +99,11 @@ describe.skipIf(!realServers)("distributed: gateway and services as separate pro
     await orgs.exited;
     const fresh = new Client({ name: "cursor-vscode", version: "1" });
     const token2 = (await admin("token:issue", "--email", "ops@example.com")).stdout.trim().split("\n").pop()!;
-    await fresh.connect(new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token2}` } } }));
+    await fresh.connect(
+      new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token2}` } },
+      }),
+    );
     const down = await fresh.callTool({ name: "org", arguments: {} });
     expect(down.isError).toBe(true);
     expect(textOf(down)).toContain("orgs service is not answering");

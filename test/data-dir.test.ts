@@ -28,7 +28,13 @@ async function waitFor(child: Bun.Subprocess<"ignore", "pipe", "pipe">, marker: 
 }
 
 function devEnv(dataDir: string): Record<string, string> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), DATA_DIR: dataDir, PORT: String(freePort()), APP_PORT: String(freePort()), LOG_LEVEL: "warn" };
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATA_DIR: dataDir,
+    PORT: String(freePort()),
+    APP_PORT: String(freePort()),
+    LOG_LEVEL: "warn",
+  };
   delete env.DATABASE_URL;
   delete env.NATS_URL;
   delete env.HATCH_SECRET;
@@ -65,7 +71,14 @@ describe("the data dir lock", () => {
 
   test("two `bun run dev` started at once on one data dir: exactly one runs; admin goes through the one that runs", async () => {
     const dir = freshDir();
-    const start = () => Bun.spawn(["bun", "scripts/dev.ts"], { cwd: ROOT, env: devEnv(dir), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const start = () =>
+      Bun.spawn(["bun", "scripts/dev.ts"], {
+        cwd: ROOT,
+        env: devEnv(dir),
+        stdout: "pipe",
+        stderr: "pipe",
+        stdin: "ignore",
+      });
     const devs = [start(), start()];
     try {
       const outcomes = await Promise.all(
@@ -82,12 +95,26 @@ describe("the data dir lock", () => {
       expect(refused).toStartWith("exited 1");
       expect(refused).toContain("is in use by bun run dev (pid");
 
-      const admin = Bun.spawn(["bun", "run", "admin", "user:create", "--email", "ops@example.com", "--password", "long enough pw", "--name", "Ops"], {
-        cwd: ROOT,
-        env: devEnv(dir),
-        stdout: "pipe",
-        stderr: "pipe",
-      });
+      const admin = Bun.spawn(
+        [
+          "bun",
+          "run",
+          "admin",
+          "user:create",
+          "--email",
+          "ops@example.com",
+          "--password",
+          "long enough pw",
+          "--name",
+          "Ops",
+        ],
+        {
+          cwd: ROOT,
+          env: devEnv(dir),
+          stdout: "pipe",
+          stderr: "pipe",
+        },
+      );
       // It cannot open the database the running dev holds: it runs inside dev over the admin socket (test/admin.test.ts).
       expect(await admin.exited).toBe(0);
       expect(await new Response(admin.stdout).text()).toStartWith("Created user ops@example.com (usr_");

@@ -20,7 +20,9 @@ interface ComposeService {
   volumes?: string[];
 }
 
-const compose = Bun.YAML.parse(await Bun.file(join(ROOT, "compose.yaml")).text()) as { services: Record<string, ComposeService> };
+const compose = Bun.YAML.parse(await Bun.file(join(ROOT, "compose.yaml")).text()) as {
+  services: Record<string, ComposeService>;
+};
 const services = compose.services;
 
 test("compose runs the gateway and every service from its own folder with `bun run start`", () => {
@@ -30,7 +32,8 @@ test("compose runs the gateway and every service from its own folder with `bun r
     expect(service.working_dir).toBe(`/app/${folder}`);
     expect(service.command).toEqual(["bun", "run", "start"]);
     expect(existsSync(join(ROOT, folder, "src/main.ts"))).toBe(true);
-    for (const key of ["NATS_URL", "DATABASE_URL", "HATCH_SECRET", "NATS_PASSWORD"]) expect(service.environment?.[key]).toBeTruthy();
+    for (const key of ["NATS_URL", "DATABASE_URL", "HATCH_SECRET", "NATS_PASSWORD"])
+      expect(service.environment?.[key]).toBeTruthy();
     // Each process is its own NATS user, whose permissions deploy/nats-auth.conf sets (test/nats-permissions.test.ts).
     expect(service.environment?.NATS_USER).toBe(name);
   }
@@ -78,7 +81,9 @@ test("docker-compose accepts the file (when docker-compose is installed)", async
       ...process.env,
       HATCH_SECRET: "x".repeat(32),
       S3_SECRET_ACCESS_KEY: "y".repeat(16),
-      ...Object.fromEntries(["GATEWAY", "APPS", "DOMAINS", "BILLING", "ORGS"].map((name) => [`NATS_${name}_PASSWORD`, "z".repeat(16)])),
+      ...Object.fromEntries(
+        ["GATEWAY", "APPS", "DOMAINS", "BILLING", "ORGS"].map((name) => [`NATS_${name}_PASSWORD`, "z".repeat(16)]),
+      ),
     },
     stderr: "pipe",
   });
@@ -92,7 +97,9 @@ function withDefaults(environment: Record<string, string>): Record<string, strin
   return Object.fromEntries(
     Object.entries(environment).map(([key, value]) => [
       key,
-      value.replace(/\$\{[A-Z0-9_]+:-([^}]*)\}/g, "$1").replace(/\$\{[A-Z0-9_]+:\?[^}]*\}/g, "set-by-the-operator-".padEnd(40, "x")),
+      value
+        .replace(/\$\{[A-Z0-9_]+:-([^}]*)\}/g, "$1")
+        .replace(/\$\{[A-Z0-9_]+:\?[^}]*\}/g, "set-by-the-operator-".padEnd(40, "x")),
     ]),
   );
 }
@@ -130,7 +137,9 @@ test("the edge publishes HTTPS and keeps its certificates in a volume", () => {
 
 test("caddy adapts the Caddyfile: HTTP routing of the apps domain and the gateway, on-demand TLS asking the domains service", async () => {
   if (!Bun.which("caddy")) {
-    process.stderr.write("deploy.test: caddy is not installed; skipping the `caddy adapt` check of deploy/Caddyfile.\n");
+    process.stderr.write(
+      "deploy.test: caddy is not installed; skipping the `caddy adapt` check of deploy/Caddyfile.\n",
+    );
     return;
   }
   const port = services.domains!.environment!.DOMAINS_HTTP_PORT;
@@ -144,14 +153,23 @@ test("caddy adapts the Caddyfile: HTTP routing of the apps domain and the gatewa
   expect(await adapt.exited, stderr).toBe(0);
   const config = JSON.parse(stdout) as {
     apps: {
-      http: { servers: Record<string, { listen: string[]; routes: unknown[]; automatic_https?: { disable?: boolean } }> };
-      tls: { automation: { policies: Array<{ on_demand?: boolean; subjects?: string[] }>; on_demand: { ask?: string; permission?: { endpoint?: string } } } };
+      http: {
+        servers: Record<string, { listen: string[]; routes: unknown[]; automatic_https?: { disable?: boolean } }>;
+      };
+      tls: {
+        automation: {
+          policies: Array<{ on_demand?: boolean; subjects?: string[] }>;
+          on_demand: { ask?: string; permission?: { endpoint?: string } };
+        };
+      };
     };
   };
   // Caddy 2.6 writes `ask`; 2.8 (compose's image) writes the same as an http permission module.
   const onDemand = config.apps.tls.automation.on_demand;
   expect(onDemand.ask ?? onDemand.permission?.endpoint).toBe(`http://domains:${port}/tls/ask`);
-  expect(config.apps.tls.automation.policies.some((policy) => policy.on_demand === true && !policy.subjects)).toBe(true);
+  expect(config.apps.tls.automation.policies.some((policy) => policy.on_demand === true && !policy.subjects)).toBe(
+    true,
+  );
 
   const servers = Object.values(config.apps.http.servers);
   const https = servers.find((server) => server.listen.includes(":443"));

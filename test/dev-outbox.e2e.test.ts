@@ -15,7 +15,13 @@ const TEST_TIMEOUT_MS = 30_000;
 async function signUp(hatch: TestHatch, email: string, name: string) {
   const jar = new HostCookieJar();
   const form = await jar.fetch(`${hatch.baseUrl}/signup`);
-  const done = await jar.post(`${hatch.baseUrl}/signup`, { csrf: csrfOf(await form.text()), email, name, password: "correct horse battery", next: "/" });
+  const done = await jar.post(`${hatch.baseUrl}/signup`, {
+    csrf: csrfOf(await form.text()),
+    email,
+    name,
+    password: "correct horse battery",
+    next: "/",
+  });
   expect(done.status).toBe(303);
   return jar;
 }
@@ -44,44 +50,54 @@ for (const mode of MODES) {
       await dev?.stop();
     }, TEST_TIMEOUT_MS);
 
-    test("not served without the dev setting, even to a signed-in user", async () => {
-      expect((await fetch(`${plain.baseUrl}/dev/outbox`)).status).toBe(404);
-      const jar = await signUp(plain, `plain-${mode}-${process.pid}@example.com`, "Plain");
-      expect((await jar.fetch(`${plain.baseUrl}/dev/outbox`)).status).toBe(404);
-    }, TEST_TIMEOUT_MS);
+    test(
+      "not served without the dev setting, even to a signed-in user",
+      async () => {
+        expect((await fetch(`${plain.baseUrl}/dev/outbox`)).status).toBe(404);
+        const jar = await signUp(plain, `plain-${mode}-${process.pid}@example.com`, "Plain");
+        expect((await jar.fetch(`${plain.baseUrl}/dev/outbox`)).status).toBe(404);
+      },
+      TEST_TIMEOUT_MS,
+    );
 
-    test("anonymous visitors are sent to sign in; each user sees only mail to their own email", async () => {
-      const anonymous = await fetch(`${dev.baseUrl}/dev/outbox`, { redirect: "manual" });
-      expect(anonymous.status).toBe(303);
-      expect(anonymous.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/dev/outbox")}`);
+    test(
+      "anonymous visitors are sent to sign in; each user sees only mail to their own email",
+      async () => {
+        const anonymous = await fetch(`${dev.baseUrl}/dev/outbox`, { redirect: "manual" });
+        expect(anonymous.status).toBe(303);
+        expect(anonymous.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/dev/outbox")}`);
 
-      const a = `ann-${mode}-${process.pid}@example.com`;
-      const b = `ben-${mode}-${process.pid}@example.com`;
-      const owner = await userWithToken(dev, { name: "Outbox Owner" });
-      const ai = await connectClient(dev, owner.accessToken);
-      await callOk(ai, "org_setup", { action: "create", name: "Outbox Co" });
-      await callOk(ai, "org_invite", { emails: [b] });
-      const annJar = await signUp(dev, a, "Ann");
-      const benJar = await signUp(dev, b, "Ben");
-      const benInvite = await invitationLink(dev, b);
-      const benVerify = await verificationLink(dev, b);
+        const a = `ann-${mode}-${process.pid}@example.com`;
+        const b = `ben-${mode}-${process.pid}@example.com`;
+        const owner = await userWithToken(dev, { name: "Outbox Owner" });
+        const ai = await connectClient(dev, owner.accessToken);
+        await callOk(ai, "org_setup", { action: "create", name: "Outbox Co" });
+        await callOk(ai, "org_invite", { emails: [b] });
+        const annJar = await signUp(dev, a, "Ann");
+        const benJar = await signUp(dev, b, "Ben");
+        const benInvite = await invitationLink(dev, b);
+        const benVerify = await verificationLink(dev, b);
 
-      const annPage = await (await annJar.fetch(`${dev.baseUrl}/dev/outbox`)).text();
-      expect(annPage).toContain(`To ${a}`);
-      expect(annPage).toContain((await verificationLink(dev, a)).replaceAll("&", "&amp;"));
-      expect(annPage).not.toContain(b);
-      expect(annPage).not.toContain(new URL(benInvite).pathname);
-      expect(annPage).not.toContain(new URL(benVerify).searchParams.get("token")!);
+        const annPage = await (await annJar.fetch(`${dev.baseUrl}/dev/outbox`)).text();
+        expect(annPage).toContain(`To ${a}`);
+        expect(annPage).toContain((await verificationLink(dev, a)).replaceAll("&", "&amp;"));
+        expect(annPage).not.toContain(b);
+        expect(annPage).not.toContain(new URL(benInvite).pathname);
+        expect(annPage).not.toContain(new URL(benVerify).searchParams.get("token")!);
 
-      const benPage = await (await benJar.fetch(`${dev.baseUrl}/dev/outbox`)).text();
-      expect(benPage).toContain(`href="${benInvite}"`);
-      expect(benPage).toContain("Outbox Owner invited you to Outbox Co");
-      expect(benPage).not.toContain(a);
+        const benPage = await (await benJar.fetch(`${dev.baseUrl}/dev/outbox`)).text();
+        expect(benPage).toContain(`href="${benInvite}"`);
+        expect(benPage).toContain("Outbox Owner invited you to Outbox Co");
+        expect(benPage).not.toContain(a);
 
-      // The filtering is orgs' own: without a signed context, its rpc answers nothing.
-      const bare = await callRpc(dev.bus, "orgs", rpcMethods.orgs.mailOutbox, {}, MailOutboxSchema).catch((error: unknown) => error);
-      expect(isToolError(bare) && bare.code).toBe("forbidden");
-      await ai.close();
-    }, TEST_TIMEOUT_MS);
+        // The filtering is orgs' own: without a signed context, its rpc answers nothing.
+        const bare = await callRpc(dev.bus, "orgs", rpcMethods.orgs.mailOutbox, {}, MailOutboxSchema).catch(
+          (error: unknown) => error,
+        );
+        expect(isToolError(bare) && bare.code).toBe("forbidden");
+        await ai.close();
+      },
+      TEST_TIMEOUT_MS,
+    );
   });
 }

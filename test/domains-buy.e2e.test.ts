@@ -24,7 +24,14 @@ import { and, asc, eq, isNull, like } from "drizzle-orm";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { charges } from "../services/billing/src/db/schema.ts";
-import { boughtDomains, hostnames, jobs, outbox, simulatedOffers, simulatedRegistrations } from "../services/domains/src/db/schema.ts";
+import {
+  boughtDomains,
+  hostnames,
+  jobs,
+  outbox,
+  simulatedOffers,
+  simulatedRegistrations,
+} from "../services/domains/src/db/schema.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
@@ -37,9 +44,27 @@ import { MODES } from "./support/servers.ts";
 // replay one confirmation.
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
-type Status = { domains: { domain: string; stage: string; renewsAt: string | null; autoRenew: boolean; renewalPrice: { amountMinor: number } | null; address: string | null; problem: string | null }[] };
+type Status = {
+  domains: {
+    domain: string;
+    stage: string;
+    renewsAt: string | null;
+    autoRenew: boolean;
+    renewalPrice: { amountMinor: number } | null;
+    address: string | null;
+    problem: string | null;
+  }[];
+};
 const PASSWORD = "correct horse battery";
-const OWNER = { name: "Ada Lovelace", email: "ada@example.com", address: "1 Analytical Way", city: "London", postalCode: "N1 9GU", country: "gb", phone: "+44 20 7123 4567" };
+const OWNER = {
+  name: "Ada Lovelace",
+  email: "ada@example.com",
+  address: "1 Analytical Way",
+  city: "London",
+  postalCode: "N1 9GU",
+  country: "gb",
+  phone: "+44 20 7123 4567",
+};
 const FORM_ANSWER = { agree: true, ...OWNER };
 const PAGE_FIELDS = Object.fromEntries(Object.entries(FORM_ANSWER).map(([k, v]) => [`f.${k}`, String(v)]));
 
@@ -58,7 +83,9 @@ for (const mode of MODES) {
         services: ["orgs", "billing", "domains"],
         serviceEnv: { SIMULATED_REGISTRAR_STEP_MS: "40", DOMAINS_JOB_POLL_MS: "20" },
       });
-      [ada, bob, boss, member, buyer] = (await Promise.all(["Ada", "Bob", "Boss", "Mia", "Bea"].map((n) => userWithToken(hatch, { name: n })))) as [User, User, User, User, User];
+      [ada, bob, boss, member, buyer] = (await Promise.all(
+        ["Ada", "Bob", "Boss", "Mia", "Bea"].map((n) => userWithToken(hatch, { name: n })),
+      )) as [User, User, User, User, User];
       // A stand-in for the apps service's `app.lookup`: Ada may manage the app "ada-site", nobody else any app.
       apps = await startService({
         name: "apps",
@@ -70,14 +97,27 @@ for (const mode of MODES) {
         logger: createLogger({ level: "silent" }),
         rpc: {
           [rpcMethods.apps.appLookup]: bindRpc(AppLookupInputSchema, async ({ ctx, input }) => {
-            if (ctx?.sub !== ada.id || input.address !== "ada-site") throw new ToolError("not_found", `There is no app at ${input.address} that you may manage.`);
-            return { appId: "app_ada_site", address: "ada-site", name: "Ada's site", accountId: ctx.account!, ownerId: ada.id, url: "http://ada-site.localhost" };
+            if (ctx?.sub !== ada.id || input.address !== "ada-site")
+              throw new ToolError("not_found", `There is no app at ${input.address} that you may manage.`);
+            return {
+              appId: "app_ada_site",
+              address: "ada-site",
+              name: "Ada's site",
+              accountId: ctx.account!,
+              ownerId: ada.id,
+              url: "http://ada-site.localhost",
+            };
           }),
         },
       });
-      [adaC, bobC, bossC, memberC, buyerC] = (await Promise.all([ada, bob, boss, member, buyer].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client, Client];
+      [adaC, bobC, bossC, memberC, buyerC] = (await Promise.all(
+        [ada, bob, boss, member, buyer].map((u) => connectClient(hatch, u.accessToken)),
+      )) as [Client, Client, Client, Client, Client];
       await callOk(bossC, "org_setup", { action: "create", name: `Domains ${mode}` });
-      for (const [client, user, permissions] of [[memberC, member, []], [buyerC, buyer, ["buy_domains"]]] as const) {
+      for (const [client, user, permissions] of [
+        [memberC, member, []],
+        [buyerC, buyer, ["buy_domains"]],
+      ] as const) {
         await callOk(bossC, "org_invite", { emails: [user.email], role: "member", permissions });
         const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(client, "org");
         await callOk(client, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
@@ -93,18 +133,53 @@ for (const mode of MODES) {
     const billingDb = () => hatch.databases.get("billing")!;
 
     async function claimsOf(user: User): Promise<CallContextClaims> {
-      const base: CallContextClaims = { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "write", client: { kind: "claude", name: "claude-code", elicitation: { form: false, url: false } }, grant: user.grantId, rid: "test" };
+      const base: CallContextClaims = {
+        sub: user.id,
+        email: user.email,
+        name: user.name,
+        permissions: [],
+        scope: "write",
+        client: { kind: "claude", name: "claude-code", elicitation: { form: false, url: false } },
+        grant: user.grantId,
+        rid: "test",
+      };
       const s = await hatch.gateway.accounts.resolve(base, { requestId: "test", traceparent: "" });
-      return { ...base, account: s.account, accountKind: s.accountKind, org: s.org, role: s.role, permissions: s.permissions };
+      return {
+        ...base,
+        account: s.account,
+        accountKind: s.accountKind,
+        org: s.org,
+        role: s.role,
+        permissions: s.permissions,
+      };
     }
     async function addCard(user: User) {
       const ctx = signContext(await claimsOf(user), ctxKey);
-      expect((await callRpc(hatch.bus, "billing", rpcMethods.billing.localAct, { action: "checkout", card: "ok", plan: "free" }, LocalActResultSchema, { ctx })).ok).toBe(true);
+      expect(
+        (
+          await callRpc(
+            hatch.bus,
+            "billing",
+            rpcMethods.billing.localAct,
+            { action: "checkout", card: "ok", plan: "free" },
+            LocalActResultSchema,
+            { ctx },
+          )
+        ).ok,
+      ).toBe(true);
     }
     /** buy_domain straight on the bus, signed as the gateway signs it (to hold and replay a confirm token). */
-    async function onBus(user: User, input: Record<string, unknown>, body: { answer?: Record<string, unknown>; confirm?: string } = {}): Promise<CallReply> {
+    async function onBus(
+      user: User,
+      input: Record<string, unknown>,
+      body: { answer?: Record<string, unknown>; confirm?: string } = {},
+    ): Promise<CallReply> {
       const ctx = signContext(await claimsOf(user), ctxKey);
-      const reply = await hatch.bus.request(subjects.tool("domains", "buy_domain"), encodeJson({ ctx, input, ...body }), { timeoutMs: 30_000 });
+      const reply = await hatch.bus.request(
+        subjects.tool("domains", "buy_domain"),
+        encodeJson({ ctx, input, ...body }),
+        { timeoutMs: 30_000 },
+      );
       return CallReplySchema.parse(decodeJson(reply.data));
     }
     function askOf(reply: CallReply) {
@@ -118,27 +193,64 @@ for (const mode of MODES) {
       }, `${domain} live`);
     }
     async function chargesFor(domainKeyPrefix: string) {
-      return billingDb().select().from(charges).where(like(charges.idempotencyKey, `${domainKeyPrefix}%`));
+      return billingDb()
+        .select()
+        .from(charges)
+        .where(like(charges.idempotencyKey, `${domainKeyPrefix}%`));
     }
     async function eventsOf(domain: string) {
       const rows = await domainsDb().select().from(outbox).orderBy(asc(outbox.seq));
-      return rows.filter((r) => (r.event as { details?: { domain?: string } }).details?.domain === domain).map((r) => `${(r.event as { entity: string }).entity}.${(r.event as { verb: string }).verb}`);
+      return rows
+        .filter((r) => (r.event as { details?: { domain?: string } }).details?.domain === domain)
+        .map((r) => `${(r.event as { entity: string }).entity}.${(r.event as { verb: string }).verb}`);
     }
 
     test("find_domain: candidates across the usual endings with both prices; premium and taken names; the full name first", async () => {
       const found = await adaC.callTool({ name: "find_domain", arguments: { query: `free-word-${tag}` } });
-      const results = (found.structuredContent as { results: { domain: string; available: boolean; premium: boolean; firstYearPrice: object | null; renewalPrice: object | null }[] }).results;
-      expect(results.map((r) => r.domain)).toEqual(["com", "net", "org", "dev", "app", "io", "co", "xyz"].map((t) => `free-word-${tag}.${t}`));
-      expect(results[0]).toEqual({ domain: `free-word-${tag}.com`, available: true, premium: false, firstYearPrice: { amountMinor: 1299, currency: "USD", formatted: "$12.99" }, renewalPrice: { amountMinor: 1599, currency: "USD", formatted: "$15.99" } });
+      const results = (
+        found.structuredContent as {
+          results: {
+            domain: string;
+            available: boolean;
+            premium: boolean;
+            firstYearPrice: object | null;
+            renewalPrice: object | null;
+          }[];
+        }
+      ).results;
+      expect(results.map((r) => r.domain)).toEqual(
+        ["com", "net", "org", "dev", "app", "io", "co", "xyz"].map((t) => `free-word-${tag}.${t}`),
+      );
+      expect(results[0]).toEqual({
+        domain: `free-word-${tag}.com`,
+        available: true,
+        premium: false,
+        firstYearPrice: { amountMinor: 1299, currency: "USD", formatted: "$12.99" },
+        renewalPrice: { amountMinor: 1599, currency: "USD", formatted: "$15.99" },
+      });
       expect(textOf(found)).toContain(`free-word-${tag}.com: available, $12.99 the first year, then $15.99 a year`);
 
-      const full = await callOk<{ results: { domain: string; available: boolean; premium: boolean; firstYearPrice: { amountMinor: number } | null }[] }>(adaC, "find_domain", { query: "premium-thing.io", tlds: ["io", "dev"], limit: 3 });
-      expect(full.results.map((r) => [r.domain, r.available, r.premium, r.firstYearPrice?.amountMinor ?? null])).toEqual([
+      const full = await callOk<{
+        results: {
+          domain: string;
+          available: boolean;
+          premium: boolean;
+          firstYearPrice: { amountMinor: number } | null;
+        }[];
+      }>(adaC, "find_domain", { query: "premium-thing.io", tlds: ["io", "dev"], limit: 3 });
+      expect(
+        full.results.map((r) => [r.domain, r.available, r.premium, r.firstYearPrice?.amountMinor ?? null]),
+      ).toEqual([
         ["premium-thing.io", true, true, 3999 * 25],
         ["premium-thing.dev", true, true, 1499 * 25],
       ]);
-      const taken = await callOk<{ results: { available: boolean; firstYearPrice: unknown }[] }>(adaC, "find_domain", { query: "taken-name.com", limit: 1 });
-      expect(taken.results).toEqual([{ domain: "taken-name.com", available: false, premium: false, firstYearPrice: null, renewalPrice: null }] as never);
+      const taken = await callOk<{ results: { available: boolean; firstYearPrice: unknown }[] }>(adaC, "find_domain", {
+        query: "taken-name.com",
+        limit: 1,
+      });
+      expect(taken.results).toEqual([
+        { domain: "taken-name.com", available: false, premium: false, firstYearPrice: null, renewalPrice: null },
+      ] as never);
     }, 30_000);
 
     test("find_domain: bad input is refused", async () => {
@@ -152,7 +264,9 @@ for (const mode of MODES) {
       for (const domain of ["..", "1.2.3.4", "https://acme.com", "acme", "-acme.com", "a..com"]) {
         expect(await refused(adaC, "buy_domain", { domain })).toContain("invalid_input");
       }
-      expect(await refused(adaC, "buy_domain", { domain: "taken-thing.com" })).toMatch(/not available to buy.*find_domain.*\(conflict\)/s);
+      expect(await refused(adaC, "buy_domain", { domain: "taken-thing.com" })).toMatch(
+        /not available to buy.*find_domain.*\(conflict\)/s,
+      );
       expect(await refused(adaC, "buy_domain", { domain: "free-thing.zzz" })).toContain("(conflict)");
       expect(await refused(adaC, "buy_domain", { domain: "free.sub.example.com" })).toContain("(conflict)");
       expect(await refused(adaC, "domain_status", { domain: "free-never.com" })).toContain("(not_found)");
@@ -160,10 +274,23 @@ for (const mode of MODES) {
 
     test("a form-eliciting client: refused without a card (with the link to add one), then bought and through to live", async () => {
       const domain = name("form");
-      const { client, asked, schemas } = await connectFormClient(hatch, ada.accessToken, () => ({ action: "accept", content: FORM_ANSWER }));
+      const { client, asked, schemas } = await connectFormClient(hatch, ada.accessToken, () => ({
+        action: "accept",
+        content: FORM_ANSWER,
+      }));
       const first = await client.callTool({ name: "buy_domain", arguments: { domain } });
       expect(asked[0]).toContain(`Buy ${domain} for $12.99 now, renewed automatically at $15.99 a year?`);
-      expect(Object.keys((schemas[0] as { properties: object }).properties)).toEqual(["agree", "name", "email", "organization", "address", "city", "postalCode", "country", "phone"]);
+      expect(Object.keys((schemas[0] as { properties: object }).properties)).toEqual([
+        "agree",
+        "name",
+        "email",
+        "organization",
+        "address",
+        "city",
+        "postalCode",
+        "country",
+        "phone",
+      ]);
       const refusedData = first.structuredContent as { status: string; userAction: { kind: string; url: string } };
       expect(refusedData.status).toBe("needs_user");
       expect(refusedData.userAction.kind).toBe("open_link");
@@ -174,30 +301,61 @@ for (const mode of MODES) {
       await addCard(ada);
       const bought = await client.callTool({ name: "buy_domain", arguments: { domain } });
       await client.close();
-      expect(bought.structuredContent).toMatchObject({ status: "bought", domain, stage: "registering", firstYearPrice: { amountMinor: 1299 }, renewalPrice: { amountMinor: 1599 }, renewsAt: null });
+      expect(bought.structuredContent).toMatchObject({
+        status: "bought",
+        domain,
+        stage: "registering",
+        firstYearPrice: { amountMinor: 1299 },
+        renewalPrice: { amountMinor: 1599 },
+        renewsAt: null,
+      });
       expect(textOf(bought)).toContain(`Bought ${domain} for $12.99`);
 
       const live = await liveStatus(adaC, domain);
-      expect(live).toMatchObject({ domain, stage: "live", autoRenew: true, renewalPrice: { amountMinor: 1599 }, address: null, problem: null });
+      expect(live).toMatchObject({
+        domain,
+        stage: "live",
+        autoRenew: true,
+        renewalPrice: { amountMinor: 1599 },
+        address: null,
+        problem: null,
+      });
       expect(Date.parse(live.renewsAt!)).toBeGreaterThan(Date.now() + 360 * 86_400_000);
       const [row] = await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
       expect(row!.registrant).toEqual({ ...OWNER, country: "GB", phone: "+44.2071234567" });
-      const [registration] = await domainsDb().select().from(simulatedRegistrations).where(eq(simulatedRegistrations.domain, domain));
+      const [registration] = await domainsDb()
+        .select()
+        .from(simulatedRegistrations)
+        .where(eq(simulatedRegistrations.domain, domain));
       expect(registration!.records).toEqual([{ type: "CNAME", host: "www", value: row!.zoneRecords![0]!.value }]);
       const paid = await billingDb().select().from(charges).where(eq(charges.idempotencyKey, row!.chargeKey));
       expect(paid.map((c) => [c.status, c.amountMinor, c.accountId])).toEqual([["charged", 1299, row!.accountId]]);
       expect(await eventsOf(domain)).toEqual(["domain.bought", "domain.registered", "domain.live"]);
-      const [bought1] = (await domainsDb().select().from(outbox)).filter((r) => (r.event as { verb: string; details: { domain?: string } }).verb === "bought" && (r.event as { details: { domain?: string } }).details.domain === domain);
-      expect((bought1!.event as { details: object; account: string }).details).toEqual({ domain, amountMinor: 1299, currency: "USD" });
+      const [bought1] = (await domainsDb().select().from(outbox)).filter(
+        (r) =>
+          (r.event as { verb: string; details: { domain?: string } }).verb === "bought" &&
+          (r.event as { details: { domain?: string } }).details.domain === domain,
+      );
+      expect((bought1!.event as { details: object; account: string }).details).toEqual({
+        domain,
+        amountMinor: 1299,
+        currency: "USD",
+      });
       expect((bought1!.event as { account: string }).account).toBe(row!.accountId);
       // Its renewal is queued 30 days before it expires.
-      const [renew] = await domainsDb().select().from(jobs).where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain)));
+      const [renew] = await domainsDb()
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain)));
       expect(renew!.runAt.getTime()).toBeGreaterThan(Date.now() + 300 * 86_400_000);
       // Another account does not see it.
       expect((await callOk<Status>(bobC, "domain_status")).domains).toEqual([]);
       expect(await refused(bobC, "domain_status", { domain })).toContain("(not_found)");
       // Bought: no longer offered, and buying it again answers what it is.
-      expect((await callOk<{ results: { available: boolean }[] }>(bobC, "find_domain", { query: domain, limit: 1 })).results[0]!.available).toBe(false);
+      expect(
+        (await callOk<{ results: { available: boolean }[] }>(bobC, "find_domain", { query: domain, limit: 1 }))
+          .results[0]!.available,
+      ).toBe(false);
       expect(await refused(bobC, "buy_domain", { domain })).toContain("(conflict)");
     }, 30_000);
 
@@ -205,8 +363,15 @@ for (const mode of MODES) {
       const domain = name("link", "dev");
       const linkFor = async () => {
         const result = await bobC.callTool({ name: "buy_domain", arguments: { domain } });
-        const action = (result.structuredContent as { status: string; userAction: { kind: string; url: string } }).userAction;
-        expect(result.structuredContent).toMatchObject({ status: "needs_user", domain, stage: null, firstYearPrice: { amountMinor: 1499 }, renewalPrice: { amountMinor: 1699 } });
+        const action = (result.structuredContent as { status: string; userAction: { kind: string; url: string } })
+          .userAction;
+        expect(result.structuredContent).toMatchObject({
+          status: "needs_user",
+          domain,
+          stage: null,
+          firstYearPrice: { amountMinor: 1499 },
+          renewalPrice: { amountMinor: 1699 },
+        });
         expect(action.kind).toBe("open_link");
         return new URL(action.url).pathname;
       };
@@ -236,11 +401,18 @@ for (const mode of MODES) {
       const domain = name("replay");
       await addCard(ada);
       const question = askOf(await onBus(ada, { domain }));
-      const replies = await Promise.all([onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm }), onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })]);
+      const replies = await Promise.all([
+        onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm }),
+        onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm }),
+      ]);
       // One of two answers at once buys; the other buys too (same charge key) or is told the charge is still being made.
       expect(replies.some((r) => r.ok && "result" in r && r.result.data.status === "bought")).toBe(true);
       for (const reply of replies) {
-        if (!reply.ok) expect(reply.error).toEqual({ code: "unavailable", message: "This charge is still being made; ask again in a moment. Nothing was bought." });
+        if (!reply.ok)
+          expect(reply.error).toEqual({
+            code: "unavailable",
+            message: "This charge is still being made; ask again in a moment. Nothing was bought.",
+          });
         else expect(reply).toMatchObject({ ok: true, result: { data: { status: "bought", domain } } });
       }
       const later = await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm });
@@ -257,14 +429,19 @@ for (const mode of MODES) {
       await addCard(ada);
       const question = askOf(await onBus(ada, { domain }));
       expect(question.message).toContain("$12.99");
-      await domainsDb().insert(simulatedOffers).values({ domain, available: true, premium: false, firstYearMinor: 1899, renewalMinor: 2099 });
+      await domainsDb()
+        .insert(simulatedOffers)
+        .values({ domain, available: true, premium: false, firstYearMinor: 1899, renewalMinor: 2099 });
       const again = askOf(await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm }));
       expect(again.message).toContain("The price changed since you confirmed (it was $12.99)");
       expect(again.message).toContain(`Buy ${domain} for $18.99 now, renewed automatically at $20.99 a year?`);
       expect(again.data).toMatchObject({ firstYearPrice: { amountMinor: 1899 }, renewalPrice: { amountMinor: 2099 } });
       expect(await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain))).toEqual([]);
       const bought = await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: again.confirm });
-      expect(bought).toMatchObject({ ok: true, result: { data: { status: "bought", firstYearPrice: { amountMinor: 1899 } } } });
+      expect(bought).toMatchObject({
+        ok: true,
+        result: { data: { status: "bought", firstYearPrice: { amountMinor: 1899 } } },
+      });
       const [row] = await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
       expect((await chargesFor(row!.chargeKey)).map((c) => c.amountMinor)).toEqual([1899]);
     }, 30_000);
@@ -273,25 +450,40 @@ for (const mode of MODES) {
       const domain = name("declined");
       await addCard(ada);
       const question = askOf(await onBus(ada, { domain }));
-      const declined = await onBus(ada, { domain }, { answer: { ...FORM_ANSWER, agree: false }, confirm: question.confirm });
+      const declined = await onBus(
+        ada,
+        { domain },
+        { answer: { ...FORM_ANSWER, agree: false }, confirm: question.confirm },
+      );
       expect(declined).toMatchObject({ ok: true, result: { data: { status: "needs_user", domain } } });
-      const bad = await onBus(ada, { domain }, { answer: { ...FORM_ANSWER, country: "Britain", phone: "12345" }, confirm: question.confirm });
+      const bad = await onBus(
+        ada,
+        { domain },
+        { answer: { ...FORM_ANSWER, country: "Britain", phone: "12345" }, confirm: question.confirm },
+      );
       expect(bad).toMatchObject({ ok: false, error: { code: "invalid_input" } });
       if (!bad.ok) expect(bad.error.message).toMatch(/country: .*two-letter.*phone: .*international/);
       expect(await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain))).toEqual([]);
-      expect(await chargesFor(`domain:`).then((rows) => rows.filter((r) => r.description.includes(domain)))).toEqual([]);
+      expect(await chargesFor(`domain:`).then((rows) => rows.filter((r) => r.description.includes(domain)))).toEqual(
+        [],
+      );
     }, 30_000);
 
     test("a registration that fails for good is refunded, and says so", async () => {
       const domain = `fail-refund-${tag}.com`;
       await addCard(ada);
       const question = askOf(await onBus(ada, { domain }));
-      expect(await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({ ok: true, result: { data: { status: "bought" } } });
+      expect(await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({
+        ok: true,
+        result: { data: { status: "bought" } },
+      });
       const status = await eventually(async () => {
         const s = await callOk<Status>(adaC, "domain_status", { domain });
         return s.domains[0]?.problem?.includes("was refunded") ? s.domains[0] : undefined;
       }, "the refund");
-      expect(status.problem).toBe(`Registering ${domain} failed (the registry refused it); the $12.99 charge was refunded.`);
+      expect(status.problem).toBe(
+        `Registering ${domain} failed (the registry refused it); the $12.99 charge was refunded.`,
+      );
       expect(status.stage).toBe("registering");
       const [row] = await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
       expect(row!.chargeStatus).toBe("refunded");
@@ -300,10 +492,37 @@ for (const mode of MODES) {
       // A second refund of the same charge gives nothing back twice.
       const ctx = signContext(await claimsOf(ada), ctxKey);
       const { RefundResultSchema } = await import("@hatch/shared");
-      expect(await callRpc(hatch.bus, "billing", rpcMethods.billing.refund, { accountId: row!.accountId, idempotencyKey: row!.chargeKey, reason: "again" }, RefundResultSchema, { ctx })).toEqual({ status: "refunded" });
-      expect(await callRpc(hatch.bus, "billing", rpcMethods.billing.refund, { accountId: row!.accountId, idempotencyKey: "domain:never-charged", reason: "x" }, RefundResultSchema, { ctx })).toEqual({ status: "not_charged" });
+      expect(
+        await callRpc(
+          hatch.bus,
+          "billing",
+          rpcMethods.billing.refund,
+          { accountId: row!.accountId, idempotencyKey: row!.chargeKey, reason: "again" },
+          RefundResultSchema,
+          { ctx },
+        ),
+      ).toEqual({ status: "refunded" });
+      expect(
+        await callRpc(
+          hatch.bus,
+          "billing",
+          rpcMethods.billing.refund,
+          { accountId: row!.accountId, idempotencyKey: "domain:never-charged", reason: "x" },
+          RefundResultSchema,
+          { ctx },
+        ),
+      ).toEqual({ status: "not_charged" });
       const bobCtx = signContext(await claimsOf(bob), ctxKey);
-      await expect(callRpc(hatch.bus, "billing", rpcMethods.billing.refund, { accountId: row!.accountId, idempotencyKey: row!.chargeKey, reason: "x" }, RefundResultSchema, { ctx: bobCtx })).rejects.toThrow(/forbidden|context/);
+      await expect(
+        callRpc(
+          hatch.bus,
+          "billing",
+          rpcMethods.billing.refund,
+          { accountId: row!.accountId, idempotencyKey: row!.chargeKey, reason: "x" },
+          RefundResultSchema,
+          { ctx: bobCtx },
+        ),
+      ).rejects.toThrow(/forbidden|context/);
     }, 30_000);
 
     test("permissions: a member without buy_domains is refused; one with it buys on the company's bill", async () => {
@@ -313,7 +532,10 @@ for (const mode of MODES) {
       expect(text).toContain("(forbidden)");
       await addCard(boss);
       const question = askOf(await onBus(buyer, { domain }));
-      expect(await onBus(buyer, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({ ok: true, result: { data: { status: "bought" } } });
+      expect(await onBus(buyer, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({
+        ok: true,
+        result: { data: { status: "bought" } },
+      });
       const company = (await claimsOf(buyer)).account!;
       const [row] = await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
       expect(row!.accountId).toBe(company);
@@ -325,10 +547,16 @@ for (const mode of MODES) {
       const domain = name("renew");
       await addCard(ada);
       const question = askOf(await onBus(ada, { domain }));
-      expect(await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({ ok: true, result: { data: { status: "bought" } } });
+      expect(await onBus(ada, { domain }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({
+        ok: true,
+        result: { data: { status: "bought" } },
+      });
       const before = Date.parse((await liveStatus(adaC, domain)).renewsAt!);
       // Due now rather than in eleven months.
-      await domainsDb().update(jobs).set({ runAt: new Date() }).where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain)));
+      await domainsDb()
+        .update(jobs)
+        .set({ runAt: new Date() })
+        .where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain)));
       (hatch.services.get("domains") as unknown as { context: { jobs: { wake(): void } } }).context.jobs.wake();
       const renewed = await eventually(async () => {
         const s = await callOk<Status>(adaC, "domain_status", { domain });
@@ -336,23 +564,41 @@ for (const mode of MODES) {
       }, "the renewal");
       expect(Date.parse(renewed.renewsAt!) - before).toBe(365 * 86_400_000);
       const renewals = await chargesFor("renew:");
-      expect(renewals.filter((c) => c.description === `Domain ${domain}, renewal`).map((c) => [c.status, c.amountMinor])).toEqual([["charged", 1599]]);
+      expect(
+        renewals.filter((c) => c.description === `Domain ${domain}, renewal`).map((c) => [c.status, c.amountMinor]),
+      ).toEqual([["charged", 1599]]);
       expect((await eventsOf(domain)).filter((e) => e === "domain.renewed")).toHaveLength(1);
-      const [next] = await domainsDb().select().from(jobs).where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain), isNull(jobs.doneAt)));
+      const [next] = await domainsDb()
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.kind, "domain.renew"), eq(jobs.key, domain), isNull(jobs.doneAt)));
       expect(next!.runAt.getTime()).toBeGreaterThan(before);
     }, 30_000);
 
     test("a purchase that names an app: the app must be one the buyer manages; live, the hostname serves it", async () => {
       await addCard(ada);
-      expect(await refused(bobC, "buy_domain", { domain: name("bobsite"), address: "ada-site" })).toContain("(not_found)");
+      expect(await refused(bobC, "buy_domain", { domain: name("bobsite"), address: "ada-site" })).toContain(
+        "(not_found)",
+      );
       const domain = name("site");
       const question = askOf(await onBus(ada, { domain, address: "ada-site" }));
-      expect(await onBus(ada, { domain, address: "ada-site" }, { answer: FORM_ANSWER, confirm: question.confirm })).toMatchObject({ ok: true, result: { data: { status: "bought" } } });
+      expect(
+        await onBus(ada, { domain, address: "ada-site" }, { answer: FORM_ANSWER, confirm: question.confirm }),
+      ).toMatchObject({ ok: true, result: { data: { status: "bought" } } });
       expect((await liveStatus(adaC, domain)).address).toBe("ada-site");
       const [host] = await domainsDb().select().from(hostnames).where(eq(hostnames.hostname, domain));
       expect(host).toMatchObject({ kind: "bought", address: "ada-site", appId: "app_ada_site", stage: "live" });
       expect(host!.verifiedAt).not.toBeNull();
-      expect(await callRpc(hatch.bus, "domains", rpcMethods.domains.resolveHost, { hostname: domain }, HostResolvedSchema, {})).toEqual({ address: "ada-site", accountId: host!.accountId });
+      expect(
+        await callRpc(
+          hatch.bus,
+          "domains",
+          rpcMethods.domains.resolveHost,
+          { hostname: domain },
+          HostResolvedSchema,
+          {},
+        ),
+      ).toEqual({ address: "ada-site", accountId: host!.accountId });
     }, 30_000);
   });
 }

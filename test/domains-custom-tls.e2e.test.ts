@@ -22,20 +22,27 @@ import { freePort, MODES } from "./support/servers.ts";
 // → HTTPS through Caddy (Pebble's root trusted) returns the app → custom_domains says live.
 
 const missing = ["caddy", "pebble", "openssl"].filter((tool) => !Bun.which(tool));
-if (missing.length > 0) process.stdout.write(`skipping domains-custom-tls.e2e: ${missing.join(", ")} not installed (apt-get install -y caddy pebble openssl)\n`);
+if (missing.length > 0)
+  process.stdout.write(
+    `skipping domains-custom-tls.e2e: ${missing.join(", ")} not installed (apt-get install -y caddy pebble openssl)\n`,
+  );
 
 const EDGE = "edge.tls-e2e.test";
-const page = (title: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;
+const page = (title: string) =>
+  `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;
 
 /** GET https://<hostname>:<port><path> at 127.0.0.1 with SNI and Host = hostname, trusting only `ca`. */
 function httpsGet(hostname: string, port: number, ca: string, path = "/"): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, servername: hostname, headers: { Host: hostname }, ca, timeout: 20_000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      { host: "127.0.0.1", port, path, servername: hostname, headers: { Host: hostname }, ca, timeout: 20_000 },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on("error", reject);
     req.on("timeout", () => req.destroy(new Error("timed out")));
     req.end();
@@ -80,13 +87,46 @@ for (const mode of MODES) {
       // Pebble's own listener certificate (Caddy trusts it with acme_ca_root).
       const listenerCert = join(dir, "pebble-listener.pem");
       const listenerKey = join(dir, "pebble-listener.key");
-      const openssl = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", listenerKey, "-out", listenerCert], { stderr: "pipe" });
+      const openssl = Bun.spawnSync(
+        [
+          "openssl",
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-days",
+          "1",
+          "-subj",
+          "/CN=localhost",
+          "-addext",
+          "subjectAltName=DNS:localhost,IP:127.0.0.1",
+          "-keyout",
+          listenerKey,
+          "-out",
+          listenerCert,
+        ],
+        { stderr: "pipe" },
+      );
       if (openssl.exitCode !== 0) throw new Error(`openssl failed: ${openssl.stderr.toString()}`);
       const acmePort = freePort();
       const managementPort = freePort();
       writeFileSync(
         join(dir, "pebble.json"),
-        JSON.stringify({ pebble: { listenAddress: `127.0.0.1:${acmePort}`, managementListenAddress: `127.0.0.1:${managementPort}`, certificate: listenerCert, privateKey: listenerKey, httpPort, tlsPort: httpsPort, ocspResponderURL: "", externalAccountBindingRequired: false } }),
+        JSON.stringify({
+          pebble: {
+            listenAddress: `127.0.0.1:${acmePort}`,
+            managementListenAddress: `127.0.0.1:${managementPort}`,
+            certificate: listenerCert,
+            privateKey: listenerKey,
+            httpPort,
+            tlsPort: httpsPort,
+            ocspResponderURL: "",
+            externalAccountBindingRequired: false,
+          },
+        }),
       );
       pebble = Bun.spawn(["pebble", "-config", join(dir, "pebble.json"), "-dnsserver", dns.address], {
         env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0", PEBBLE_AUTHZREUSE: "0" },
@@ -98,7 +138,9 @@ for (const mode of MODES) {
       collect(pebble.stderr);
       await waitForPort(managementPort, "pebble", pebbleOut);
       const listenerPem = await Bun.file(listenerCert).text();
-      pebbleRoot = await (await fetch(`https://127.0.0.1:${managementPort}/roots/0`, { tls: { ca: listenerPem } })).text();
+      pebbleRoot = await (
+        await fetch(`https://127.0.0.1:${managementPort}/roots/0`, { tls: { ca: listenerPem } })
+      ).text();
       expect(pebbleRoot).toContain("BEGIN CERTIFICATE");
       const rootFile = join(dir, "pebble-root.pem");
       writeFileSync(rootFile, pebbleRoot);
@@ -142,7 +184,12 @@ https:// {
 `,
       );
       caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], {
-        env: { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, "xdg-data"), XDG_CONFIG_HOME: join(dir, "xdg-config") },
+        env: {
+          ...process.env,
+          HOME: dir,
+          XDG_DATA_HOME: join(dir, "xdg-data"),
+          XDG_CONFIG_HOME: join(dir, "xdg-config"),
+        },
         stdout: "pipe",
         stderr: "pipe",
         stdin: "ignore",
@@ -152,8 +199,15 @@ https:// {
       await waitForPort(httpsPort, "caddy", caddyOut);
 
       const user = await userWithToken(hatch, { name: "Tess" });
-      const publisher = await connectFormClient(hatch, user.accessToken, () => ({ action: "accept", content: { confirm: true } }));
-      await callOk(publisher.client, "publish", { name: "Shop Front", visibility: "public", files: [{ path: "index.html", content: page("Shop Front"), encoding: "utf8" }] });
+      const publisher = await connectFormClient(hatch, user.accessToken, () => ({
+        action: "accept",
+        content: { confirm: true },
+      }));
+      await callOk(publisher.client, "publish", {
+        name: "Shop Front",
+        visibility: "public",
+        files: [{ path: "index.html", content: page("Shop Front"), encoding: "utf8" }],
+      });
       await publisher.client.close();
       client = await connectClient(hatch, user.accessToken);
     }, 120_000);
@@ -169,13 +223,23 @@ https:// {
     });
 
     const domainOf = async (hostname: string) =>
-      (await callOk<{ domains: { hostname: string; stage: string; problem: string | null; records: { status: string }[] }[] }>(client, "custom_domains", { address: "shop-front" })).domains.find((d) => d.hostname === hostname);
+      (
+        await callOk<{
+          domains: { hostname: string; stage: string; problem: string | null; records: { status: string }[] }[];
+        }>(client, "custom_domains", { address: "shop-front" })
+      ).domains.find((d) => d.hostname === hostname);
 
     test("a hostname that is not verified gets no certificate: the ask says no", async () => {
       await callOk(client, "custom_domain", { address: "shop-front", hostname: "unproven.tls-e2e.test" });
       dns.add("unproven.tls-e2e.test", "CNAME", EDGE); // routed, but no TXT proof
-      expect((await fetch(`http://127.0.0.1:${domains.http!.port}/tls/ask?domain=unproven.tls-e2e.test`)).status).toBe(404);
-      const check = await checkCertificate("unproven.tls-e2e.test", { address: { host: "127.0.0.1", port: httpsPort }, caPem: pebbleRoot, timeoutMs: 15_000 });
+      expect((await fetch(`http://127.0.0.1:${domains.http!.port}/tls/ask?domain=unproven.tls-e2e.test`)).status).toBe(
+        404,
+      );
+      const check = await checkCertificate("unproven.tls-e2e.test", {
+        address: { host: "127.0.0.1", port: httpsPort },
+        caPem: pebbleRoot,
+        timeoutMs: 15_000,
+      });
       expect(check.ok).toBe(false);
       const stuck = await eventually(async () => {
         const d = await domainOf("unproven.tls-e2e.test");
@@ -192,28 +256,43 @@ https:// {
         const d = await domainOf("wrong.tls-e2e.test");
         return d?.problem?.includes("x.example.net") ? d : undefined;
       }, "the wrong CNAME's problem");
-      expect(stuck.problem).toContain(`the CNAME wrong.tls-e2e.test points to x.example.net, it should point to ${EDGE}`);
+      expect(stuck.problem).toContain(
+        `the CNAME wrong.tls-e2e.test points to x.example.net, it should point to ${EDGE}`,
+      );
     });
 
     test("records added → verified → Caddy obtains a certificate from Pebble → HTTPS serves the app → live", async () => {
-      const connected = await callOk<{ domain: { records: { type: string; name: string; value: string }[] } }>(client, "custom_domain", { address: "shop-front", hostname: "shop.tls-e2e.test" });
+      const connected = await callOk<{ domain: { records: { type: string; name: string; value: string }[] } }>(
+        client,
+        "custom_domain",
+        { address: "shop-front", hostname: "shop.tls-e2e.test" },
+      );
       const txt = connected.domain.records.find((r) => r.type === "TXT")!;
       expect(connected.domain.records.find((r) => r.type === "CNAME")).toMatchObject({ name: "shop", value: EDGE });
       // As a person would at their DNS provider:
       dns.add(`${txt.name}.tls-e2e.test`, "TXT", txt.value);
       dns.add("shop.tls-e2e.test", "CNAME", EDGE);
-      const live = await eventually(async () => {
-        const d = await domainOf("shop.tls-e2e.test");
-        return d?.stage === "live" ? d : undefined;
-      }, `shop.tls-e2e.test to go live\n${caddyOut.text.slice(-3000)}`, 90_000);
+      const live = await eventually(
+        async () => {
+          const d = await domainOf("shop.tls-e2e.test");
+          return d?.stage === "live" ? d : undefined;
+        },
+        `shop.tls-e2e.test to go live\n${caddyOut.text.slice(-3000)}`,
+        90_000,
+      );
       expect(live.problem).toBeNull();
-      const row = (await domains.context.db.select().from(hostnames).where(eq(hostnames.hostname, "shop.tls-e2e.test")))[0]!;
+      const row = (
+        await domains.context.db.select().from(hostnames).where(eq(hostnames.hostname, "shop.tls-e2e.test"))
+      )[0]!;
       expect(row.verifiedAt).not.toBeNull();
       expect(row.liveAt).not.toBeNull();
       const response = await httpsGet("shop.tls-e2e.test", httpsPort, pebbleRoot);
       expect(response.status).toBe(200);
       expect(response.body).toContain("<h1>Shop Front</h1>");
-      const cert = await checkCertificate("shop.tls-e2e.test", { address: { host: "127.0.0.1", port: httpsPort }, caPem: pebbleRoot });
+      const cert = await checkCertificate("shop.tls-e2e.test", {
+        address: { host: "127.0.0.1", port: httpsPort },
+        caPem: pebbleRoot,
+      });
       expect(cert).toMatchObject({ ok: true, issuer: expect.stringContaining("Pebble") });
       // Pebble's root is not trusted by anyone else: without it the same request fails.
       await expect(httpsGet("shop.tls-e2e.test", httpsPort, "")).rejects.toThrow();

@@ -1,9 +1,22 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import type { PGlite } from "@electric-sql/pglite";
-import { createLogger, openEmbeddedPostgres, openServiceDatabase, type Database, type DatabaseHandle } from "@hatch/shared";
+import {
+  createLogger,
+  openEmbeddedPostgres,
+  openServiceDatabase,
+  type Database,
+  type DatabaseHandle,
+} from "@hatch/shared";
 import { eq, sql } from "drizzle-orm";
 import { jobs } from "../services/domains/src/db/schema.ts";
-import { cancelJob, enqueueJob, JobQueue, type JobKind, type JobQueueOptions, type JobRow } from "../services/domains/src/jobs/queue.ts";
+import {
+  cancelJob,
+  enqueueJob,
+  JobQueue,
+  type JobKind,
+  type JobQueueOptions,
+  type JobRow,
+} from "../services/domains/src/jobs/queue.ts";
 import { DOMAINS_MIGRATIONS } from "../services/domains/src/service.ts";
 import { eventually } from "./support/eventually.ts";
 import { freshDatabase } from "./support/servers.ts";
@@ -57,7 +70,11 @@ for (const mode of DB_MODES) {
       await db.execute(sql`delete from jobs_test.effects`);
     });
 
-    function queue(kinds: Record<string, JobKind>, options: Partial<JobQueueOptions> = {}, on: Database = db): JobQueue {
+    function queue(
+      kinds: Record<string, JobKind>,
+      options: Partial<JobQueueOptions> = {},
+      on: Database = db,
+    ): JobQueue {
       const made = new JobQueue({ db: on, logger, kinds, pollMs: 10, leaseMs: 60_000, ...options });
       queues.push(made);
       return made;
@@ -87,7 +104,9 @@ for (const mode of DB_MODES) {
 
     /** The job's next run, in ms after its last change (both the database's clock). */
     async function delayOf(kind: string): Promise<number> {
-      const result = await db.execute(sql`select extract(epoch from run_at - updated_at) * 1000 as ms from domains.jobs where kind = ${kind}`);
+      const result = await db.execute(
+        sql`select extract(epoch from run_at - updated_at) * 1000 as ms from domains.jobs where kind = ${kind}`,
+      );
       return Number((rowsOf(result)[0] as { ms: number | string }).ms);
     }
 
@@ -96,15 +115,21 @@ for (const mode of DB_MODES) {
     }
 
     test("enqueueing an open job again keeps one row with the earlier run time and the new payload; a done job's key is free again", async () => {
-      await db.transaction((tx) => enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 1 }, inMs: 3_600_000 }));
+      await db.transaction((tx) =>
+        enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 1 }, inMs: 3_600_000 }),
+      );
       const first = await only("t.dedupe");
-      await db.transaction((tx) => enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 2 }, inMs: 60_000 }));
+      await db.transaction((tx) =>
+        enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 2 }, inMs: 60_000 }),
+      );
       const earlier = await only("t.dedupe");
       expect(earlier.id).toBe(first.id);
       expect(earlier.runAt.getTime()).toBeLessThan(first.runAt.getTime());
       expect(earlier.payload).toEqual({ n: 2 });
       // A later run time does not push it back.
-      await db.transaction((tx) => enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 3 }, inMs: 7_200_000 }));
+      await db.transaction((tx) =>
+        enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 3 }, inMs: 7_200_000 }),
+      );
       const kept = await only("t.dedupe");
       expect(kept.runAt.getTime()).toBe(earlier.runAt.getTime());
       expect(kept.payload).toEqual({ n: 3 });
@@ -119,7 +144,10 @@ for (const mode of DB_MODES) {
       // Due now and run: done. Enqueueing the same key again opens a new job beside the done one.
       await db.transaction((tx) => enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 4 } }));
       const seen: unknown[] = [];
-      const q = queue({ "t.dedupe": { run: async (job) => (seen.push(job.payload), {}) }, "t.other": { run: async () => ({}) } });
+      const q = queue({
+        "t.dedupe": { run: async (job) => (seen.push(job.payload), {}) },
+        "t.other": { run: async () => ({}) },
+      });
       while ((await q.runDue()) > 0);
       expect(seen).toContainEqual({ n: 4 });
       await db.transaction((tx) => enqueueJob(tx, { kind: "t.dedupe", key: "a.example.com", payload: { n: 5 } }));
@@ -138,7 +166,7 @@ for (const mode of DB_MODES) {
         "t.again": {
           run: async (job) => {
             seen.push(job.payload);
-            if (!started) ((started = true), await gate);
+            if (!started) (started = true), await gate;
             return { apply: effect(job.key, `n=${job.payload.n}`) };
           },
         },
@@ -161,7 +189,9 @@ for (const mode of DB_MODES) {
       let go!: () => void;
       const held = new Promise<void>((resolve) => (go = resolve));
       let running = false;
-      const r = queue({ "t.again2": { run: async () => ((running = true), await held, { againInMs: 3_600_000, payload: { n: 99 } }) } });
+      const r = queue({
+        "t.again2": { run: async () => ((running = true), await held, { againInMs: 3_600_000, payload: { n: 99 } }) },
+      });
       const run = r.runDue();
       await eventually(() => running, "the recurring run to start");
       await db.transaction((tx) => enqueueJob(tx, { kind: "t.again2", key: "k", payload: { n: 3 } }));
@@ -251,7 +281,10 @@ for (const mode of DB_MODES) {
     test("a job without maxAttempts keeps retrying; a success resets its attempts", async () => {
       await db.transaction((tx) => enqueueJob(tx, { kind: "t.flaky", key: "k" }));
       let calls = 0;
-      const q = queue({ "t.flaky": { run: async () => (++calls < 4 ? Promise.reject(new Error("try again")) : {}) } }, { backoffMs: 1_000, maxBackoffMs: 2_000 });
+      const q = queue(
+        { "t.flaky": { run: async () => (++calls < 4 ? Promise.reject(new Error("try again")) : {}) } },
+        { backoffMs: 1_000, maxBackoffMs: 2_000 },
+      );
       for (let i = 0; i < 3; i++) {
         expect(await q.runDue()).toBe(1);
         expect((await only("t.flaky")).attempts).toBe(i + 1);
@@ -263,12 +296,17 @@ for (const mode of DB_MODES) {
     });
 
     test("againInMs keeps the job open for another run, with the new payload; each run's apply commits once", async () => {
-      await db.transaction((tx) => enqueueJob(tx, { kind: "t.recheck", key: "shop.example.com", payload: { round: 0 } }));
+      await db.transaction((tx) =>
+        enqueueJob(tx, { kind: "t.recheck", key: "shop.example.com", payload: { round: 0 } }),
+      );
       const q = queue({
         "t.recheck": {
           run: async (job) => {
             const round = Number(job.payload.round) + 1;
-            return { apply: effect(job.key, `round ${round}`), ...(round < 3 ? { againInMs: 90_000, payload: { round } } : {}) };
+            return {
+              apply: effect(job.key, `round ${round}`),
+              ...(round < 3 ? { againInMs: 90_000, payload: { round } } : {}),
+            };
           },
         },
       });
@@ -314,7 +352,11 @@ for (const mode of DB_MODES) {
     test("a job of a kind this copy does not know is retried later, not lost", async () => {
       await db.transaction((tx) => enqueueJob(tx, { kind: "t.unknown", key: "k" }));
       expect(await queue({}).runDue()).toBe(1);
-      expect(await only("t.unknown")).toMatchObject({ attempts: 1, lastError: "no handler for job kind t.unknown", doneAt: null });
+      expect(await only("t.unknown")).toMatchObject({
+        attempts: 1,
+        lastError: "no handler for job kind t.unknown",
+        doneAt: null,
+      });
     });
 
     test("stop() aborts the runs in flight and releases their jobs at once: another copy takes them without waiting for the lease", async () => {
@@ -352,7 +394,9 @@ for (const mode of DB_MODES) {
       let resume!: () => void;
       const stalled = new Promise<void>((resolve) => (resume = resolve));
       // A long lease: its renewal does not come round during the test, as if the copy were frozen.
-      const a = queue({ "t.fence": { run: async (job) => ((started = true), await stalled, { apply: effect(job.key, "stale copy") }) } });
+      const a = queue({
+        "t.fence": { run: async (job) => ((started = true), await stalled, { apply: effect(job.key, "stale copy") }) },
+      });
       const aRun = a.runDue();
       await eventually(() => started, "copy A to start the job");
       // The lease runs out while A is stalled (moved back rather than waited for).
@@ -375,7 +419,11 @@ for (const mode of DB_MODES) {
           "t.tiny": {
             run: async (job) => {
               aStarted = true;
-              await eventually(async () => (await db.select().from(jobs).where(eq(jobs.id, job.id)))[0]?.doneAt != null, "copy B to complete the job", 30_000);
+              await eventually(
+                async () => (await db.select().from(jobs).where(eq(jobs.id, job.id)))[0]?.doneAt != null,
+                "copy B to complete the job",
+                30_000,
+              );
               return { apply: effect(job.key, "copy A") };
             },
           },
@@ -384,7 +432,11 @@ for (const mode of DB_MODES) {
       );
       const aRun = a.runDue();
       await eventually(() => aStarted, "copy A to start the job");
-      const b = queue({ "t.tiny": { run: async (job) => ({ apply: effect(job.key, "copy B") }) } }, { pollMs: 10 }, otherDb);
+      const b = queue(
+        { "t.tiny": { run: async (job) => ({ apply: effect(job.key, "copy B") }) } },
+        { pollMs: 10 },
+        otherDb,
+      );
       b.start();
       await aRun;
       expect(await effects()).toEqual([{ job_key: "slow", note: "copy B" }]);
@@ -406,7 +458,11 @@ for (const mode of DB_MODES) {
       const b = queue(kind("b"), { pollMs: 10 }, otherDb);
       a.start();
       b.start();
-      await eventually(async () => (await jobRows("t.share")).every((row) => row.doneAt !== null), "every job to be done", 30_000);
+      await eventually(
+        async () => (await jobRows("t.share")).every((row) => row.doneAt !== null),
+        "every job to be done",
+        30_000,
+      );
       const done = await effects();
       expect(done).toHaveLength(count);
       expect(new Set(done.map((e) => e.job_key)).size).toBe(count);

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { createNatsBus, decodeJson, deleteEventsStream, encodeJson, openServiceDatabase, type DatabaseHandle, type NatsBus } from "@hatch/shared";
+import {
+  createNatsBus,
+  decodeJson,
+  deleteEventsStream,
+  encodeJson,
+  openServiceDatabase,
+  type DatabaseHandle,
+  type NatsBus,
+} from "@hatch/shared";
 import type { Subprocess } from "bun";
 import { sql } from "drizzle-orm";
 import { hostnames } from "../services/domains/src/db/schema.ts";
@@ -20,7 +28,9 @@ const ROOT = join(import.meta.dir, "..");
 const LEASE_MS = 1_000;
 
 if (!realServers) {
-  process.stderr.write("domains-scale.e2e: skipped: the two-copies test needs real servers; set TEST_DATABASE_URL and TEST_NATS_URL.\n");
+  process.stderr.write(
+    "domains-scale.e2e: skipped: the two-copies test needs real servers; set TEST_DATABASE_URL and TEST_NATS_URL.\n",
+  );
 }
 
 interface Copy {
@@ -73,7 +83,9 @@ describe.skipIf(!realServers)("domains service: two copies on real NATS and Post
   }
 
   async function rpc(method: string, input: unknown): Promise<Record<string, unknown>> {
-    const reply = decodeJson((await bus.request(`rpc.domains.${method}`, encodeJson({ input }), { timeoutMs: 10_000 })).data) as {
+    const reply = decodeJson(
+      (await bus.request(`rpc.domains.${method}`, encodeJson({ input }), { timeoutMs: 10_000 })).data,
+    ) as {
       ok: boolean;
       result?: Record<string, unknown>;
       error?: unknown;
@@ -83,7 +95,10 @@ describe.skipIf(!realServers)("domains service: two copies on real NATS and Post
   }
 
   async function runsByKey(): Promise<Map<string, string[]>> {
-    const rows = (await handle.db.execute(sql`select job_key, claim from scale_test.runs`)) as unknown as Array<{ job_key: string; claim: string }>;
+    const rows = (await handle.db.execute(sql`select job_key, claim from scale_test.runs`)) as unknown as Array<{
+      job_key: string;
+      claim: string;
+    }>;
     const byKey = new Map<string, string[]>();
     for (const row of rows) byKey.set(row.job_key, [...(byKey.get(row.job_key) ?? []), row.claim]);
     return byKey;
@@ -106,7 +121,9 @@ describe.skipIf(!realServers)("domains service: two copies on real NATS and Post
   /** Every key has exactly one committed run, and its job is done after one run with no failure. */
   async function expectExactlyOnce(prefix: string, keys: string[]): Promise<Map<string, string[]>> {
     const byKey = await runsByKey();
-    const wrong = keys.filter((key) => byKey.get(key)?.length !== 1).map((key) => `${key}: ${byKey.get(key)?.length ?? 0} runs`);
+    const wrong = keys
+      .filter((key) => byKey.get(key)?.length !== 1)
+      .map((key) => `${key}: ${byKey.get(key)?.length ?? 0} runs`);
     expect(wrong).toEqual([]);
     const jobs = (await handle.db.execute(
       sql`select key, runs, attempts, done_at from domains.jobs where kind = 'test.count' and key like ${`${prefix}%`}`,
@@ -121,9 +138,14 @@ describe.skipIf(!realServers)("domains service: two copies on real NATS and Post
     // The copies apply the migrations (one at a time, under the advisory lock); the test table is the test's own.
     await startCopy();
     await startCopy();
-    handle = await openServiceDatabase({ kind: "postgres", url: database.url, maxConnections: 4 }, { schema: "domains", migrationsFolder: DOMAINS_MIGRATIONS });
+    handle = await openServiceDatabase(
+      { kind: "postgres", url: database.url, maxConnections: 4 },
+      { schema: "domains", migrationsFolder: DOMAINS_MIGRATIONS },
+    );
     await handle.db.execute(sql`create schema scale_test`);
-    await handle.db.execute(sql`create table scale_test.runs (job_key text not null, claim text not null, at timestamptz not null default now())`);
+    await handle.db.execute(
+      sql`create table scale_test.runs (job_key text not null, claim text not null, at timestamptz not null default now())`,
+    );
     bus = await createNatsBus({ url: realServers!.natsUrl, prefix: busPrefix });
   }, 120_000);
 
@@ -160,7 +182,9 @@ describe.skipIf(!realServers)("domains service: two copies on real NATS and Post
       token: "t".repeat(32),
       verifiedAt: new Date(),
     });
-    const resolved = await Promise.all(Array.from({ length: 40 }, () => rpc("host.resolve", { hostname: "shop.example.com" })));
+    const resolved = await Promise.all(
+      Array.from({ length: 40 }, () => rpc("host.resolve", { hostname: "shop.example.com" })),
+    );
     expect(resolved.every((r) => r.address === "scale-shop" && r.accountId === "acct_scale")).toBe(true);
     const unknown = await rpc("host.resolve", { hostname: "other.example.com" });
     expect(unknown).toEqual({ address: null, accountId: null });
@@ -177,15 +201,25 @@ describe.skipIf(!realServers)("domains service: two copies on real NATS and Post
   test("a copy killed with SIGKILL while it holds claimed jobs: the other finishes them, nothing lost, nothing doubled", async () => {
     const [victim, survivor] = copies as [Copy, Copy];
     const keys = await load("kill-", 200, 40);
-    await eventually(async () => (await openJobs("kill-")).some((job) => job.locked_by?.startsWith(`${victim.id}:`)), "the victim to hold claimed jobs", 30_000);
+    await eventually(
+      async () => (await openJobs("kill-")).some((job) => job.locked_by?.startsWith(`${victim.id}:`)),
+      "the victim to hold claimed jobs",
+      30_000,
+    );
     victim.process.kill("SIGKILL");
     await victim.process.exited;
     expect(victim.process.signalCode).toBe("SIGKILL");
     // What the dead copy still held: jobs claimed and not completed, whose leases will run out.
-    const orphaned = (await openJobs("kill-")).filter((job) => job.locked_by?.startsWith(`${victim.id}:`)).map((job) => job.key);
+    const orphaned = (await openJobs("kill-"))
+      .filter((job) => job.locked_by?.startsWith(`${victim.id}:`))
+      .map((job) => job.key);
     expect(orphaned.length).toBeGreaterThan(0);
 
-    await eventually(async () => (await openJobs("kill-")).length === 0, "every job to be done by the surviving copy", 90_000);
+    await eventually(
+      async () => (await openJobs("kill-")).length === 0,
+      "every job to be done by the surviving copy",
+      90_000,
+    );
     const byKey = await expectExactlyOnce("kill-", keys);
     for (const key of orphaned) expect(byKey.get(key)![0]!.startsWith(`${survivor.id}:`)).toBe(true);
     // The survivor kept answering throughout.

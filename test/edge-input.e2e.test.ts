@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CallReplySchema, decodeJson, deriveKey, encodeJson, signContext, subjects, type CallContextClaims, type CallReply } from "@hatch/shared";
+import {
+  CallReplySchema,
+  decodeJson,
+  deriveKey,
+  encodeJson,
+  signContext,
+  subjects,
+  type CallContextClaims,
+  type CallReply,
+} from "@hatch/shared";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
@@ -12,7 +21,8 @@ import { MODES } from "./support/servers.ts";
 type User = Awaited<ReturnType<typeof userWithToken>>;
 const PASSWORD = "correct horse battery";
 const ctxKey = deriveKey(TEST_SECRET, "ctx");
-const page = (title: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;
+const page = (title: string) =>
+  `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`;
 
 /** The tool's error text; fails the test when the call succeeded. */
 async function refusal(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
@@ -42,8 +52,17 @@ for (const mode of MODES) {
       for (const args of ["x", [1, 2], 7]) {
         const response = await fetch(hatch.mcpUrl, {
           method: "POST",
-          headers: { Authorization: `Bearer ${user.accessToken}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "whoami", arguments: args } }),
+          headers: {
+            Authorization: `Bearer ${user.accessToken}`,
+            "Content-Type": "application/json",
+            Accept: "application/json, text/event-stream",
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 9,
+            method: "tools/call",
+            params: { name: "whoami", arguments: args },
+          }),
         });
         const body = (await response.json()) as { id: number; error: { code: number; message: string } };
         expect(body.id).toBe(9);
@@ -51,7 +70,6 @@ for (const mode of MODES) {
         expect(body.error.message).toContain('"arguments" of tools/call must be an object');
       }
     });
-
 
     test("a NUL in the app name is invalid_input naming the field, and nothing is created", async () => {
       const text = await refusal(client, "publish", { name: "Todo\u0000List", visibility: "private", files });
@@ -93,7 +111,11 @@ for (const mode of MODES) {
     });
 
     test("a NUL in a file path is refused by the path rule", async () => {
-      const text = await refusal(client, "publish", { name: "Paths", visibility: "private", files: [{ path: "index\u0000.html", content: "x", encoding: "utf8" }] });
+      const text = await refusal(client, "publish", {
+        name: "Paths",
+        visibility: "private",
+        files: [{ path: "index\u0000.html", content: "x", encoding: "utf8" }],
+      });
       expect(text).toContain("files.0.path");
       expect(text).toEndWith("(invalid_input)");
     });
@@ -101,19 +123,50 @@ for (const mode of MODES) {
     // The services validate the same contract again: a call that skips the gateway gets the same answer.
     describe("in the services, without the gateway", () => {
       function claims(): CallContextClaims {
-        return { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "write", client: { kind: "cli", name: "test", elicitation: { form: false, url: false } }, grant: "test-grant", rid: "test" };
+        return {
+          sub: user.id,
+          email: user.email,
+          name: user.name,
+          permissions: [],
+          scope: "write",
+          client: { kind: "cli", name: "test", elicitation: { form: false, url: false } },
+          grant: "test-grant",
+          rid: "test",
+        };
       }
       async function call(service: "apps" | "orgs", tool: string, input: Record<string, unknown>): Promise<CallReply> {
         const account = await hatch.gateway.accounts.resolve(claims(), { requestId: "test", traceparent: "" });
-        const ctx = signContext({ ...claims(), account: account.account, accountKind: account.accountKind, org: account.org, role: account.role, permissions: account.permissions }, ctxKey);
-        const reply = await hatch.bus.request(subjects.tool(service, tool), encodeJson({ ctx, input }), { timeoutMs: 10_000 });
+        const ctx = signContext(
+          {
+            ...claims(),
+            account: account.account,
+            accountKind: account.accountKind,
+            org: account.org,
+            role: account.role,
+            permissions: account.permissions,
+          },
+          ctxKey,
+        );
+        const reply = await hatch.bus.request(subjects.tool(service, tool), encodeJson({ ctx, input }), {
+          timeoutMs: 10_000,
+        });
         return CallReplySchema.parse(decodeJson(reply.data));
       }
 
       test.each([
         ["apps", "publish", { name: "   ", visibility: "private", files }, "name: must not be empty or only spaces"],
-        ["apps", "publish", { name: "A\u0000", visibility: "private", files }, "name: must not contain control characters"],
-        ["apps", "org_app_pause", { address: "some-app", paused: true, reason: "\u0007" }, "reason: must not contain control characters"],
+        [
+          "apps",
+          "publish",
+          { name: "A\u0000", visibility: "private", files },
+          "name: must not contain control characters",
+        ],
+        [
+          "apps",
+          "org_app_pause",
+          { address: "some-app", paused: true, reason: "\u0007" },
+          "reason: must not contain control characters",
+        ],
         ["orgs", "org_setup", { action: "create", name: "Acme\u0000" }, "name: must not contain control characters"],
       ] as const)("%s %s refuses it with invalid_input", async (service, tool, input, message) => {
         const reply = await call(service, tool, input);
@@ -142,7 +195,14 @@ for (const mode of MODES) {
     test("a 1.5 MB inline publish is published, or refused with limit_exceeded and the upload: true hint; never internal", async () => {
       // Whether it fits depends on the nats-server's max_payload (8 MB in compose; 1 MB is NATS's default).
       const big = page("Big") + "<!--" + "a".repeat(1_500_000) + "-->";
-      const result = await client.callTool({ name: "publish", arguments: { name: "Big App", visibility: "private", files: [{ path: "index.html", content: big, encoding: "utf8" }] } });
+      const result = await client.callTool({
+        name: "publish",
+        arguments: {
+          name: "Big App",
+          visibility: "private",
+          files: [{ path: "index.html", content: big, encoding: "utf8" }],
+        },
+      });
       if (result.isError) {
         expect(textOf(result)).toContain("upload: true");
         expect(textOf(result)).toEndWith("(limit_exceeded)");
@@ -182,12 +242,18 @@ for (const mode of MODES) {
       const expected = `claude-code[31m${"x".repeat(100 - "claude-code[31m".length)}`;
       const client = await connectClient(hatch, user.accessToken, { name: raw, version: "1.0.0" });
       try {
-        await callOk(client, "publish", { name: "Named", visibility: "private", files: [{ path: "index.html", content: page("Named"), encoding: "utf8" }] });
+        await callOk(client, "publish", {
+          name: "Named",
+          visibility: "private",
+          files: [{ path: "index.html", content: page("Named"), encoding: "utf8" }],
+        });
         const asked = await client.callTool({ name: "delete_tool", arguments: { address: "named" } });
         const url = (asked.structuredContent as { userAction?: { url?: string } }).userAction?.url;
         expect(url).toBeString();
 
-        const calls = logs.map((line) => JSON.parse(line) as { msg?: string; service?: string; client?: string }).filter((l) => l.msg === "tool call" && l.service === "gateway");
+        const calls = logs
+          .map((line) => JSON.parse(line) as { msg?: string; service?: string; client?: string })
+          .filter((l) => l.msg === "tool call" && l.service === "gateway");
         expect(calls.length).toBeGreaterThanOrEqual(2);
         for (const line of calls) expect(line.client).toBe(expected);
         expect(logs.join("\n")).not.toContain("x".repeat(101));
@@ -207,7 +273,10 @@ for (const mode of MODES) {
     let hatch: TestHatch;
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode, { services: ["orgs"], gatewayConfig: { maxSessions: 4, maxSessionsPerUser: 3 } });
+      hatch = await startTestHatch(mode, {
+        services: ["orgs"],
+        gatewayConfig: { maxSessions: 4, maxSessionsPerUser: 3 },
+      });
     }, 60_000);
     afterAll(async () => {
       await hatch?.stop();

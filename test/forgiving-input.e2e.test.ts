@@ -21,7 +21,11 @@ for (const mode of MODES) {
       hatch = await startTestHatch(mode);
       alice = await userWithToken(hatch, { name: "Alice Example" });
       aliceC = await connectClient(hatch, alice.accessToken);
-      const made = await callOk<{ address: string; url: string }>(aliceC, "publish", { name: "Garden Planner", visibility: "private", files: [{ path: "index.html", content: page("garden"), encoding: "utf8" }] });
+      const made = await callOk<{ address: string; url: string }>(aliceC, "publish", {
+        name: "Garden Planner",
+        visibility: "private",
+        files: [{ path: "index.html", content: page("garden"), encoding: "utf8" }],
+      });
       url = made.url;
       expect(made.address).toBe("garden-planner");
     }, 60_000);
@@ -33,14 +37,26 @@ for (const mode of MODES) {
     test("an app given by its URL, or by its exact name, is the app at its address", async () => {
       const byUrl = await callOk<{ address: string }>(aliceC, "tool_stats", { address: `${url}index.html` });
       expect(byUrl.address).toBe("garden-planner");
-      const byName = await callOk<{ address: string; versions: unknown[] }>(aliceC, "rollback", { address: "garden planner" });
+      const byName = await callOk<{ address: string; versions: unknown[] }>(aliceC, "rollback", {
+        address: "garden planner",
+      });
       expect(byName.address).toBe("garden-planner");
-      expect(await refused(aliceC, "tool_stats", { address: "Nothing Like It" })).toContain('no app at the address "Nothing Like It"');
+      expect(await refused(aliceC, "tool_stats", { address: "Nothing Like It" })).toContain(
+        'no app at the address "Nothing Like It"',
+      );
     });
 
     test("two apps with the same name: the answer lists their addresses instead of guessing", async () => {
-      const a = await callOk<{ address: string }>(aliceC, "publish", { name: "Twin Peaks", visibility: "private", files: [{ path: "index.html", content: page("a"), encoding: "utf8" }] });
-      const b = await callOk<{ address: string }>(aliceC, "publish", { name: "twin peaks", visibility: "private", files: [{ path: "index.html", content: page("b"), encoding: "utf8" }] });
+      const a = await callOk<{ address: string }>(aliceC, "publish", {
+        name: "Twin Peaks",
+        visibility: "private",
+        files: [{ path: "index.html", content: page("a"), encoding: "utf8" }],
+      });
+      const b = await callOk<{ address: string }>(aliceC, "publish", {
+        name: "twin peaks",
+        visibility: "private",
+        files: [{ path: "index.html", content: page("b"), encoding: "utf8" }],
+      });
       const text = await refused(aliceC, "tool_stats", { address: "Twin Peaks" });
       expect(text).toContain('Several apps are named "Twin Peaks"');
       expect(text).toContain(a.address);
@@ -59,7 +75,10 @@ for (const mode of MODES) {
     });
 
     test("adding people to a private app shares it with them, and the answer says so", async () => {
-      const result = await aliceC.callTool({ name: "share", arguments: { address: "garden-planner", add: ["carol@example.com"] } });
+      const result = await aliceC.callTool({
+        name: "share",
+        arguments: { address: "garden-planner", add: ["carol@example.com"] },
+      });
       expect(result.isError).toBeFalsy();
       expect(result.structuredContent).toMatchObject({ visibility: "people", people: ["carol@example.com"] });
       expect(textOf(result)).toContain("was private, so it is now shared with people");
@@ -71,10 +90,14 @@ for (const mode of MODES) {
       const dana = await userWithToken(hatch, { verified: true });
       const danaC = await connectClient(hatch, dana.accessToken);
       try {
-        expect(await refused(danaC, "org_setup", { action: "accept" })).toContain(`No invitation is waiting for ${dana.email}`);
+        expect(await refused(danaC, "org_setup", { action: "accept" })).toContain(
+          `No invitation is waiting for ${dana.email}`,
+        );
         await callOk(ownerC, "org_setup", { action: "create", name: "Seed Co" });
         await callOk(ownerC, "org_invite", { emails: [dana.email] });
-        const joined = await callOk<{ status: string; org: { name: string } }>(danaC, "org_setup", { action: "accept" });
+        const joined = await callOk<{ status: string; org: { name: string } }>(danaC, "org_setup", {
+          action: "accept",
+        });
         expect(joined).toMatchObject({ status: "joined", org: { name: "Seed Co" } });
       } finally {
         await ownerC.close();
@@ -91,7 +114,11 @@ for (const mode of MODES) {
         await callOk(bossC, "org_setup", { action: "create", name: "Colleagues" });
         await callOk(bossC, "org_invite", { emails: [member.email], permissions: ["publish"] });
         await callOk(memberC, "org_setup", { action: "accept" });
-        const app = await callOk<{ address: string }>(memberC, "publish", { name: "Mia Board", visibility: "org", files: [{ path: "index.html", content: page("mia"), encoding: "utf8" }] });
+        const app = await callOk<{ address: string }>(memberC, "publish", {
+          name: "Mia Board",
+          visibility: "org",
+          files: [{ path: "index.html", content: page("mia"), encoding: "utf8" }],
+        });
         const text = await refused(bossC, "delete_tool", { address: app.address });
         expect(text).toContain(`${app.address} is Mia Member (${member.email})'s app in your organization`);
         expect(text).toContain("org_app_pause");

@@ -1,11 +1,28 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { buildQuestion, CallReplySchema, childTraceparent, decodeJson, delete_tool, deriveKey, encodeJson, signContext, subjects, type CallReply } from "@hatch/shared";
+import {
+  buildQuestion,
+  CallReplySchema,
+  childTraceparent,
+  decodeJson,
+  delete_tool,
+  deriveKey,
+  encodeJson,
+  signContext,
+  subjects,
+  type CallReply,
+} from "@hatch/shared";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
-import { ANCIENT_ADDRESS, EXPIRED_ADDRESS, STAND_IN_CONFIRM_KEY, startStandInApps, type StandInApps } from "./support/stand-in-apps.ts";
+import {
+  ANCIENT_ADDRESS,
+  EXPIRED_ADDRESS,
+  STAND_IN_CONFIRM_KEY,
+  startStandInApps,
+  type StandInApps,
+} from "./support/stand-in-apps.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 const PASSWORD = "correct horse battery";
@@ -51,7 +68,11 @@ for (const mode of MODES) {
     }
 
     /** Opens the confirm page and presses one of its buttons, with the page's CSRF token. */
-    async function answer(browser: Browser, path: string, fields: Record<string, string> = { action: "confirm" }): Promise<{ status: number; text: string }> {
+    async function answer(
+      browser: Browser,
+      path: string,
+      fields: Record<string, string> = { action: "confirm" },
+    ): Promise<{ status: number; text: string }> {
       const page = await browser.get(path);
       expect(page.status).toBe(200);
       const response = await browser.post(path, { csrf: csrfOf(await page.text()), ...fields });
@@ -59,7 +80,11 @@ for (const mode of MODES) {
     }
 
     /** A tool call straight onto the bus, signed as the gateway would sign it for this user. */
-    async function onBus(user: User, input: unknown, body: { answer?: Record<string, unknown>; confirm?: string }): Promise<CallReply> {
+    async function onBus(
+      user: User,
+      input: unknown,
+      body: { answer?: Record<string, unknown>; confirm?: string },
+    ): Promise<CallReply> {
       const claims = {
         sub: user.id,
         email: user.email,
@@ -71,20 +96,30 @@ for (const mode of MODES) {
         rid: "replay",
       };
       const ctx = signContext(claims, deriveKey(TEST_SECRET, "ctx"));
-      const reply = await hatch.bus.request(subjects.tool("apps", "delete_tool"), encodeJson({ ctx, input, ...body }), { timeoutMs: 5_000 });
+      const reply = await hatch.bus.request(subjects.tool("apps", "delete_tool"), encodeJson({ ctx, input, ...body }), {
+        timeoutMs: 5_000,
+      });
       return CallReplySchema.parse(decodeJson(reply.data));
     }
 
     describe("with form elicitation", () => {
       test("accept: the service acts once on the user's answer", async () => {
-        const { client, asked } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { confirm: true } }));
+        const { client, asked } = await connectFormClient(hatch, owner.accessToken, () => ({
+          action: "accept",
+          content: { confirm: true },
+        }));
         const result = await client.callTool({ name: "delete_tool", arguments: { address: "my-app" } });
         await client.close();
         expect(asked).toEqual(["Delete my-app? This cannot be undone."]);
         expect(result.isError).toBeFalsy();
         expect(result.structuredContent).toEqual({ status: "deleted", address: "my-app" });
-        expect(apps.calls.map((c) => [c.answer, c.confirmed])).toEqual([[undefined, false], [{ confirm: true }, true]]);
-        expect(apps.acted).toEqual([{ tool: "delete_tool", user: owner.id, input: { address: "my-app" }, answer: { confirm: true } }]);
+        expect(apps.calls.map((c) => [c.answer, c.confirmed])).toEqual([
+          [undefined, false],
+          [{ confirm: true }, true],
+        ]);
+        expect(apps.acted).toEqual([
+          { tool: "delete_tool", user: owner.id, input: { address: "my-app" }, answer: { confirm: true } },
+        ]);
       });
 
       test("decline and cancel change nothing: the service is not called again", async () => {
@@ -102,7 +137,10 @@ for (const mode of MODES) {
       });
 
       test("an unticked confirmation box is a decline too: same shape, the service is not called with it", async () => {
-        const { client } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { confirm: false } }));
+        const { client } = await connectFormClient(hatch, owner.accessToken, () => ({
+          action: "accept",
+          content: { confirm: false },
+        }));
         const result = await client.callTool({ name: "delete_tool", arguments: { address: "my-app" } });
         await client.close();
         expect(result.isError).toBeFalsy();
@@ -112,11 +150,19 @@ for (const mode of MODES) {
       });
 
       test("an answer that does not fit the form is told apart from a fault, names the field, and changes nothing", async () => {
-        const { client } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: "Team Board", visibility: "everyone" } }));
-        const result = await client.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
+        const { client } = await connectFormClient(hatch, owner.accessToken, () => ({
+          action: "accept",
+          content: { name: "Team Board", visibility: "everyone" },
+        }));
+        const result = await client.callTool({
+          name: "publish",
+          arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] },
+        });
         await client.close();
         expect(result.isError).toBe(true);
-        expect(textOf(result)).toContain("does not fit the form (visibility must be one of private, org, people, public)");
+        expect(textOf(result)).toContain(
+          "does not fit the form (visibility must be one of private, org, people, public)",
+        );
         expect(textOf(result)).toContain("(invalid_input)");
         expect(textOf(result)).not.toContain("internal");
         expect(apps.calls).toHaveLength(1);
@@ -124,8 +170,14 @@ for (const mode of MODES) {
       });
 
       test("publish's questions are asked in the form too", async () => {
-        const { client, asked } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: "Team Board", visibility: "org" } }));
-        const result = await client.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
+        const { client, asked } = await connectFormClient(hatch, owner.accessToken, () => ({
+          action: "accept",
+          content: { name: "Team Board", visibility: "org" },
+        }));
+        const result = await client.callTool({
+          name: "publish",
+          arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] },
+        });
         await client.close();
         expect(asked).toEqual(["What should the new app be called, and who may open it?"]);
         expect(result.structuredContent).toMatchObject({ status: "published", address: "team-board" });
@@ -141,14 +193,23 @@ for (const mode of MODES) {
         expect(first.isError).toBeFalsy();
         expect(first.structuredContent).toEqual({
           status: "needs_user",
-          userAction: { kind: "ask_user", message: "What should the new app be called, and who may open it?", fields: ["name", "visibility"], url: null, expiresAt: apps.asked[0]!.expiresAt! },
+          userAction: {
+            kind: "ask_user",
+            message: "What should the new app be called, and who may open it?",
+            fields: ["name", "visibility"],
+            url: null,
+            expiresAt: apps.asked[0]!.expiresAt!,
+          },
         });
         expect(Date.parse(apps.asked[0]!.expiresAt!)).toBeGreaterThan(Date.now());
         expect(textOf(first)).toContain("Ask the user for these");
         expect(textOf(first)).toContain("visibility: Who can open it (one of: private, org, people, public)");
         expect(apps.acted).toEqual([]);
 
-        const second = await client.callTool({ name: "publish", arguments: { files, name: "Recipes", visibility: "private" } });
+        const second = await client.callTool({
+          name: "publish",
+          arguments: { files, name: "Recipes", visibility: "private" },
+        });
         await client.close();
         expect(second.structuredContent).toMatchObject({ status: "published", address: "recipes" });
         expect(apps.acted).toHaveLength(1);
@@ -163,10 +224,18 @@ for (const mode of MODES) {
         expect(result.structuredContent).toEqual({
           status: "needs_user",
           address: "my-app",
-          userAction: { kind: "open_link", message: "Delete my-app? This cannot be undone.", fields: [], url: action.url, expiresAt: apps.asked[0]!.expiresAt! },
+          userAction: {
+            kind: "open_link",
+            message: "Delete my-app? This cannot be undone.",
+            fields: [],
+            url: action.url,
+            expiresAt: apps.asked[0]!.expiresAt!,
+          },
         });
         expect(action.url).toMatch(new RegExp(`^${hatch.baseUrl}/confirm/[A-Za-z0-9_-]{32}$`));
-        expect(textOf(result)).toContain(`confirm this in their browser: give them this link (valid until ${action.expiresAt}): ${action.url}`);
+        expect(textOf(result)).toContain(
+          `confirm this in their browser: give them this link (valid until ${action.expiresAt}): ${action.url}`,
+        );
         expect(apps.calls).toHaveLength(1);
         expect(apps.acted).toEqual([]);
       });
@@ -191,7 +260,9 @@ for (const mode of MODES) {
         const done = await answer(browser, path);
         expect(done.status).toBe(200);
         expect(done.text).toContain("Deleted my-app.");
-        expect(apps.acted).toEqual([{ tool: "delete_tool", user: owner.id, input: { address: "my-app" }, answer: { confirm: true } }]);
+        expect(apps.acted).toEqual([
+          { tool: "delete_tool", user: owner.id, input: { address: "my-app" }, answer: { confirm: true } },
+        ]);
 
         const again = await browser.post(path, { csrf: csrfOf(page), action: "confirm" });
         expect(again.status).toBe(409);
@@ -266,7 +337,9 @@ for (const mode of MODES) {
         const path = await linkFor(owner, "delete_tool", { address: "my-app" });
         const browser = await signedIn(owner);
         const csrf = csrfOf(await (await browser.get(path)).text());
-        const statuses = await Promise.all([1, 2, 3, 4, 5].map(async () => (await browser.post(path, { csrf, action: "confirm" })).status));
+        const statuses = await Promise.all(
+          [1, 2, 3, 4, 5].map(async () => (await browser.post(path, { csrf, action: "confirm" })).status),
+        );
         expect(statuses.sort()).toEqual([200, 409, 409, 409, 409]);
         expect(apps.acted).toHaveLength(1);
       });
@@ -289,9 +362,18 @@ for (const mode of MODES) {
         // A read-only client never gets this far through /mcp (the gateway refuses delete_tool first), so the
         // question is stored directly: the page must refuse it on its own.
         const input = { address: "my-app" };
-        const question = buildQuestion(STAND_IN_CONFIRM_KEY, { sub: user.id, tool: "delete_tool", input }, { message: "Delete my-app?", properties: { confirm: { type: "boolean" } }, fallback: "link" });
+        const question = buildQuestion(
+          STAND_IN_CONFIRM_KEY,
+          { sub: user.id, tool: "delete_tool", input },
+          { message: "Delete my-app?", properties: { confirm: { type: "boolean" } }, fallback: "link" },
+        );
         const client = { kind: "cli" as const, name: "hatch-cli", elicitation: { form: false, url: false } };
-        const { url } = await hatch.gateway.confirmations.open({ caller: { identity, client, requestId: "r", traceparent: childTraceparent(null) }, contract: delete_tool, input, question });
+        const { url } = await hatch.gateway.confirmations.open({
+          caller: { identity, client, requestId: "r", traceparent: childTraceparent(null) },
+          contract: delete_tool,
+          input,
+          question,
+        });
         const refused = await answer(await signedIn(user), new URL(url).pathname);
         expect(refused.status).toBe(403);
         expect(refused.text).toContain("read-only access");
@@ -306,13 +388,23 @@ for (const mode of MODES) {
         expect(page).toContain('<input type="text" name="f.note" value="">');
         // In the order the service asked them.
         expect(page.indexOf("f.aiDiscoverable")).toBeLessThan(page.indexOf("f.note"));
-        const typo = await answer(browser, path, { action: "confirm", "f.aiDiscoverable": "true", "f.note": "launch day", "f.days": "a week" });
+        const typo = await answer(browser, path, {
+          action: "confirm",
+          "f.aiDiscoverable": "true",
+          "f.note": "launch day",
+          "f.days": "a week",
+        });
         expect(typo.status).toBe(400);
         expect(typo.text).toContain("Days to stay public: enter a whole number.");
         expect(typo.text).toContain('name="f.note" value="launch day"');
         expect(apps.calls).toHaveLength(1);
 
-        const done = await answer(browser, path, { action: "confirm", "f.aiDiscoverable": "true", "f.note": "launch day", "f.days": "7" });
+        const done = await answer(browser, path, {
+          action: "confirm",
+          "f.aiDiscoverable": "true",
+          "f.note": "launch day",
+          "f.days": "7",
+        });
         expect(done.status).toBe(200);
         expect(done.text).toContain("my-app is public now and AI assistants can find it.");
         expect(apps.acted.map((a) => a.answer)).toEqual([{ aiDiscoverable: true, note: "launch day", days: 7 }]);
@@ -335,19 +427,35 @@ for (const mode of MODES) {
         await linkFor(owner, "delete_tool", input);
         const token = apps.asked[0]!.confirm;
         const otherInput = await onBus(owner, { address: "other-app" }, { answer: { confirm: true }, confirm: token });
-        expect(otherInput).toEqual({ ok: false, error: { code: "invalid_input", message: expect.stringContaining("another user, tool or input") } });
+        expect(otherInput).toEqual({
+          ok: false,
+          error: { code: "invalid_input", message: expect.stringContaining("another user, tool or input") },
+        });
         const otherUser = await onBus(other, input, { answer: { confirm: true }, confirm: token });
-        expect(otherUser).toEqual({ ok: false, error: { code: "invalid_input", message: expect.stringContaining("another user, tool or input") } });
+        expect(otherUser).toEqual({
+          ok: false,
+          error: { code: "invalid_input", message: expect.stringContaining("another user, tool or input") },
+        });
         const forged = await onBus(owner, input, { answer: { confirm: true }, confirm: `${token.split(".")[0]}.AAAA` });
         expect(forged).toMatchObject({ ok: false, error: { code: "invalid_input" } });
         expect(apps.calls).toHaveLength(1);
 
         await linkFor(owner, "delete_tool", { address: EXPIRED_ADDRESS });
-        const expired = await onBus(owner, { address: EXPIRED_ADDRESS }, { answer: { confirm: true }, confirm: apps.asked[1]!.confirm });
-        expect(expired).toMatchObject({ ok: false, error: { code: "invalid_input", message: expect.stringContaining("expired") } });
+        const expired = await onBus(
+          owner,
+          { address: EXPIRED_ADDRESS },
+          { answer: { confirm: true }, confirm: apps.asked[1]!.confirm },
+        );
+        expect(expired).toMatchObject({
+          ok: false,
+          error: { code: "invalid_input", message: expect.stringContaining("expired") },
+        });
 
         expect(await onBus(owner, input, { answer: { confirm: true }, confirm: token })).toMatchObject({ ok: true });
-        expect(await onBus(owner, input, { answer: { confirm: true }, confirm: token })).toMatchObject({ ok: false, error: { code: "conflict" } });
+        expect(await onBus(owner, input, { answer: { confirm: true }, confirm: token })).toMatchObject({
+          ok: false,
+          error: { code: "conflict" },
+        });
         expect(apps.acted).toHaveLength(1);
       });
     });

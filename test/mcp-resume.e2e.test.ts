@@ -32,7 +32,8 @@ async function readEvents(response: Response, enough: (events: SseEvent[]) => bo
         if (colon <= 0) continue;
         const field = line.slice(0, colon) as keyof SseEvent;
         const value = line.slice(colon + 1).replace(/^ /, "");
-        if (field === "id" || field === "retry" || field === "data") event[field] = event[field] === undefined ? value : `${event[field]}\n${value}`;
+        if (field === "id" || field === "retry" || field === "data")
+          event[field] = event[field] === undefined ? value : `${event[field]}\n${value}`;
       }
       if (Object.keys(event).length) events.push(event);
     }
@@ -68,13 +69,25 @@ describe("resumable MCP streams (embedded)", () => {
 
   test("a streamed answer starts with a priming event (id, retry); after a drop, Last-Event-ID gives the missed result", async () => {
     // Declaring elicitation makes this session answer over SSE (the gateway may ask the user mid-call).
-    const init = await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: { elicitation: {} }, clientInfo: { name: "resume-test", version: "1" } } });
+    const init = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: { elicitation: {} },
+        clientInfo: { name: "resume-test", version: "1" },
+      },
+    });
     const session = init.headers.get("mcp-session-id")!;
     expect(session).toBeTruthy();
     await readEvents(init, (events) => events.some((e) => e.data?.includes('"result"')));
     await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session);
 
-    const call = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "whoami", arguments: {} } }, session);
+    const call = await post(
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "whoami", arguments: {} } },
+      session,
+    );
     expect(call.headers.get("content-type")).toContain("text/event-stream");
     // Drop the stream right after its priming event: the result is sent while nobody reads.
     const [priming] = await readEvents(call, (events) => events.length >= 1);
@@ -83,7 +96,13 @@ describe("resumable MCP streams (embedded)", () => {
     expect(priming?.data ?? "").toBe("");
 
     const resumed = await fetch(hatch.mcpUrl, {
-      headers: { Authorization: `Bearer ${token}`, Accept: "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": priming!.id!, "MCP-Protocol-Version": "2025-11-25" },
+      headers: {
+        Authorization: `Bearer ${token}`,
+        Accept: "text/event-stream",
+        "Mcp-Session-Id": session,
+        "Last-Event-ID": priming!.id!,
+        "MCP-Protocol-Version": "2025-11-25",
+      },
     });
     expect(resumed.status).toBe(200);
     const replayed = await readEvents(resumed, (events) => events.some((e) => e.data?.includes('"id":2')));

@@ -56,7 +56,9 @@ for (const mode of MODES) {
       expect(names).toHaveLength(27);
       expect(names).not.toContain("find_domain");
       expect(names).not.toContain("buy_domain");
-      const err = await chatgpt.callTool({ name: "buy_domain", arguments: { domain: "example.com" } }).catch((e: unknown) => e);
+      const err = await chatgpt
+        .callTool({ name: "buy_domain", arguments: { domain: "example.com" } })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(McpError);
       expect((err as McpError).message).toContain("Unknown tool");
       await chatgpt.close();
@@ -73,7 +75,10 @@ for (const mode of MODES) {
       const result = await client.callTool({ name: "whoami", arguments: { surprise: 1 } });
       expect(result.isError).toBe(true);
       expect(textOf(result)).toContain("Invalid arguments for whoami");
-      const invite = await client.callTool({ name: "org_invite", arguments: { action: "invite", emails: Array.from({ length: 51 }, (_, i) => `p${i}@example.com`) } });
+      const invite = await client.callTool({
+        name: "org_invite",
+        arguments: { action: "invite", emails: Array.from({ length: 51 }, (_, i) => `p${i}@example.com`) },
+      });
       expect(invite.isError).toBe(true);
       expect(textOf(invite)).toContain("50");
     });
@@ -91,7 +96,9 @@ for (const mode of MODES) {
     });
 
     test("the service refuses a bus call without a valid signed context", async () => {
-      const reply = await hatch.bus.request("tools.orgs.whoami", encodeJson({ ctx: "forged.context", input: {} }), { timeoutMs: 2000 });
+      const reply = await hatch.bus.request("tools.orgs.whoami", encodeJson({ ctx: "forged.context", input: {} }), {
+        timeoutMs: 2000,
+      });
       expect(decodeJson(reply.data)).toMatchObject({ ok: false, error: { code: "forbidden" } });
     });
 
@@ -109,21 +116,42 @@ for (const mode of MODES) {
       const key = deriveKey(TEST_SECRET, "ctx");
       const ask = async (subject: string, ctx: string, input: unknown) =>
         decodeJson((await hatch.bus.request(subject, encodeJson({ ctx, input }), { timeoutMs: 2000 })).data);
-      expect(await ask("tools.orgs.org_setup", signContext(claims, key), { action: "create", name: "Acme" })).toMatchObject({ ok: false, error: { code: "forbidden" } });
-      const chatgpt = signContext({ ...claims, scope: "write", client: { kind: "chatgpt", name: "ChatGPT", elicitation: { form: false, url: false } } }, key);
-      expect(await ask("tools.domains.find_domain", chatgpt, { query: "example" })).toMatchObject({ ok: false, error: { code: "forbidden" } });
-      expect(await ask("tools.orgs.whoami", signContext(claims, key), {})).toMatchObject({ ok: true, result: { data: { email: alice.email } } });
+      expect(
+        await ask("tools.orgs.org_setup", signContext(claims, key), { action: "create", name: "Acme" }),
+      ).toMatchObject({ ok: false, error: { code: "forbidden" } });
+      const chatgpt = signContext(
+        {
+          ...claims,
+          scope: "write",
+          client: { kind: "chatgpt", name: "ChatGPT", elicitation: { form: false, url: false } },
+        },
+        key,
+      );
+      expect(await ask("tools.domains.find_domain", chatgpt, { query: "example" })).toMatchObject({
+        ok: false,
+        error: { code: "forbidden" },
+      });
+      expect(await ask("tools.orgs.whoami", signContext(claims, key), {})).toMatchObject({
+        ok: true,
+        result: { data: { email: alice.email } },
+      });
     });
 
     test("requests without a usable token get 401 with the resource metadata challenge", async () => {
       for (const authorization of [undefined, "Bearer not-a-jwt", "Basic abc", `Bearer ${alice.accessToken}x`]) {
         const res = await fetch(hatch.mcpUrl, {
           method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            ...(authorization ? { authorization } : {}),
+          },
           body: JSON.stringify(INIT),
         });
         expect(res.status).toBe(401);
-        expect(res.headers.get("www-authenticate")).toContain(`resource_metadata="${hatch.baseUrl}/.well-known/oauth-protected-resource/mcp"`);
+        expect(res.headers.get("www-authenticate")).toContain(
+          `resource_metadata="${hatch.baseUrl}/.well-known/oauth-protected-resource/mcp"`,
+        );
       }
     });
 
@@ -138,12 +166,20 @@ for (const mode of MODES) {
     });
 
     test("malformed JSON-RPC, oversized bodies, foreign hosts and origins are refused; the server stays up", async () => {
-      const headers = { authorization: `Bearer ${alice.accessToken}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
+      const headers = {
+        authorization: `Bearer ${alice.accessToken}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      };
       const bad = await fetch(hatch.mcpUrl, { method: "POST", headers, body: "{not json" });
       expect(bad.status).toBe(400);
       expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
       const limit = Math.max(hatch.config.maxBodyBytes, MAX_BODY_BYTES);
-      const huge = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ ...INIT, pad: "x".repeat(limit) }) });
+      const huge = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ ...INIT, pad: "x".repeat(limit) }),
+      });
       expect(huge.status).toBe(413);
       // Without a Content-Length (chunked), reading stops at the limit too.
       const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
@@ -157,28 +193,62 @@ for (const mode of MODES) {
       });
       const chunked = await fetch(hatch.mcpUrl, { method: "POST", headers, body: stream });
       expect(chunked.status).toBe(413);
-      const noSession = await fetch(hatch.mcpUrl, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) });
+      const noSession = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      });
       expect(noSession.status).toBe(400);
-      const evilOrigin = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, origin: "https://evil.example" }, body: JSON.stringify(INIT) });
+      const evilOrigin = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: { ...headers, origin: "https://evil.example" },
+        body: JSON.stringify(INIT),
+      });
       expect(evilOrigin.status).toBe(403);
-      const evilHost = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, host: "evil.example" }, body: JSON.stringify(INIT) });
+      const evilHost = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: { ...headers, host: "evil.example" },
+        body: JSON.stringify(INIT),
+      });
       expect(evilHost.status).toBe(403);
       expect((await client.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
     });
 
     test("a session answers only the user who opened it, and DELETE ends it", async () => {
       const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-      const open = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, authorization: `Bearer ${alice.accessToken}` }, body: JSON.stringify(INIT) });
+      const open = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: { ...headers, authorization: `Bearer ${alice.accessToken}` },
+        body: JSON.stringify(INIT),
+      });
       expect(open.status).toBe(200);
       const sessionId = open.headers.get("mcp-session-id")!;
       expect(sessionId).toBeTruthy();
       await open.text();
       const mallory = await userWithToken(hatch);
       const list = JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" });
-      const stolen = await fetch(hatch.mcpUrl, { method: "POST", headers: { ...headers, authorization: `Bearer ${mallory.accessToken}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }, body: list });
+      const stolen = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: {
+          ...headers,
+          authorization: `Bearer ${mallory.accessToken}`,
+          "mcp-session-id": sessionId,
+          "mcp-protocol-version": "2025-11-25",
+        },
+        body: list,
+      });
       expect(stolen.status).toBe(404);
-      const own = { ...headers, authorization: `Bearer ${alice.accessToken}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" };
-      const notRpc = await fetch(hatch.mcpUrl, { method: "POST", headers: own, body: JSON.stringify({ hello: "world" }) });
+      const own = {
+        ...headers,
+        authorization: `Bearer ${alice.accessToken}`,
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-11-25",
+      };
+      const notRpc = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: own,
+        body: JSON.stringify({ hello: "world" }),
+      });
       expect(notRpc.status).toBe(400);
       expect(((await notRpc.json()) as { error: { code: number } }).error.code).toBeLessThan(-32000);
       const ended = await fetch(hatch.mcpUrl, { method: "DELETE", headers: own });

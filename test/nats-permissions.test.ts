@@ -1,5 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { createNatsBus, createRateCounter, encodeJson, eventStreamFor, newEvent, type HatchEvent, type NatsBus } from "@hatch/shared";
+import {
+  createNatsBus,
+  createRateCounter,
+  encodeJson,
+  eventStreamFor,
+  newEvent,
+  type HatchEvent,
+  type NatsBus,
+} from "@hatch/shared";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +21,13 @@ import { freePort, freshDatabase, realServers, testBlobDir } from "./support/ser
 // our own runs that very file; each check connects as a process does (NATS_USER / NATS_PASSWORD) under a bus prefix.
 
 const CONFIG = new URL("../deploy/nats-auth.conf", import.meta.url).pathname;
-const PASSWORDS = { gateway: "gateway-pass-1", apps: "apps-pass-12", orgs: "orgs-pass-123", billing: "billing-pass", domains: "domains-pass" };
+const PASSWORDS = {
+  gateway: "gateway-pass-1",
+  apps: "apps-pass-12",
+  orgs: "orgs-pass-123",
+  billing: "billing-pass",
+  domains: "domains-pass",
+};
 const hasNatsServer = Bun.which("nats-server") !== null;
 const PREFIX = "hatch";
 
@@ -33,8 +47,14 @@ describe.skipIf(!hasNatsServer)("NATS permissions (deploy/nats-auth.conf)", () =
     store = mkdtempSync(join(tmpdir(), "hatch-nats-perm-"));
     const port = freePort();
     url = `nats://127.0.0.1:${port}`;
-    const env = Object.fromEntries(Object.entries(PASSWORDS).map(([user, pass]) => [`NATS_${user.toUpperCase()}_PASSWORD`, pass]));
-    server = Bun.spawn(["nats-server", "-c", CONFIG, "-p", String(port), "-js", "-sd", store], { env: { ...process.env, ...env }, stdout: "ignore", stderr: "pipe" });
+    const env = Object.fromEntries(
+      Object.entries(PASSWORDS).map(([user, pass]) => [`NATS_${user.toUpperCase()}_PASSWORD`, pass]),
+    );
+    server = Bun.spawn(["nats-server", "-c", CONFIG, "-p", String(port), "-js", "-sd", store], {
+      env: { ...process.env, ...env },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
     const deadline = Date.now() + 10_000;
     for (;;) {
       try {
@@ -65,10 +85,14 @@ describe.skipIf(!hasNatsServer)("NATS permissions (deploy/nats-auth.conf)", () =
   test("the gateway sends tool calls; a service cannot call another service's tools", async () => {
     const orgs = await as("orgs");
     const asked: string[] = [];
-    orgs.subscribe("tools.orgs.whoami", (msg) => {
-      asked.push(new TextDecoder().decode(msg.data));
-      return { data: encodeJson({ ok: true }) };
-    }, { queue: "orgs" });
+    orgs.subscribe(
+      "tools.orgs.whoami",
+      (msg) => {
+        asked.push(new TextDecoder().decode(msg.data));
+        return { data: encodeJson({ ok: true }) };
+      },
+      { queue: "orgs" },
+    );
     await orgs.flush();
     const gateway = await as("gateway");
     const answer = await gateway.request("tools.orgs.whoami", "from the gateway", { timeoutMs: 2_000 });
@@ -97,47 +121,93 @@ describe.skipIf(!hasNatsServer)("NATS permissions (deploy/nats-auth.conf)", () =
   test("through JetStream too: apps stores its own event in the events stream and cannot store orgs'", async () => {
     const apps = await as("apps");
     const stream = eventStreamFor(apps);
-    const own: HatchEvent = newEvent("apps", null, { entity: "app", verb: "published", summary: "own", app: "a", account: "acc", org: null, details: {} });
+    const own: HatchEvent = newEvent("apps", null, {
+      entity: "app",
+      verb: "published",
+      summary: "own",
+      app: "a",
+      account: "acc",
+      org: null,
+      details: {},
+    });
     await stream.publish(own);
-    const forged: HatchEvent = newEvent("orgs", null, { entity: "member", verb: "removed", summary: "forged", app: null, account: "acc", org: null, details: {} });
+    const forged: HatchEvent = newEvent("orgs", null, {
+      entity: "member",
+      verb: "removed",
+      summary: "forged",
+      app: null,
+      account: "acc",
+      org: null,
+      details: {},
+    });
     await expect(stream.publish(forged)).rejects.toThrow();
   });
 
-  test.skipIf(!realServers)("the whole cluster works with a NATS user per process: a tool call crosses gateway, orgs and the events stream", async () => {
-    const database = await freshDatabase(realServers!.databaseUrl);
-    const port = freePort();
-    const cluster = await startCluster({ natsUrl: url, databaseUrl: database.url, secret: TEST_SECRET, busPrefix: PREFIX, port, appPort: freePort(), blobDir: testBlobDir(), logLevel: "warn", stdout: "ignore", natsPasswords: PASSWORDS });
-    try {
-      const env = { ...(process.env as Record<string, string>), DATABASE_URL: database.url, HATCH_SECRET: TEST_SECRET, PORT: String(port), LOG_LEVEL: "warn" };
-      const run = async (...args: string[]) => {
-        const child = Bun.spawn(["bun", "run", "admin", ...args], { cwd: join(import.meta.dir, ".."), env, stdout: "pipe", stderr: "pipe" });
-        const stdout = await new Response(child.stdout).text();
-        expect(await child.exited).toBe(0);
-        return stdout;
-      };
-      await run("user:create", "--email", "perm@example.com", "--password", "long enough pw", "--name", "Perm");
-      const token = (await run("token:issue", "--email", "perm@example.com")).trim().split("\n").pop()!;
-      const client = new Client({ name: "cursor-vscode", version: "1" });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-      const who = await client.callTool({ name: "whoami", arguments: {} });
-      expect(who.structuredContent).toEqual({ email: "perm@example.com", name: "Perm", kind: "personal" });
-      const org = await client.callTool({ name: "org_setup", arguments: { action: "create", name: "Permitted" } });
-      expect(org.isError).not.toBe(true);
-      // The orgs event went through the stream to the activity log (orgs' own durable consumer).
-      const deadline = Date.now() + 15_000;
-      let entries: unknown[] = [];
-      while (entries.length === 0 && Date.now() < deadline) {
-        const activity = await client.callTool({ name: "org_activity", arguments: {} });
-        entries = ((activity.structuredContent as { entries?: unknown[] } | undefined)?.entries ?? []) as unknown[];
-        if (entries.length === 0) await Bun.sleep(200);
+  test.skipIf(!realServers)(
+    "the whole cluster works with a NATS user per process: a tool call crosses gateway, orgs and the events stream",
+    async () => {
+      const database = await freshDatabase(realServers!.databaseUrl);
+      const port = freePort();
+      const cluster = await startCluster({
+        natsUrl: url,
+        databaseUrl: database.url,
+        secret: TEST_SECRET,
+        busPrefix: PREFIX,
+        port,
+        appPort: freePort(),
+        blobDir: testBlobDir(),
+        logLevel: "warn",
+        stdout: "ignore",
+        natsPasswords: PASSWORDS,
+      });
+      try {
+        const env = {
+          ...(process.env as Record<string, string>),
+          DATABASE_URL: database.url,
+          HATCH_SECRET: TEST_SECRET,
+          PORT: String(port),
+          LOG_LEVEL: "warn",
+        };
+        const run = async (...args: string[]) => {
+          const child = Bun.spawn(["bun", "run", "admin", ...args], {
+            cwd: join(import.meta.dir, ".."),
+            env,
+            stdout: "pipe",
+            stderr: "pipe",
+          });
+          const stdout = await new Response(child.stdout).text();
+          expect(await child.exited).toBe(0);
+          return stdout;
+        };
+        await run("user:create", "--email", "perm@example.com", "--password", "long enough pw", "--name", "Perm");
+        const token = (await run("token:issue", "--email", "perm@example.com")).trim().split("\n").pop()!;
+        const client = new Client({ name: "cursor-vscode", version: "1" });
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`${cluster.baseUrl}/mcp`), {
+            requestInit: { headers: { Authorization: `Bearer ${token}` } },
+          }),
+        );
+        const who = await client.callTool({ name: "whoami", arguments: {} });
+        expect(who.structuredContent).toEqual({ email: "perm@example.com", name: "Perm", kind: "personal" });
+        const org = await client.callTool({ name: "org_setup", arguments: { action: "create", name: "Permitted" } });
+        expect(org.isError).not.toBe(true);
+        // The orgs event went through the stream to the activity log (orgs' own durable consumer).
+        const deadline = Date.now() + 15_000;
+        let entries: unknown[] = [];
+        while (entries.length === 0 && Date.now() < deadline) {
+          const activity = await client.callTool({ name: "org_activity", arguments: {} });
+          entries = ((activity.structuredContent as { entries?: unknown[] } | undefined)?.entries ?? []) as unknown[];
+          if (entries.length === 0) await Bun.sleep(200);
+        }
+        expect(entries.length).toBeGreaterThan(0);
+        await client.close();
+      } finally {
+        await cluster.stop();
+        await database.drop();
       }
-      expect(entries.length).toBeGreaterThan(0);
-      await client.close();
-    } finally {
-      await cluster.stop();
-      await database.drop();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 
   test("only the gateway writes the shared rate counters", async () => {
     const gateway = createRateCounter(await as("gateway"));

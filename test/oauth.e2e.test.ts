@@ -45,7 +45,12 @@ async function refresh(hatch: TestHatch, provider: MemoryOAuthProvider, refreshT
   return fetch(`${hatch.baseUrl}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: provider.client!.client_id, resource: hatch.mcpUrl }),
+    body: new URLSearchParams({
+      grant_type: "refresh_token",
+      refresh_token: refreshToken,
+      client_id: provider.client!.client_id,
+      resource: hatch.mcpUrl,
+    }),
   });
 }
 
@@ -82,7 +87,11 @@ for (const mode of MODES) {
       expect(((await replay.json()) as { error: string }).error).toBe("invalid_grant");
       // The whole grant is gone: the newest refresh token and the live access token both stop working.
       expect((await refresh(hatch, provider, next.refresh_token!)).status).toBe(400);
-      const res = await fetch(hatch.mcpUrl, { method: "POST", headers: { authorization: `Bearer ${next.access_token}`, "content-type": "application/json" }, body: "{}" });
+      const res = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: { authorization: `Bearer ${next.access_token}`, "content-type": "application/json" },
+        body: "{}",
+      });
       expect(res.status).toBe(401);
     });
 
@@ -93,8 +102,14 @@ for (const mode of MODES) {
       expect(page).toContain("E2E Agent");
       const grantId = /name="grant_id" value="([^"]+)"/.exec(page)?.[1];
       expect(grantId).toBeTruthy();
-      expect((await browser.submit("/dashboard/tokens", "/dashboard/tokens/revoke", { grant_id: grantId! })).status).toBe(303);
-      const direct = await fetch(hatch.mcpUrl, { method: "POST", headers: { authorization: `Bearer ${provider.saved!.access_token}`, "content-type": "application/json" }, body: "{}" });
+      expect(
+        (await browser.submit("/dashboard/tokens", "/dashboard/tokens/revoke", { grant_id: grantId! })).status,
+      ).toBe(303);
+      const direct = await fetch(hatch.mcpUrl, {
+        method: "POST",
+        headers: { authorization: `Bearer ${provider.saved!.access_token}`, "content-type": "application/json" },
+        body: "{}",
+      });
       expect(direct.status).toBe(401);
       expect(direct.headers.get("www-authenticate")).toContain('error="invalid_token"');
       // The client's next call fails too: its token is refused and the refresh it then tries is refused.
@@ -106,7 +121,10 @@ for (const mode of MODES) {
     test("a read-only approval reads but cannot change anything", async () => {
       const { client } = await connectWithOAuth(hatch, "reader@example.com", "read");
       expect((await client.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
-      const change = await client.callTool({ name: "publish", arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] } });
+      const change = await client.callTool({
+        name: "publish",
+        arguments: { files: [{ path: "index.html", content: "<h1>hi</h1>", encoding: "utf8" }] },
+      });
       expect(change.isError).toBe(true);
       expect(textOf(change)).toContain("read-only");
       await client.close();

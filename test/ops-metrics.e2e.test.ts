@@ -27,7 +27,8 @@ async function scrape(url: string, token = METRICS_TOKEN): Promise<Map<string, n
   return parse(await response.text());
 }
 
-const moved = (before: Map<string, number>, after: Map<string, number>, series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
+const moved = (before: Map<string, number>, after: Map<string, number>, series: string) =>
+  (after.get(series) ?? 0) - (before.get(series) ?? 0);
 
 for (const mode of MODES) {
   describe(`/metrics of the gateway (${mode})`, () => {
@@ -63,11 +64,21 @@ for (const mode of MODES) {
       expect(moved(before, after, 'hatch_mcp_tool_calls_total{tool="tool_stats",outcome="invalid_input"}')).toBe(1);
       expect(moved(before, after, 'hatch_mcp_tool_calls_total{tool="tool_stats",outcome="not_found"}')).toBe(1);
       // The invalid call never left the gateway; the other reached the apps service.
-      expect(moved(before, after, 'hatch_service_tool_calls_total{service="apps",tool="tool_stats",outcome="not_found"}')).toBe(1);
-      expect(moved(before, after, 'hatch_service_tool_calls_total{service="apps",tool="tool_stats",outcome="invalid_input"}')).toBe(0);
+      expect(
+        moved(before, after, 'hatch_service_tool_calls_total{service="apps",tool="tool_stats",outcome="not_found"}'),
+      ).toBe(1);
+      expect(
+        moved(
+          before,
+          after,
+          'hatch_service_tool_calls_total{service="apps",tool="tool_stats",outcome="invalid_input"}',
+        ),
+      ).toBe(0);
       expect(moved(before, after, 'hatch_mcp_tool_call_duration_seconds_count{tool="whoami"}')).toBe(2);
       expect(moved(before, after, 'hatch_service_tool_calls_total{service="orgs",tool="whoami",outcome="ok"}')).toBe(2);
-      expect(moved(before, after, 'hatch_service_tool_call_duration_seconds_count{service="orgs",tool="whoami"}')).toBe(2);
+      expect(moved(before, after, 'hatch_service_tool_call_duration_seconds_count{service="orgs",tool="whoami"}')).toBe(
+        2,
+      );
       for (const cls of new Set(statuses.map((s) => `${Math.floor(s / 100)}xx`))) {
         const expected = statuses.filter((s) => `${Math.floor(s / 100)}xx` === cls).length;
         expect(moved(before, after, `hatch_app_host_requests_total{status="${cls}"}`)).toBe(expected);
@@ -80,7 +91,11 @@ for (const mode of MODES) {
     }, 30_000);
 
     test("without the token /metrics answers 401 and shows nothing", async () => {
-      for (const headers of [{}, { Authorization: "Bearer wrong-token-of-some-length" }, { Authorization: METRICS_TOKEN }] as Record<string, string>[]) {
+      for (const headers of [
+        {},
+        { Authorization: "Bearer wrong-token-of-some-length" },
+        { Authorization: METRICS_TOKEN },
+      ] as Record<string, string>[]) {
         const response = await fetch(`${hatch.baseUrl}/metrics`, { headers });
         expect(response.status).toBe(401);
         expect(response.headers.get("www-authenticate")).toContain("Bearer");
@@ -131,9 +146,13 @@ describe("metrics outside the gateway", () => {
     const before = await scrape(`http://127.0.0.1:${listener.port}/metrics`);
     const bus = createMemoryBus();
     bus.subscribe("rpc.silent.ask", () => new Promise<void>(() => {}));
-    await expect(requestTraced(bus, "rpc.silent.ask", "{}", { timeoutMs: 20 })).rejects.toMatchObject({ code: "timeout" });
+    await expect(requestTraced(bus, "rpc.silent.ask", "{}", { timeoutMs: 20 })).rejects.toMatchObject({
+      code: "timeout",
+    });
     // No answerer at all is not a timeout.
-    await expect(requestTraced(bus, "rpc.nobody.ask", "{}", { timeoutMs: 20 })).rejects.toMatchObject({ code: "no_responders" });
+    await expect(requestTraced(bus, "rpc.nobody.ask", "{}", { timeoutMs: 20 })).rejects.toMatchObject({
+      code: "no_responders",
+    });
     const after = await scrape(`http://127.0.0.1:${listener.port}/metrics`);
     expect(moved(before, after, 'hatch_bus_request_timeouts_total{target="rpc.silent"}')).toBe(1);
     expect(after.has('hatch_bus_request_timeouts_total{target="rpc.nobody"}')).toBe(false);

@@ -21,7 +21,10 @@ interface OtlpSpan {
   attributes?: { key: string; value: OtlpValue }[];
 }
 interface OtlpExport {
-  resourceSpans: { resource: { attributes: { key: string; value: OtlpValue }[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
+  resourceSpans: {
+    resource: { attributes: { key: string; value: OtlpValue }[] };
+    scopeSpans: { spans: OtlpSpan[] }[];
+  }[];
 }
 
 const SERVER = 2;
@@ -38,19 +41,27 @@ for (const mode of MODES) {
     let tracing: Tracing;
     let receiver: ReturnType<typeof Bun.serve>;
     const exports: { contentType: string; body: OtlpExport }[] = [];
-    const spans = () => exports.flatMap((e) => e.body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    const spans = () =>
+      exports.flatMap((e) => e.body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
 
     beforeAll(async () => {
       receiver = Bun.serve({
         port: 0,
         hostname: "127.0.0.1",
         async fetch(request) {
-          if (new URL(request.url).pathname !== "/v1/traces" || request.method !== "POST") return new Response("not found", { status: 404 });
-          exports.push({ contentType: request.headers.get("content-type") ?? "", body: (await request.json()) as OtlpExport });
+          if (new URL(request.url).pathname !== "/v1/traces" || request.method !== "POST")
+            return new Response("not found", { status: 404 });
+          exports.push({
+            contentType: request.headers.get("content-type") ?? "",
+            body: (await request.json()) as OtlpExport,
+          });
           return Response.json({});
         },
       });
-      tracing = startTracing({ serviceName: "hatch-test", env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}/` } });
+      tracing = startTracing({
+        serviceName: "hatch-test",
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}/` },
+      });
       hatch = await startTestHatch(mode);
     }, 60_000);
     afterAll(async () => {
@@ -63,7 +74,9 @@ for (const mode of MODES) {
       expect(tracing.enabled).toBe(true);
       const user = await userWithToken(hatch);
       const traceId = "5bf92f3577b34da6a3ce929d0e0e4737";
-      const client = await connectClient(hatch, user.accessToken, undefined, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+      const client = await connectClient(hatch, user.accessToken, undefined, {
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+      });
       const result = await client.callTool({ name: "whoami", arguments: {} });
       expect(result.isError).toBeFalsy();
       await client.close();
@@ -71,7 +84,8 @@ for (const mode of MODES) {
 
       expect(exports.length).toBeGreaterThan(0);
       expect(exports[0]!.contentType).toContain("application/json");
-      const resource = exports[0]!.body.resourceSpans[0]!.resource.attributes.find((a) => a.key === "service.name")?.value.stringValue;
+      const resource = exports[0]!.body.resourceSpans[0]!.resource.attributes.find((a) => a.key === "service.name")
+        ?.value.stringValue;
       expect(resource).toBe("hatch-test");
 
       const mine = spans().filter((s) => s.traceId === traceId);

@@ -27,7 +27,10 @@ for (const mode of MODES) {
       hatch = await startTestHatch(mode);
       owner = await userWithToken(hatch, { name: "Owner" });
       stranger = await userWithToken(hatch, { name: "Stranger" });
-      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({ action: "accept", content: { name: "Click Counter", visibility: "private", confirm: true } })));
+      ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({
+        action: "accept",
+        content: { name: "Click Counter", visibility: "private", confirm: true },
+      })));
       browser = await launchChromium();
     }, 90_000);
     afterAll(async () => {
@@ -90,7 +93,10 @@ for (const mode of MODES) {
       expect(v2.version).toBe(2);
       const { context, page } = await signedInPage(owner.email);
       expect(await page.locator("h1").innerText()).toBe("Counter v2");
-      expect(await callOk(ai, "rollback", { address, version: 1 })).toMatchObject({ status: "rolled_back", currentVersion: 1 });
+      expect(await callOk(ai, "rollback", { address, version: 1 })).toMatchObject({
+        status: "rolled_back",
+        currentVersion: 1,
+      });
       await page.reload();
       expect(await page.locator("h1").innerText()).toBe("Counter v1");
       await context.close();

@@ -7,7 +7,14 @@ import { callOk, connectClient, connectFormClient, textOf, userWithToken } from 
 import { MODES } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
-type Published = { status: string; address?: string; url?: string; uploadUrl?: string; uploadId?: string; userAction?: { kind: string; url: string | null; message: string } };
+type Published = {
+  status: string;
+  address?: string;
+  url?: string;
+  uploadUrl?: string;
+  uploadId?: string;
+  userAction?: { kind: string; url: string | null; message: string };
+};
 
 const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 const html = (title: string) => `<!doctype html><title>${title}</title><h1>${title}</h1>`;
@@ -30,7 +37,8 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
 
-    const addresses = async () => (await callOk<{ apps: { address: string; visibility: string }[] }>(ai, "list_tools")).apps;
+    const addresses = async () =>
+      (await callOk<{ apps: { address: string; visibility: string }[] }>(ai, "list_tools")).apps;
 
     async function confirmInBrowser(url: string): Promise<string> {
       const browser = new Browser((path, init) => fetch(`${hatch.baseUrl}${path}`, { ...init, redirect: "manual" }));
@@ -45,7 +53,11 @@ for (const mode of MODES) {
 
     test("by manifest: uploads first, then a confirm link; nothing exists until the user confirms", async () => {
       const bytes = new TextEncoder().encode(html("Launch"));
-      const args = { name: "Launch Page", visibility: "public", manifest: [{ path: "index.html", sha256: sha256(bytes), size: bytes.byteLength }] };
+      const args = {
+        name: "Launch Page",
+        visibility: "public",
+        manifest: [{ path: "index.html", sha256: sha256(bytes), size: bytes.byteLength }],
+      };
       const first = await callOk<Published>(ai, "publish", args);
       expect(first.status).toBe("needs_upload");
       expect((await fetch(`${first.uploadUrl}index.html`, { method: "PUT", body: bytes })).status).toBe(201);
@@ -65,8 +77,14 @@ for (const mode of MODES) {
 
     test("a form client: the AI's public is confirmed by the user; a no changes nothing", async () => {
       const files = [{ path: "index.html", content: html("Form"), encoding: "utf8" }];
-      const no = await connectFormClient(hatch, alice.accessToken, () => ({ action: "accept", content: { confirm: false } }));
-      const refused = await no.client.callTool({ name: "publish", arguments: { name: "Form Public", visibility: "public", files } });
+      const no = await connectFormClient(hatch, alice.accessToken, () => ({
+        action: "accept",
+        content: { confirm: false },
+      }));
+      const refused = await no.client.callTool({
+        name: "publish",
+        arguments: { name: "Form Public", visibility: "public", files },
+      });
       // An unticked box is the one "declined" shape (not an error, nothing changed), answered by the gateway.
       expect(refused.isError).toBeFalsy();
       expect(refused.structuredContent).toEqual({ status: "declined" });
@@ -75,14 +93,25 @@ for (const mode of MODES) {
       await no.client.close();
       expect((await addresses()).map((a) => a.address)).not.toContain("form-public");
 
-      const yes = await connectFormClient(hatch, alice.accessToken, () => ({ action: "accept", content: { confirm: true } }));
-      expect(await callOk(yes.client, "publish", { name: "Form Public", visibility: "public", files })).toMatchObject({ status: "published", address: "form-public" });
+      const yes = await connectFormClient(hatch, alice.accessToken, () => ({
+        action: "accept",
+        content: { confirm: true },
+      }));
+      expect(await callOk(yes.client, "publish", { name: "Form Public", visibility: "public", files })).toMatchObject({
+        status: "published",
+        address: "form-public",
+      });
       await yes.client.close();
     });
 
     test("the user choosing public in the naming form is their own answer: no second question", async () => {
-      const chosen = await connectFormClient(hatch, alice.accessToken, () => ({ action: "accept", content: { name: "Chosen Public", visibility: "public" } }));
-      const done = await callOk(chosen.client, "publish", { files: [{ path: "index.html", content: html("Chosen"), encoding: "utf8" }] });
+      const chosen = await connectFormClient(hatch, alice.accessToken, () => ({
+        action: "accept",
+        content: { name: "Chosen Public", visibility: "public" },
+      }));
+      const done = await callOk(chosen.client, "publish", {
+        files: [{ path: "index.html", content: html("Chosen"), encoding: "utf8" }],
+      });
       expect(done).toMatchObject({ status: "published", address: "chosen-public" });
       expect(chosen.asked).toEqual(["This publishes a new app. What should it be called, and who may open it?"]);
       await chosen.client.close();

@@ -15,7 +15,17 @@ import { MODES } from "./support/servers.ts";
 // publish { upload: true }: a one-time URL and one shell command (tar | curl) that uploads the built folder and
 // publishes it; the manifest path's compact answer finished by uploadId; forgiving paths; the one inline limit.
 
-type Published = { status: string; address?: string; url?: string; version?: number; account?: string; uploadUrl?: string; uploadId?: string; missing?: string[]; uploads?: unknown };
+type Published = {
+  status: string;
+  address?: string;
+  url?: string;
+  version?: number;
+  account?: string;
+  uploadUrl?: string;
+  uploadId?: string;
+  missing?: string[];
+  uploads?: unknown;
+};
 
 const encoder = new TextEncoder();
 const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
@@ -25,7 +35,11 @@ function siteFolder(title: string, extra = 0): Folder {
   const folder: Folder = new Map();
   folder.set("index.html", page(title));
   folder.set("assets/app.js", encoder.encode(`console.log(${JSON.stringify(title)})`));
-  for (let i = 0; i < extra; i++) folder.set(`assets/chunks/chunk-${String(i).padStart(5, "0")}-${"x".repeat(40)}.js`, encoder.encode(`export const n = ${i};`));
+  for (let i = 0; i < extra; i++)
+    folder.set(
+      `assets/chunks/chunk-${String(i).padStart(5, "0")}-${"x".repeat(40)}.js`,
+      encoder.encode(`export const n = ${i};`),
+    );
   return folder;
 }
 
@@ -50,13 +64,26 @@ for (const mode of MODES) {
     const served = async (address: string, path = "index.html") => {
       const db = apps.context.db;
       const [app] = await db.select().from(appsTable).where(eq(appsTable.address, address));
-      const [file] = await db.select().from(versionFiles).where(and(eq(versionFiles.appId, app!.id), eq(versionFiles.version, app!.currentVersion!), eq(versionFiles.path, path)));
+      const [file] = await db
+        .select()
+        .from(versionFiles)
+        .where(
+          and(
+            eq(versionFiles.appId, app!.id),
+            eq(versionFiles.version, app!.currentVersion!),
+            eq(versionFiles.path, path),
+          ),
+        );
       return file ? await (await apps.context.blobs.get(file.sha256))!.text() : null;
     };
     const offer = async (args: Record<string, unknown>) => {
       const result = await ai.callTool({ name: "publish", arguments: { upload: true, ...args } });
       if (result.isError) throw new Error(textOf(result));
-      return { text: textOf(result), data: result.structuredContent as Published, bytes: JSON.stringify(result).length };
+      return {
+        text: textOf(result),
+        data: result.structuredContent as Published,
+        bytes: JSON.stringify(result).length,
+      };
     };
     const put = (url: string, body: Uint8Array<ArrayBuffer>) => fetch(url, { method: "PUT", body });
 
@@ -70,7 +97,9 @@ for (const mode of MODES) {
       const run = await runShell(uploadCommandOf(text, dir));
       expect(run.stderr).toBe("");
       expect(run.code).toBe(0);
-      expect(run.stdout).toStartWith(`Created the app "Shell App" at shell-app, version 1: ${hatch.appHostUrl.replace("://", "://shell-app.")}/ (private, account personal; 2 files,`);
+      expect(run.stdout).toStartWith(
+        `Created the app "Shell App" at shell-app, version 1: ${hatch.appHostUrl.replace("://", "://shell-app.")}/ (private, account personal; 2 files,`,
+      );
       expect(run.stdout.trim().split("\n")).toHaveLength(1);
 
       // One use: the same command again is refused, and nothing changes.
@@ -87,7 +116,9 @@ for (const mode of MODES) {
       const same = await put(first.data.uploadUrl!, Bun.gzipSync(folderTar(folder)));
       expect(same.status).toBe(201);
       expect(same.headers.get("content-type")).toBe("text/plain; charset=utf-8");
-      expect(await same.text()).toMatch(/^Published shell-app version 2: .* \(private, account personal; 2 files, \d+ bytes, 0 new to Hatch\)\n$/);
+      expect(await same.text()).toMatch(
+        /^Published shell-app version 2: .* \(private, account personal; 2 files, \d+ bytes, 0 new to Hatch\)\n$/,
+      );
 
       folder.set("assets/app.js", encoder.encode("console.log('changed')"));
       const next = await offer({ address: "shell-app" });
@@ -99,10 +130,15 @@ for (const mode of MODES) {
     test("an expired URL is refused with what to do", async () => {
       const { data } = await offer({ address: "shell-app" });
       const token = new URL(data.uploadUrl!).pathname.split("/").pop()!;
-      await apps.context.db.update(folderUploads).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(folderUploads.token, token));
+      await apps.context.db
+        .update(folderUploads)
+        .set({ expiresAt: new Date(Date.now() - 1000) })
+        .where(eq(folderUploads.token, token));
       const response = await put(data.uploadUrl!, folderTar(siteFolder("Late")));
       expect(response.status).toBe(410);
-      expect(await response.text()).toMatch(/^This upload URL expired at .*Call publish with upload: true for a new URL\.\n$/);
+      expect(await response.text()).toMatch(
+        /^This upload URL expired at .*Call publish with upload: true for a new URL\.\n$/,
+      );
       expect(await served("shell-app")).not.toContain("Late");
     });
 
@@ -115,7 +151,10 @@ for (const mode of MODES) {
         [makeTar([index, { name: "../up.js", body: "x" }]), 'the path "../up.js", which leaves the folder (..)'],
         [makeTar([index, { name: "/abs.js", body: "x" }]), 'the absolute path "/abs.js"'],
         [makeTar([{ name: "./about.html", body: "x" }]), "The folder has no index.html at its root"],
-        [makeTar([{ name: "dist/index.html", body: page("x") }]), "The archive has dist/index.html but no index.html at its root. Archive the folder's content: tar -C dist -cf - ."],
+        [
+          makeTar([{ name: "dist/index.html", body: page("x") }]),
+          "The archive has dist/index.html but no index.html at its root. Archive the folder's content: tar -C dist -cf - .",
+        ],
         [encoder.encode("not a tar at all".repeat(64)), "is not a tar archive (plain or gzip)"],
       ];
       for (const [body, message] of cases) {
@@ -135,7 +174,10 @@ for (const mode of MODES) {
 
     test("413 names the limit: a file over 25 MB, and a body declared over the tar limit", async () => {
       const { data } = await offer({ address: "shell-app" });
-      const big = makeTar([{ name: "index.html", body: page("Big") }, { name: "video.bin", body: new Uint8Array(25 * 1024 * 1024 + 1) }]);
+      const big = makeTar([
+        { name: "index.html", body: page("Big") },
+        { name: "video.bin", body: new Uint8Array(25 * 1024 * 1024 + 1) },
+      ]);
       const response = await put(data.uploadUrl!, big);
       expect(response.status).toBe(413);
       expect(await response.text()).toContain('"video.bin" is 25 MB; one file may be at most 25 MB.');
@@ -154,7 +196,12 @@ for (const mode of MODES) {
             },
             data(socket, chunk) {
               answer += new TextDecoder().decode(chunk);
-              if (answer.includes("\r\n\r\n") && answer.endsWith("\n\n") === false && answer.includes("Nothing was published")) socket.end();
+              if (
+                answer.includes("\r\n\r\n") &&
+                answer.endsWith("\n\n") === false &&
+                answer.includes("Nothing was published")
+              )
+                socket.end();
             },
             close: () => resolve(answer),
             error: (_socket, error) => reject(error),
@@ -181,7 +228,10 @@ for (const mode of MODES) {
 
     test("a form client answers the new app's questions once; the upload URL carries that decision", async () => {
       const alice2 = await userWithToken(hatch, { name: "Formy" });
-      const form = await connectFormClient(hatch, alice2.accessToken, () => ({ action: "accept", content: { name: "Chosen By Form", visibility: "people" } }));
+      const form = await connectFormClient(hatch, alice2.accessToken, () => ({
+        action: "accept",
+        content: { name: "Chosen By Form", visibility: "people" },
+      }));
       const result = await form.client.callTool({ name: "publish", arguments: { upload: true } });
       expect(form.asked).toEqual(["This publishes a new app. What should it be called, and who may open it?"]);
       expect(textOf(result)).toContain('the new app "Chosen By Form" (people)');
@@ -191,16 +241,25 @@ for (const mode of MODES) {
     });
 
     test("a new public app: the user confirms before any URL is given; no confirmation, no URL", async () => {
-      const asked = await ai.callTool({ name: "publish", arguments: { upload: true, name: "Loud", visibility: "public" } });
-      expect((asked.structuredContent as Published & { userAction?: { kind: string } }).userAction?.kind).toBe("open_link");
+      const asked = await ai.callTool({
+        name: "publish",
+        arguments: { upload: true, name: "Loud", visibility: "public" },
+      });
+      expect((asked.structuredContent as Published & { userAction?: { kind: string } }).userAction?.kind).toBe(
+        "open_link",
+      );
       expect((asked.structuredContent as Published).uploadUrl).toBeUndefined();
     });
 
     test("the manifest path: one base URL and the missing paths in the text, PUT to base + path, finished by uploadId", async () => {
       const folder = siteFolder("Manifest", 298);
-      for (const [path, bytes] of folder) folder.set(path, new Uint8Array([...bytes, ...encoder.encode("// manifest")])); // contents Alice never had
+      for (const [path, bytes] of folder)
+        folder.set(path, new Uint8Array([...bytes, ...encoder.encode("// manifest")])); // contents Alice never had
       const manifest = [...folder].map(([path, bytes]) => ({ path, sha256: sha256(bytes), size: bytes.byteLength }));
-      const result = await ai.callTool({ name: "publish", arguments: { name: "Manifest App", visibility: "private", manifest } });
+      const result = await ai.callTool({
+        name: "publish",
+        arguments: { name: "Manifest App", visibility: "private", manifest },
+      });
       const data = result.structuredContent as Published;
       const text = textOf(result);
       expect(data.status).toBe("needs_upload");
@@ -218,7 +277,8 @@ for (const mode of MODES) {
 
       const early = await ai.callTool({ name: "publish", arguments: { uploadId: data.uploadId } });
       expect(textOf(early)).toContain("300 of 300 files are not on Hatch yet.");
-      for (const path of data.missing!) expect((await put(`${data.uploadUrl}${path}`, folder.get(path)!)).status).toBe(201);
+      for (const path of data.missing!)
+        expect((await put(`${data.uploadUrl}${path}`, folder.get(path)!)).status).toBe(201);
       expect((await put(`${data.uploadUrl}index.html`, folder.get("index.html")!)).status).toBe(200);
       const stranger = await put(`${data.uploadUrl}nope.js`, encoder.encode("x"));
       expect(stranger.status).toBe(404);
@@ -243,7 +303,9 @@ for (const mode of MODES) {
         },
       });
       expect(result.isError).toBeFalsy();
-      expect(textOf(result)).toContain("Paths were normalised (relative, with /): /index.html → index.html, ./style.css → style.css, assets\\app.js → assets/app.js.");
+      expect(textOf(result)).toContain(
+        "Paths were normalised (relative, with /): /index.html → index.html, ./style.css → style.css, assets\\app.js → assets/app.js.",
+      );
       expect(textOf(result)).toContain("in your personal account");
       expect(await served("forgiving", "assets/app.js")).toBe("console.log(1)");
     });
@@ -253,11 +315,13 @@ for (const mode of MODES) {
         { path: "index.html", content: "<h1>big</h1>" },
         { path: "photo.bin", content: Buffer.alloc(3_700_000, 7).toString("base64"), encoding: "base64" },
       ];
-      const result = await ai.callTool({ name: "publish", arguments: { name: "Too Big", visibility: "private", files } });
+      const result = await ai.callTool({
+        name: "publish",
+        arguments: { name: "Too Big", visibility: "private", files },
+      });
       expect(result.isError).toBe(true);
       expect(textOf(result)).toContain("inline files may hold at most 3 MB in all");
       expect(textOf(result)).toContain("Call publish with upload: true instead");
     });
   });
 }
-

@@ -11,7 +11,9 @@ for (const mode of MODES) {
     let hatch: TestHatch;
 
     beforeAll(async () => {
-      hatch = await startTestHatch(mode, { gatewayConfig: { toolCallsPerMinutePerGrant: 3, toolCallsPerMinutePerUser: 5 } });
+      hatch = await startTestHatch(mode, {
+        gatewayConfig: { toolCallsPerMinutePerGrant: 3, toolCallsPerMinutePerUser: 5 },
+      });
     }, 60_000);
     afterAll(async () => {
       await hatch?.stop();
@@ -22,16 +24,22 @@ for (const mode of MODES) {
       while (Date.now() % 60_000 > 50_000) await Bun.sleep(250);
       const user = await userWithToken(hatch, { name: "Rate" });
       const first = await connectClient(hatch, user.accessToken);
-      for (let i = 0; i < 3; i++) expect((await first.callTool({ name: "whoami", arguments: {} })).isError).not.toBe(true);
+      for (let i = 0; i < 3; i++)
+        expect((await first.callTool({ name: "whoami", arguments: {} })).isError).not.toBe(true);
       const refused = await first.callTool({ name: "whoami", arguments: {} });
       expect(refused.isError).toBe(true);
-      expect(textOf(refused)).toMatch(/^Too many tool calls on this connection: at most 3 a minute\. Nothing was done; try again in \d+ s\. \(limit_exceeded\)$/);
+      expect(textOf(refused)).toMatch(
+        /^Too many tool calls on this connection: at most 3 a minute\. Nothing was done; try again in \d+ s\. \(limit_exceeded\)$/,
+      );
 
       const other = await hatch.gateway.auth.issueTokenForScript({ email: user.email });
       const second = await connectClient(hatch, other.accessToken);
-      for (let i = 0; i < 2; i++) expect((await second.callTool({ name: "whoami", arguments: {} })).isError).not.toBe(true);
+      for (let i = 0; i < 2; i++)
+        expect((await second.callTool({ name: "whoami", arguments: {} })).isError).not.toBe(true);
       const userRefused = await second.callTool({ name: "whoami", arguments: {} });
-      expect(textOf(userRefused)).toMatch(/^Too many tool calls for this user across all connections: at most 5 a minute/);
+      expect(textOf(userRefused)).toMatch(
+        /^Too many tool calls for this user across all connections: at most 5 a minute/,
+      );
 
       const someoneElse = await userWithToken(hatch, { name: "Other" });
       const third = await connectClient(hatch, someoneElse.accessToken);

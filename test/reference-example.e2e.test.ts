@@ -15,7 +15,10 @@ const PASSWORD = "correct horse battery";
 // Bun 1.4.5 keeps its 5 s default whatever bunfig says; these tests sign in through several pages.
 const TEST_TIMEOUT_MS = 60_000;
 /** A 1×1 PNG: a real image the browser decodes. */
-const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);
 
 for (const mode of MODES) {
   describe.skipIf(!hasChromium)(`the reference's example app (${mode})`, () => {
@@ -31,7 +34,10 @@ for (const mode of MODES) {
     beforeAll(async () => {
       hatch = await startTestHatch(mode);
       user = await userWithToken(hatch, { name: "Rita" });
-      ({ client: ai } = await connectFormClient(hatch, user.accessToken, () => ({ action: "accept", content: { name: "Example Todos", visibility: "public", confirm: true } })));
+      ({ client: ai } = await connectFormClient(hatch, user.accessToken, () => ({
+        action: "accept",
+        content: { name: "Example Todos", visibility: "public", confirm: true },
+      })));
       const files = Object.entries(EXAMPLE_APP).map(([path, content]) => ({ path, content, encoding: "utf8" }));
       ({ url, address } = await callOk<{ url: string; address: string }>(ai, "publish", { files }));
       browser = await launchChromium();
@@ -56,7 +62,10 @@ for (const mode of MODES) {
 
     const texts = (page: Page) => page.locator("#list li span").allInnerTexts();
     const showsItems = (page: Page, expected: string[]) =>
-      eventually(async () => JSON.stringify(await texts(page)) === JSON.stringify(expected), `items ${JSON.stringify(expected)}`);
+      eventually(
+        async () => JSON.stringify(await texts(page)) === JSON.stringify(expected),
+        `items ${JSON.stringify(expected)}`,
+      );
 
     test(
       "anonymous: the sign-in button; signed in: add with a photo, tick, a second tab sees changes live, delete",
@@ -66,17 +75,24 @@ for (const mode of MODES) {
         await page.waitForURL((next) => next.pathname === "/signin");
         await page.getByLabel("Email").fill(user.email);
         await page.getByLabel("Password").fill(PASSWORD);
-        await Promise.all([page.waitForURL((next) => next.origin === new URL(url).origin), page.getByRole("button", { name: "Sign in" }).click()]);
+        await Promise.all([
+          page.waitForURL((next) => next.origin === new URL(url).origin),
+          page.getByRole("button", { name: "Sign in" }).click(),
+        ]);
         await page.getByText(`Signed in as ${user.email}`).waitFor();
 
         await page.locator("#text").fill("Water the plants");
         await page.locator("#photo").setInputFiles({ name: "plant.png", mimeType: "image/png", buffer: PNG });
         await page.getByRole("button", { name: "Add" }).click();
         await showsItems(page, ["Water the plants"]);
-        await page.waitForFunction(() => (document.querySelector("#list img") as HTMLImageElement | null)?.naturalWidth === 1);
+        await page.waitForFunction(
+          () => (document.querySelector("#list img") as HTMLImageElement | null)?.naturalWidth === 1,
+        );
 
         const other = await open(page.context());
-        const streaming = other.waitForResponse((response) => new URL(response.url()).pathname === "/_hatch/db/todos/_changes" && response.status() === 200);
+        const streaming = other.waitForResponse(
+          (response) => new URL(response.url()).pathname === "/_hatch/db/todos/_changes" && response.status() === 200,
+        );
         await other.reload();
         await showsItems(other, ["Water the plants"]);
         await streaming;
@@ -85,14 +101,20 @@ for (const mode of MODES) {
         await page.getByRole("button", { name: "Add" }).click();
         await showsItems(other, ["Water the plants", "Call the bank"]);
         await page.locator("#list li", { hasText: "Water the plants" }).getByRole("checkbox").check();
-        await eventually(async () => (await other.locator("#list li.done span").allInnerTexts()).join() === "Water the plants", "the tick in the other tab");
+        await eventually(
+          async () => (await other.locator("#list li.done span").allInnerTexts()).join() === "Water the plants",
+          "the tick in the other tab",
+        );
         await page.locator("#list li", { hasText: "Call the bank" }).getByRole("button", { name: "Delete" }).click();
         await showsItems(other, ["Water the plants"]);
         await showsItems(page, ["Water the plants"]);
         expect(await page.locator("#error").innerText()).toBe("");
         expect(pageErrors).toEqual([]);
 
-        const data = await callOk<{ collections: { name: string; count: number }[]; buckets: { name: string; count: number }[] }>(ai, "tool_data", { address });
+        const data = await callOk<{
+          collections: { name: string; count: number }[];
+          buckets: { name: string; count: number }[];
+        }>(ai, "tool_data", { address });
         expect(data.collections.map((c) => [c.name, c.count])).toEqual([["todos", 1]]);
         expect(data.buckets).toEqual([{ name: "photos", count: 1 }]);
       },

@@ -37,7 +37,14 @@ export default {
 const FILES = (server = SERVER) => [
   { path: "index.html", content: "<h1>Todos</h1>", encoding: "utf8" },
   { path: "api/index.js", content: server, encoding: "utf8" },
-  { path: "service.json", content: JSON.stringify({ server: "api/index.js", collections: { todos: { read: "anyone", create: "signed_in" } } }), encoding: "utf8" },
+  {
+    path: "service.json",
+    content: JSON.stringify({
+      server: "api/index.js",
+      collections: { todos: { read: "anyone", create: "signed_in" } },
+    }),
+    encoding: "utf8",
+  },
 ];
 
 for (const mode of MODES) {
@@ -52,7 +59,9 @@ for (const mode of MODES) {
       hatch = await startTestHatch(mode);
       apps = hatch.services.get("apps") as AppsService;
       const [a, b, c] = await Promise.all(["Olga", "Mick", "Sam"].map((name) => userWithToken(hatch, { name })));
-      [owner, manager, stranger] = (await Promise.all([a!, b!, c!].map((user) => connectClient(hatch, user.accessToken)))) as [Client, Client, Client];
+      [owner, manager, stranger] = (await Promise.all(
+        [a!, b!, c!].map((user) => connectClient(hatch, user.accessToken)),
+      )) as [Client, Client, Client];
       await callOk(owner, "org_setup", { action: "create", name: `Server ${mode}` });
       await callOk(owner, "org_invite", { emails: [b!.email], role: "manager" });
       const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(manager, "org");
@@ -64,16 +73,30 @@ for (const mode of MODES) {
     });
 
     test("publish refuses a server module that is not in the folder, and one that does not compile", async () => {
-      const missing = await refused(owner, "publish", { name: "Broken", visibility: "private", files: FILES().filter((f) => f.path !== "api/index.js") });
-      expect(missing).toContain('service.json names "api/index.js" as its server code, but the folder has no such file');
-      const broken = await refused(owner, "publish", { name: "Broken", visibility: "private", files: FILES("export default {\n  fetch(request {\n}") });
+      const missing = await refused(owner, "publish", {
+        name: "Broken",
+        visibility: "private",
+        files: FILES().filter((f) => f.path !== "api/index.js"),
+      });
+      expect(missing).toContain(
+        'service.json names "api/index.js" as its server code, but the folder has no such file',
+      );
+      const broken = await refused(owner, "publish", {
+        name: "Broken",
+        visibility: "private",
+        files: FILES("export default {\n  fetch(request {\n}"),
+      });
       expect(broken).toContain('The server code "api/index.js" does not compile: SyntaxError');
       expect(broken).toContain("api/index.js line 2");
       expect((await callOk<{ apps: unknown[] }>(owner, "list_tools", {})).apps).toEqual([]);
     });
 
     test("published server code answers /api with env.db; the module is not served", async () => {
-      const done = await callOk<{ address: string }>(owner, "publish", { name: `Todos ${mode}`, visibility: "private", files: FILES() });
+      const done = await callOk<{ address: string }>(owner, "publish", {
+        name: `Todos ${mode}`,
+        visibility: "private",
+        files: FILES(),
+      });
       address = done.address;
       // Public without the user's confirmation round (another suite covers that): anonymous requests reach the code.
       await apps.context.db.update(appsTable).set({ visibility: "public" }).where(eq(appsTable.address, address));
@@ -121,10 +144,18 @@ for (const mode of MODES) {
     });
 
     test("tool_logs without lines says how to log, or that the app has no server code", async () => {
-      const plain = await callOk<{ address: string }>(owner, "publish", { name: `Plain ${mode}`, visibility: "private", files: [FILES()[0]!] });
+      const plain = await callOk<{ address: string }>(owner, "publish", {
+        name: `Plain ${mode}`,
+        visibility: "private",
+        files: [FILES()[0]!],
+      });
       const result = await owner.callTool({ name: "tool_logs", arguments: { address: plain.address } });
       expect(textOf(result)).toContain("has no server code");
-      const quiet = await callOk<{ address: string }>(owner, "publish", { name: `Quiet ${mode}`, visibility: "private", files: FILES() });
+      const quiet = await callOk<{ address: string }>(owner, "publish", {
+        name: `Quiet ${mode}`,
+        visibility: "private",
+        files: FILES(),
+      });
       const none = await owner.callTool({ name: "tool_logs", arguments: { address: quiet.address } });
       expect(textOf(none)).toContain("console.log");
       expect(apps.host.flushLogs).toBeFunction();

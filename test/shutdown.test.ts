@@ -19,12 +19,19 @@ afterAll(() => {
 
 function baseEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = { ...(process.env as Record<string, string>), ...extra };
-  for (const name of ["DATABASE_URL", "NATS_URL", "HATCH_SECRET", "SHUTDOWN_TIMEOUT_MS", "HATCH_PARENT_PID"]) if (!(name in extra)) delete env[name];
+  for (const name of ["DATABASE_URL", "NATS_URL", "HATCH_SECRET", "SHUTDOWN_TIMEOUT_MS", "HATCH_PARENT_PID"])
+    if (!(name in extra)) delete env[name];
   return env;
 }
 
 function startFixture(extra: Record<string, string>) {
-  const child = Bun.spawn([process.execPath, FIXTURE], { cwd: ROOT, env: baseEnv(extra), stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const child = Bun.spawn([process.execPath, FIXTURE], {
+    cwd: ROOT,
+    env: baseEnv(extra),
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
   return { child, out: collect(child.stdout), err: collect(child.stderr) };
 }
 
@@ -46,7 +53,11 @@ describe("the shared shutdown, in a real process", () => {
     child.kill("SIGINT");
     expect(await child.exited).toBe(EXIT_CODES.deadline);
     await out.ended;
-    expect(logLines(out, "shutdown deadline passed: exiting with work unfinished")[0]).toMatchObject({ level: "error", step: "step that never ends", timeoutMs: 300 });
+    expect(logLines(out, "shutdown deadline passed: exiting with work unfinished")[0]).toMatchObject({
+      level: "error",
+      step: "step that never ends",
+      timeoutMs: 300,
+    });
     expect(logLines(out, "last step ran")).toHaveLength(0);
   }, 20_000);
 
@@ -58,7 +69,10 @@ describe("the shared shutdown, in a real process", () => {
     child.kill("SIGINT");
     expect(await child.exited).toBe(EXIT_CODES.SIGINT);
     await out.ended;
-    expect(logLines(out, "second signal: exiting at once")[0]).toMatchObject({ reason: "SIGINT", step: "step that never ends" });
+    expect(logLines(out, "second signal: exiting at once")[0]).toMatchObject({
+      reason: "SIGINT",
+      step: "step that never ends",
+    });
   }, 20_000);
 
   test.each([
@@ -66,22 +80,29 @@ describe("the shared shutdown, in a real process", () => {
     ["1.5", "must be a whole number of milliseconds"],
     ["50", "must be at least 100"],
     ["600001", "must be at most 600000"],
-  ])("SHUTDOWN_TIMEOUT_MS=%p is refused at start: %s", async (value, message) => {
-    const { child, err } = startFixture({ SHUTDOWN_TIMEOUT_MS: value });
-    expect(await child.exited).toBe(2);
-    await err.ended;
-    expect(err.text).toContain(`SHUTDOWN_TIMEOUT_MS: ${message}`);
-  }, 20_000);
+  ])(
+    "SHUTDOWN_TIMEOUT_MS=%p is refused at start: %s",
+    async (value, message) => {
+      const { child, err } = startFixture({ SHUTDOWN_TIMEOUT_MS: value });
+      expect(await child.exited).toBe(2);
+      await err.ended;
+      expect(err.text).toContain(`SHUTDOWN_TIMEOUT_MS: ${message}`);
+    },
+    20_000,
+  );
 
   test("a process whose launcher is killed stops itself (HATCH_PARENT_PID)", async () => {
     // bash stands in for the launcher: it runs the fixture as its child, tells it its own pid, and is killed hard.
-    const launcher = Bun.spawn(["bash", "-c", `HATCH_PARENT_PID=$$ ${JSON.stringify(process.execPath)} ${JSON.stringify(FIXTURE)}; true`], {
-      cwd: ROOT,
-      env: baseEnv({ STEPS: "quick" }),
-      stdout: "pipe",
-      stderr: "pipe",
-      stdin: "ignore",
-    });
+    const launcher = Bun.spawn(
+      ["bash", "-c", `HATCH_PARENT_PID=$$ ${JSON.stringify(process.execPath)} ${JSON.stringify(FIXTURE)}; true`],
+      {
+        cwd: ROOT,
+        env: baseEnv({ STEPS: "quick" }),
+        stdout: "pipe",
+        stderr: "pipe",
+        stdin: "ignore",
+      },
+    );
     const out = collect(launcher.stdout);
     await out.waitFor("ready pid=");
     const pid = Number(/ready pid=(\d+)/.exec(out.text)![1]);
@@ -102,7 +123,12 @@ describe("bun run dev", () => {
     const port = freePort();
     const env = baseEnv({ DATA_DIR: dataDir, PORT: String(port), APP_PORT: String(freePort()), LOG_LEVEL: "info" });
     const admin = async (...args: string[]) => {
-      const child = Bun.spawn([process.execPath, "scripts/admin.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
+      const child = Bun.spawn([process.execPath, "scripts/admin.ts", ...args], {
+        cwd: ROOT,
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const stdout = await new Response(child.stdout).text();
       expect(await child.exited).toBe(0);
       return stdout;
@@ -110,22 +136,45 @@ describe("bun run dev", () => {
     await admin("user:create", "--email", "stream@example.com", "--password", "long enough pw", "--name", "Stream");
     const token = (await admin("token:issue", "--email", "stream@example.com")).trim().split("\n").pop()!;
 
-    const dev = Bun.spawn([process.execPath, "scripts/dev.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const dev = Bun.spawn([process.execPath, "scripts/dev.ts"], {
+      cwd: ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+      stdin: "ignore",
+    });
     const out = collect(dev.stdout);
     try {
       await out.waitFor("Hatch is running");
       const mcp = `http://localhost:${port}/mcp`;
-      const headers = { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
+      const headers = {
+        Authorization: `Bearer ${token}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+      };
       const init = await fetch(mcp, {
         method: "POST",
         headers,
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "shutdown-test", version: "1" } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-11-25",
+            capabilities: {},
+            clientInfo: { name: "shutdown-test", version: "1" },
+          },
+        }),
       });
       expect(init.status).toBe(200);
       await init.text();
       const session = init.headers.get("mcp-session-id")!;
       const sessionHeaders = { ...headers, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25" };
-      const initialized = await fetch(mcp, { method: "POST", headers: sessionHeaders, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) });
+      const initialized = await fetch(mcp, {
+        method: "POST",
+        headers: sessionHeaders,
+        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+      });
       expect(initialized.status).toBe(202);
 
       // The answer's headers come with the stream's first bytes (the SDK's keep-alive, 15 s, until a priming event is sent).
@@ -152,7 +201,10 @@ describe("bun run dev", () => {
 /** A nats-server of this test's own on a free port, so it can be stopped under a service. */
 async function startNats(): Promise<{ url: string; process: Bun.Subprocess }> {
   const port = freePort();
-  const child = Bun.spawn(["nats-server", "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", mkdtempSync(join(tmpdir(), "hatch-nats-"))], { stdout: "ignore", stderr: "pipe", stdin: "ignore" });
+  const child = Bun.spawn(
+    ["nats-server", "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", mkdtempSync(join(tmpdir(), "hatch-nats-"))],
+    { stdout: "ignore", stderr: "pipe", stdin: "ignore" },
+  );
   await collect(child.stderr).waitFor("Server is ready");
   return { url: `nats://127.0.0.1:${port}`, process: child };
 }
@@ -160,31 +212,49 @@ async function startNats(): Promise<{ url: string; process: Bun.Subprocess }> {
 describe.skipIf(!process.env.TEST_DATABASE_URL)("a service started alone", () => {
   // Killed: the connection drops. Frozen (SIGSTOP): the connection stays open and nothing answers, the worst case
   // for a drain that waits on the server.
-  test.each(["killed", "frozen"] as const)("exits on SIGTERM after its NATS server was %s under it", async (fault) => {
-    const nats = await startNats();
-    const database = await freshDatabase(process.env.TEST_DATABASE_URL!);
-    const env = baseEnv({ NATS_URL: nats.url, DATABASE_URL: database.url, HATCH_SECRET: TEST_SECRET, LOG_LEVEL: "info", BUS_PREFIX: uniqueName("shutdown") });
-    const service = Bun.spawn([process.execPath, "src/main.ts"], { cwd: join(ROOT, "services/domains"), env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-    const out = collect(service.stdout);
-    try {
-      await out.waitFor('"msg":"service ready"');
-      if (fault === "killed") {
-        nats.process.kill("SIGKILL");
+  test.each(["killed", "frozen"] as const)(
+    "exits on SIGTERM after its NATS server was %s under it",
+    async (fault) => {
+      const nats = await startNats();
+      const database = await freshDatabase(process.env.TEST_DATABASE_URL!);
+      const env = baseEnv({
+        NATS_URL: nats.url,
+        DATABASE_URL: database.url,
+        HATCH_SECRET: TEST_SECRET,
+        LOG_LEVEL: "info",
+        BUS_PREFIX: uniqueName("shutdown"),
+      });
+      const service = Bun.spawn([process.execPath, "src/main.ts"], {
+        cwd: join(ROOT, "services/domains"),
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+        stdin: "ignore",
+      });
+      const out = collect(service.stdout);
+      try {
+        await out.waitFor('"msg":"service ready"');
+        if (fault === "killed") {
+          nats.process.kill("SIGKILL");
+          await nats.process.exited;
+        } else nats.process.kill("SIGSTOP");
+        service.kill("SIGTERM");
+        // Exited by itself, cleanly or at its deadline, never killed: either way with a logged reason.
+        expect<number[]>([EXIT_CODES.clean, EXIT_CODES.deadline]).toContain(await service.exited);
+        expect(service.signalCode).toBeNull();
+        await out.ended;
+        expect(logLines(out, "shutting down")[0]).toMatchObject({ reason: "SIGTERM", service: "domains" });
+        const finished =
+          logLines(out, "stopped").length +
+          logLines(out, "shutdown deadline passed: exiting with work unfinished").length;
+        expect(finished).toBe(1);
+      } finally {
+        if (service.exitCode === null) service.kill("SIGKILL");
+        if (nats.process.exitCode === null) nats.process.kill("SIGKILL");
         await nats.process.exited;
-      } else nats.process.kill("SIGSTOP");
-      service.kill("SIGTERM");
-      // Exited by itself, cleanly or at its deadline, never killed: either way with a logged reason.
-      expect<number[]>([EXIT_CODES.clean, EXIT_CODES.deadline]).toContain(await service.exited);
-      expect(service.signalCode).toBeNull();
-      await out.ended;
-      expect(logLines(out, "shutting down")[0]).toMatchObject({ reason: "SIGTERM", service: "domains" });
-      const finished = logLines(out, "stopped").length + logLines(out, "shutdown deadline passed: exiting with work unfinished").length;
-      expect(finished).toBe(1);
-    } finally {
-      if (service.exitCode === null) service.kill("SIGKILL");
-      if (nats.process.exitCode === null) nats.process.kill("SIGKILL");
-      await nats.process.exited;
-      await database.drop();
-    }
-  }, 60_000);
+        await database.drop();
+      }
+    },
+    60_000,
+  );
 });

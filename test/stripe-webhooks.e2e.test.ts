@@ -23,10 +23,20 @@ for (const mode of MODES) {
     let n = 0;
 
     beforeAll(async () => {
-      fake = new FakeStripe({ secretKey: SECRET_KEY, apiVersion: STRIPE_API_VERSION, webhookSecret: WEBHOOK_SECRET, prices: { price_pro: 1200, price_team: 2000 } });
+      fake = new FakeStripe({
+        secretKey: SECRET_KEY,
+        apiVersion: STRIPE_API_VERSION,
+        webhookSecret: WEBHOOK_SECRET,
+        prices: { price_pro: 1200, price_team: 2000 },
+      });
       hatch = await startTestHatch(mode, {
         services: ["orgs", "billing"],
-        serviceEnv: { STRIPE_SECRET_KEY: SECRET_KEY, STRIPE_API_URL: fake.url, STRIPE_PRICE_PRO: PRICES.pro, STRIPE_PRICE_TEAM: PRICES.team },
+        serviceEnv: {
+          STRIPE_SECRET_KEY: SECRET_KEY,
+          STRIPE_API_URL: fake.url,
+          STRIPE_PRICE_PRO: PRICES.pro,
+          STRIPE_PRICE_TEAM: PRICES.team,
+        },
         gatewayConfig: { stripeWebhookSecret: WEBHOOK_SECRET },
       });
       fake.webhookUrl = `${hatch.baseUrl}/webhooks/stripe`;
@@ -38,11 +48,16 @@ for (const mode of MODES) {
     });
 
     const db = () => hatch.databases.get("billing")!;
-    const row = async (customerId: string) => (await db().select().from(accounts).where(eq(accounts.customerId, customerId)))[0]!;
+    const row = async (customerId: string) =>
+      (await db().select().from(accounts).where(eq(accounts.customerId, customerId)))[0]!;
     /** A billing account on the free plan with a Stripe customer, as the billing tool creates it on first use. */
     async function freeAccount(): Promise<string> {
       const accountId = `acc_wh_${mode}_${++n}`;
-      const customerId = await provider.createCustomer({ accountId, email: `${accountId}@example.com`, name: accountId });
+      const customerId = await provider.createCustomer({
+        accountId,
+        email: `${accountId}@example.com`,
+        name: accountId,
+      });
       await db().insert(accounts).values({ accountId, provider: "stripe", customerId });
       return customerId;
     }
@@ -52,7 +67,11 @@ for (const mode of MODES) {
       const user = await userWithToken(hatch, { name: "Stripe Payer" });
       const ai = await connectClient(hatch, user.accessToken);
       try {
-        const first = await callOk<{ plan: string; cardOnFile: boolean; url: string; actionNeeded: string | null }>(ai, "billing", { manage: true });
+        const first = await callOk<{ plan: string; cardOnFile: boolean; url: string; actionNeeded: string | null }>(
+          ai,
+          "billing",
+          { manage: true },
+        );
         expect(first).toMatchObject({ plan: "free", cardOnFile: false });
         expect(first.url.startsWith(fake.url)).toBe(true);
         expect(await fake.completeCheckout(sessionIdOf(first.url))).toEqual(expect.arrayContaining([200]));
@@ -60,21 +79,52 @@ for (const mode of MODES) {
         expect(after).toMatchObject({ plan: "pro", state: "active", cardOnFile: true });
 
         // The charge another service asks for (a domain): charged off-session with the card on file, once per key.
-        const claims: CallContextClaims = { sub: user.id, email: user.email, name: user.name, permissions: [], scope: "write", client: { kind: "other", name: "test", elicitation: { form: false, url: false } }, grant: "test", rid: "test" };
+        const claims: CallContextClaims = {
+          sub: user.id,
+          email: user.email,
+          name: user.name,
+          permissions: [],
+          scope: "write",
+          client: { kind: "other", name: "test", elicitation: { form: false, url: false } },
+          grant: "test",
+          rid: "test",
+        };
         const session = await hatch.gateway.accounts.resolve(claims, { requestId: "test", traceparent: "" });
-        const ctx = signContext({ ...claims, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions }, deriveKey(TEST_SECRET, "ctx"));
-        const input = { accountId: session.account, amountMinor: 1500, currency: "USD", description: "Domain example.com", idempotencyKey: `stripe-domain-${mode}` };
+        const ctx = signContext(
+          {
+            ...claims,
+            account: session.account,
+            accountKind: session.accountKind,
+            org: session.org,
+            role: session.role,
+            permissions: session.permissions,
+          },
+          deriveKey(TEST_SECRET, "ctx"),
+        );
+        const input = {
+          accountId: session.account,
+          amountMinor: 1500,
+          currency: "USD",
+          description: "Domain example.com",
+          idempotencyKey: `stripe-domain-${mode}`,
+        };
         // The bank declines first; once the card works, the same key charges (a new attempt at Stripe, whose own
         // idempotency would replay the decline), and asking again never charges twice.
         const { customerId } = (await db().select().from(accounts).where(eq(accounts.accountId, session.account)))[0]!;
         fake.declining.add(customerId);
-        const declined = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
+        const declined = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, {
+          ctx,
+        });
         expect(declined).toMatchObject({ status: "refused", chargeId: null });
         expect(declined.message).toContain("declined");
         fake.declining.delete(customerId);
-        const charged = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
+        const charged = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, {
+          ctx,
+        });
         expect(charged.status).toBe("charged");
-        const again = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, { ctx });
+        const again = await callRpc(hatch.bus, "billing", rpcMethods.billing.charge, input, ChargeResultSchema, {
+          ctx,
+        });
         expect(again).toEqual(charged);
         const intents = [...fake.paymentIntents.values()];
         expect(intents.filter((intent) => intent.status === "succeeded")).toHaveLength(1);
@@ -87,7 +137,14 @@ for (const mode of MODES) {
 
     test("subscription checkout completed: plan, state, seats and card on file become Stripe's", async () => {
       const customer = await freeAccount();
-      const url = await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "team", seats: 4, successUrl: `${hatch.baseUrl}/ok`, cancelUrl: `${hatch.baseUrl}/no` });
+      const url = await provider.checkoutUrl({
+        customerId: customer,
+        mode: "subscription",
+        plan: "team",
+        seats: 4,
+        successUrl: `${hatch.baseUrl}/ok`,
+        cancelUrl: `${hatch.baseUrl}/no`,
+      });
       const statuses = await fake.completeCheckout(sessionIdOf(url));
       expect(statuses).toEqual([200, 200, 200, 200]);
       const account = await row(customer);
@@ -98,14 +155,32 @@ for (const mode of MODES) {
 
     test("setup checkout completed: card on file, still free", async () => {
       const customer = await freeAccount();
-      await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "setup", successUrl: `${hatch.baseUrl}/ok`, cancelUrl: `${hatch.baseUrl}/no` })));
+      await fake.completeCheckout(
+        sessionIdOf(
+          await provider.checkoutUrl({
+            customerId: customer,
+            mode: "setup",
+            successUrl: `${hatch.baseUrl}/ok`,
+            cancelUrl: `${hatch.baseUrl}/no`,
+          }),
+        ),
+      );
       expect(await row(customer)).toMatchObject({ plan: "free", state: "active", cardOnFile: true });
     });
 
     test("removing one of two cards leaves a card on file; removing the last one leaves none", async () => {
       const customer = await freeAccount();
       for (let i = 0; i < 2; i++) {
-        await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "setup", successUrl: `${hatch.baseUrl}/ok`, cancelUrl: `${hatch.baseUrl}/no` })));
+        await fake.completeCheckout(
+          sessionIdOf(
+            await provider.checkoutUrl({
+              customerId: customer,
+              mode: "setup",
+              successUrl: `${hatch.baseUrl}/ok`,
+              cancelUrl: `${hatch.baseUrl}/no`,
+            }),
+          ),
+        );
       }
       const cards = [...fake.paymentMethods.values()].filter((p) => p.customer === customer);
       expect(cards).toHaveLength(2);
@@ -117,7 +192,17 @@ for (const mode of MODES) {
 
     test("a failed invoice makes it past_due; cancel makes it canceled; a detached card is no card", async () => {
       const customer = await freeAccount();
-      await fake.completeCheckout(sessionIdOf(await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "pro", successUrl: "http://h/ok", cancelUrl: "http://h/no" })));
+      await fake.completeCheckout(
+        sessionIdOf(
+          await provider.checkoutUrl({
+            customerId: customer,
+            mode: "subscription",
+            plan: "pro",
+            successUrl: "http://h/ok",
+            cancelUrl: "http://h/no",
+          }),
+        ),
+      );
       const { subscriptionId } = await row(customer);
       expect(await fake.failInvoice(subscriptionId!)).toEqual([200, 200]);
       expect(await row(customer)).toMatchObject({ plan: "pro", state: "past_due" });
@@ -134,11 +219,19 @@ for (const mode of MODES) {
       const payload = JSON.stringify(event);
       expect((await fake.deliver(payload, "whsec_someoneelse")).status).toBe(400);
       // The right secret over other bytes (the payload changed after signing) is a forgery too.
-      const tampered = await fetch(fake.webhookUrl!, { method: "POST", headers: { "stripe-signature": signature(payload, WEBHOOK_SECRET) }, body: payload.replace("payment_method.attached", "payment_method.detached") });
+      const tampered = await fetch(fake.webhookUrl!, {
+        method: "POST",
+        headers: { "stripe-signature": signature(payload, WEBHOOK_SECRET) },
+        body: payload.replace("payment_method.attached", "payment_method.detached"),
+      });
       expect(tampered.status).toBe(400);
       expect((await fetch(fake.webhookUrl!, { method: "POST", body: payload })).status).toBe(400);
       // Signed long ago (a captured request replayed later): outside Stripe's 5-minute tolerance.
-      const old = await fetch(fake.webhookUrl!, { method: "POST", headers: { "stripe-signature": signature(payload, WEBHOOK_SECRET, Math.floor(Date.now() / 1000) - 3600) }, body: payload });
+      const old = await fetch(fake.webhookUrl!, {
+        method: "POST",
+        headers: { "stripe-signature": signature(payload, WEBHOOK_SECRET, Math.floor(Date.now() / 1000) - 3600) },
+        body: payload,
+      });
       expect(old.status).toBe(400);
       expect((await row(customer)).cardOnFile).toBe(false);
       expect(await db().select().from(providerEvents).where(eq(providerEvents.id, event.id))).toHaveLength(0);
@@ -147,7 +240,11 @@ for (const mode of MODES) {
     test("a replayed event is a duplicate and changes nothing twice", async () => {
       const customer = await freeAccount();
       const attached = fake.event("payment_method.attached", { id: "pm_r", object: "payment_method", customer });
-      const detached = fake.event("payment_method.detached", { id: "pm_r", object: "payment_method", customer: null }, { customer });
+      const detached = fake.event(
+        "payment_method.detached",
+        { id: "pm_r", object: "payment_method", customer: null },
+        { customer },
+      );
       await fake.send([attached]);
       expect((await row(customer)).cardOnFile).toBe(true);
       await fake.send([detached]);
@@ -161,7 +258,11 @@ for (const mode of MODES) {
     test("an older event arriving after a newer one is ignored", async () => {
       const customer = await freeAccount();
       const older = fake.event("payment_method.attached", { id: "pm_o", object: "payment_method", customer });
-      const newer = fake.event("payment_method.detached", { id: "pm_o", object: "payment_method", customer: null }, { customer });
+      const newer = fake.event(
+        "payment_method.detached",
+        { id: "pm_o", object: "payment_method", customer: null },
+        { customer },
+      );
       await fake.send([newer]);
       const late = await fake.deliver(JSON.stringify(older));
       expect(await late.json()).toMatchObject({ handled: false, duplicate: false });
@@ -169,7 +270,11 @@ for (const mode of MODES) {
     });
 
     test("an event for a customer Hatch does not know is 200 and ignored; an unknown type is recorded", async () => {
-      const stranger = fake.event("payment_method.attached", { id: "pm_s", object: "payment_method", customer: "cus_not_hatch" });
+      const stranger = fake.event("payment_method.attached", {
+        id: "pm_s",
+        object: "payment_method",
+        customer: "cus_not_hatch",
+      });
       const response = await fake.deliver(JSON.stringify(stranger));
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ handled: false, duplicate: false });

@@ -69,7 +69,8 @@ for (const mode of MODES) {
           missing.push(`${name} failed: ${text.slice(0, 200)}`);
           continue;
         }
-        for (const said of new Set(mustBeSaid(result.structuredContent))) if (!text.includes(said)) missing.push(`${name}: ${said}`);
+        for (const said of new Set(mustBeSaid(result.structuredContent)))
+          if (!text.includes(said)) missing.push(`${name}: ${said}`);
       }
       expect(missing).toEqual([]);
     }, 60_000);

@@ -37,20 +37,54 @@ for (const mode of MODES) {
     beforeAll(async () => {
       hatch = await startTestHatch(mode, { serviceEnv: { AI_PROVIDERS: "fake=http://127.0.0.1:9/v1" } });
       apps = hatch.services.get("apps") as AppsService;
-      [solo, boss, manager, member, stranger] = (await Promise.all(["Sol", "Bo", "Max", "Mia", "Stan"].map((name) => userWithToken(hatch, { name })))) as [User, User, User, User, User];
-      [soloC, bossC, managerC, memberC, strangerC] = (await Promise.all([solo, boss, manager, member, stranger].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client, Client];
-      const org = await callOk<{ org: { id: string } }>(bossC, "org_setup", { action: "create", name: `Tool AI ${mode}` });
-      for (const [user, client, role] of [[manager, managerC, "manager"], [member, memberC, "member"]] as const) {
+      [solo, boss, manager, member, stranger] = (await Promise.all(
+        ["Sol", "Bo", "Max", "Mia", "Stan"].map((name) => userWithToken(hatch, { name })),
+      )) as [User, User, User, User, User];
+      [soloC, bossC, managerC, memberC, strangerC] = (await Promise.all(
+        [solo, boss, manager, member, stranger].map((u) => connectClient(hatch, u.accessToken)),
+      )) as [Client, Client, Client, Client, Client];
+      const org = await callOk<{ org: { id: string } }>(bossC, "org_setup", {
+        action: "create",
+        name: `Tool AI ${mode}`,
+      });
+      for (const [user, client, role] of [
+        [manager, managerC, "manager"],
+        [member, memberC, "member"],
+      ] as const) {
         await callOk(bossC, "org_invite", { emails: [user.email], role });
         const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(client, "org");
         await callOk(client, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
       }
       const files = { "index.html": "<h1>AI</h1>" };
       const soloAccount = await accountOf(hatch, solo);
-      await seedApp(apps.context, { address: priv, owner: { id: solo.id, email: solo.email }, accountId: soloAccount, visibility: "private", files });
-      await seedApp(apps.context, { address: pub, owner: { id: solo.id, email: solo.email }, accountId: soloAccount, visibility: "public", files });
-      await seedApp(apps.context, { address: team, owner: { id: member.id, email: member.email }, accountId: org.org.id, visibility: "org", files });
-      await seedApp(apps.context, { address: memberPrivate, owner: { id: member.id, email: member.email }, accountId: org.org.id, visibility: "private", files });
+      await seedApp(apps.context, {
+        address: priv,
+        owner: { id: solo.id, email: solo.email },
+        accountId: soloAccount,
+        visibility: "private",
+        files,
+      });
+      await seedApp(apps.context, {
+        address: pub,
+        owner: { id: solo.id, email: solo.email },
+        accountId: soloAccount,
+        visibility: "public",
+        files,
+      });
+      await seedApp(apps.context, {
+        address: team,
+        owner: { id: member.id, email: member.email },
+        accountId: org.org.id,
+        visibility: "org",
+        files,
+      });
+      await seedApp(apps.context, {
+        address: memberPrivate,
+        owner: { id: member.id, email: member.email },
+        accountId: org.org.id,
+        visibility: "private",
+        files,
+      });
     }, 90_000);
     afterAll(async () => {
       await Promise.all([soloC, bossC, managerC, memberC, strangerC].map((c) => c?.close()));
@@ -58,14 +92,23 @@ for (const mode of MODES) {
     });
 
     async function choiceOf(address: string) {
-      const [row] = await apps.context.db.select({ choice: appsTable.aiChoice, payer: appsTable.aiPayerId }).from(appsTable).where(eq(appsTable.address, address));
+      const [row] = await apps.context.db
+        .select({ choice: appsTable.aiChoice, payer: appsTable.aiPayerId })
+        .from(appsTable)
+        .where(eq(appsTable.address, address));
       return row;
     }
 
     test("mine on the user's own private app: no warning, no question; keyAvailable follows the key", async () => {
       const result = await soloC.callTool({ name: "tool_ai", arguments: { address: priv, value: "mine" } });
       expect(result.isError).toBeFalsy();
-      expect(result.structuredContent).toEqual({ status: "updated", address: priv, value: "mine", keyAvailable: false, costWarning: null });
+      expect(result.structuredContent).toEqual({
+        status: "updated",
+        address: priv,
+        value: "mine",
+        keyAvailable: false,
+        costWarning: null,
+      });
       expect(textOf(result)).toContain(`${hatch.baseUrl}/dashboard/ai-keys?scope=mine`);
       expect(await choiceOf(priv)).toEqual({ choice: "mine", payer: solo.id });
       await addAiKey(hatch, solo, { scope: "mine", provider: "fake", key: "sk-solo-own-key-1" });
@@ -91,7 +134,10 @@ for (const mode of MODES) {
       expect(accepted).toMatchObject({ status: "updated", value: "tool" });
       expect(accepted.costWarning).toContain("anyone with the link");
       expect(await choiceOf(pub)).toEqual({ choice: "tool", payer: null });
-      const events = await apps.context.db.select({ event: outbox.event }).from(outbox).where(eq(outbox.subject, "events.apps.app.ai_choice_changed"));
+      const events = await apps.context.db
+        .select({ event: outbox.event })
+        .from(outbox)
+        .where(eq(outbox.subject, "events.apps.app.ai_choice_changed"));
       const mine = events.map((e) => e.event).filter((e) => e.app === pub);
       expect(mine.map((e) => [e.details.from, e.details.to])).toEqual([["none", "tool"]]);
     });
@@ -100,7 +146,10 @@ for (const mode of MODES) {
       let reply: { action: "accept" | "decline"; content?: Record<string, boolean> } = { action: "decline" };
       const form = await connectFormClient(hatch, boss.accessToken, () => reply);
       try {
-        const declined = await form.client.callTool({ name: "tool_ai", arguments: { address: team, value: "company" } });
+        const declined = await form.client.callTool({
+          name: "tool_ai",
+          arguments: { address: team, value: "company" },
+        });
         expect(declined.isError).toBeFalsy();
         expect(declined.structuredContent).toEqual({ status: "declined" });
         expect(textOf(declined)).toContain("declined");
@@ -123,7 +172,11 @@ for (const mode of MODES) {
       const asked = await callOk<AiOut>(managerC, "tool_ai", { address: memberPrivate, value: "mine" });
       expect(asked.status).toBe("needs_user");
       expect(asked.costWarning).toContain("You pay for every AI call");
-      const done = await callOk<AiOut>(managerC, "tool_ai", { address: memberPrivate, value: "mine", acceptCost: true });
+      const done = await callOk<AiOut>(managerC, "tool_ai", {
+        address: memberPrivate,
+        value: "mine",
+        acceptCost: true,
+      });
       expect(done.status).toBe("updated");
       expect(await choiceOf(memberPrivate)).toEqual({ choice: "mine", payer: manager.id });
     });
@@ -137,7 +190,10 @@ for (const mode of MODES) {
     test("with forms the AI's own acceptCost does not skip the user's question", async () => {
       const form = await connectFormClient(hatch, boss.accessToken, () => ({ action: "decline" }));
       try {
-        const skipped = await form.client.callTool({ name: "tool_ai", arguments: { address: team, value: "tool", acceptCost: true } });
+        const skipped = await form.client.callTool({
+          name: "tool_ai",
+          arguments: { address: team, value: "tool", acceptCost: true },
+        });
         expect(skipped.isError).toBeFalsy();
         expect(textOf(skipped)).toContain("declined");
         expect(form.asked).toHaveLength(1);
@@ -147,12 +203,18 @@ for (const mode of MODES) {
     });
 
     test("only the organization's owner or an admin may let the company's key pay", async () => {
-      expect(await refused(memberC, "tool_ai", { address: team, value: "company", acceptCost: true })).toMatch(/owner or an admin.*\(forbidden\)$/);
+      expect(await refused(memberC, "tool_ai", { address: team, value: "company", acceptCost: true })).toMatch(
+        /owner or an admin.*\(forbidden\)$/,
+      );
     });
 
     test("company needs a company account; strangers and unknown apps are not found", async () => {
-      expect(await refused(soloC, "tool_ai", { address: priv, value: "company" })).toMatch(/personal account.*Choose mine or tool.*\(invalid_input\)$/);
-      expect(await refused(strangerC, "tool_ai", { address: priv, value: "none" })).toMatch(/no app at the address.*\(not_found\)$/);
+      expect(await refused(soloC, "tool_ai", { address: priv, value: "company" })).toMatch(
+        /personal account.*Choose mine or tool.*\(invalid_input\)$/,
+      );
+      expect(await refused(strangerC, "tool_ai", { address: priv, value: "none" })).toMatch(
+        /no app at the address.*\(not_found\)$/,
+      );
       expect(await refused(soloC, "tool_ai", { address: "no-such-app-ai", value: "none" })).toMatch(/\(not_found\)$/);
       expect(await refused(soloC, "tool_ai", { address: priv, value: "everyone" })).toContain("value");
     });

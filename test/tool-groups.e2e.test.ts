@@ -43,7 +43,9 @@ for (const mode of MODES) {
 
     async function connect(query: string): Promise<Client> {
       const client = new Client({ name: "claude-code", version: "2.0.0" }, { capabilities: {} });
-      const transport = new StreamableHTTPClientTransport(new URL(`${hatch.mcpUrl}${query}`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+      const transport = new StreamableHTTPClientTransport(new URL(`${hatch.mcpUrl}${query}`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      });
       await client.connect(transport);
       open.push(client);
       return client;
@@ -77,8 +79,17 @@ for (const mode of MODES) {
     test("an unknown group is refused when connecting, naming the groups there are", async () => {
       const response = await fetch(`${hatch.mcpUrl}?features=apps,nope`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+        headers: {
+          Authorization: `Bearer ${token}`,
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
       });
       expect(response.status).toBe(400);
       const body = (await response.json()) as { error: { message: string } };
@@ -92,7 +103,14 @@ for (const mode of MODES) {
       const tools = (await client.listTools()).tools;
       expect(tools.length).toBeGreaterThan(5);
       expect(tools.every((t) => t.annotations?.readOnlyHint === true)).toBe(true);
-      const result = await client.callTool({ name: "publish", arguments: { name: "x", visibility: "private", files: [{ path: "index.html", content: "<p>x</p>", encoding: "utf8" }] } });
+      const result = await client.callTool({
+        name: "publish",
+        arguments: {
+          name: "x",
+          visibility: "private",
+          files: [{ path: "index.html", content: "<p>x</p>", encoding: "utf8" }],
+        },
+      });
       expect(result.isError).toBe(true);
       expect(textOf(result)).toContain("read_only=true");
       expect(textOf(result)).toContain("Nothing was changed");
@@ -105,21 +123,31 @@ for (const mode of MODES) {
     });
 
     test("the install page builds the URL from its checkboxes into every link and command", async () => {
-      const page = await fetch(`${hatch.mcpUrl}?features=apps&features=data&read_only=true`, { headers: { Accept: "text/html" } });
+      const page = await fetch(`${hatch.mcpUrl}?features=apps&features=data&read_only=true`, {
+        headers: { Accept: "text/html" },
+      });
       expect(page.status).toBe(200);
       const body = await page.text();
       const chosen = `${hatch.mcpUrl}?features=apps,data&amp;read_only=true`;
       expect(body).toContain(`<code>${chosen}</code>`);
       expect(body).toContain(`claude mcp add --transport http hatch ${chosen}`);
       const vscode = /href="(vscode:mcp\/install\?[^"]+)"/.exec(body)![1]!;
-      expect(JSON.parse(decodeURIComponent(vscode.replace("vscode:mcp/install?", "").replaceAll("&amp;", "&")))).toEqual({ name: "Hatch", type: "http", url: `${hatch.mcpUrl}?features=apps,data&read_only=true` });
+      expect(
+        JSON.parse(decodeURIComponent(vscode.replace("vscode:mcp/install?", "").replaceAll("&amp;", "&"))),
+      ).toEqual({ name: "Hatch", type: "http", url: `${hatch.mcpUrl}?features=apps,data&read_only=true` });
       const cursor = /config=([^"&]+)/.exec(body)![1]!;
-      expect(JSON.parse(Buffer.from(decodeURIComponent(cursor), "base64").toString())).toEqual({ url: `${hatch.mcpUrl}?features=apps,data&read_only=true` });
+      expect(JSON.parse(Buffer.from(decodeURIComponent(cursor), "base64").toString())).toEqual({
+        url: `${hatch.mcpUrl}?features=apps,data&read_only=true`,
+      });
       expect(body).toMatch(/name="features" value="apps" checked/);
       expect(body).not.toMatch(/name="features" value="orgs" checked/);
       expect(body).not.toMatch(/<a[^>]*>\s*<button/);
       // Every group ticked is the plain URL.
-      const all = await (await fetch(`${hatch.mcpUrl}?${TOOL_GROUP_NAMES.map((g) => `features=${g}`).join("&")}`, { headers: { Accept: "text/html" } })).text();
+      const all = await (
+        await fetch(`${hatch.mcpUrl}?${TOOL_GROUP_NAMES.map((g) => `features=${g}`).join("&")}`, {
+          headers: { Accept: "text/html" },
+        })
+      ).text();
       expect(all).toContain(`<code>${hatch.mcpUrl}</code>`);
     });
   });

@@ -19,10 +19,23 @@ import { MODES } from "./support/servers.ts";
 // user through URL-mode elicitation when the client declared it.
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
-type SecretOut = { status: string; address: string; name: string; url: string | null; isSet: boolean; referencedBy: string[]; userAction?: { kind: string; message: string; fields: string[]; url: string | null; expiresAt: string | null } };
+type SecretOut = {
+  status: string;
+  address: string;
+  name: string;
+  url: string | null;
+  isSet: boolean;
+  referencedBy: string[];
+  userAction?: { kind: string; message: string; fields: string[]; url: string | null; expiresAt: string | null };
+};
 const PASSWORD = "correct horse battery";
 const VALUE = "sk-live-0123456789-TYPED-ON-THE-PAGE";
-const CONFIG = { apis: { weather: { url: "https://api.weather.example/v1", secret: "WEATHER_KEY", in: { query: "appid" } }, forecast: { url: "https://forecast.example", secret: "WEATHER_KEY" } } };
+const CONFIG = {
+  apis: {
+    weather: { url: "https://api.weather.example/v1", secret: "WEATHER_KEY", in: { query: "appid" } },
+    forecast: { url: "https://forecast.example", secret: "WEATHER_KEY" },
+  },
+};
 
 for (const mode of MODES) {
   describe(`tool_secret and the secret page (${mode})`, () => {
@@ -36,16 +49,31 @@ for (const mode of MODES) {
     beforeAll(async () => {
       hatch = await startTestHatch(mode);
       apps = hatch.services.get("apps") as AppsService;
-      [ownerUser, managerUser, memberUser, strangerUser] = (await Promise.all(["Olive", "Manny", "Mel", "Stan"].map((name) => userWithToken(hatch, { name })))) as [User, User, User, User];
-      [owner, manager, member, stranger] = (await Promise.all([ownerUser, managerUser, memberUser, strangerUser].map((u) => connectClient(hatch, u.accessToken)))) as [Client, Client, Client, Client];
-      const org = await callOk<{ org: { id: string } }>(owner, "org_setup", { action: "create", name: `Secrets ${mode}` });
+      [ownerUser, managerUser, memberUser, strangerUser] = (await Promise.all(
+        ["Olive", "Manny", "Mel", "Stan"].map((name) => userWithToken(hatch, { name })),
+      )) as [User, User, User, User];
+      [owner, manager, member, stranger] = (await Promise.all(
+        [ownerUser, managerUser, memberUser, strangerUser].map((u) => connectClient(hatch, u.accessToken)),
+      )) as [Client, Client, Client, Client];
+      const org = await callOk<{ org: { id: string } }>(owner, "org_setup", {
+        action: "create",
+        name: `Secrets ${mode}`,
+      });
       await callOk(owner, "org_invite", { emails: [managerUser.email], role: "manager" });
       await callOk(owner, "org_invite", { emails: [memberUser.email], role: "member" });
       for (const client of [manager, member]) {
         const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(client, "org");
         await callOk(client, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
       }
-      const app = await seedApp(apps.context, { owner: { id: ownerUser.id, email: ownerUser.email }, accountId: org.org.id, visibility: "org", address, name: "Weather", files: { "index.html": "<h1>Weather</h1>" }, config: CONFIG });
+      const app = await seedApp(apps.context, {
+        owner: { id: ownerUser.id, email: ownerUser.email },
+        accountId: org.org.id,
+        visibility: "org",
+        address,
+        name: "Weather",
+        files: { "index.html": "<h1>Weather</h1>" },
+        config: CONFIG,
+      });
       appId = app.id;
     }, 90_000);
     afterAll(async () => {
@@ -54,7 +82,13 @@ for (const mode of MODES) {
     });
 
     const pagePath = (name = "WEATHER_KEY") => `/dashboard/apps/${address}/secrets/${name}`;
-    const storedRow = async () => (await apps.context.db.select().from(secrets).where(and(eq(secrets.appId, appId), eq(secrets.name, "WEATHER_KEY"))))[0];
+    const storedRow = async () =>
+      (
+        await apps.context.db
+          .select()
+          .from(secrets)
+          .where(and(eq(secrets.appId, appId), eq(secrets.name, "WEATHER_KEY")))
+      )[0];
 
     async function signedIn(user: User): Promise<Browser> {
       const browser = new Browser((path, init) => fetch(`${hatch.baseUrl}${path}`, { ...init, redirect: "manual" }));
@@ -73,9 +107,17 @@ for (const mode of MODES) {
         url,
         isSet: false,
         referencedBy: ["forecast", "weather"],
-        userAction: { kind: "open_link", message: "Open this page and type the value of WEATHER_KEY for Weather there, then tell your AI it is set.", fields: [], url, expiresAt: null },
+        userAction: {
+          kind: "open_link",
+          message: "Open this page and type the value of WEATHER_KEY for Weather there, then tell your AI it is set.",
+          fields: [],
+          url,
+          expiresAt: null,
+        },
       });
-      expect(textOf(result)).toBe(`Give the user this link to set WEATHER_KEY for ${address} in their browser (never ask them for the value): ${url}\nNo value is set yet. Used by api forecast, api weather.`);
+      expect(textOf(result)).toBe(
+        `Give the user this link to set WEATHER_KEY for ${address} in their browser (never ask them for the value): ${url}\nNo value is set yet. Used by api forecast, api weather.`,
+      );
     });
 
     test("the page: sign-in first, then the app, the secret and its APIs; without a CSRF token nothing is stored", async () => {
@@ -87,7 +129,17 @@ for (const mode of MODES) {
       const page = await browser.get(pagePath());
       expect(page.status).toBe(200);
       const html = await page.text();
-      for (const part of ["Secret WEATHER_KEY", "Weather", address, "https://api.weather.example/v1", "https://forecast.example", "No value is set yet.", 'type="password"', 'autocomplete="off"']) expect([part, html.includes(part)]).toEqual([part, true]);
+      for (const part of [
+        "Secret WEATHER_KEY",
+        "Weather",
+        address,
+        "https://api.weather.example/v1",
+        "https://forecast.example",
+        "No value is set yet.",
+        'type="password"',
+        'autocomplete="off"',
+      ])
+        expect([part, html.includes(part)]).toEqual([part, true]);
 
       const forged = await browser.post(pagePath(), { value: VALUE });
       expect(forged.status).toBe(403);
@@ -131,7 +183,9 @@ for (const mode of MODES) {
       expect(managerPage.status).toBe(200);
       for (const client of [member, stranger]) {
         expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY" })).toContain("(not_found)");
-        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY", action: "delete" })).toContain("(not_found)");
+        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY", action: "delete" })).toContain(
+          "(not_found)",
+        );
       }
       const before = (await storedRow())!.sealed;
       for (const user of [memberUser, strangerUser]) {
@@ -156,22 +210,43 @@ for (const mode of MODES) {
     });
 
     test("delete asks the user first; after they confirm the value is gone; deleting again says nothing is set", async () => {
-      const declining = await connectFormClient(hatch, ownerUser.accessToken, () => ({ action: "accept", content: { confirm: false } }));
-      const kept = await declining.client.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY", action: "delete" } });
+      const declining = await connectFormClient(hatch, ownerUser.accessToken, () => ({
+        action: "accept",
+        content: { confirm: false },
+      }));
+      const kept = await declining.client.callTool({
+        name: "tool_secret",
+        arguments: { address, name: "WEATHER_KEY", action: "delete" },
+      });
       await declining.client.close();
       // An unticked box is a decline: one shape, not an error, nothing changed.
       expect(kept.isError).toBeFalsy();
       expect(kept.structuredContent).toEqual({ status: "declined" });
       expect(await storedRow()).toBeDefined();
 
-      const { client, asked } = await connectFormClient(hatch, ownerUser.accessToken, () => ({ action: "accept", content: { confirm: true } }));
-      const result = await client.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY", action: "delete" } });
-      expect(asked).toEqual([`Delete the secret WEATHER_KEY of "Weather" (${address})? Its value cannot be recovered. The app's api forecast, api weather will stop working until a new value is set.`]);
-      expect(result.structuredContent).toMatchObject({ status: "deleted", isSet: false, referencedBy: ["forecast", "weather"] });
+      const { client, asked } = await connectFormClient(hatch, ownerUser.accessToken, () => ({
+        action: "accept",
+        content: { confirm: true },
+      }));
+      const result = await client.callTool({
+        name: "tool_secret",
+        arguments: { address, name: "WEATHER_KEY", action: "delete" },
+      });
+      expect(asked).toEqual([
+        `Delete the secret WEATHER_KEY of "Weather" (${address})? Its value cannot be recovered. The app's api forecast, api weather will stop working until a new value is set.`,
+      ]);
+      expect(result.structuredContent).toMatchObject({
+        status: "deleted",
+        isSet: false,
+        referencedBy: ["forecast", "weather"],
+      });
       expect(textOf(result)).toContain(`Deleted WEATHER_KEY from ${address}.`);
       expect(await storedRow()).toBeUndefined();
 
-      const again = await client.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY", action: "delete" } });
+      const again = await client.callTool({
+        name: "tool_secret",
+        arguments: { address, name: "WEATHER_KEY", action: "delete" },
+      });
       await client.close();
       expect(asked).toHaveLength(1);
       expect(textOf(again)).toBe(`WEATHER_KEY has no value in ${address}, so there is nothing to delete.`);
@@ -181,7 +256,10 @@ for (const mode of MODES) {
       const browser = await signedIn(ownerUser);
       const form = await (await browser.get(pagePath())).text();
       expect((await browser.post(pagePath(), { csrf: csrfOf(form), value: VALUE })).status).toBe(200);
-      const result = await owner.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY", action: "delete" } });
+      const result = await owner.callTool({
+        name: "tool_secret",
+        arguments: { address, name: "WEATHER_KEY", action: "delete" },
+      });
       const data = result.structuredContent as SecretOut;
       expect(data.status).toBe("needs_user");
       expect(data.userAction?.url).toStartWith(`${hatch.baseUrl}/confirm/`);
@@ -202,21 +280,32 @@ for (const mode of MODES) {
         const text = await refused(owner, "tool_secret", args);
         expect([JSON.stringify(args), text.endsWith("(invalid_input)")]).toEqual([JSON.stringify(args), true]);
       }
-      expect(await refused(owner, "tool_secret", { address: "no-such-app", name: "WEATHER_KEY" })).toContain("(not_found)");
+      expect(await refused(owner, "tool_secret", { address: "no-such-app", name: "WEATHER_KEY" })).toContain(
+        "(not_found)",
+      );
       const browser = await signedIn(ownerUser);
       expect((await browser.get(`/dashboard/apps/${address}/secrets/bad-name`)).status).toBe(404);
       expect((await browser.get(`/dashboard/apps/no-such-app/secrets/WEATHER_KEY`)).status).toBe(404);
     });
 
     describe("URL-mode elicitation", () => {
-      async function urlClient(reply: (request: ElicitRequest["params"]) => ElicitResult | Promise<ElicitResult>): Promise<{ client: Client; offered: ElicitRequest["params"][] }> {
+      async function urlClient(
+        reply: (request: ElicitRequest["params"]) => ElicitResult | Promise<ElicitResult>,
+      ): Promise<{ client: Client; offered: ElicitRequest["params"][] }> {
         const offered: ElicitRequest["params"][] = [];
-        const client = new Client({ name: "claude-code", version: "2.0.0" }, { capabilities: { elicitation: { url: {} } } });
+        const client = new Client(
+          { name: "claude-code", version: "2.0.0" },
+          { capabilities: { elicitation: { url: {} } } },
+        );
         client.setRequestHandler(ElicitRequestSchema, async (request) => {
           offered.push(request.params);
           return reply(request.params);
         });
-        await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${ownerUser.accessToken}` } } }));
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), {
+            requestInit: { headers: { Authorization: `Bearer ${ownerUser.accessToken}` } },
+          }),
+        );
         return { client, offered };
       }
 
@@ -231,7 +320,11 @@ for (const mode of MODES) {
           const result = await client.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY" } });
           await client.close();
           expect(offered).toHaveLength(1);
-          expect(offered[0]).toMatchObject({ mode: "url", url, message: "Open this page and type the value of WEATHER_KEY for Weather there, then tell your AI it is set." });
+          expect(offered[0]).toMatchObject({
+            mode: "url",
+            url,
+            message: "Open this page and type the value of WEATHER_KEY for Weather there, then tell your AI it is set.",
+          });
           expect((offered[0] as { elicitationId?: string }).elicitationId).toMatch(/^[A-Za-z0-9_-]+-link$/);
           expect(result.isError).toBeFalsy();
           expect(textOf(result).split("\n").at(-1)).toBe(said);
@@ -257,7 +350,10 @@ for (const mode of MODES) {
 
       test("a confirm link (delete, no form elicitation) is offered the same way", async () => {
         const { client, offered } = await urlClient(() => ({ action: "accept" }));
-        const result = await client.callTool({ name: "tool_secret", arguments: { address, name: "WEATHER_KEY", action: "delete" } });
+        const result = await client.callTool({
+          name: "tool_secret",
+          arguments: { address, name: "WEATHER_KEY", action: "delete" },
+        });
         await client.close();
         expect(offered[0]?.mode).toBe("url");
         expect((offered[0] as { url: string }).url).toStartWith(`${hatch.baseUrl}/confirm/`);

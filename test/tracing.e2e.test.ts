@@ -36,7 +36,9 @@ for (const mode of MODES) {
 
     test("an invalid incoming request id is replaced, not trusted", async () => {
       const user = await userWithToken(hatch);
-      const client = await connectClient(hatch, user.accessToken, undefined, { "x-request-id": "bad id with spaces <script>" });
+      const client = await connectClient(hatch, user.accessToken, undefined, {
+        "x-request-id": "bad id with spaces <script>",
+      });
       await client.callTool({ name: "whoami", arguments: {} });
       await client.close();
       expect(lines.some((l) => typeof l.rid === "string" && l.rid.includes("<script>"))).toBe(false);

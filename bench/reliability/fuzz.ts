@@ -59,7 +59,8 @@ export function validValue(name: string, schema: JsonSchema, options: Pick<FuzzO
   if (schema.const !== undefined) return schema.const;
   if (schema.enum?.length) return schema.enum[0];
   if (schema.default !== undefined) return schema.default;
-  if (schema.anyOf?.length) return validValue(name, schema.anyOf.find((s) => s.type !== "null") ?? schema.anyOf[0]!, options);
+  if (schema.anyOf?.length)
+    return validValue(name, schema.anyOf.find((s) => s.type !== "null") ?? schema.anyOf[0]!, options);
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
   const byName: Record<string, unknown> = {
     address: options.address,
@@ -83,10 +84,13 @@ export function validValue(name: string, schema: JsonSchema, options: Pick<FuzzO
     if (schema.format === "date") return "2025-01-01";
     return "fuzz".padEnd(schema.minLength ?? 0, "z");
   }
-  if (type === "integer" || type === "number") return schema.minimum ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : 1);
+  if (type === "integer" || type === "number")
+    return schema.minimum ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : 1);
   if (type === "boolean") return false;
   if (type === "array") {
-    const item = schema.items ? validValue(name === "emails" || name === "add" || name === "remove" ? "email" : name, schema.items, options) : "x";
+    const item = schema.items
+      ? validValue(name === "emails" || name === "add" || name === "remove" ? "email" : name, schema.items, options)
+      : "x";
     return Array.from({ length: Math.max(1, schema.minItems ?? 0) }, () => item);
   }
   if (type === "object") return validObject(schema, options);
@@ -117,8 +121,11 @@ function casesFor(schema: JsonSchema, options: FuzzOptions): Case[] {
     cases.push({ label: `${key} missing`, args: rest, field: key });
   }
   for (const [key, prop] of Object.entries(schema.properties ?? {})) {
-    const withValue = (label: string, value: unknown, field: string | null) => cases.push({ label: `${key} ${label}`, args: { ...base, [key]: value }, field });
-    const type = Array.isArray(prop.type) ? prop.type.find((t) => t !== "null") : (prop.type ?? prop.anyOf?.find((s) => s.type !== "null")?.type);
+    const withValue = (label: string, value: unknown, field: string | null) =>
+      cases.push({ label: `${key} ${label}`, args: { ...base, [key]: value }, field });
+    const type = Array.isArray(prop.type)
+      ? prop.type.find((t) => t !== "null")
+      : (prop.type ?? prop.anyOf?.find((s) => s.type !== "null")?.type);
     const valid = validValue(key, prop, options);
     withValue("valid", valid, null);
     if (prop.enum) withValue("not one of the options", "fuzz-not-an-option", key);
@@ -147,10 +154,14 @@ function casesFor(schema: JsonSchema, options: FuzzOptions): Case[] {
       withValue("a string", "fuzz", key);
       withValue("items of the wrong type", [{ nested: true }], key);
       if (prop.maxItems !== undefined && prop.maxItems <= 200) {
-        withValue(`past maxItems ${prop.maxItems}`, Array.from({ length: prop.maxItems + 1 }, (_, i) => {
-          const first: unknown = Array.isArray(valid) ? valid[0] : valid;
-          return typeof first === "string" && first.includes("@") ? `f${i}@reliability.test` : first;
-        }), key);
+        withValue(
+          `past maxItems ${prop.maxItems}`,
+          Array.from({ length: prop.maxItems + 1 }, (_, i) => {
+            const first: unknown = Array.isArray(valid) ? valid[0] : valid;
+            return typeof first === "string" && first.includes("@") ? `f${i}@reliability.test` : first;
+          }),
+          key,
+        );
       }
       if ((prop.minItems ?? 0) > 0) withValue("empty", [], key);
     } else if (type === "object") {
@@ -167,7 +178,17 @@ function namesTheFix(text: string, field: string): boolean {
 }
 
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
-  const report: FuzzReport = { tools: 0, cases: 0, crashes: 0, http5xx: 0, internal: 0, rpcInternalCode: 0, unclear: [], failures: [], findings: [] };
+  const report: FuzzReport = {
+    tools: 0,
+    cases: 0,
+    crashes: 0,
+    http5xx: 0,
+    internal: 0,
+    rpcInternalCode: 0,
+    unclear: [],
+    failures: [],
+    findings: [],
+  };
   await rawRpcCases(options, report);
 
   const tools = await listTools(options);
@@ -186,13 +207,17 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       }
       if (outcome.kind === "ok") continue;
       if (outcome.text.startsWith("JSON-RPC -32603")) {
-        if (report.rpcInternalCode++ === 0) report.findings.push(`${what} is answered with JSON-RPC -32603 (internal error), not -32602 (invalid params): ${outcome.text.replace(/\s+/g, " ").slice(0, 200)}`);
+        if (report.rpcInternalCode++ === 0)
+          report.findings.push(
+            `${what} is answered with JSON-RPC -32603 (internal error), not -32602 (invalid params): ${outcome.text.replace(/\s+/g, " ").slice(0, 200)}`,
+          );
       } else if (codeOf(outcome.text) === "internal" || hasInternals(outcome.text)) {
         report.internal++;
         report.failures.push(`${what}: ${outcome.text.slice(0, 200)}`);
         continue;
       }
-      if (c.field !== null && !namesTheFix(outcome.text, c.field)) report.unclear.push(`${what}: ${outcome.text.slice(0, 200)}`);
+      if (c.field !== null && !namesTheFix(outcome.text, c.field))
+        report.unclear.push(`${what}: ${outcome.text.slice(0, 200)}`);
     }
     if (!options.alive()) {
       report.crashes++;
@@ -204,7 +229,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
 }
 
 /** The tools' own schemas, as a client sees them (tools/list). */
-export async function listTools(options: Pick<FuzzOptions, "mcpUrl" | "token">): Promise<{ name: string; inputSchema: JsonSchema }[]> {
+export async function listTools(
+  options: Pick<FuzzOptions, "mcpUrl" | "token">,
+): Promise<{ name: string; inputSchema: JsonSchema }[]> {
   const listed = await rawRequest(options, await session(options), { jsonrpc: "2.0", id: 1, method: "tools/list" });
   return (listed.body as { result?: { tools?: { name: string; inputSchema: JsonSchema }[] } })?.result?.tools ?? [];
 }
@@ -215,7 +242,12 @@ interface RawAnswer {
   text: string;
 }
 
-async function rawRequest(options: Pick<FuzzOptions, "mcpUrl" | "token">, sessionId: string | null, body: unknown, init: { raw?: string; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
+async function rawRequest(
+  options: Pick<FuzzOptions, "mcpUrl" | "token">,
+  sessionId: string | null,
+  body: unknown,
+  init: { raw?: string; headers?: Record<string, string> } = {},
+): Promise<RawAnswer> {
   const response = await fetch(options.mcpUrl, {
     method: "POST",
     headers: {
@@ -231,7 +263,12 @@ async function rawRequest(options: Pick<FuzzOptions, "mcpUrl" | "token">, sessio
   });
   const text = await response.text();
   // A stream answer: the JSON-RPC message is the data of its last event.
-  const data = text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).filter(Boolean).at(-1);
+  const data = text
+    .split("\n")
+    .filter((l) => l.startsWith("data:"))
+    .map((l) => l.slice(5).trim())
+    .filter(Boolean)
+    .at(-1);
   let parsed: unknown = null;
   try {
     parsed = JSON.parse(data ?? text);
@@ -242,15 +279,30 @@ async function rawRequest(options: Pick<FuzzOptions, "mcpUrl" | "token">, sessio
 async function session(options: Pick<FuzzOptions, "mcpUrl" | "token">): Promise<string> {
   const response = await fetch(options.mcpUrl, {
     method: "POST",
-    headers: { Authorization: `Bearer ${options.token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "fuzz", version: "1" } } }),
+    headers: {
+      Authorization: `Bearer ${options.token}`,
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "fuzz", version: "1" } },
+    }),
   });
   await response.text();
   const id = response.headers.get("mcp-session-id");
   if (!id) throw new Error(`initialize gave no session (HTTP ${response.status})`);
   await fetch(options.mcpUrl, {
     method: "POST",
-    headers: { Authorization: `Bearer ${options.token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", "mcp-session-id": id, "MCP-Protocol-Version": "2025-06-18" },
+    headers: {
+      Authorization: `Bearer ${options.token}`,
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      "mcp-session-id": id,
+      "MCP-Protocol-Version": "2025-06-18",
+    },
     body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
   }).then((r) => r.text());
   return id;
@@ -260,7 +312,13 @@ async function session(options: Pick<FuzzOptions, "mcpUrl" | "token">): Promise<
 async function rawRpcCases(options: FuzzOptions, report: FuzzReport): Promise<void> {
   const sid = await session(options);
   const deep = `${"[".repeat(5_000)}${"]".repeat(5_000)}`;
-  const cases: { label: string; body?: unknown; raw?: string; headers?: Record<string, string>; session?: string | null }[] = [
+  const cases: {
+    label: string;
+    body?: unknown;
+    raw?: string;
+    headers?: Record<string, string>;
+    session?: string | null;
+  }[] = [
     { label: "invalid JSON", raw: '{"jsonrpc": "2.0", "id": 1, "method": ' },
     { label: "empty body", raw: "" },
     { label: "empty batch", raw: "[]" },
@@ -274,23 +332,58 @@ async function rawRpcCases(options: FuzzOptions, report: FuzzReport): Promise<vo
     { label: "id an object", body: { jsonrpc: "2.0", id: { a: 1 }, method: "tools/list" } },
     { label: "params a string", body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: "fuzz" } },
     { label: "tools/call without a name", body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: {} } },
-    { label: "tools/call unknown tool", body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "fuzz_tool", arguments: {} } } },
-    { label: "tools/call arguments an array", body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "whoami", arguments: [1, 2] } } },
-    { label: "tools/call name 100 kB", body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x".repeat(100_000), arguments: {} } } },
-    { label: "batch of mixed messages", body: [{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "fuzz" }, 5] },
+    {
+      label: "tools/call unknown tool",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "fuzz_tool", arguments: {} } },
+    },
+    {
+      label: "tools/call arguments an array",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "whoami", arguments: [1, 2] } },
+    },
+    {
+      label: "tools/call name 100 kB",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x".repeat(100_000), arguments: {} } },
+    },
+    {
+      label: "batch of mixed messages",
+      body: [{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "fuzz" }, 5],
+    },
     { label: "no session", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, session: null },
     { label: "unknown session", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, session: "fuzz-session-0000" },
-    { label: "text/plain body", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, headers: { "Content-Type": "text/plain" } },
+    {
+      label: "text/plain body",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      headers: { "Content-Type": "text/plain" },
+    },
     { label: "no Accept", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, headers: { Accept: "" } },
-    { label: "unknown protocol version", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, headers: { "MCP-Protocol-Version": "1999-01-01" } },
-    { label: "initialize again", body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "fuzz", capabilities: "x", clientInfo: 1 } } },
-    { label: "a bad bearer token", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, headers: { Authorization: "Bearer fuzz.fuzz.fuzz" } },
+    {
+      label: "unknown protocol version",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      headers: { "MCP-Protocol-Version": "1999-01-01" },
+    },
+    {
+      label: "initialize again",
+      body: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "fuzz", capabilities: "x", clientInfo: 1 },
+      },
+    },
+    {
+      label: "a bad bearer token",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      headers: { Authorization: "Bearer fuzz.fuzz.fuzz" },
+    },
   ];
   for (const c of cases) {
     report.cases++;
     const what = `JSON-RPC ${c.label}`;
     try {
-      const answer = await rawRequest(options, c.session === undefined ? sid : c.session, c.body, { raw: c.raw, headers: c.headers });
+      const answer = await rawRequest(options, c.session === undefined ? sid : c.session, c.body, {
+        raw: c.raw,
+        headers: c.headers,
+      });
       if (answer.status >= 500) {
         report.http5xx++;
         report.failures.push(`${what}: HTTP ${answer.status} ${answer.text.slice(0, 200)}`);
@@ -300,7 +393,7 @@ async function rawRpcCases(options: FuzzOptions, report: FuzzReport): Promise<vo
       const message = error?.message ?? (answer.status >= 400 ? answer.text : "");
       if (answer.status >= 400 || error) {
         if (!message.trim()) report.unclear.push(`${what}: HTTP ${answer.status} with no message`);
-        else if (hasInternals(message)) (report.internal++, report.failures.push(`${what}: ${message.slice(0, 200)}`));
+        else if (hasInternals(message)) report.internal++, report.failures.push(`${what}: ${message.slice(0, 200)}`);
       }
     } catch (error) {
       report.crashes++;

@@ -117,7 +117,10 @@ function postgresBin(): string {
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   const found = versions.map((v) => join(root, v, "bin")).find((bin) => existsSync(join(bin, "postgres")));
-  if (!found) throw new Error("No Postgres binaries under /usr/lib/postgresql/*/bin: install postgresql (apt-get install postgresql)");
+  if (!found)
+    throw new Error(
+      "No Postgres binaries under /usr/lib/postgresql/*/bin: install postgresql (apt-get install postgresql)",
+    );
   return found;
 }
 
@@ -129,7 +132,9 @@ function asPostgresUser(command: string[]): string[] {
 
 function postgresIds(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
-  const line = (require("node:fs").readFileSync("/etc/passwd", "utf8") as string).split("\n").find((l) => l.startsWith("postgres:"));
+  const line = (require("node:fs").readFileSync("/etc/passwd", "utf8") as string)
+    .split("\n")
+    .find((l) => l.startsWith("postgres:"));
   if (!line) throw new Error("Running as root needs the postgres system user (it comes with the postgresql package)");
   const [, , uid, gid] = line.split(":");
   return { uid: Number(uid), gid: Number(gid) };
@@ -147,10 +152,13 @@ export async function privatePostgres(work: Workdir): Promise<Server> {
     chownSync(home, ids.uid, ids.gid);
   }
   const data = join(home, "data");
-  const init = Bun.spawnSync(asPostgresUser([join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]), {
-    stdout: "ignore",
-    stderr: "pipe",
-  });
+  const init = Bun.spawnSync(
+    asPostgresUser([join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]),
+    {
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  );
   if (init.exitCode !== 0) throw new Error(`initdb failed: ${init.stderr.toString().trim()}`);
   let child: Subprocess | null = null;
   const server: Server = {
@@ -158,14 +166,30 @@ export async function privatePostgres(work: Workdir): Promise<Server> {
     port,
     async start() {
       child = Bun.spawn(
-        asPostgresUser([join(bin, "postgres"), "-D", data, "-p", String(port), "-k", home, "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200"]),
+        asPostgresUser([
+          join(bin, "postgres"),
+          "-D",
+          data,
+          "-p",
+          String(port),
+          "-k",
+          home,
+          "-c",
+          "listen_addresses=127.0.0.1",
+          "-c",
+          "max_connections=200",
+        ]),
         { stdin: "ignore", stdout: "ignore", stderr: Bun.file(join(work.dir, `postgres-${Date.now()}.log`)) },
       );
       work.track("postgres", child);
-      await waitFor("Postgres", async () => {
-        const check = Bun.spawnSync([join(bin, "pg_isready"), "-q", "-h", "127.0.0.1", "-p", String(port)]);
-        return check.exitCode === 0;
-      }, 30_000);
+      await waitFor(
+        "Postgres",
+        async () => {
+          const check = Bun.spawnSync([join(bin, "pg_isready"), "-q", "-h", "127.0.0.1", "-p", String(port)]);
+          return check.exitCode === 0;
+        },
+        30_000,
+      );
     },
     async stop(signal = "SIGINT") {
       if (!alive(child)) return;

@@ -35,33 +35,69 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
   ];
   const privateName = `Hidden Plans ${secret}`;
   const publicName = `Open Board ${secret}`;
-  const privateApp = await options.must(owner.caller, "publish", { name: privateName, visibility: "people", files: files(privateName) });
-  const publicApp = await options.must(owner.caller, "publish", { name: publicName, visibility: "public", files: files(publicName) });
+  const privateApp = await options.must(owner.caller, "publish", {
+    name: privateName,
+    visibility: "people",
+    files: files(privateName),
+  });
+  const publicApp = await options.must(owner.caller, "publish", {
+    name: publicName,
+    visibility: "public",
+    files: files(publicName),
+  });
   const friend = `friend-${secret}@reliability.test`;
   const invitee = `invitee-${secret}@reliability.test`;
   await options.must(owner.caller, "share", { address: privateApp.address, add: [friend] });
-  const invited = (await options.must(owner.caller, "org_invite", { emails: [invitee], role: "member" })) as { invited: { id: string }[] };
+  const invited = (await options.must(owner.caller, "org_invite", { emails: [invitee], role: "member" })) as {
+    invited: { id: string }[];
+  };
   const invitationId = invited.invited[0]!.id;
   const dataValue = `datavalue-${secret}`;
   const origin = options.appHost(publicApp.address as string);
-  const posted = await fetch(`${origin}/_hatch/db/${COLLECTION}`, { method: "POST", headers: { "Content-Type": "application/json", Origin: origin }, body: JSON.stringify({ text: dataValue }) });
+  const posted = await fetch(`${origin}/_hatch/db/${COLLECTION}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Origin: origin },
+    body: JSON.stringify({ text: dataValue }),
+  });
   if (posted.status !== 201) throw new Error(`isolation setup: adding a document answered ${posted.status}`);
 
   // What must never reach the stranger (unless the stranger itself sent it in that call).
-  const secrets = [privateName, publicName, orgName, owner.email, friend, invitee, invitationId, dataValue, privateApp.address as string, secret];
+  const secrets = [
+    privateName,
+    publicName,
+    orgName,
+    owner.email,
+    friend,
+    invitee,
+    invitationId,
+    dataValue,
+    privateApp.address as string,
+    secret,
+  ];
 
   const stranger = await options.newUser("stranger");
   const tools = await listTools({ mcpUrl: options.mcpUrl, token: stranger.token });
   const report: IsolationReport = { tools: tools.length, calls: 0, leaks: [] };
   for (const tool of tools) {
-    for (const args of argumentSets(tool.inputSchema, { address: [privateApp.address as string, publicApp.address as string], email: [owner.email, invitee, friend], invitationId })) {
+    for (const args of argumentSets(tool.inputSchema, {
+      address: [privateApp.address as string, publicApp.address as string],
+      email: [owner.email, invitee, friend],
+      invitationId,
+    })) {
       report.calls++;
       const outcome = await stranger.caller.call(tool.name, args);
       const sent = JSON.stringify(args).toLowerCase();
-      const answer = (outcome.kind === "ok" ? `${outcome.text}\n${JSON.stringify(outcome.data)}` : outcome.kind === "hung" ? "" : outcome.text).toLowerCase();
+      const answer = (
+        outcome.kind === "ok"
+          ? `${outcome.text}\n${JSON.stringify(outcome.data)}`
+          : outcome.kind === "hung"
+            ? ""
+            : outcome.text
+      ).toLowerCase();
       for (const s of secrets) {
         const needle = s.toLowerCase();
-        if (!sent.includes(needle) && answer.includes(needle)) report.leaks.push(`${tool.name} ${JSON.stringify(args).slice(0, 160)}: the answer contains "${s}"`);
+        if (!sent.includes(needle) && answer.includes(needle))
+          report.leaks.push(`${tool.name} ${JSON.stringify(args).slice(0, 160)}: the answer contains "${s}"`);
       }
     }
   }
@@ -69,7 +105,10 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
 }
 
 /** Every action/option variant of a tool, with each targeted field set to each of the first user's values. */
-function argumentSets(schema: JsonSchema, target: { address: string[]; email: string[]; invitationId: string }): Record<string, unknown>[] {
+function argumentSets(
+  schema: JsonSchema,
+  target: { address: string[]; email: string[]; invitationId: string },
+): Record<string, unknown>[] {
   const props = schema.properties ?? {};
   const filler = { address: target.address[0]!, email: target.email[0]! };
   const base: Record<string, unknown> = {};
@@ -78,7 +117,8 @@ function argumentSets(schema: JsonSchema, target: { address: string[]; email: st
   // Variants: each enum value of a mode-like field (action, include, ...), each as its own call.
   const modes: Record<string, unknown>[] = [{}];
   for (const [key, prop] of Object.entries(props)) {
-    if (prop.enum && ["action", "include", "visibility", "role"].includes(key)) for (const value of prop.enum) modes.push({ [key]: value });
+    if (prop.enum && ["action", "include", "visibility", "role"].includes(key))
+      for (const value of prop.enum) modes.push({ [key]: value });
   }
   const sets: Record<string, unknown>[] = [];
   const targeted = Object.keys(props).filter((k) => TARGETED.includes(k));
@@ -93,7 +133,8 @@ function argumentSets(schema: JsonSchema, target: { address: string[]; email: st
       sets.push({ ...base, ...mode });
       continue;
     }
-    for (const key of targeted) for (const value of values(key, props[key]!)) sets.push({ ...base, ...mode, [key]: value });
+    for (const key of targeted)
+      for (const value of values(key, props[key]!)) sets.push({ ...base, ...mode, [key]: value });
   }
   // One set of a kind is enough.
   return [...new Map(sets.map((s) => [JSON.stringify(s), s])).values()];

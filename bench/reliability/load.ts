@@ -74,7 +74,9 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
   const unique = (prefix: string) => `${prefix}-${options.runId}-${++counter}`;
 
   const record = (user: LoadUser, op: string, service: string, start: number, answer: Outcome) => {
-    const outcome: Outcome = answeredNotImplemented(answer) ? { kind: "ok", data: {}, text: answer.kind === "tool_error" ? answer.text : "", ms: answer.ms } : answer;
+    const outcome: Outcome = answeredNotImplemented(answer)
+      ? { kind: "ok", data: {}, text: answer.kind === "tool_error" ? answer.text : "", ms: answer.ms }
+      : answer;
     options.log.add({
       start,
       end: Date.now(),
@@ -98,7 +100,10 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
         tool = "publish";
         args = { address: user.address, files: appFiles(unique("v")) };
         user.publishAttempts++;
-        after = (o) => o.kind === "ok" && typeof o.data.version === "number" && user.ackedVersions.push({ version: o.data.version, at: Date.now() });
+        after = (o) =>
+          o.kind === "ok" &&
+          typeof o.data.version === "number" &&
+          user.ackedVersions.push({ version: o.data.version, at: Date.now() });
         break;
       }
       case 1: {
@@ -116,7 +121,8 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
         user.inviteAttempts.push(email);
         after = (o) => {
           if (o.kind !== "ok") return;
-          for (const inv of (o.data.invited ?? []) as { id: string; email: string }[]) user.ackedInvitations.push({ id: inv.id, email: inv.email, at: Date.now() });
+          for (const inv of (o.data.invited ?? []) as { id: string; email: string }[])
+            user.ackedInvitations.push({ id: inv.id, email: inv.email, at: Date.now() });
         };
         break;
       }
@@ -179,7 +185,9 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
       }
     } catch (error) {
       const message = messageOf(error);
-      outcome = /timeout|aborted/i.test(message) ? { kind: "hung", ms: Date.now() - start } : { kind: "transport", text: message, ms: Date.now() - start };
+      outcome = /timeout|aborted/i.test(message)
+        ? { kind: "hung", ms: Date.now() - start }
+        : { kind: "transport", text: message, ms: Date.now() - start };
     }
     record(user, "data.insert", "apps", start, outcome);
   }

@@ -33,9 +33,11 @@ export function textOf(result: object): string {
 }
 
 /** Words that tell a person or an AI what to do next (retry, wait, fix an input, open a link). */
-const ADVICE = /try again|retry|in a (moment|minute|few)|later|wait|not answering|unavailable|could not|give |use |must |should |expected|open |ask |call |set |add |choose|pick|at most|at least|only /i;
+const ADVICE =
+  /try again|retry|in a (moment|minute|few)|later|wait|not answering|unavailable|could not|give |use |must |should |expected|open |ask |call |set |add |choose|pick|at most|at least|only /i;
 /** What never belongs in an answer: stack frames, SQL, raw driver errors. */
-const INTERNALS = /\bat [^\s()]+ \([^)]*:\d+:\d+\)|\.ts:\d+|\bselect .* from\b|\binsert into\b|\brelation "|ECONNREFUSED|TypeError|ReferenceError|undefined is not/i;
+const INTERNALS =
+  /\bat [^\s()]+ \([^)]*:\d+:\d+\)|\.ts:\d+|\bselect .* from\b|\binsert into\b|\brelation "|ECONNREFUSED|TypeError|ReferenceError|undefined is not/i;
 
 export function isClearError(text: string): boolean {
   return text.length > 0 && ADVICE.test(text) && !INTERNALS.test(text);
@@ -50,15 +52,26 @@ export function hasInternals(text: string): boolean {
  * as a real client would see a 404 and start a new one). Answers every question with a yes (the run's users
  * confirm making their own apps public).
  */
-export function connectCaller(mcpUrl: string, accessToken: string, label: string, options: { confirm?: boolean } = {}): Caller {
+export function connectCaller(
+  mcpUrl: string,
+  accessToken: string,
+  label: string,
+  options: { confirm?: boolean } = {},
+): Caller {
   const confirm = options.confirm ?? true;
   let client: Client | null = null;
   const open = async (): Promise<Client> => {
     if (client) return client;
-    const next = new Client({ name: "reliability", version: "1.0.0" }, { capabilities: confirm ? { elicitation: {} } : {} });
-    if (confirm) next.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { confirm: true } }));
+    const next = new Client(
+      { name: "reliability", version: "1.0.0" },
+      { capabilities: confirm ? { elicitation: {} } : {} },
+    );
+    if (confirm)
+      next.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { confirm: true } }));
     await next.connect(
-      new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }),
+      new StreamableHTTPClientTransport(new URL(mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${accessToken}` } },
+      }),
       { timeout: 10_000 },
     );
     client = next;
@@ -123,6 +136,7 @@ export function codeOf(text: string): string | null {
 }
 
 export function messageOf(error: unknown): string {
-  if (error instanceof StreamableHTTPError) return `HTTP ${error.code}: ${error.message.replace(/\s+/g, " ").slice(0, 200)}`;
+  if (error instanceof StreamableHTTPError)
+    return `HTTP ${error.code}: ${error.message.replace(/\s+/g, " ").slice(0, 200)}`;
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -21,11 +21,32 @@ import { checkIntegrity, waitForActivity, type Integrity, type Problem } from ".
 const ROOT = join(import.meta.dir, "..", "..");
 const short = process.argv.includes("--short");
 const S = short
-  ? { users: 3, downMs: 1_500, settleMs: 2_500, baselineMs: 3_000, pauseMs: 150, maxCalls: 600, recoverTimeoutMs: 45_000, watchdogMs: 270_000 }
-  : { users: 5, downMs: 5_000, settleMs: 8_000, baselineMs: 8_000, pauseMs: 60, maxCalls: 20_000, recoverTimeoutMs: 90_000, watchdogMs: 900_000 };
+  ? {
+      users: 3,
+      downMs: 1_500,
+      settleMs: 2_500,
+      baselineMs: 3_000,
+      pauseMs: 150,
+      maxCalls: 600,
+      recoverTimeoutMs: 45_000,
+      watchdogMs: 270_000,
+    }
+  : {
+      users: 5,
+      downMs: 5_000,
+      settleMs: 8_000,
+      baselineMs: 8_000,
+      pauseMs: 60,
+      maxCalls: 20_000,
+      recoverTimeoutMs: 90_000,
+      watchdogMs: 900_000,
+    };
 const SERVICES = ["orgs", "apps", "domains", "billing"] as const;
 /** `--faults=domains,nats`: only these faults (processes by name, nats, postgres); default all. */
-const onlyFaults = process.argv.find((a) => a.startsWith("--faults="))?.slice("--faults=".length).split(",");
+const onlyFaults = process.argv
+  .find((a) => a.startsWith("--faults="))
+  ?.slice("--faults=".length)
+  .split(",");
 const wanted = (fault: string) => !onlyFaults || onlyFaults.includes(fault);
 /** A read tool answered by each process, for the recovery probe. */
 const PROBE: Record<string, { tool: string; args: (u: LoadUser) => Record<string, unknown> }> = {
@@ -145,14 +166,30 @@ async function main(): Promise<number> {
 
   // Users the operator's way: the admin commands (user:create, token:issue) on the run's database.
   const config = loadGatewayConfig({ PORT: String(port) }, secret);
-  const database = await openServiceDatabase({ kind: "postgres", url: postgres.url, maxConnections: 2 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
+  const database = await openServiceDatabase(
+    { kind: "postgres", url: postgres.url, maxConnections: 2 },
+    { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS },
+  );
   const logger = createLogger({ level: "warn" });
   const auth = createAuth({ config, db: database.db, logger });
-  async function newUser(label: string, options: { confirm?: boolean } = {}): Promise<{ email: string; token: string; caller: Caller }> {
+  async function newUser(
+    label: string,
+    options: { confirm?: boolean } = {},
+  ): Promise<{ email: string; token: string; caller: Caller }> {
     const email = `${label}-${runId}@reliability.test`;
-    const created = await runAdminCommand(auth, config.mcpUrl, { command: "user:create", email, password: "reliability pass 1", name: `Rel ${label}` }, logger);
+    const created = await runAdminCommand(
+      auth,
+      config.mcpUrl,
+      { command: "user:create", email, password: "reliability pass 1", name: `Rel ${label}` },
+      logger,
+    );
     if (!created.ok) throw new Error(created.message);
-    const issued = await runAdminCommand(auth, config.mcpUrl, { command: "token:issue", email, readOnly: false }, logger);
+    const issued = await runAdminCommand(
+      auth,
+      config.mcpUrl,
+      { command: "token:issue", email, readOnly: false },
+      logger,
+    );
     if (!issued.ok) throw new Error(issued.message);
     const caller = connectCaller(mcpUrl, issued.stdout.trim(), label, options);
     callers.push(caller);
@@ -160,14 +197,17 @@ async function main(): Promise<number> {
   }
   const must = async (caller: Caller, tool: string, args: Record<string, unknown>) => {
     const outcome = await caller.call(tool, args);
-    if (outcome.kind !== "ok") throw new Error(`setup ${tool} failed: ${outcome.kind} ${"text" in outcome ? outcome.text : ""}`);
+    if (outcome.kind !== "ok")
+      throw new Error(`setup ${tool} failed: ${outcome.kind} ${"text" in outcome ? outcome.text : ""}`);
     return outcome.data;
   };
 
   const users: LoadUser[] = [];
   for (let i = 1; i <= S.users; i++) {
     const { email, caller } = await newUser(`user${i}`);
-    const org = (await must(caller, "org_setup", { action: "create", name: `Rel Org ${runId} ${i}` })) as { org: { id: string } };
+    const org = (await must(caller, "org_setup", { action: "create", name: `Rel Org ${runId} ${i}` })) as {
+      org: { id: string };
+    };
     const appName = `Rel App ${runId} ${i}`;
     const published = await must(caller, "publish", { name: appName, visibility: "public", files: appFiles("v1") });
     users.push({
@@ -229,7 +269,16 @@ async function main(): Promise<number> {
       const start = Date.now();
       const outcome = await probeUser.caller.call(probe.tool, probe.args(users[0]!));
       const answered = outcome.kind === "ok" || answeredNotImplemented(outcome);
-      calls.add({ start, end: Date.now(), user: "probe", op: probe.tool, service: component, kind: answered ? "ok" : outcome.kind, clear: outcome.kind === "tool_error" ? outcome.clear : undefined, text: "text" in outcome ? outcome.text.slice(0, 300) : undefined });
+      calls.add({
+        start,
+        end: Date.now(),
+        user: "probe",
+        op: probe.tool,
+        service: component,
+        kind: answered ? "ok" : outcome.kind,
+        clear: outcome.kind === "tool_error" ? outcome.clear : undefined,
+        text: "text" in outcome ? outcome.text.slice(0, 300) : undefined,
+      });
       if (answered) return Date.now();
       await Bun.sleep(100);
     }
@@ -249,7 +298,9 @@ async function main(): Promise<number> {
     w.recoveredAt = await waitRecovered(name, w.injectedAt);
     const now = cluster.processes.get(name)!;
     if (now.exitCode !== null) log(`  ${name} exited with code ${now.exitCode} after its restart`);
-    log(`  kill ${name}: ${w.recoveredAt ? `answered again after ${((w.recoveredAt - w.injectedAt) / 1000).toFixed(1)} s` : "NOT RECOVERED"}`);
+    log(
+      `  kill ${name}: ${w.recoveredAt ? `answered again after ${((w.recoveredAt - w.injectedAt) / 1000).toFixed(1)} s` : "NOT RECOVERED"}`,
+    );
     await Bun.sleep(S.settleMs);
   }
   for (const [name, server, signal] of [
@@ -264,7 +315,9 @@ async function main(): Promise<number> {
     await server.start();
     w.restoredAt = Date.now();
     w.recoveredAt = await waitRecovered(name, w.injectedAt);
-    log(`  restart ${name}: ${w.recoveredAt ? `answered again ${((w.recoveredAt - w.restoredAt) / 1000).toFixed(1)} s after it was back` : "NOT RECOVERED"}`);
+    log(
+      `  restart ${name}: ${w.recoveredAt ? `answered again ${((w.recoveredAt - w.restoredAt) / 1000).toFixed(1)} s after it was back` : "NOT RECOVERED"}`,
+    );
     await Bun.sleep(S.settleMs);
   }
   open("after the faults");
@@ -279,19 +332,32 @@ async function main(): Promise<number> {
 
   log("fuzz: malformed JSON-RPC and tool arguments from each tool's schema");
   const fuzzUser = await newUser("fuzz", { confirm: false });
-  const fuzzApp = await must(fuzzUser.caller, "publish", { name: `Fuzz App ${runId}`, visibility: "private", files: appFiles("fuzz") });
+  const fuzzApp = await must(fuzzUser.caller, "publish", {
+    name: `Fuzz App ${runId}`,
+    visibility: "private",
+    files: appFiles("fuzz"),
+  });
   const gateway = () => {
     const child = cluster!.processes.get("gateway")!;
     return child.exitCode === null && child.signalCode === null;
   };
-  const fuzz = await runFuzz({ mcpUrl, token: fuzzUser.token, caller: fuzzUser.caller, address: fuzzApp.address as string, email: fuzzUser.email, alive: gateway });
+  const fuzz = await runFuzz({
+    mcpUrl,
+    token: fuzzUser.token,
+    caller: fuzzUser.caller,
+    address: fuzzApp.address as string,
+    email: fuzzUser.email,
+    alive: gateway,
+  });
   log("isolation: a second user calls every tool with the first user's addresses, invitation ids and emails");
   const isolation = await runIsolation({ newUser, must, appHost, runId, mcpUrl });
   clearInterval(monitor);
   await database.close();
 
   const figures = windows.map((w) => figuresOf(w, calls, integrity.problems));
-  const unplaced = integrity.problems.filter((p) => p.at === null || !windows.some((w) => p.at! >= w.start && p.at! < w.end));
+  const unplaced = integrity.problems.filter(
+    (p) => p.at === null || !windows.some((w) => p.at! >= w.start && p.at! < w.end),
+  );
   const totals = totalsOf(figures);
   const result = {
     mode: short ? "short" : "full",
@@ -309,15 +375,22 @@ async function main(): Promise<number> {
 
   const misses: string[] = [];
   if (totals.hung > 0) misses.push(`${totals.hung} calls hung`);
-  if (integrity.writesLost + integrity.writesDoubled > 0) misses.push(`${integrity.writesLost} writes lost, ${integrity.writesDoubled} doubled`);
-  if (integrity.activityLost + integrity.activityDoubled > 0) misses.push(`${integrity.activityLost} activity entries lost, ${integrity.activityDoubled} doubled`);
+  if (integrity.writesLost + integrity.writesDoubled > 0)
+    misses.push(`${integrity.writesLost} writes lost, ${integrity.writesDoubled} doubled`);
+  if (integrity.activityLost + integrity.activityDoubled > 0)
+    misses.push(`${integrity.activityLost} activity entries lost, ${integrity.activityDoubled} doubled`);
   for (const w of windows) if (w.injectedAt && !w.recoveredAt) misses.push(`no recovery after ${w.fault}`);
   for (const w of windows) for (const crash of w.crashes) misses.push(`during ${w.fault}: ${crash}`);
-  if (fuzz.crashes + fuzz.http5xx + fuzz.internal > 0) misses.push(`fuzz: ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors`);
-  if (isolation.leaks.length > 0) misses.push(`isolation: ${isolation.leaks.length} answers show the first user's data`);
+  if (fuzz.crashes + fuzz.http5xx + fuzz.internal > 0)
+    misses.push(`fuzz: ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors`);
+  if (isolation.leaks.length > 0)
+    misses.push(`isolation: ${isolation.leaks.length} answers show the first user's data`);
   const resultsDir = join(ROOT, "bench", "results");
   mkdirSync(resultsDir, { recursive: true });
-  writeFileSync(join(resultsDir, "reliability.json"), `${JSON.stringify({ ...result, goalsMissed: misses }, null, 2)}\n`);
+  writeFileSync(
+    join(resultsDir, "reliability.json"),
+    `${JSON.stringify({ ...result, goalsMissed: misses }, null, 2)}\n`,
+  );
   log(`\nfigures: bench/results/reliability.json (${result.seconds} s)`);
   log(misses.length ? `reliability: goals missed: ${misses.join("; ")}` : "reliability: every goal met");
   return misses.length ? 1 : 0;
@@ -347,7 +420,10 @@ function figuresOf(w: Window, calls: CallLog, problems: Problem[]): WindowFigure
     crashes: w.crashes,
     hungCalls: mine
       .filter((r) => r.kind === "hung")
-      .map((r) => `${r.op} by ${r.user}, started ${((r.start - (w.injectedAt ?? w.start)) / 1000).toFixed(1)} s after the fault, given up after ${((r.end - r.start) / 1000).toFixed(1)} s`),
+      .map(
+        (r) =>
+          `${r.op} by ${r.user}, started ${((r.start - (w.injectedAt ?? w.start)) / 1000).toFixed(1)} s after the fault, given up after ${((r.end - r.start) / 1000).toFixed(1)} s`,
+      ),
   };
 }
 
@@ -359,7 +435,10 @@ function topErrors(records: CallRecord[]): string[] {
     const key = `${r.op} ${r.kind}: ${(r.text ?? "").replace(/[0-9a-f]{8,}|(?<!HTTP )\b\d+\b/g, "#").slice(0, 160)}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, n]) => `${n}× ${k}`);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([k, n]) => `${n}× ${k}`);
 }
 
 function totalsOf(figures: WindowFigures[]) {
@@ -374,8 +453,26 @@ function totalsOf(figures: WindowFigures[]) {
   };
 }
 
-function printTable(figures: WindowFigures[], totals: ReturnType<typeof totalsOf>, integrity: Integrity, fuzz: FuzzReport, isolation: IsolationReport) {
-  const head = ["fault", "calls", "ok", "failed clear", "failed unclear", "no answer", "hung", "writes lost/doubled", "activity lost/doubled", "down s", "recover s"];
+function printTable(
+  figures: WindowFigures[],
+  totals: ReturnType<typeof totalsOf>,
+  integrity: Integrity,
+  fuzz: FuzzReport,
+  isolation: IsolationReport,
+) {
+  const head = [
+    "fault",
+    "calls",
+    "ok",
+    "failed clear",
+    "failed unclear",
+    "no answer",
+    "hung",
+    "writes lost/doubled",
+    "activity lost/doubled",
+    "down s",
+    "recover s",
+  ];
   const rows = figures.map((f) => [
     f.fault,
     f.calls,
@@ -389,21 +486,42 @@ function printTable(figures: WindowFigures[], totals: ReturnType<typeof totalsOf
     f.downMs === null ? "" : (f.downMs / 1000).toFixed(1),
     f.recoverMs === null ? "" : (f.recoverMs / 1000).toFixed(1),
   ]);
-  rows.push(["total", totals.calls, totals.ok, totals.failedClear, totals.failedUnclear, totals.failedTransport, totals.hung, `${integrity.writesLost}/${integrity.writesDoubled}`, `${integrity.activityLost}/${integrity.activityDoubled}`, "", ""]);
+  rows.push([
+    "total",
+    totals.calls,
+    totals.ok,
+    totals.failedClear,
+    totals.failedUnclear,
+    totals.failedTransport,
+    totals.hung,
+    `${integrity.writesLost}/${integrity.writesDoubled}`,
+    `${integrity.activityLost}/${integrity.activityDoubled}`,
+    "",
+    "",
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells: (string | number)[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]!) : String(c).padStart(widths[i]!))).join("  ");
+  const line = (cells: (string | number)[]) =>
+    cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]!) : String(c).padStart(widths[i]!))).join("  ");
   log("");
   log(line(head));
   for (const row of rows) log(line(row));
-  log(`acknowledged writes checked: ${integrity.acknowledgedWrites}; committed without an answer: ${integrity.committedWithoutAnswer}`);
+  log(
+    `acknowledged writes checked: ${integrity.acknowledgedWrites}; committed without an answer: ${integrity.committedWithoutAnswer}`,
+  );
   for (const p of integrity.problems.slice(0, 20)) log(`  ${p.kind}: ${p.text}`);
-  for (const f of figures) for (const e of f.errors) log(`  during ${f.fault}: ${e.replace(/\s+/g, " ").slice(0, 200)}`);
+  for (const f of figures)
+    for (const e of f.errors) log(`  during ${f.fault}: ${e.replace(/\s+/g, " ").slice(0, 200)}`);
   for (const f of figures) for (const h of f.hungCalls) log(`  HUNG during ${f.fault}: ${h}`);
   for (const f of figures) for (const c of f.crashes) log(`  CRASH during ${f.fault}: ${c}`);
-  log(`fuzz: ${fuzz.cases} cases over ${fuzz.tools} tools and the JSON-RPC envelope; ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors, ${fuzz.unclear.length} errors that do not name what to fix`);
-  for (const f of [...fuzz.failures.slice(0, 10), ...fuzz.findings]) log(`  fuzz: ${f.replace(/\s+/g, " ").slice(0, 240)}`);
+  log(
+    `fuzz: ${fuzz.cases} cases over ${fuzz.tools} tools and the JSON-RPC envelope; ${fuzz.crashes} crashes, ${fuzz.http5xx} 5xx, ${fuzz.internal} internal errors, ${fuzz.unclear.length} errors that do not name what to fix`,
+  );
+  for (const f of [...fuzz.failures.slice(0, 10), ...fuzz.findings])
+    log(`  fuzz: ${f.replace(/\s+/g, " ").slice(0, 240)}`);
   for (const u of fuzz.unclear.slice(0, 10)) log(`  fuzz unclear: ${u}`);
-  log(`isolation: ${isolation.calls} calls by a second user with the first user's identifiers; ${isolation.leaks.length} leaks`);
+  log(
+    `isolation: ${isolation.calls} calls by a second user with the first user's identifiers; ${isolation.leaks.length} leaks`,
+  );
   for (const leak of isolation.leaks.slice(0, 10)) log(`  leak: ${leak}`);
 }
 

@@ -78,10 +78,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     // The personal account exists from sign-up on, so whoami never races its creation.
     onUserCreated: async (user) => {
       await accounts
-        .resolve(
-          websiteClaims(user, { scope: "read", client: "signup", grant: "signup", rid: "signup" }),
-          { requestId: `signup-${user.id}`, traceparent: "" },
-        )
+        .resolve(websiteClaims(user, { scope: "read", client: "signup", grant: "signup", rid: "signup" }), {
+          requestId: `signup-${user.id}`,
+          traceparent: "",
+        })
         .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
     },
     sendVerificationMail: async (user, token) => {
@@ -89,16 +89,38 @@ export function createGateway(options: GatewayOptions): Gateway {
         websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
         contextKey,
       );
-      return (await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })).delivery;
+      return (
+        await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })
+      ).delivery;
     },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
     // Sign-out ends every app session of that browser: app hosts drop their cached answer before the page answers.
     onSessionEnded: (session) => announceViewerChanged(bus, logger, { session }, true),
     onUserChanged: (sub) => announceViewerChanged(bus, logger, { sub }, true),
   });
-  const confirmations = createConfirmations({ db: options.db, baseUrl: config.baseUrl, auth, calls: { bus, contextKey, accounts }, logger });
-  const toolCallLimits = { counter: rateCounter, perGrant: config.toolCallsPerMinutePerGrant, perUser: config.toolCallsPerMinutePerUser };
-  const mcp = createMcpEndpoint({ config, auth, bus, contextKey, accounts, confirmations, logger, version: GATEWAY_VERSION, toolCallLimits });
+  const confirmations = createConfirmations({
+    db: options.db,
+    baseUrl: config.baseUrl,
+    auth,
+    calls: { bus, contextKey, accounts },
+    logger,
+  });
+  const toolCallLimits = {
+    counter: rateCounter,
+    perGrant: config.toolCallsPerMinutePerGrant,
+    perUser: config.toolCallsPerMinutePerUser,
+  };
+  const mcp = createMcpEndpoint({
+    config,
+    auth,
+    bus,
+    contextKey,
+    accounts,
+    confirmations,
+    logger,
+    version: GATEWAY_VERSION,
+    toolCallLimits,
+  });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
   const stripeWebhook = stripeWebhookHandler({ secret: config.stripeWebhookSecret, bus, logger });
 
@@ -111,7 +133,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Orgs events about members and organizations: drop those people's cached sessions at once (and tell app hosts).
   const sessionEvents = dropSessionsOnOrgEvents(bus, accounts, logger);
   // App hosts ask who an app viewer's browser session is now (signed questions only).
-  const viewerChecks = answerViewerChecks({ bus, db: options.db, accounts, viewerKey: deriveKey(config.secret, "viewer-ticket"), logger });
+  const viewerChecks = answerViewerChecks({
+    bus,
+    db: options.db,
+    accounts,
+    viewerKey: deriveKey(config.secret, "viewer-ticket"),
+    logger,
+  });
 
   const sweep = async () => {
     const removed = await auth.sweepExpired();
@@ -135,7 +163,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     .get("/metrics", ({ request }) =>
       config.metricsToken || config.devPages
         ? metricsResponse(request, config.metricsToken ?? undefined, logger)
-        : new Response("Metrics are off: set METRICS_TOKEN and scrape /metrics with Authorization: Bearer <METRICS_TOKEN>.\n", { status: 404 }),
+        : new Response(
+            "Metrics are off: set METRICS_TOKEN and scrape /metrics with Authorization: Bearer <METRICS_TOKEN>.\n",
+            { status: 404 },
+          ),
     )
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
@@ -152,8 +183,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     .all(
       "/mcp",
       ({ request }) => {
-        const wantsPage = request.method === "GET" && !request.headers.get("mcp-session-id") && (request.headers.get("accept") ?? "").includes("text/html");
-        return wantsPage ? htmlResponse(renderInstallPage(config.mcpUrl, new URL(request.url).searchParams)) : mcp.handle(request);
+        const wantsPage =
+          request.method === "GET" &&
+          !request.headers.get("mcp-session-id") &&
+          (request.headers.get("accept") ?? "").includes("text/html");
+        return wantsPage
+          ? htmlResponse(renderInstallPage(config.mcpUrl, new URL(request.url).searchParams))
+          : mcp.handle(request);
       },
       { parse: "none" },
     );

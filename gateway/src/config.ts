@@ -58,19 +58,33 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   BASE_URL: z
     .string()
-    .refine((v) => URL.canParse(v) && ["http:", "https:"].includes(new URL(v).protocol), "must be an http(s) URL such as https://hatch.example")
+    .refine(
+      (v) => URL.canParse(v) && ["http:", "https:"].includes(new URL(v).protocol),
+      "must be an http(s) URL such as https://hatch.example",
+    )
     .optional(),
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
-  REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(300).default(30 * 86_400),
+  REFRESH_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(300)
+    .default(30 * 86_400),
   ALLOWED_HOSTS: z.string().optional(),
   ALLOW_INSECURE_CLIENT_METADATA: z.enum(["true", "false"]).optional(),
-  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024),
   TRUST_PROXY: z.enum(["true", "false"]).optional(),
   MAX_SESSIONS: z.coerce.number().int().min(1).default(5_000),
   MAX_SESSIONS_PER_USER: z.coerce.number().int().min(1).default(20),
   TOOL_CALLS_PER_MINUTE_PER_GRANT: z.coerce.number().int().min(1).default(300),
   TOOL_CALLS_PER_MINUTE_PER_USER: z.coerce.number().int().min(1).default(600),
-  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9]+$/, "must be a Stripe webhook signing secret (whsec_…)").optional(),
+  STRIPE_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9]+$/, "must be a Stripe webhook signing secret (whsec_…)")
+    .optional(),
 });
 
 export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
@@ -90,7 +104,13 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     secret: overrides.secret,
     accessTokenTtlSeconds: overrides.accessTokenTtlSeconds ?? 900,
     refreshTokenTtlSeconds: overrides.refreshTokenTtlSeconds ?? 30 * 86_400,
-    allowedHosts: [...new Set([base.host, ...(loopback ? [`localhost:${base.port || port}`, `127.0.0.1:${base.port || port}`] : []), ...(overrides.allowedHosts ?? [])])],
+    allowedHosts: [
+      ...new Set([
+        base.host,
+        ...(loopback ? [`localhost:${base.port || port}`, `127.0.0.1:${base.port || port}`] : []),
+        ...(overrides.allowedHosts ?? []),
+      ]),
+    ],
     allowInsecureClientMetadata: overrides.allowInsecureClientMetadata ?? false,
     maxBodyBytes: overrides.maxBodyBytes ?? 4 * 1024 * 1024,
     maxSessions: overrides.maxSessions ?? 5_000,
@@ -109,15 +129,22 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
 export function loadGatewayConfig(env: Record<string, string | undefined>, fallbackSecret?: string): GatewayConfig {
   const parsed = loadConfig(GatewayEnvSchema, env);
   const secret = parsed.HATCH_SECRET ?? fallbackSecret;
-  if (!secret) throw new Error("Invalid configuration:\n  HATCH_SECRET: is required when the gateway runs on its own (openssl rand -hex 32)");
+  if (!secret)
+    throw new Error(
+      "Invalid configuration:\n  HATCH_SECRET: is required when the gateway runs on its own (openssl rand -hex 32)",
+    );
   return gatewayConfig({
     secret,
     port: parsed.PORT,
     baseUrl: parsed.BASE_URL,
     accessTokenTtlSeconds: parsed.ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlSeconds: parsed.REFRESH_TOKEN_TTL_SECONDS,
-    allowedHosts: parsed.ALLOWED_HOSTS?.split(",").map((h) => h.trim()).filter(Boolean),
-    allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true" : undefined,
+    allowedHosts: parsed.ALLOWED_HOSTS?.split(",")
+      .map((h) => h.trim())
+      .filter(Boolean),
+    allowInsecureClientMetadata: parsed.ALLOW_INSECURE_CLIENT_METADATA
+      ? parsed.ALLOW_INSECURE_CLIENT_METADATA === "true"
+      : undefined,
     maxBodyBytes: parsed.MAX_BODY_BYTES,
     trustProxy: parsed.TRUST_PROXY === "true",
     maxSessions: parsed.MAX_SESSIONS,

@@ -11,13 +11,20 @@ export async function checkHealth(bus: Bus, version: string, timeoutMs = 1_500):
   const entries = await Promise.all(
     SERVICE_NAMES.map(async (service) => {
       try {
-        const reply = decodeJson((await bus.request(`rpc.${service}.health`, encodeJson({ input: {} }), { timeoutMs })).data) as {
+        const reply = decodeJson(
+          (await bus.request(`rpc.${service}.health`, encodeJson({ input: {} }), { timeoutMs })).data,
+        ) as {
           ok?: boolean;
           result?: { version?: string };
         };
         return [service, { ok: reply.ok === true, version: reply.result?.version }] as const;
       } catch (error) {
-        const reason = error instanceof BusError ? (error.code === "no_responders" ? "not running" : error.code) : "unreadable reply";
+        const reason =
+          error instanceof BusError
+            ? error.code === "no_responders"
+              ? "not running"
+              : error.code
+            : "unreadable reply";
         return [service, { ok: false, error: reason }] as const;
       }
     }),

@@ -1,4 +1,14 @@
-import { CommonEnvSchema, ConfigError, createLogger, createNatsBus, loadConfig, onShutdown, openServiceDatabase, parentPidFrom, startTracing } from "@hatch/shared";
+import {
+  CommonEnvSchema,
+  ConfigError,
+  createLogger,
+  createNatsBus,
+  loadConfig,
+  onShutdown,
+  openServiceDatabase,
+  parentPidFrom,
+  startTracing,
+} from "@hatch/shared";
 import { createGateway, GATEWAY_MIGRATIONS } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 
@@ -8,17 +18,35 @@ let env;
 try {
   env = loadConfig(CommonEnvSchema, process.env);
   config = loadGatewayConfig(process.env);
-  if (!env.NATS_URL || !env.DATABASE_URL) throw new ConfigError("Invalid configuration:\n  NATS_URL and DATABASE_URL are required when the gateway runs on its own");
+  if (!env.NATS_URL || !env.DATABASE_URL)
+    throw new ConfigError(
+      "Invalid configuration:\n  NATS_URL and DATABASE_URL are required when the gateway runs on its own",
+    );
 } catch (error) {
   process.stderr.write(`gateway: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(2);
 }
 const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: "gateway" } });
 const tracing = startTracing({ serviceName: "hatch-gateway", env: process.env, logger });
-const bus = await createNatsBus({ url: env.NATS_URL!, prefix: env.BUS_PREFIX, name: "hatch-gateway", logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
-const database = await openServiceDatabase({ kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 }, { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS });
+const bus = await createNatsBus({
+  url: env.NATS_URL!,
+  prefix: env.BUS_PREFIX,
+  name: "hatch-gateway",
+  logger,
+  user: env.NATS_USER,
+  pass: env.NATS_PASSWORD,
+});
+const database = await openServiceDatabase(
+  { kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 },
+  { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS },
+);
 const gateway = createGateway({ config, bus, db: database.db, logger });
-const server = gateway.app.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0", reusePort: false, maxRequestBodySize: config.maxBodyBytes * 2 });
+const server = gateway.app.listen({
+  port: config.port,
+  hostname: process.env.HOST ?? "0.0.0.0",
+  reusePort: false,
+  maxRequestBodySize: config.maxBodyBytes * 2,
+});
 // Bounded: stop listening and end the MCP event streams, let calls in flight finish, then sessions, bus and database.
 const listener = server.server;
 let inFlight: Promise<void> | undefined;

@@ -58,10 +58,21 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
       .limit(1);
     if (!row || row.id !== asked.sub) return { viewer: null };
     const session = await deps.accounts.resolve(
-      websiteClaims({ id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null }, { scope: "read", client: "browser", grant: "browser", rid: requestId }),
+      websiteClaims(
+        { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null },
+        { scope: "read", client: "browser", grant: "browser", rid: requestId },
+      ),
       { requestId, traceparent: "" },
     );
-    return { viewer: { sub: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null, account: session.account } };
+    return {
+      viewer: {
+        sub: row.id,
+        email: row.email,
+        name: row.name,
+        emailVerified: row.emailVerifiedAt !== null,
+        account: session.account,
+      },
+    };
   }
 
   async function answer(msg: BusMessage): Promise<BusReply> {
@@ -81,7 +92,13 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
       if (isToolError(error)) reply = { ok: false, error: { code: error.code, message: error.message } };
       else {
         log.error("viewer check failed", { rid: requestId, error });
-        reply = { ok: false, error: { code: "internal", message: `The Hatch gateway could not check the viewer. Request id ${requestId}.` } };
+        reply = {
+          ok: false,
+          error: {
+            code: "internal",
+            message: `The Hatch gateway could not check the viewer. Request id ${requestId}.`,
+          },
+        };
       }
     }
     return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
@@ -95,7 +112,12 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
  * app hosts stop trusting their copy within 30 s anyway. With `wait`, returns once the broadcast left (bounded), so a
  * sign-out page answers after the app hosts could hear it.
  */
-export async function announceViewerChanged(bus: Bus, logger: Logger, change: ViewerChanged, wait = false): Promise<void> {
+export async function announceViewerChanged(
+  bus: Bus,
+  logger: Logger,
+  change: ViewerChanged,
+  wait = false,
+): Promise<void> {
   try {
     bus.publish(subjects.viewerChanged, encodeJson(change));
     if (!wait) return;

@@ -61,17 +61,30 @@ describe("next after sign-in never leaves the origin", () => {
 
   test.each(ATTACKS)("POST sign-in and sign-up with next=%p stay on the origin", async (next) => {
     const { email } = await signedIn();
-    const signIn = await h.browser().submit(`/signin?next=${encodeURIComponent(next)}`, "/signin", { email, password: "correct horse battery" });
+    const signIn = await h
+      .browser()
+      .submit(`/signin?next=${encodeURIComponent(next)}`, "/signin", { email, password: "correct horse battery" });
     expect(signIn.status).toBe(303);
     expect(followed(signIn).origin).toBe(BASE);
-    const signUp = await h.browser().submit(`/signup?next=${encodeURIComponent(next)}`, "/signup", { email: `n${++people}@example.com`, password: "correct horse battery", name: "N" });
+    const signUp = await h
+      .browser()
+      .submit(`/signup?next=${encodeURIComponent(next)}`, "/signup", {
+        email: `n${++people}@example.com`,
+        password: "correct horse battery",
+        name: "N",
+      });
     expect(signUp.status).toBe(303);
     expect(followed(signUp).origin).toBe(BASE);
   });
 
   test("legitimate next values are followed as they are", async () => {
     const { browser } = await signedIn();
-    for (const next of ["/oauth/authorize?client_id=abc&state=x%20y&scope=read+write", "/dashboard/tokens", "/apps/signin?app=x&path=/a", "/confirm/abc_123"]) {
+    for (const next of [
+      "/oauth/authorize?client_id=abc&state=x%20y&scope=read+write",
+      "/dashboard/tokens",
+      "/apps/signin?app=x&path=/a",
+      "/confirm/abc_123",
+    ]) {
       const response = await browser.get(`/signin?next=${encodeURIComponent(next)}`);
       expect(response.headers.get("location")).toBe(next);
     }
@@ -110,7 +123,11 @@ describe("CSRF tokens are bound to the session", () => {
 
     const clientId = await registerClientId(h);
     const consentPage = await (await browser.get(authorizePath(clientId, pkcePair().challenge))).text();
-    const consent = await browser.post("/oauth/authorize", { csrf: csrfOf(consentPage), decision: "write", client_id: clientId }, { origin: "null" });
+    const consent = await browser.post(
+      "/oauth/authorize",
+      { csrf: csrfOf(consentPage), decision: "write", client_id: clientId },
+      { origin: "null" },
+    );
     expect(consent.status).toBe(403);
 
     expect((await browser.post("/signout", { csrf })).status).toBe(303);

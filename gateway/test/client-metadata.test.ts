@@ -11,16 +11,75 @@ import { pkcePair } from "./support.ts";
 // the address checked is the address connected to, and the unsafe mode is never inferred from BASE_URL.
 
 const REFUSED = [
-  "0.0.0.0", "0.1.2.3", "10.0.0.1", "100.64.0.1", "100.127.255.254", "127.0.0.1", "127.255.255.254", "169.254.169.254",
-  "172.16.0.1", "172.31.255.255", "192.0.0.8", "192.0.2.1", "192.88.99.1", "192.168.1.1", "198.18.0.1", "198.19.255.255",
-  "198.51.100.7", "203.0.113.9", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
-  "::", "::1", "::ffff:127.0.0.1", "::ffff:7f00:1", "::ffff:10.1.2.3", "::ffff:169.254.169.254", "::127.0.0.1", "::7f00:1",
-  "::8.8.8.8", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "64:ff9b::127.0.0.1", "64:ff9b::a00:1", "64:ff9b:1::808:808",
-  "100::1", "2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:10::1", "2001:db8::1", "2002:7f00:1::", "2002:a00:1::1",
-  "2002:c0a8:101::1", "3fff::1", "5f00::1", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0", "febf::1", "fec0::1",
-  "feff::1", "ff02::1", "0:0:0:0:0:ffff:7f00:1", "1::1", "4000::1", "not an address",
+  "0.0.0.0",
+  "0.1.2.3",
+  "10.0.0.1",
+  "100.64.0.1",
+  "100.127.255.254",
+  "127.0.0.1",
+  "127.255.255.254",
+  "169.254.169.254",
+  "172.16.0.1",
+  "172.31.255.255",
+  "192.0.0.8",
+  "192.0.2.1",
+  "192.88.99.1",
+  "192.168.1.1",
+  "198.18.0.1",
+  "198.19.255.255",
+  "198.51.100.7",
+  "203.0.113.9",
+  "224.0.0.1",
+  "239.255.255.250",
+  "240.0.0.1",
+  "255.255.255.255",
+  "::",
+  "::1",
+  "::ffff:127.0.0.1",
+  "::ffff:7f00:1",
+  "::ffff:10.1.2.3",
+  "::ffff:169.254.169.254",
+  "::127.0.0.1",
+  "::7f00:1",
+  "::8.8.8.8",
+  "::ffff:0:7f00:1",
+  "64:ff9b::7f00:1",
+  "64:ff9b::127.0.0.1",
+  "64:ff9b::a00:1",
+  "64:ff9b:1::808:808",
+  "100::1",
+  "2001::1",
+  "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+  "2001:10::1",
+  "2001:db8::1",
+  "2002:7f00:1::",
+  "2002:a00:1::1",
+  "2002:c0a8:101::1",
+  "3fff::1",
+  "5f00::1",
+  "fc00::1",
+  "fd12:3456::1",
+  "fe80::1",
+  "fe80::1%eth0",
+  "febf::1",
+  "fec0::1",
+  "feff::1",
+  "ff02::1",
+  "0:0:0:0:0:ffff:7f00:1",
+  "1::1",
+  "4000::1",
+  "not an address",
 ];
-const ALLOWED = ["8.8.8.8", "93.184.215.14", "198.20.0.1", "2606:4700:4700::1111", "2a00:1450:4001::1", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"];
+const ALLOWED = [
+  "8.8.8.8",
+  "93.184.215.14",
+  "198.20.0.1",
+  "2606:4700:4700::1111",
+  "2a00:1450:4001::1",
+  "::ffff:8.8.8.8",
+  "64:ff9b::808:808",
+  "2002:808:808::1",
+];
 
 describe("the address classifier", () => {
   test.each(REFUSED)("%s is refused", (address) => {
@@ -31,7 +90,12 @@ describe("the address classifier", () => {
   });
 });
 
-const DOCUMENT = (clientId: string) => ({ client_id: clientId, client_name: "Metadata Client", redirect_uris: ["http://127.0.0.1:8976/callback"], token_endpoint_auth_method: "none" });
+const DOCUMENT = (clientId: string) => ({
+  client_id: clientId,
+  client_name: "Metadata Client",
+  redirect_uris: ["http://127.0.0.1:8976/callback"],
+  token_endpoint_auth_method: "none",
+});
 
 async function signedIn(h: Harness) {
   await h.auth.createUser({ email: "meta@example.com", password: "correct horse battery", name: "Meta" });
@@ -44,7 +108,10 @@ describe("client ID metadata URLs in the default (safe) mode", () => {
   let h: Harness;
   const resolved: string[] = [];
   const fetched: string[] = [];
-  const answers: Record<string, string[]> = { "private.example.test": ["93.184.215.14", "10.0.0.5"], "mapped.example.test": ["::ffff:127.0.0.1"] };
+  const answers: Record<string, string[]> = {
+    "private.example.test": ["93.184.215.14", "10.0.0.5"],
+    "mapped.example.test": ["::ffff:127.0.0.1"],
+  };
   let browser: Awaited<ReturnType<typeof signedIn>>;
   beforeAll(async () => {
     h = await createHarness({
@@ -97,7 +164,24 @@ describe("DNS rebinding: the checked address is the one connected to", () => {
     // A TLS server whose certificate is only valid for meta.example.test: a fetch to its address passes the
     // certificate check only when the name is sent as the TLS server name.
     dir = mkdtempSync(join(tmpdir(), "hatch-cimd-"));
-    const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "2", "-subj", "/CN=meta.example.test", "-addext", "subjectAltName=DNS:meta.example.test"]);
+    const made = Bun.spawnSync([
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+      "-days",
+      "2",
+      "-subj",
+      "/CN=meta.example.test",
+      "-addext",
+      "subjectAltName=DNS:meta.example.test",
+    ]);
     if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
     ca = readFileSync(join(dir, "cert.pem"), "utf8");
     server = Bun.serve({
@@ -124,8 +208,15 @@ describe("DNS rebinding: the checked address is the one connected to", () => {
       // A rebinding name: public on the first lookup (the check), loopback after.
       resolveHost: async () => (lookups++ === 0 ? [PUBLIC] : ["127.0.0.1"]),
       // The real fetch; only the route to the public address leads to the local test server, and the test CA is trusted.
-      fetchClientMetadata: (async (url: string | URL | Request, init?: RequestInit & { tls?: { serverName?: string } }) => {
-        calls.push({ url: String(url), host: new Headers(init?.headers).get("host"), serverName: init?.tls?.serverName });
+      fetchClientMetadata: (async (
+        url: string | URL | Request,
+        init?: RequestInit & { tls?: { serverName?: string } },
+      ) => {
+        calls.push({
+          url: String(url),
+          host: new Headers(init?.headers).get("host"),
+          serverName: init?.tls?.serverName,
+        });
         const routed = String(url).replace(`https://${PUBLIC}:`, "https://127.0.0.1:");
         if (routed === String(url)) throw new Error("the fetch was not made to the checked address");
         return fetch(routed, { ...init, tls: { ...init?.tls, ca } });
@@ -138,7 +229,13 @@ describe("DNS rebinding: the checked address is the one connected to", () => {
       expect(await response.text()).toContain("Metadata Client");
       expect(response.status).toBe(200);
       expect(lookups).toBe(1);
-      expect(calls).toEqual([{ url: `https://${PUBLIC}:${server.port}/client.json`, host: `meta.example.test:${server.port}`, serverName: "meta.example.test" }]);
+      expect(calls).toEqual([
+        {
+          url: `https://${PUBLIC}:${server.port}/client.json`,
+          host: `meta.example.test:${server.port}`,
+          serverName: "meta.example.test",
+        },
+      ]);
       expect(seen.at(-1)).toEqual({ host: `meta.example.test:${server.port}` });
     } finally {
       await h.close();
@@ -149,11 +246,20 @@ describe("DNS rebinding: the checked address is the one connected to", () => {
 describe("the unsafe mode is an explicit setting", () => {
   test("a loopback http BASE_URL (compose's default) does not turn it on", () => {
     expect(gatewayConfig({ secret: "x".repeat(40), port: 3000 }).allowInsecureClientMetadata).toBe(false);
-    expect(loadGatewayConfig({ HATCH_SECRET: "x".repeat(40), BASE_URL: "http://localhost:3000" }).allowInsecureClientMetadata).toBe(false);
-    expect(loadGatewayConfig({ HATCH_SECRET: "x".repeat(40), BASE_URL: "http://127.0.0.1:3000" }).allowInsecureClientMetadata).toBe(false);
+    expect(
+      loadGatewayConfig({ HATCH_SECRET: "x".repeat(40), BASE_URL: "http://localhost:3000" })
+        .allowInsecureClientMetadata,
+    ).toBe(false);
+    expect(
+      loadGatewayConfig({ HATCH_SECRET: "x".repeat(40), BASE_URL: "http://127.0.0.1:3000" })
+        .allowInsecureClientMetadata,
+    ).toBe(false);
   });
 
   test("ALLOW_INSECURE_CLIENT_METADATA=true turns it on", () => {
-    expect(loadGatewayConfig({ HATCH_SECRET: "x".repeat(40), ALLOW_INSECURE_CLIENT_METADATA: "true" }).allowInsecureClientMetadata).toBe(true);
+    expect(
+      loadGatewayConfig({ HATCH_SECRET: "x".repeat(40), ALLOW_INSECURE_CLIENT_METADATA: "true" })
+        .allowInsecureClientMetadata,
+    ).toBe(true);
   });
 });

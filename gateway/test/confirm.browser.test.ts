@@ -6,7 +6,9 @@ import { connectClient, userWithToken } from "../../test/support/mcp.ts";
 import { startStandInApps, type StandInApps } from "../../test/support/stand-in-apps.ts";
 
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
-const suiteName = hasChromium ? "the confirm page in a real browser" : `the confirm page in a real browser (SKIPPED: ${CHROMIUM} is missing; apt-get install -y chromium)`;
+const suiteName = hasChromium
+  ? "the confirm page in a real browser"
+  : `the confirm page in a real browser (SKIPPED: ${CHROMIUM} is missing; apt-get install -y chromium)`;
 
 // The user's side of a delete asked by a client without form elicitation: the AI hands them the link, they
 // sign in, read the question and press Confirm or Cancel. No JavaScript runs on these pages.
@@ -60,7 +62,9 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     await press("Confirm");
     expect(await page.getByRole("heading").innerText()).toBe("Done");
     expect(await page.getByRole("status").innerText()).toBe("Deleted holiday-photos.");
-    expect(apps.acted).toEqual([{ tool: "delete_tool", user: user.id, input: { address: "holiday-photos" }, answer: { confirm: true } }]);
+    expect(apps.acted).toEqual([
+      { tool: "delete_tool", user: user.id, input: { address: "holiday-photos" }, answer: { confirm: true } },
+    ]);
 
     // Back to the link (as after pressing Back and reloading): it worked once.
     await page.goto(link);

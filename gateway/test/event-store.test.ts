@@ -6,7 +6,9 @@ const note = (n: number): JSONRPCMessage => ({ jsonrpc: "2.0", method: "notifica
 
 async function replay(store: SessionEventStore, after: string) {
   const sent: [string, unknown][] = [];
-  const stream = await store.replayEventsAfter(after, { send: async (id, message) => void sent.push([id, (message as unknown as { params: { n: number } }).params.n]) });
+  const stream = await store.replayEventsAfter(after, {
+    send: async (id, message) => void sent.push([id, (message as unknown as { params: { n: number } }).params.n]),
+  });
   return { stream, sent };
 }
 
@@ -17,7 +19,13 @@ describe("SessionEventStore", () => {
     await store.storeEvent("post-7", note(100));
     await store.storeEvent("get", note(2));
     await store.storeEvent("get", note(3));
-    expect(await replay(store, a1)).toEqual({ stream: "get", sent: [["get.2", 2], ["get.3", 3]] });
+    expect(await replay(store, a1)).toEqual({
+      stream: "get",
+      sent: [
+        ["get.2", 2],
+        ["get.3", 3],
+      ],
+    });
     expect(await store.getStreamIdForEventId(a1)).toBe("get");
   });
 

@@ -22,7 +22,11 @@ test("a token check that fails answers JSON 503 with Retry-After", async () => {
     confirmations: {} as McpEndpointDeps["confirmations"],
   });
   const response = await endpoint.handle(
-    new Request(config.mcpUrl, { method: "POST", headers: { Authorization: "Bearer x", "Content-Type": "application/json", Host: new URL(config.mcpUrl).host }, body: "{}" }),
+    new Request(config.mcpUrl, {
+      method: "POST",
+      headers: { Authorization: "Bearer x", "Content-Type": "application/json", Host: new URL(config.mcpUrl).host },
+      body: "{}",
+    }),
   );
   expect(response.status).toBe(503);
   expect(response.headers.get("retry-after")).toBe("5");

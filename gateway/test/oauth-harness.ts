@@ -40,7 +40,12 @@ export interface HarnessOptions {
 }
 
 export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const config = gatewayConfig({ secret: "x".repeat(40), port: 3000, trustProxy: options.trustProxy ?? true, allowInsecureClientMetadata: options.allowInsecureClientMetadata ?? true });
+  const config = gatewayConfig({
+    secret: "x".repeat(40),
+    port: 3000,
+    trustProxy: options.trustProxy ?? true,
+    allowInsecureClientMetadata: options.allowInsecureClientMetadata ?? true,
+  });
   const database = await openTestDatabase();
   const clock = { now: options.startAt ?? Date.now() };
   const logs: string[] = [];
@@ -83,7 +88,12 @@ export class Browser {
     return this.jar.absorb(
       await this.send(path, {
         method: "POST",
-        headers: { cookie: this.jar.header(), "content-type": "application/x-www-form-urlencoded", ...this.forwarded, ...headers },
+        headers: {
+          cookie: this.jar.header(),
+          "content-type": "application/x-www-form-urlencoded",
+          ...this.forwarded,
+          ...headers,
+        },
         body: new URLSearchParams(form).toString(),
       }),
     );
@@ -105,8 +115,16 @@ export class Browser {
   }
 }
 
-export async function registerClient(h: Harness, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
-  return h.request("/oauth/register", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+export async function registerClient(
+  h: Harness,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return h.request("/oauth/register", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 export async function registerClientId(h: Harness, name = "Test Client", redirectUris = [REDIRECT]): Promise<string> {
@@ -131,7 +149,11 @@ export function authorizePath(clientId: string, challenge: string, extra: Record
 }
 
 /** Signed-in browser → consent page → decision; returns the redirect Location. */
-export async function consent(browser: Browser, path: string, decision: "write" | "read" | "deny" = "write"): Promise<URL> {
+export async function consent(
+  browser: Browser,
+  path: string,
+  decision: "write" | "read" | "deny" = "write",
+): Promise<URL> {
   const response = await browser.submit(path, "/oauth/authorize", { decision });
   if (response.status !== 303) throw new Error(`consent answered ${response.status}: ${await response.text()}`);
   return new URL(response.headers.get("location") ?? "");
@@ -154,12 +176,23 @@ export interface Tokens {
 }
 
 /** A signed-in user with a connected client: the whole code flow, ending with the token response. */
-export async function connectClient(h: Harness, browser: Browser, decision: "write" | "read" = "write"): Promise<{ clientId: string; tokens: Tokens }> {
+export async function connectClient(
+  h: Harness,
+  browser: Browser,
+  decision: "write" | "read" = "write",
+): Promise<{ clientId: string; tokens: Tokens }> {
   const clientId = await registerClientId(h);
   const { verifier, challenge } = pkcePair();
   const location = await consent(browser, authorizePath(clientId, challenge), decision);
   const code = location.searchParams.get("code") ?? "";
-  const response = await tokenRequest(h, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT, resource: MCP });
+  const response = await tokenRequest(h, {
+    grant_type: "authorization_code",
+    code,
+    code_verifier: verifier,
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    resource: MCP,
+  });
   if (response.status !== 200) throw new Error(`token exchange answered ${response.status}: ${await response.text()}`);
   return { clientId, tokens: (await response.json()) as Tokens };
 }
@@ -175,7 +208,13 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
     readonly redirectUrl: string,
     clientName: string,
   ) {
-    this.clientMetadata = { client_name: clientName, redirect_uris: [redirectUrl], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+    this.clientMetadata = {
+      client_name: clientName,
+      redirect_uris: [redirectUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
   }
   clientInformation() {
     return this.client;

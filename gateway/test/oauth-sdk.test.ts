@@ -15,7 +15,8 @@ afterAll(async () => {
 });
 
 test("the MCP SDK client completes discovery, registration, code exchange and refresh", async () => {
-  const fetchFn = (url: string | URL, init?: RequestInit) => h.request(new URL(url).pathname + new URL(url).search, init);
+  const fetchFn = (url: string | URL, init?: RequestInit) =>
+    h.request(new URL(url).pathname + new URL(url).search, init);
   const provider = new MemoryOAuthProvider(REDIRECT, "SDK Client");
   expect(await auth(provider, { serverUrl: MCP, fetchFn })).toBe("REDIRECT");
   const authorizationUrl = provider.authorizationUrl;
@@ -26,7 +27,9 @@ test("the MCP SDK client completes discovery, registration, code exchange and re
 
   const browser = h.browser();
   await browser.signIn("sdk@example.com", "correct horse battery");
-  const consent = await browser.submit(authorizationUrl.pathname + authorizationUrl.search, "/oauth/authorize", { decision: "write" });
+  const consent = await browser.submit(authorizationUrl.pathname + authorizationUrl.search, "/oauth/authorize", {
+    decision: "write",
+  });
   const code = new URL(consent.headers.get("location") ?? "").searchParams.get("code") ?? "";
   expect(await auth(provider, { serverUrl: MCP, authorizationCode: code, fetchFn })).toBe("AUTHORIZED");
   const first = provider.saved;

@@ -5,7 +5,17 @@ import { eq } from "drizzle-orm";
 import { createAuth } from "../src/auth/index.ts";
 import { gatewayConfig } from "../src/config.ts";
 import { grants } from "../src/db/schema.ts";
-import { BASE, MCP, authorizePath, connectClient, consent, createHarness, tokenRequest, type Browser, type Harness } from "./oauth-harness.ts";
+import {
+  BASE,
+  MCP,
+  authorizePath,
+  connectClient,
+  consent,
+  createHarness,
+  tokenRequest,
+  type Browser,
+  type Harness,
+} from "./oauth-harness.ts";
 import { csrfOf, pkcePair } from "./support.ts";
 
 const CHALLENGE = `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`;
@@ -35,7 +45,13 @@ describe("bearer verification", () => {
   test("a script token works and carries the identity", async () => {
     const issued = await h.auth.issueTokenForScript({ email: "tokens@example.com", readOnly: true });
     const result = await h.auth.authenticate(`Bearer ${issued.accessToken}`);
-    expect(result.ok && result.identity).toMatchObject({ email: "tokens@example.com", clientId: "hatch-cli", clientName: "Hatch CLI", scope: "read", grantId: issued.grantId });
+    expect(result.ok && result.identity).toMatchObject({
+      email: "tokens@example.com",
+      clientId: "hatch-cli",
+      clientName: "Hatch CLI",
+      scope: "read",
+      grantId: issued.grantId,
+    });
   });
 
   test("missing and malformed tokens", async () => {
@@ -58,10 +74,22 @@ describe("bearer verification", () => {
 
   test("a token for another audience, and one signed with another secret", async () => {
     const signer = jwt({ secret: deriveKey(h.config.secret, "access-token") }).decorator.jwt;
-    const claims = { iss: BASE, sub: "usr_x", gid: "gr_x", cid: "c", jti: "j", scope: "read write", exp: Math.floor(Date.now() / 1000) + 600 };
+    const claims = {
+      iss: BASE,
+      sub: "usr_x",
+      gid: "gr_x",
+      cid: "c",
+      jti: "j",
+      scope: "read write",
+      exp: Math.floor(Date.now() / 1000) + 600,
+    };
     await expectRefused(`Bearer ${await signer.sign({ ...claims, aud: "https://other.example/mcp" })}`, true);
 
-    const other = createAuth({ config: gatewayConfig({ secret: "y".repeat(40), port: 3000 }), db: h.database.db, logger: createLogger({ level: "silent" }) });
+    const other = createAuth({
+      config: gatewayConfig({ secret: "y".repeat(40), port: 3000 }),
+      db: h.database.db,
+      logger: createLogger({ level: "silent" }),
+    });
     const foreign = await other.issueTokenForScript({ email: "tokens@example.com" });
     await expectRefused(`Bearer ${foreign.accessToken}`, true);
   });
@@ -76,7 +104,11 @@ describe("bearer verification", () => {
   test("a revocation made by another instance lands on forgetGrant", async () => {
     const issued = await h.auth.issueTokenForScript({ email: "tokens@example.com" });
     expect((await h.auth.authenticate(`Bearer ${issued.accessToken}`)).ok).toBe(true);
-    const otherInstance = createAuth({ config: h.config, db: h.database.db, logger: createLogger({ level: "silent" }) });
+    const otherInstance = createAuth({
+      config: h.config,
+      db: h.database.db,
+      logger: createLogger({ level: "silent" }),
+    });
     await otherInstance.revokeGrant(issued.grantId, "user");
     // Still cached here (≤ 5 s) until the bus event arrives.
     expect((await h.auth.authenticate(`Bearer ${issued.accessToken}`)).ok).toBe(true);
@@ -88,7 +120,10 @@ describe("bearer verification", () => {
     const issued = await h.auth.issueTokenForScript({ email: "tokens@example.com" });
     await h.auth.authenticate(`Bearer ${issued.accessToken}`);
     await Bun.sleep(50);
-    const [row] = await h.database.db.select({ lastUsedAt: grants.lastUsedAt }).from(grants).where(eq(grants.id, issued.grantId));
+    const [row] = await h.database.db
+      .select({ lastUsedAt: grants.lastUsedAt })
+      .from(grants)
+      .where(eq(grants.id, issued.grantId));
     expect(row?.lastUsedAt?.getTime()).toBe(h.clock.now);
   });
 });
@@ -96,10 +131,17 @@ describe("bearer verification", () => {
 describe("refresh tokens", () => {
   test("rotate on use; a used one presented again revokes the grant", async () => {
     const { clientId, tokens } = await connectClient(h, browser);
-    const refresh = (token: string) => tokenRequest(h, { grant_type: "refresh_token", refresh_token: token, client_id: clientId, resource: MCP });
-    const second = (await (await refresh(tokens.refresh_token)).json()) as { access_token: string; refresh_token: string };
+    const refresh = (token: string) =>
+      tokenRequest(h, { grant_type: "refresh_token", refresh_token: token, client_id: clientId, resource: MCP });
+    const second = (await (await refresh(tokens.refresh_token)).json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
     expect(second.refresh_token).not.toBe(tokens.refresh_token);
-    const third = (await (await refresh(second.refresh_token)).json()) as { access_token: string; refresh_token: string };
+    const third = (await (await refresh(second.refresh_token)).json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
     expect((await h.auth.authenticate(`Bearer ${third.access_token}`)).ok).toBe(true);
 
     const replay = await refresh(tokens.refresh_token);
@@ -111,14 +153,23 @@ describe("refresh tokens", () => {
 
   test("a read-only grant cannot be widened on refresh", async () => {
     const { clientId, tokens } = await connectClient(h, browser, "read");
-    const response = await tokenRequest(h, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId, scope: "read write" });
+    const response = await tokenRequest(h, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+      scope: "read write",
+    });
     expect(((await response.json()) as { error: string }).error).toBe("invalid_scope");
   });
 });
 
 describe("revocation endpoint", () => {
   const revoke = (form: Record<string, string>) =>
-    h.request("/oauth/revoke", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(form).toString() });
+    h.request("/oauth/revoke", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(form).toString(),
+    });
 
   test("revoking a refresh token ends the grant", async () => {
     const { tokens } = await connectClient(h, browser);
@@ -143,7 +194,10 @@ describe("tokens page", () => {
     const before = await h.auth.authenticate(`Bearer ${tokens.access_token}`);
     if (!before.ok) throw new Error("the new token should work");
     expect(page).toContain(`name="grant_id" value="${before.identity.grantId}"`);
-    const response = await browser.post("/dashboard/tokens/revoke", { csrf: csrfOf(page), grant_id: before.identity.grantId });
+    const response = await browser.post("/dashboard/tokens/revoke", {
+      csrf: csrfOf(page),
+      grant_id: before.identity.grantId,
+    });
     expect(response.status).toBe(303);
     await expectRefused(`Bearer ${tokens.access_token}`, true);
     expect(await (await browser.get("/dashboard/tokens")).text()).not.toContain(before.identity.grantId);
@@ -155,7 +209,10 @@ describe("tokens page", () => {
     const stranger = h.browser();
     await stranger.signUp("stranger@example.com");
     const page = await (await stranger.get("/dashboard/tokens")).text();
-    await stranger.post("/dashboard/tokens/revoke", { csrf: csrfOf(page), grant_id: mine.ok ? mine.identity.grantId : "" });
+    await stranger.post("/dashboard/tokens/revoke", {
+      csrf: csrfOf(page),
+      grant_id: mine.ok ? mine.identity.grantId : "",
+    });
     expect((await h.auth.authenticate(`Bearer ${tokens.access_token}`)).ok).toBe(true);
   });
 
@@ -175,7 +232,12 @@ describe("client ID metadata documents", () => {
       fetch(request) {
         const path = new URL(request.url).pathname;
         const clientId = path === "/mismatch.json" ? `${origin}/someone-else.json` : `${origin}${path}`;
-        return Response.json({ client_id: clientId, client_name: "Metadata Client", redirect_uris: ["http://127.0.0.1:8976/callback"], token_endpoint_auth_method: "none" });
+        return Response.json({
+          client_id: clientId,
+          client_name: "Metadata Client",
+          redirect_uris: ["http://127.0.0.1:8976/callback"],
+          token_endpoint_auth_method: "none",
+        });
       },
     });
     origin = `http://127.0.0.1:${server.port}`;
@@ -188,7 +250,13 @@ describe("client ID metadata documents", () => {
     const page = await (await browser.get(authorizePath(clientId, challenge))).text();
     expect(page).toContain("Metadata Client");
     const code = (await consent(browser, authorizePath(clientId, challenge))).searchParams.get("code") ?? "";
-    const response = await tokenRequest(h, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: "http://127.0.0.1:8976/callback" });
+    const response = await tokenRequest(h, {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      client_id: clientId,
+      redirect_uri: "http://127.0.0.1:8976/callback",
+    });
     expect(response.status).toBe(200);
   });
 
@@ -229,7 +297,8 @@ describe("expired rows", () => {
       const removed = await sweeper.auth.sweepExpired();
       expect(removed.sessions).toBeGreaterThanOrEqual(1);
       expect(removed.refreshTokens).toBeGreaterThanOrEqual(1);
-      const refresh = (token: string) => tokenRequest(sweeper, { grant_type: "refresh_token", refresh_token: token, client_id: "hatch-cli" });
+      const refresh = (token: string) =>
+        tokenRequest(sweeper, { grant_type: "refresh_token", refresh_token: token, client_id: "hatch-cli" });
       expect((await refresh(stale.refreshToken)).status).toBe(400);
       expect((await refresh(fresh.refreshToken)).status).toBe(200);
     } finally {

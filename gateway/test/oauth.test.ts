@@ -1,5 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { BASE, MCP, REDIRECT, authorizePath, connectClient, consent, createHarness, registerClient, registerClientId, tokenRequest, type Harness } from "./oauth-harness.ts";
+import {
+  BASE,
+  MCP,
+  REDIRECT,
+  authorizePath,
+  connectClient,
+  consent,
+  createHarness,
+  registerClient,
+  registerClientId,
+  tokenRequest,
+  type Harness,
+} from "./oauth-harness.ts";
 import { pkcePair } from "./support.ts";
 
 let h: Harness;
@@ -49,7 +61,10 @@ describe("metadata", () => {
 
 describe("dynamic client registration", () => {
   test("registers a public client without a secret", async () => {
-    const response = await registerClient(h, { client_name: "Claude", redirect_uris: [REDIRECT, "cursor://anysphere.cursor-retrieval/oauth/callback"] });
+    const response = await registerClient(h, {
+      client_name: "Claude",
+      redirect_uris: [REDIRECT, "cursor://anysphere.cursor-retrieval/oauth/callback"],
+    });
     expect(response.status).toBe(201);
     const body = (await response.json()) as Record<string, unknown>;
     expect(body).toMatchObject({
@@ -80,7 +95,10 @@ describe("dynamic client registration", () => {
   test("refuses missing redirect URIs and client secrets", async () => {
     const missing = await registerClient(h, { client_name: "None" });
     expect(((await missing.json()) as { error: string }).error).toBe("invalid_redirect_uri");
-    const secret = await registerClient(h, { redirect_uris: [REDIRECT], token_endpoint_auth_method: "client_secret_basic" });
+    const secret = await registerClient(h, {
+      redirect_uris: [REDIRECT],
+      token_endpoint_auth_method: "client_secret_basic",
+    });
     expect(secret.status).toBe(400);
     expect(((await secret.json()) as { error: string }).error).toBe("invalid_client_metadata");
   });
@@ -100,7 +118,11 @@ describe("authorization code flow", () => {
     expect(toSignIn.status).toBe(303);
     const signInUrl = new URL(toSignIn.headers.get("location") ?? "", BASE);
     expect(signInUrl.pathname).toBe("/signin");
-    const back = await browser.signIn("flow@example.com", "correct horse battery", signInUrl.searchParams.get("next") ?? "");
+    const back = await browser.signIn(
+      "flow@example.com",
+      "correct horse battery",
+      signInUrl.searchParams.get("next") ?? "",
+    );
     const backTo = new URL(back.headers.get("location") ?? "", BASE);
     expect(backTo.pathname).toBe("/oauth/authorize");
     expect(Object.fromEntries(backTo.searchParams)).toEqual(Object.fromEntries(new URL(path, BASE).searchParams));
@@ -114,17 +136,36 @@ describe("authorization code flow", () => {
     expect(location.searchParams.get("iss")).toBe(BASE);
     const code = location.searchParams.get("code") ?? "";
 
-    const response = await tokenRequest(h, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT, resource: MCP });
+    const response = await tokenRequest(h, {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      resource: MCP,
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get("cache-control")).toBe("no-store");
-    const tokens = (await response.json()) as { access_token: string; refresh_token: string; scope: string; token_type: string };
+    const tokens = (await response.json()) as {
+      access_token: string;
+      refresh_token: string;
+      scope: string;
+      token_type: string;
+    };
     expect(tokens).toMatchObject({ token_type: "Bearer", scope: "read write" });
     const claims = JSON.parse(Buffer.from(tokens.access_token.split(".")[1] ?? "", "base64url").toString());
     expect(claims).toMatchObject({ iss: BASE, aud: MCP, cid: clientId, scope: "read write" });
 
     const result = await h.auth.authenticate(`Bearer ${tokens.access_token}`);
     expect(result.ok).toBe(true);
-    if (result.ok) expect(result.identity).toMatchObject({ email: "flow@example.com", name: "Flow User", clientId, clientName: "Flow Client", scope: "write" });
+    if (result.ok)
+      expect(result.identity).toMatchObject({
+        email: "flow@example.com",
+        name: "Flow User",
+        clientId,
+        clientName: "Flow Client",
+        scope: "write",
+      });
     assertNoSecretsLogged([code, tokens.access_token, tokens.refresh_token, verifier, "correct horse battery"]);
   });
 
@@ -152,7 +193,9 @@ describe("authorization code flow", () => {
   test("an unregistered redirect URI gets an error page, never a redirect", async () => {
     const browser = await signedIn("redirect@example.com");
     const clientId = await registerClientId(h);
-    const response = await browser.get(authorizePath(clientId, pkcePair().challenge, { redirect_uri: "https://evil.example/cb" }));
+    const response = await browser.get(
+      authorizePath(clientId, pkcePair().challenge, { redirect_uri: "https://evil.example/cb" }),
+    );
     expect(response.status).toBe(400);
     expect(response.headers.get("location")).toBeNull();
     expect(await response.text()).toContain("did not register");
@@ -170,7 +213,14 @@ describe("authorization code flow", () => {
     expect(error.searchParams.get("error")).toBe("invalid_target");
     expect(error.searchParams.get("state")).toBe("st-123");
     const code = (await consent(browser, authorizePath(clientId, challenge))).searchParams.get("code") ?? "";
-    const response = await tokenRequest(h, { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT, resource: `${BASE}/other` });
+    const response = await tokenRequest(h, {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      resource: `${BASE}/other`,
+    });
     expect(((await response.json()) as { error: string }).error).toBe("invalid_target");
   });
 
@@ -179,7 +229,13 @@ describe("authorization code flow", () => {
     const clientId = await registerClientId(h);
     const { verifier, challenge } = pkcePair();
     const code = (await consent(browser, authorizePath(clientId, challenge))).searchParams.get("code") ?? "";
-    const form = { grant_type: "authorization_code", code, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT };
+    const form = {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+    };
     const first = (await (await tokenRequest(h, form)).json()) as { access_token: string };
     expect((await h.auth.authenticate(`Bearer ${first.access_token}`)).ok).toBe(true);
     const second = await tokenRequest(h, form);
@@ -230,7 +286,11 @@ describe("authorization code flow", () => {
 
   test("oversized bodies get 413", async () => {
     const body = "a=" + "x".repeat(h.config.maxBodyBytes + 10);
-    const response = await h.request("/oauth/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body });
+    const response = await h.request("/oauth/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body,
+    });
     expect(response.status).toBe(413);
   });
 });

@@ -9,8 +9,9 @@ import { freePort } from "../../test/support/servers.ts";
 import { openTestDatabase, pkcePair, type TestDatabase } from "./support.ts";
 
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
-const suiteName = hasChromium ? "pages in a real browser" : `pages in a real browser (SKIPPED: ${CHROMIUM} is missing; apt-get install -y chromium)`;
-
+const suiteName = hasChromium
+  ? "pages in a real browser"
+  : `pages in a real browser (SKIPPED: ${CHROMIUM} is missing; apt-get install -y chromium)`;
 
 describe.skipIf(!hasChromium)(suiteName, () => {
   let database: TestDatabase;
@@ -35,7 +36,14 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     const app = new Elysia().use(auth.routes);
     gateway = Bun.serve({ port, hostname: "127.0.0.1", fetch: (request) => app.handle(request) });
     // Stands in for the AI client's local callback listener.
-    callback = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("<!doctype html><title>Done</title><p>You can close this tab.</p>", { headers: { "content-type": "text/html" } }) });
+    callback = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () =>
+        new Response("<!doctype html><title>Done</title><p>You can close this tab.</p>", {
+          headers: { "content-type": "text/html" },
+        }),
+    });
     browser = await launchChromium();
     page = await browser.newPage();
   }, 60_000);
@@ -56,7 +64,10 @@ describe.skipIf(!hasChromium)(suiteName, () => {
   test("sign up, sign out, sign in", async () => {
     await page.goto(`${base}/`);
     await page.getByRole("link", { name: "Sign up" }).first().click();
-    await fillAndSubmit({ Name: "Grace Hopper", Email: "grace@example.com", Password: "correct horse battery" }, "Sign up");
+    await fillAndSubmit(
+      { Name: "Grace Hopper", Email: "grace@example.com", Password: "correct horse battery" },
+      "Sign up",
+    );
     expect(new URL(page.url()).pathname).toBe("/dashboard/tokens");
     expect(await page.locator("header").innerText()).toContain("grace@example.com");
 
@@ -76,7 +87,15 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     });
     const { client_id: clientId } = (await registered.json()) as { client_id: string };
     const { verifier, challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: "code", client_id: clientId, redirect_uri: redirectUri, code_challenge: challenge, code_challenge_method: "S256", state: "s1", resource: `${base}/mcp` });
+    const query = new URLSearchParams({
+      response_type: "code",
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+      state: "s1",
+      resource: `${base}/mcp`,
+    });
 
     await page.goto(`${base}/oauth/authorize?${query}`);
     const consentText = await page.locator("main").innerText();
@@ -89,7 +108,14 @@ describe.skipIf(!hasChromium)(suiteName, () => {
 
     const exchanged = await fetch(`${base}/oauth/token`, {
       method: "POST",
-      body: new URLSearchParams({ grant_type: "authorization_code", code: landed.searchParams.get("code") ?? "", code_verifier: verifier, client_id: clientId, redirect_uri: redirectUri, resource: `${base}/mcp` }),
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code: landed.searchParams.get("code") ?? "",
+        code_verifier: verifier,
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        resource: `${base}/mcp`,
+      }),
     });
     expect(exchanged.status).toBe(200);
     const { access_token: accessToken } = (await exchanged.json()) as { access_token: string };

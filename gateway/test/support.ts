@@ -17,11 +17,17 @@ export async function openTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
     const client = await openEmbeddedPostgres();
-    const handle = await openServiceDatabase({ kind: "pglite", client }, { schema: "gateway", migrationsFolder: MIGRATIONS });
+    const handle = await openServiceDatabase(
+      { kind: "pglite", client },
+      { schema: "gateway", migrationsFolder: MIGRATIONS },
+    );
     return { db: handle.db, close: () => client.close() };
   }
   const database = await freshDatabase(serverUrl);
-  const handle = await openServiceDatabase({ kind: "postgres", url: database.url }, { schema: "gateway", migrationsFolder: MIGRATIONS });
+  const handle = await openServiceDatabase(
+    { kind: "postgres", url: database.url },
+    { schema: "gateway", migrationsFolder: MIGRATIONS },
+  );
   return {
     db: handle.db,
     async close() {
@@ -82,7 +88,12 @@ export function csrfOf(page: string): string {
 export function hiddenFields(page: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const m of page.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-    out[m[1] ?? ""] = (m[2] ?? "").replaceAll("&amp;", "&").replaceAll("&quot;", '"').replaceAll("&#39;", "'").replaceAll("&lt;", "<").replaceAll("&gt;", ">");
+    out[m[1] ?? ""] = (m[2] ?? "")
+      .replaceAll("&amp;", "&")
+      .replaceAll("&quot;", '"')
+      .replaceAll("&#39;", "'")
+      .replaceAll("&lt;", "<")
+      .replaceAll("&gt;", ">");
   }
   return out;
 }

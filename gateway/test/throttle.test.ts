@@ -33,144 +33,160 @@ afterAll(async () => {
 });
 
 for (const mode of MODES) {
-describe(`throttles on the ${mode} counter`, () => {
-const harness = async (options: HarnessOptions = {}) => createHarness({ ...options, ...(mode === "nats" ? { rateCounter: await sharedCounter() } : {}) });
+  describe(`throttles on the ${mode} counter`, () => {
+    const harness = async (options: HarnessOptions = {}) =>
+      createHarness({ ...options, ...(mode === "nats" ? { rateCounter: await sharedCounter() } : {}) });
 
+    let h: Harness;
+    beforeAll(async () => {
+      h = await harness();
+    }, 60_000);
+    afterAll(async () => {
+      await h.close();
+    });
 
-let h: Harness;
-beforeAll(async () => {
-  h = await harness();
-}, 60_000);
-afterAll(async () => {
-  await h.close();
-});
-
-let people = 0;
-async function owner(): Promise<string> {
-  const email = `owner${++people}@example.com`;
-  const response = await h.browser().signUp(email);
-  if (response.status !== 303) throw new Error(`sign-up failed: ${response.status}`);
-  return email;
-}
-
-describe("sign-in", () => {
-  test("an attacker failing 10× from address A gets 429 there; the owner signs in from address B at once", async () => {
-    const email = await owner();
-    const attacker = h.browser("203.0.113.10");
-    const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push((await attacker.signIn(email, `wrong ${i}`)).status);
-    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
-    const locked = await attacker.signIn(email, PASSWORD);
-    expect(locked.status).toBe(429);
-    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(await locked.text()).toContain("Too many wrong passwords from your network");
-
-    const delaysBefore = h.delays.length;
-    const signedIn = await h.browser("198.51.100.20").signIn(email, PASSWORD);
-    expect(signedIn.status).toBe(303);
-    // Only slowed down, never refused: at most a few seconds.
-    expect(h.delays.slice(delaysBefore).every((ms) => ms <= 3_000)).toBe(true);
-
-    // Another email from A is not locked by A's failures on this one.
-    expect((await h.browser("203.0.113.10").signIn(await owner(), PASSWORD)).status).toBe(303);
-    // After the window A may try again.
-    h.clock.now += 15 * MINUTE + 1_000;
-    expect((await h.browser("203.0.113.10").signIn(email, PASSWORD)).status).toBe(303);
-  });
-
-  test("parallel attempts from one address cannot slip past the limit together", async () => {
-    const email = await owner();
-    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => h.browser("203.0.113.60").signIn(email, `wrong ${i}`)));
-    const statuses = responses.map((r) => r.status).sort();
-    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
-  });
-
-  test("failures from many addresses on one email only slow it down, growing and capped, never a lock", async () => {
-    const email = await owner();
-    const delaysBefore = h.delays.length;
-    for (let i = 0; i < 12; i++) expect((await h.browser().signIn(email, `wrong ${i}`)).status).toBe(401);
-    const delays = h.delays.slice(delaysBefore);
-    expect(delays).toEqual([250, 500, 1_000, 2_000, 3_000, 3_000, 3_000, 3_000, 3_000]);
-    expect((await h.browser().signIn(email, PASSWORD)).status).toBe(303);
-    expect(h.delays.at(-1)).toBe(3_000);
-  });
-
-  test("one address failing on many emails waits too", async () => {
-    const prober = h.browser("203.0.113.30");
-    for (let i = 0; i < 20; i++) expect((await prober.signIn(`nobody${i}@example.com`, "wrong")).status).toBe(401);
-    const refused = await prober.signIn(await owner(), PASSWORD);
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-  });
-
-  test("the sign-in page states the rule", async () => {
-    const page = await (await h.browser().get("/signin")).text();
-    expect(page).toContain("After 5 wrong passwords for an email, the network they came from waits 15 minutes");
-  });
-});
-
-describe("sign-up and client registration per address", () => {
-  test("sign-up: 20 attempts an hour per address, then 429 with Retry-After; other addresses go on", async () => {
-    const crowd = h.browser("203.0.113.40");
-    // Refused attempts count too (they are what probing for taken emails looks like).
-    for (let i = 0; i < 20; i++) expect((await crowd.signUp(`crowd${i}@example.com`, "short")).status).toBe(400);
-    const limited = await crowd.signUp("crowd-late@example.com");
-    expect(limited.status).toBe(429);
-    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(await limited.text()).toContain("Too many sign-ups from your network");
-    expect((await h.browser().signUp(`elsewhere${++people}@example.com`)).status).toBe(303);
-    h.clock.now += 60 * MINUTE + 1_000;
-    expect((await crowd.signUp("crowd-later@example.com")).status).toBe(303);
-  });
-
-  test("/oauth/register: 30 an hour per address, then 429 with Retry-After and an OAuth error body", async () => {
-    const from = (address: string) => ({ "x-forwarded-for": address });
-    const body = { client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/callback"] };
-    for (let i = 0; i < 30; i++) expect((await registerClient(h, body, from("203.0.113.50"))).status).toBe(201);
-    const limited = await registerClient(h, body, from("203.0.113.50"));
-    expect(limited.status).toBe(429);
-    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(await limited.json()).toMatchObject({ error: "temporarily_unavailable", error_description: expect.stringContaining("Too many client registrations") });
-    expect((await registerClient(h, body, from("203.0.113.51"))).status).toBe(201);
-  });
-
-  test("IPv6 addresses count by their /64: a new address in the same block is the same source", async () => {
-    const from = (address: string) => ({ "x-forwarded-for": address });
-    const body = { client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/callback"] };
-    for (let i = 0; i < 30; i++) expect((await registerClient(h, body, from(`2001:db8:1:2::${(i + 1).toString(16)}`))).status).toBe(201);
-    expect((await registerClient(h, body, from("2001:db8:1:2:ffff:ffff:ffff:ffff"))).status).toBe(429);
-    expect((await registerClient(h, body, from("2001:db8:1:3::1"))).status).toBe(201);
-  });
-
-  test("without TRUST_PROXY the connection's address counts and X-Forwarded-For is ignored", async () => {
-    const direct = await harness({ trustProxy: false });
-    const server = new Elysia().use(direct.auth.routes).listen({ port: 0, hostname: "127.0.0.1" });
-    try {
-      const url = `http://127.0.0.1:${server.server?.port}/oauth/register`;
-      const register = (spoofed: string) =>
-        fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": spoofed }, body: JSON.stringify({ client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/cb"] }) });
-      for (let i = 0; i < 30; i++) expect((await register(`192.0.2.${i}`)).status).toBe(201);
-      expect((await register("192.0.2.200")).status).toBe(429);
-      // In-process requests have no connection address; they are another budget than 127.0.0.1's.
-      expect((await registerClient(direct, { client_name: "Other", redirect_uris: ["http://127.0.0.1:9/cb"] })).status).toBe(201);
-    } finally {
-      await server.stop(true);
-      await direct.close();
+    let people = 0;
+    async function owner(): Promise<string> {
+      const email = `owner${++people}@example.com`;
+      const response = await h.browser().signUp(email);
+      if (response.status !== 303) throw new Error(`sign-up failed: ${response.status}`);
+      return email;
     }
+
+    describe("sign-in", () => {
+      test("an attacker failing 10× from address A gets 429 there; the owner signs in from address B at once", async () => {
+        const email = await owner();
+        const attacker = h.browser("203.0.113.10");
+        const statuses: number[] = [];
+        for (let i = 0; i < 10; i++) statuses.push((await attacker.signIn(email, `wrong ${i}`)).status);
+        expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
+        const locked = await attacker.signIn(email, PASSWORD);
+        expect(locked.status).toBe(429);
+        expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+        expect(await locked.text()).toContain("Too many wrong passwords from your network");
+
+        const delaysBefore = h.delays.length;
+        const signedIn = await h.browser("198.51.100.20").signIn(email, PASSWORD);
+        expect(signedIn.status).toBe(303);
+        // Only slowed down, never refused: at most a few seconds.
+        expect(h.delays.slice(delaysBefore).every((ms) => ms <= 3_000)).toBe(true);
+
+        // Another email from A is not locked by A's failures on this one.
+        expect((await h.browser("203.0.113.10").signIn(await owner(), PASSWORD)).status).toBe(303);
+        // After the window A may try again.
+        h.clock.now += 15 * MINUTE + 1_000;
+        expect((await h.browser("203.0.113.10").signIn(email, PASSWORD)).status).toBe(303);
+      });
+
+      test("parallel attempts from one address cannot slip past the limit together", async () => {
+        const email = await owner();
+        const responses = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => h.browser("203.0.113.60").signIn(email, `wrong ${i}`)),
+        );
+        const statuses = responses.map((r) => r.status).sort();
+        expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
+      });
+
+      test("failures from many addresses on one email only slow it down, growing and capped, never a lock", async () => {
+        const email = await owner();
+        const delaysBefore = h.delays.length;
+        for (let i = 0; i < 12; i++) expect((await h.browser().signIn(email, `wrong ${i}`)).status).toBe(401);
+        const delays = h.delays.slice(delaysBefore);
+        expect(delays).toEqual([250, 500, 1_000, 2_000, 3_000, 3_000, 3_000, 3_000, 3_000]);
+        expect((await h.browser().signIn(email, PASSWORD)).status).toBe(303);
+        expect(h.delays.at(-1)).toBe(3_000);
+      });
+
+      test("one address failing on many emails waits too", async () => {
+        const prober = h.browser("203.0.113.30");
+        for (let i = 0; i < 20; i++) expect((await prober.signIn(`nobody${i}@example.com`, "wrong")).status).toBe(401);
+        const refused = await prober.signIn(await owner(), PASSWORD);
+        expect(refused.status).toBe(429);
+        expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      });
+
+      test("the sign-in page states the rule", async () => {
+        const page = await (await h.browser().get("/signin")).text();
+        expect(page).toContain("After 5 wrong passwords for an email, the network they came from waits 15 minutes");
+      });
+    });
+
+    describe("sign-up and client registration per address", () => {
+      test("sign-up: 20 attempts an hour per address, then 429 with Retry-After; other addresses go on", async () => {
+        const crowd = h.browser("203.0.113.40");
+        // Refused attempts count too (they are what probing for taken emails looks like).
+        for (let i = 0; i < 20; i++) expect((await crowd.signUp(`crowd${i}@example.com`, "short")).status).toBe(400);
+        const limited = await crowd.signUp("crowd-late@example.com");
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+        expect(await limited.text()).toContain("Too many sign-ups from your network");
+        expect((await h.browser().signUp(`elsewhere${++people}@example.com`)).status).toBe(303);
+        h.clock.now += 60 * MINUTE + 1_000;
+        expect((await crowd.signUp("crowd-later@example.com")).status).toBe(303);
+      });
+
+      test("/oauth/register: 30 an hour per address, then 429 with Retry-After and an OAuth error body", async () => {
+        const from = (address: string) => ({ "x-forwarded-for": address });
+        const body = { client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/callback"] };
+        for (let i = 0; i < 30; i++) expect((await registerClient(h, body, from("203.0.113.50"))).status).toBe(201);
+        const limited = await registerClient(h, body, from("203.0.113.50"));
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+        expect(await limited.json()).toMatchObject({
+          error: "temporarily_unavailable",
+          error_description: expect.stringContaining("Too many client registrations"),
+        });
+        expect((await registerClient(h, body, from("203.0.113.51"))).status).toBe(201);
+      });
+
+      test("IPv6 addresses count by their /64: a new address in the same block is the same source", async () => {
+        const from = (address: string) => ({ "x-forwarded-for": address });
+        const body = { client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/callback"] };
+        for (let i = 0; i < 30; i++)
+          expect((await registerClient(h, body, from(`2001:db8:1:2::${(i + 1).toString(16)}`))).status).toBe(201);
+        expect((await registerClient(h, body, from("2001:db8:1:2:ffff:ffff:ffff:ffff"))).status).toBe(429);
+        expect((await registerClient(h, body, from("2001:db8:1:3::1"))).status).toBe(201);
+      });
+
+      test("without TRUST_PROXY the connection's address counts and X-Forwarded-For is ignored", async () => {
+        const direct = await harness({ trustProxy: false });
+        const server = new Elysia().use(direct.auth.routes).listen({ port: 0, hostname: "127.0.0.1" });
+        try {
+          const url = `http://127.0.0.1:${server.server?.port}/oauth/register`;
+          const register = (spoofed: string) =>
+            fetch(url, {
+              method: "POST",
+              headers: { "content-type": "application/json", "x-forwarded-for": spoofed },
+              body: JSON.stringify({ client_name: "Loop", redirect_uris: ["http://127.0.0.1:9/cb"] }),
+            });
+          for (let i = 0; i < 30; i++) expect((await register(`192.0.2.${i}`)).status).toBe(201);
+          expect((await register("192.0.2.200")).status).toBe(429);
+          // In-process requests have no connection address; they are another budget than 127.0.0.1's.
+          expect(
+            (await registerClient(direct, { client_name: "Other", redirect_uris: ["http://127.0.0.1:9/cb"] })).status,
+          ).toBe(201);
+        } finally {
+          await server.stop(true);
+          await direct.close();
+        }
+      });
+    });
   });
-});
-});
 }
 
 describe.skipIf(!natsUrl)("throttles across gateway copies", () => {
   test("wrong passwords counted by one copy hold on another: the address waits there too, the owner elsewhere does not", async () => {
     const counter = await sharedCounter();
     const startAt = Date.now();
-    const [one, two] = [await createHarness({ rateCounter: counter, startAt }), await createHarness({ rateCounter: counter, startAt })];
+    const [one, two] = [
+      await createHarness({ rateCounter: counter, startAt }),
+      await createHarness({ rateCounter: counter, startAt }),
+    ];
     try {
       const email = "shared-owner@example.com";
       expect((await two.browser().signUp(email)).status).toBe(303);
-      for (let i = 0; i < 5; i++) expect((await one.browser("203.0.113.90").signIn(email, `wrong ${i}`)).status).toBe(401);
+      for (let i = 0; i < 5; i++)
+        expect((await one.browser("203.0.113.90").signIn(email, `wrong ${i}`)).status).toBe(401);
       const refused = await two.browser("203.0.113.90").signIn(email, PASSWORD);
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);

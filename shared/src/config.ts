@@ -11,11 +11,9 @@ export class ConfigError extends Error {
 }
 
 const url = (protocols: string[], example: string) =>
-  z
-    .string()
-    .refine((v) => URL.canParse(v) && protocols.includes(new URL(v).protocol), {
-      message: `must be a URL starting with ${protocols.join(" or ")} (for example ${example})`,
-    });
+  z.string().refine((v) => URL.canParse(v) && protocols.includes(new URL(v).protocol), {
+    message: `must be a URL starting with ${protocols.join(" or ")} (for example ${example})`,
+  });
 
 /** Variables every process reads. Each component extends this with its own. */
 export const CommonEnvSchema = z.object({
@@ -25,13 +23,19 @@ export const CommonEnvSchema = z.object({
   DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://user@127.0.0.1:5432/hatch").optional(),
   NATS_URL: url(["nats:", "tls:"], "nats://127.0.0.1:4222").optional(),
   /** This process's NATS user and password (one user per process, with subject permissions: deploy/nats-auth.conf). */
-  NATS_USER: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a NATS user name (letters, digits, _ and -)").optional(),
+  NATS_USER: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a NATS user name (letters, digits, _ and -)")
+    .optional(),
   NATS_PASSWORD: z.string().min(8, "must be at least 8 characters").optional(),
   BUS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_-]*$/, "may hold only letters, digits, '_' and '-' (it becomes a NATS subject token)")
     .default(""),
-  HATCH_SECRET: z.string().min(32, "must be at least 32 characters; generate one with `openssl rand -hex 32`").optional(),
+  HATCH_SECRET: z
+    .string()
+    .min(32, "must be at least 32 characters; generate one with `openssl rand -hex 32`")
+    .optional(),
   /** How long a stopping process may take before it exits anyway (shared/src/shutdown.ts). */
   SHUTDOWN_TIMEOUT_MS: z.coerce
     .number({ error: "must be a number of milliseconds, for example 10000" })
@@ -43,7 +47,10 @@ export const CommonEnvSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: url(["http:", "https:"], "http://127.0.0.1:4318").optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(["http:", "https:"], "http://127.0.0.1:4318/v1/traces").optional(),
   /** /metrics answers only `Authorization: Bearer <METRICS_TOKEN>` when set (the gateway's: only then, outside dev). */
-  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters; generate one with `openssl rand -hex 16`").optional(),
+  METRICS_TOKEN: z
+    .string()
+    .min(16, "must be at least 16 characters; generate one with `openssl rand -hex 16`")
+    .optional(),
   /** A process without its own HTTP server (a service started alone) serves /metrics on this port when set. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   METRICS_HOST: z.string().min(1).default("127.0.0.1"),
@@ -51,7 +58,10 @@ export const CommonEnvSchema = z.object({
 export type CommonEnv = z.infer<typeof CommonEnvSchema>;
 
 /** Parses the environment against a schema; on failure throws one ConfigError naming every bad variable. */
-export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
+export function loadConfig<S extends z.ZodType>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<S> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const result = schema.safeParse(cleaned);
   if (result.success) return result.data;

@@ -16,7 +16,11 @@ export function confirmUsesTable(schema: PgSchema) {
 export type ConfirmUsesTable = ReturnType<typeof confirmUsesTable>;
 
 /** Marks a confirm token used, inside the caller's transaction; a second use is refused. */
-export async function consumeConfirm(tx: Pick<Database, "insert">, table: ConfirmUsesTable, claims: ConfirmClaims): Promise<void> {
+export async function consumeConfirm(
+  tx: Pick<Database, "insert">,
+  table: ConfirmUsesTable,
+  claims: ConfirmClaims,
+): Promise<void> {
   const rows = await tx
     .insert(table)
     .values({ id: claims.id, expiresAt: new Date(claims.exp * 1000) })

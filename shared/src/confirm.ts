@@ -42,7 +42,12 @@ export interface ConfirmBinding {
   input: unknown;
 }
 
-export function issueConfirm(key: Buffer, binding: ConfirmBinding, nowMs = Date.now(), ttlSeconds = CONFIRM_TTL_SECONDS): { token: string; claims: ConfirmClaims } {
+export function issueConfirm(
+  key: Buffer,
+  binding: ConfirmBinding,
+  nowMs = Date.now(),
+  ttlSeconds = CONFIRM_TTL_SECONDS,
+): { token: string; claims: ConfirmClaims } {
   const claims: ConfirmClaims = {
     v: 1,
     id: randomBytes(16).toString("base64url"),
@@ -54,14 +59,17 @@ export function issueConfirm(key: Buffer, binding: ConfirmBinding, nowMs = Date.
   return { token: signPayload(claims, key), claims };
 }
 
-export type ConfirmCheck = { ok: true; claims: ConfirmClaims } | { ok: false; reason: "invalid" | "mismatch" | "expired" };
+export type ConfirmCheck =
+  | { ok: true; claims: ConfirmClaims }
+  | { ok: false; reason: "invalid" | "mismatch" | "expired" };
 
 /** Checks signature, binding and expiry. Single use is the caller's part (`consumeConfirm`). Never throws. */
 export function checkConfirm(key: Buffer, token: string, binding: ConfirmBinding, nowMs = Date.now()): ConfirmCheck {
   const claims = ClaimsSchema.safeParse(openPayload(token, key));
   if (!claims.success) return { ok: false, reason: "invalid" };
   const c = claims.data;
-  if (c.sub !== binding.sub || c.tool !== binding.tool || c.h !== inputHash(binding.input)) return { ok: false, reason: "mismatch" };
+  if (c.sub !== binding.sub || c.tool !== binding.tool || c.h !== inputHash(binding.input))
+    return { ok: false, reason: "mismatch" };
   if (c.exp * 1000 < nowMs) return { ok: false, reason: "expired" };
   return { ok: true, claims: c };
 }
@@ -91,11 +99,20 @@ export interface QuestionOptions {
 }
 
 /** Builds a question with a fresh confirm token bound to this user, tool and input. */
-export function buildQuestion(key: Buffer, binding: ConfirmBinding, options: QuestionOptions, nowMs = Date.now()): Question {
+export function buildQuestion(
+  key: Buffer,
+  binding: ConfirmBinding,
+  options: QuestionOptions,
+  nowMs = Date.now(),
+): Question {
   const { token, claims } = issueConfirm(key, binding, nowMs);
   return {
     message: options.message,
-    schema: { type: "object", properties: options.properties, ...(options.required ? { required: options.required } : {}) },
+    schema: {
+      type: "object",
+      properties: options.properties,
+      ...(options.required ? { required: options.required } : {}),
+    },
     confirm: token,
     fallback: options.fallback,
     expiresAt: new Date(claims.exp * 1000).toISOString(),

@@ -10,7 +10,9 @@ import postgres from "postgres";
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
 
 /** Where a service's schema lives: a Postgres server, or the process's embedded PGlite. */
-export type DatabaseSource = { kind: "postgres"; url: string; maxConnections?: number } | { kind: "pglite"; client: PGlite };
+export type DatabaseSource =
+  | { kind: "postgres"; url: string; maxConnections?: number }
+  | { kind: "pglite"; client: PGlite };
 
 export interface DatabaseHandle {
   readonly db: Database;
@@ -34,7 +36,10 @@ export async function openEmbeddedPostgres(dir?: string): Promise<PGlite> {
 }
 
 /** Opens a service's database and applies its migrations before returning. */
-export async function openServiceDatabase(source: DatabaseSource, options: OpenDatabaseOptions): Promise<DatabaseHandle> {
+export async function openServiceDatabase(
+  source: DatabaseSource,
+  options: OpenDatabaseOptions,
+): Promise<DatabaseHandle> {
   const migrationConfig = {
     migrationsFolder: options.migrationsFolder,
     migrationsSchema: options.schema,

@@ -48,7 +48,10 @@ export type Question = z.infer<typeof QuestionSchema>;
 export const CallErrorSchema = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
 export type CallError = z.infer<typeof CallErrorSchema>;
 
-const ResultReplySchema = z.object({ ok: z.literal(true), result: z.object({ text: z.string(), data: z.record(z.string(), z.unknown()) }) });
+const ResultReplySchema = z.object({
+  ok: z.literal(true),
+  result: z.object({ text: z.string(), data: z.record(z.string(), z.unknown()) }),
+});
 const AskReplySchema = z.object({ ok: z.literal(true), ask: QuestionSchema });
 const ErrorReplySchema = z.object({ ok: z.literal(false), error: CallErrorSchema });
 export const CallReplySchema = z.union([ResultReplySchema, AskReplySchema, ErrorReplySchema]);

@@ -1,19 +1,52 @@
 export { ALWAYS_OFFERED, groupOf, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS } from "./contracts/groups.ts";
 export type { ToolGroup } from "./contracts/groups.ts";
 export { BusError, decodeJson, encodeJson, subjectMatches, toBytes, withPrefix, withoutPrefix } from "./bus/types.ts";
-export type { Bus, BusErrorCode, BusHandler, BusMessage, BusReply, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions } from "./bus/types.ts";
+export type {
+  Bus,
+  BusErrorCode,
+  BusHandler,
+  BusMessage,
+  BusReply,
+  BusSubscription,
+  PublishOptions,
+  RequestOptions,
+  SubscribeOptions,
+} from "./bus/types.ts";
 export { createMemoryBus } from "./bus/memory.ts";
 export { requestTraced } from "./bus/traced.ts";
 export type { TracedRequestOptions } from "./bus/traced.ts";
-export { busTarget, metrics, metricsRegistry, metricsResponse, serveMetrics, statusClass, watchOutbox } from "./telemetry/metrics.ts";
+export {
+  busTarget,
+  metrics,
+  metricsRegistry,
+  metricsResponse,
+  serveMetrics,
+  statusClass,
+  watchOutbox,
+} from "./telemetry/metrics.ts";
 export type { MetricsListener, OutboxLag } from "./telemetry/metrics.ts";
-export { activeTraceparent, inSpan, SpanKind, startTracing, tracesEndpoint, tracingEnabled } from "./telemetry/tracing.ts";
+export {
+  activeTraceparent,
+  inSpan,
+  SpanKind,
+  startTracing,
+  tracesEndpoint,
+  tracingEnabled,
+} from "./telemetry/tracing.ts";
 export type { SpanHandle, SpanOptions, Tracing, TracingOptions } from "./telemetry/tracing.ts";
 export { createNatsBus, isNatsBus, wrapNatsConnection } from "./bus/nats.ts";
 export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";
 export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
-export { CallErrorSchema, CallReplySchema, isAskReply, CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, QuestionSchema } from "./envelope.ts";
+export {
+  CallErrorSchema,
+  CallReplySchema,
+  isAskReply,
+  CallRequestSchema,
+  HEADER_REQUEST_ID,
+  HEADER_TRACEPARENT,
+  QuestionSchema,
+} from "./envelope.ts";
 export type { AskReply, CallError, CallReply, CallRequest, Question } from "./envelope.ts";
 export { openPayload, signPayload } from "./signed.ts";
 export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyContext } from "./ctx.ts";
@@ -40,7 +73,14 @@ export {
   DOCUMENT_FIELD,
   DOCUMENT_META_FIELDS,
 } from "./apps/data-rules.ts";
-export type { BucketOperation, BucketRules, CollectionOperation, CollectionRules, DataErrorCode, DataRule } from "./apps/data-rules.ts";
+export type {
+  BucketOperation,
+  BucketRules,
+  CollectionOperation,
+  CollectionRules,
+  DataErrorCode,
+  DataRule,
+} from "./apps/data-rules.ts";
 export type { ServiceJson } from "./apps/service-json.ts";
 export {
   AI_LIMITS,
@@ -58,7 +98,15 @@ export {
   ServerModuleSchema,
 } from "./apps/server-code.ts";
 export type { AiChatReply, AiChatRequest, ApiDeclaration, ApiPlacement, ApiRule } from "./apps/server-code.ts";
-export { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, confirmProblem, inputHash, issueConfirm } from "./confirm.ts";
+export {
+  buildQuestion,
+  canonicalJson,
+  checkConfirm,
+  CONFIRM_TTL_SECONDS,
+  confirmProblem,
+  inputHash,
+  issueConfirm,
+} from "./confirm.ts";
 export type { ConfirmBinding, ConfirmCheck, ConfirmClaims, QuestionOptions } from "./confirm.ts";
 export { confirmUsesTable, consumeConfirm } from "./confirm-store.ts";
 export type { ConfirmUsesTable } from "./confirm-store.ts";
@@ -123,7 +171,17 @@ export {
   VerificationMailInputSchema,
   VerificationMailSentSchema,
 } from "./internal-rpc.ts";
-export type { AiKeyPage, AppLookup, HostResolved, InvitationAccepted, InvitationPreview, MailOutbox, OwnedApps, SecretPage, VerificationMailSent } from "./internal-rpc.ts";
+export type {
+  AiKeyPage,
+  AppLookup,
+  HostResolved,
+  InvitationAccepted,
+  InvitationPreview,
+  MailOutbox,
+  OwnedApps,
+  SecretPage,
+  VerificationMailSent,
+} from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { isSpecialPurposeAddress, parseIPv4, parseIPv6 } from "./ip-ranges.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
@@ -135,7 +193,16 @@ export type { Database, DatabaseHandle, DatabaseSource, OpenDatabaseOptions } fr
 export { callRpc, RpcReplySchema, RpcRequestSchema, unavailable } from "./rpc.ts";
 export type { RpcCallOptions, RpcReply } from "./rpc.ts";
 export { bindRpc, bindTool, startService } from "./service.ts";
-export type { RpcBinding, RpcCall, RunningService, ServiceOptions, ToolBinding, ToolCall, ToolHandler, ToolOutcome } from "./service.ts";
+export type {
+  RpcBinding,
+  RpcCall,
+  RunningService,
+  ServiceOptions,
+  ToolBinding,
+  ToolCall,
+  ToolHandler,
+  ToolOutcome,
+} from "./service.ts";
 export { describeIssues } from "./validation.ts";
 export { CONTROL_CHARS_MESSAGE, hasControlChars, plainText, stripControlChars, textBlock } from "./text.ts";
 export { rpcMethods, subjects } from "./subjects.ts";
@@ -153,7 +220,15 @@ export {
   ViewerOriginInputSchema,
   ViewerOriginSchema,
 } from "./viewer-ticket.ts";
-export type { ViewerChanged, ViewerCheck, ViewerIdentity, ViewerOrigin, ViewerSession, ViewerTicketCheck, ViewerTicketClaims } from "./viewer-ticket.ts";
+export type {
+  ViewerChanged,
+  ViewerCheck,
+  ViewerIdentity,
+  ViewerOrigin,
+  ViewerSession,
+  ViewerTicketCheck,
+  ViewerTicketClaims,
+} from "./viewer-ticket.ts";
 export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionSchema } from "./session.ts";
 export type { Permission, Role, Session } from "./session.ts";
 export { runServiceMain } from "./main.ts";

@@ -34,13 +34,20 @@ export type InvitationPreview = z.infer<typeof InvitationPreviewSchema>;
  * orgs `invitation.accept` (signed ctx of the browser's user): the organization joined, and the email the
  * invitation went to (when it is the user's own, the link proved the address: the gateway marks it verified).
  */
-export const InvitationAcceptedSchema = z.object({ orgId: z.string(), orgName: z.string(), role: z.enum(ORG_ROLES), email: z.string().optional() });
+export const InvitationAcceptedSchema = z.object({
+  orgId: z.string(),
+  orgName: z.string(),
+  role: z.enum(ORG_ROLES),
+  email: z.string().optional(),
+});
 export type InvitationAccepted = z.infer<typeof InvitationAcceptedSchema>;
 
 /** orgs `mail.outbox` (signed ctx): the latest mails to the caller's email kept for the dev outbox page. */
 export const MailOutboxSchema = z.object({
   enabled: z.boolean(),
-  mails: z.array(z.object({ id: z.string(), to: z.string(), subject: z.string(), body: z.string(), createdAt: z.string() })),
+  mails: z.array(
+    z.object({ id: z.string(), to: z.string(), subject: z.string(), body: z.string(), createdAt: z.string() }),
+  ),
 });
 export type MailOutbox = z.infer<typeof MailOutboxSchema>;
 
@@ -48,7 +55,13 @@ export type MailOutbox = z.infer<typeof MailOutboxSchema>;
  * orgs `mail.verify-email` (signed ctx of the user): mails `${BASE_URL}/verify-email?token=<token>` to the
  * ctx's email. The gateway signs the token; orgs only delivers it, and only to the caller's own address.
  */
-export const VerificationMailInputSchema = z.object({ token: z.string().min(16).max(2048).regex(/^[A-Za-z0-9_.-]+$/) });
+export const VerificationMailInputSchema = z.object({
+  token: z
+    .string()
+    .min(16)
+    .max(2048)
+    .regex(/^[A-Za-z0-9_.-]+$/),
+});
 export const VerificationMailSentSchema = z.object({ delivery: z.enum(["smtp", "outbox"]) });
 export type VerificationMailSent = z.infer<typeof VerificationMailSentSchema>;
 

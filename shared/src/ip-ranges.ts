@@ -92,7 +92,8 @@ export function parseIPv6(text: string): Bytes | null {
   const [head = "", rest] = groups.split("::");
   const left = head ? head.split(":") : [];
   const right = rest ? rest.split(":") : [];
-  const hextets = rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
+  const hextets =
+    rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
   if (hextets.length !== 8) return null;
   return hextets.flatMap((h) => {
     const value = Number.parseInt(h, 16);

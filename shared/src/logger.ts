@@ -57,7 +57,11 @@ function isDatabaseError(error: Error): boolean {
   return typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && "severity" in e;
 }
 
-const framesOnly = (stack: string | undefined) => stack?.split("\n").filter((line) => /^\s+at /.test(line)).join("\n");
+const framesOnly = (stack: string | undefined) =>
+  stack
+    ?.split("\n")
+    .filter((line) => /^\s+at /.test(line))
+    .join("\n");
 
 function serializeError(error: Error, depth: number): ErrorFields {
   let out: ErrorFields;
@@ -65,7 +69,14 @@ function serializeError(error: Error, depth: number): ErrorFields {
     const e = error as unknown as ErrorFields;
     const sqlState = typeof e.code === "string" ? e.code : undefined;
     const message = "params" in e && !sqlState ? "database query failed" : error.message.split(": ")[0]!.slice(0, 160);
-    out = { name: error.name === "Error" ? error.constructor.name : error.name, message, code: sqlState, table: e.table ?? e.table_name, constraint: e.constraint ?? e.constraint_name, stack: framesOnly(error.stack) };
+    out = {
+      name: error.name === "Error" ? error.constructor.name : error.name,
+      message,
+      code: sqlState,
+      table: e.table ?? e.table_name,
+      constraint: e.constraint ?? e.constraint_name,
+      stack: framesOnly(error.stack),
+    };
   } else {
     out = { name: error.name, message: error.message, stack: error.stack };
   }

@@ -43,7 +43,9 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     env = loadConfig(StandaloneEnvSchema, process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`${options.name}: ${error.message}\nA service started alone needs NATS_URL, DATABASE_URL and HATCH_SECRET.\n`);
+    process.stderr.write(
+      `${options.name}: ${error.message}\nA service started alone needs NATS_URL, DATABASE_URL and HATCH_SECRET.\n`,
+    );
     process.exit(2);
   }
   const logger = createLogger({ level: env.LOG_LEVEL, fields: { service: options.name } });
@@ -64,11 +66,27 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
       { name: "stop the service (outbox, stats, logs)", share: 0.5, run: () => running?.stop() },
       { name: "drain the bus", share: 0.2, run: () => bus?.drain() },
       { name: "close the database", share: 0.2, run: () => database?.close() },
-      { name: "stop metrics, send the last traces", run: async () => void (await Promise.all([metricsListener?.stop(), tracing.shutdown()])) },
+      {
+        name: "stop metrics, send the last traces",
+        run: async () => void (await Promise.all([metricsListener?.stop(), tracing.shutdown()])),
+      },
     ],
   });
-  if (env.METRICS_PORT !== undefined) metricsListener = serveMetrics({ port: env.METRICS_PORT, hostname: env.METRICS_HOST, token: env.METRICS_TOKEN, logger });
-  bus = await createNatsBus({ url: env.NATS_URL, prefix: env.BUS_PREFIX, name: `hatch-${options.name}`, logger, user: env.NATS_USER, pass: env.NATS_PASSWORD });
+  if (env.METRICS_PORT !== undefined)
+    metricsListener = serveMetrics({
+      port: env.METRICS_PORT,
+      hostname: env.METRICS_HOST,
+      token: env.METRICS_TOKEN,
+      logger,
+    });
+  bus = await createNatsBus({
+    url: env.NATS_URL,
+    prefix: env.BUS_PREFIX,
+    name: `hatch-${options.name}`,
+    logger,
+    user: env.NATS_USER,
+    pass: env.NATS_PASSWORD,
+  });
   database = await openServiceDatabase(
     { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
     { schema: options.name, migrationsFolder: options.migrationsFolder },

@@ -4,7 +4,14 @@ import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contrac
 import { checkConfirm, confirmProblem, type ConfirmClaims } from "./confirm.ts";
 import { verifyContext, type CallContext } from "./ctx.ts";
 import type { OutboxRelay } from "./events/outbox.ts";
-import { CallRequestSchema, HEADER_REQUEST_ID, HEADER_TRACEPARENT, isAskReply, type CallReply, type Question } from "./envelope.ts";
+import {
+  CallRequestSchema,
+  HEADER_REQUEST_ID,
+  HEADER_TRACEPARENT,
+  isAskReply,
+  type CallReply,
+  type Question,
+} from "./envelope.ts";
 import { isToolError, ToolError } from "./errors.ts";
 import { acceptRequestId, traceIdOf } from "./ids.ts";
 import type { Logger } from "./logger.ts";
@@ -64,7 +71,12 @@ export function bindRpc<S extends z.ZodType>(
   handler: (call: RpcCall<z.infer<S>>) => Promise<unknown>,
   options: { requiresContext?: boolean; writes?: boolean } = {},
 ): RpcBinding {
-  return { input, requiresContext: options.requiresContext ?? true, writes: options.writes ?? false, handler: handler as RpcBinding["handler"] };
+  return {
+    input,
+    requiresContext: options.requiresContext ?? true,
+    writes: options.writes ?? false,
+    handler: handler as RpcBinding["handler"],
+  };
 }
 
 export interface ServiceOptions {
@@ -131,17 +143,30 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   /** The handler's span: a child of the caller's `send` span, so the SQL it runs nests under the MCP request. */
   const serverSpan = <T>(msg: BusMessage, fn: Parameters<typeof inSpan<T>>[2]) =>
-    inSpan(`process ${msg.subject}`, {
-      kind: SpanKind.SERVER,
-      parent: msg.headers[HEADER_TRACEPARENT] ?? null,
-      attributes: { "messaging.destination.name": msg.subject, "messaging.operation.type": "process", "hatch.service": name },
-    }, fn);
+    inSpan(
+      `process ${msg.subject}`,
+      {
+        kind: SpanKind.SERVER,
+        parent: msg.headers[HEADER_TRACEPARENT] ?? null,
+        attributes: {
+          "messaging.destination.name": msg.subject,
+          "messaging.operation.type": "process",
+          "hatch.service": name,
+        },
+      },
+      fn,
+    );
 
   function answerTool(msg: BusMessage): Promise<BusReply> {
     return serverSpan(msg, async (span) => {
       const tool = msg.subject.split(".")[2] ?? "";
       const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
-      const log = logger.child({ service: name, tool, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
+      const log = logger.child({
+        service: name,
+        tool,
+        rid: requestId,
+        trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]),
+      });
       const started = performance.now();
       const reply = await runTool(tool, msg, requestId, log);
       if (reply.ok && !isAskReply(reply) && owned.get(tool)?.class !== "read") await flushOutbox();
@@ -179,7 +204,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         );
       }
       const input = contract.input.safeParse(request.data.input);
-      if (!input.success) throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
+      if (!input.success)
+        throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
       const prepared = options.prepareInput ? await options.prepareInput(contract, input.data, ctx) : input.data;
       const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, prepared) : undefined;
       const outcome = await binding.handler({
@@ -217,7 +243,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   async function runRpc(msg: BusMessage): Promise<BusReply> {
     const method = msg.subject.split(".").slice(2).join(".");
     const requestId = acceptRequestId(msg.headers[HEADER_REQUEST_ID]);
-    const log = logger.child({ service: name, rpc: method, rid: requestId, trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]) });
+    const log = logger.child({
+      service: name,
+      rpc: method,
+      rid: requestId,
+      trace: traceIdOf(msg.headers[HEADER_TRACEPARENT]),
+    });
     let reply: RpcReply;
     try {
       const binding = rpc[method];
@@ -242,7 +273,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   async function flushOutbox(): Promise<void> {
     if (!options.outbox) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([options.outbox.flush(), new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_WAIT_MS)))]);
+    await Promise.race([
+      options.outbox.flush(),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_WAIT_MS))),
+    ]);
     clearTimeout(timer);
   }
 
@@ -279,7 +313,12 @@ function safeJson(data: Uint8Array): unknown {
 }
 
 /** Expected failures keep their code and message; anything else is logged in full and shown only as `internal`. */
-function toWireError(error: unknown, service: string, requestId: string, log: Logger): { code: ToolError["code"]; message: string } {
+function toWireError(
+  error: unknown,
+  service: string,
+  requestId: string,
+  log: Logger,
+): { code: ToolError["code"]; message: string } {
   if (isToolError(error)) return { code: error.code, message: error.message };
   log.error("unexpected failure", { error });
   return {

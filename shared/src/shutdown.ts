@@ -58,7 +58,11 @@ export function onShutdown(options: ShutdownOptions): Shutdown {
     logger.info("shutting down", { reason, timeoutMs });
     // Not unref'd: this timer is what guarantees the exit.
     const deadline = () => {
-      logger.error("shutdown deadline passed: exiting with work unfinished", { timeoutMs, step: current, reason: `the step "${current}" did not finish` });
+      logger.error("shutdown deadline passed: exiting with work unfinished", {
+        timeoutMs,
+        step: current,
+        reason: `the step "${current}" did not finish`,
+      });
       options.onForce?.();
       exit(EXIT_CODES.deadline);
     };
@@ -74,7 +78,8 @@ export function onShutdown(options: ShutdownOptions): Shutdown {
         deadline();
         return;
       }
-      if (outcome === "late") logger.warn("shutdown step did not finish in its time; going on", { step: step.name, ms: Math.round(budget) });
+      if (outcome === "late")
+        logger.warn("shutdown step did not finish in its time; going on", { step: step.name, ms: Math.round(budget) });
       else if (outcome !== "ok") logger.warn("shutdown step failed; going on", { step: step.name, error: outcome });
     }
     clearTimeout(hard);
@@ -103,7 +108,12 @@ async function within(step: ShutdownStep, ms: number): Promise<"ok" | "late" | u
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), ms)));
   try {
-    return await Promise.race([Promise.resolve().then(() => step.run()).then(() => "ok" as const), late]);
+    return await Promise.race([
+      Promise.resolve()
+        .then(() => step.run())
+        .then(() => "ok" as const),
+      late,
+    ]);
   } catch (error) {
     return error;
   } finally {

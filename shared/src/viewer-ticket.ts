@@ -66,7 +66,9 @@ export function signViewerTicket(key: Buffer, viewer: ViewerSession & { address:
   return signPayload(claims, key);
 }
 
-export type ViewerTicketCheck = { ok: true; claims: ViewerTicketClaims } | { ok: false; reason: "invalid" | "wrong_app" | "expired" };
+export type ViewerTicketCheck =
+  | { ok: true; claims: ViewerTicketClaims }
+  | { ok: false; reason: "invalid" | "wrong_app" | "expired" };
 
 /** Checks signature, shape, the app it was issued for and expiry. Single use is the caller's part. Never throws. */
 export function verifyViewerTicket(key: Buffer, token: string, address: string, nowMs = Date.now()): ViewerTicketCheck {
@@ -94,7 +96,16 @@ const CheckClaimsSchema = z.object({
 });
 
 export function signViewerCheck(key: Buffer, viewer: ViewerSession, nowMs = Date.now()): string {
-  return signPayload({ v: 1, typ: "viewer-check", sub: viewer.sub, session: viewer.session, exp: Math.floor(nowMs / 1000) + VIEWER_CHECK_TTL_SECONDS }, key);
+  return signPayload(
+    {
+      v: 1,
+      typ: "viewer-check",
+      sub: viewer.sub,
+      session: viewer.session,
+      exp: Math.floor(nowMs / 1000) + VIEWER_CHECK_TTL_SECONDS,
+    },
+    key,
+  );
 }
 
 /** The session asked about, when the question is signed with `key`, well formed and fresh; null otherwise. Never throws. */
@@ -112,7 +123,10 @@ export type ViewerCheck = z.infer<typeof ViewerCheckSchema>;
  * `broadcast.gateway.viewer.changed`: the gateway says a browser session ended (`session`) or a person's
  * membership changed (`sub`); every app host drops what it cached about them.
  */
-export const ViewerChangedSchema = z.union([z.object({ session: z.string().min(1) }), z.object({ sub: z.string().min(1) })]);
+export const ViewerChangedSchema = z.union([
+  z.object({ session: z.string().min(1) }),
+  z.object({ sub: z.string().min(1) }),
+]);
 export type ViewerChanged = z.infer<typeof ViewerChangedSchema>;
 
 /**
@@ -120,5 +134,7 @@ export type ViewerChanged = z.infer<typeof ViewerChangedSchema>;
  * computed from the address alone, so it is the same for a public, a private, a deleted and a never-created app.
  */
 export const ViewerOriginInputSchema = z.object({ address: AppAddressSchema });
-export const ViewerOriginSchema = z.object({ origin: z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)) });
+export const ViewerOriginSchema = z.object({
+  origin: z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)),
+});
 export type ViewerOrigin = z.infer<typeof ViewerOriginSchema>;

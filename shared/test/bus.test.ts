@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { BusError, createMemoryBus, createNatsBus, decodeJson, encodeJson, subjectMatches, ToolError, type Bus } from "../src/index.ts";
+import {
+  BusError,
+  createMemoryBus,
+  createNatsBus,
+  decodeJson,
+  encodeJson,
+  subjectMatches,
+  ToolError,
+  type Bus,
+} from "../src/index.ts";
 
 const natsUrl = process.env.TEST_NATS_URL;
 let counter = 0;
@@ -32,9 +41,15 @@ function busContract(name: string, make: (prefix: string) => Promise<Bus>, enabl
 
     test("request-reply carries data and headers both ways", async () => {
       const s = unique();
-      b.subscribe(`${s}.echo`, (msg) => ({ data: encodeJson({ got: decodeJson(msg.data), rid: msg.headers["hatch-request-id"] }), headers: { "x-side": "b" } }));
+      b.subscribe(`${s}.echo`, (msg) => ({
+        data: encodeJson({ got: decodeJson(msg.data), rid: msg.headers["hatch-request-id"] }),
+        headers: { "x-side": "b" },
+      }));
       await b.flush();
-      const reply = await a.request(`${s}.echo`, encodeJson({ n: 1 }), { timeoutMs: 2000, headers: { "hatch-request-id": "r-1" } });
+      const reply = await a.request(`${s}.echo`, encodeJson({ n: 1 }), {
+        timeoutMs: 2000,
+        headers: { "hatch-request-id": "r-1" },
+      });
       expect(decodeJson(reply.data)).toEqual({ got: { n: 1 }, rid: "r-1" });
       expect(reply.headers["x-side"]).toBe("b");
     });
@@ -123,10 +138,18 @@ test("a request over the bus's size limit is refused before sending, with limit_
       return { data: "ok" };
     });
     await bus.flush();
-    const small = await bus.request("tools.apps.publish", "x".repeat(900), { timeoutMs: 2000, headers: { "hatch-request-id": "r-1" } });
+    const small = await bus.request("tools.apps.publish", "x".repeat(900), {
+      timeoutMs: 2000,
+      headers: { "hatch-request-id": "r-1" },
+    });
     expect(text(small.data)).toBe("ok");
     // 1000 bytes of data fit; with the headers NATS sends, the message does not.
-    const err = await bus.request("tools.apps.publish", "x".repeat(1000), { timeoutMs: 2000, headers: { "hatch-request-id": "r".repeat(40) } }).catch((e: unknown) => e);
+    const err = await bus
+      .request("tools.apps.publish", "x".repeat(1000), {
+        timeoutMs: 2000,
+        headers: { "hatch-request-id": "r".repeat(40) },
+      })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ToolError);
     expect((err as ToolError).code).toBe("limit_exceeded");
     expect((err as ToolError).message).toContain("over the bus limit of 1 KB");
@@ -144,7 +167,9 @@ test("the server's max_payload applies when no lower limit is set", async () => 
   try {
     const limit = bus.connection.info?.max_payload ?? 0;
     expect(limit).toBeGreaterThan(0);
-    const err = await bus.request("tools.apps.publish", new Uint8Array(limit + 1), { timeoutMs: 2000 }).catch((e: unknown) => e);
+    const err = await bus
+      .request("tools.apps.publish", new Uint8Array(limit + 1), { timeoutMs: 2000 })
+      .catch((e: unknown) => e);
     expect((err as ToolError).code).toBe("limit_exceeded");
   } finally {
     await bus.drain();

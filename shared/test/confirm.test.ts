@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { buildQuestion, canonicalJson, checkConfirm, CONFIRM_TTL_SECONDS, deriveKey, issueConfirm } from "../src/index.ts";
+import {
+  buildQuestion,
+  canonicalJson,
+  checkConfirm,
+  CONFIRM_TTL_SECONDS,
+  deriveKey,
+  issueConfirm,
+} from "../src/index.ts";
 
 const key = deriveKey("confirm-test-secret".padEnd(40, "x"), "confirm");
 const binding = { sub: "user-1", tool: "delete_tool", input: { address: "my-app" } };
@@ -12,7 +19,9 @@ describe("confirm tokens", () => {
   });
 
   test("key order does not change the input binding", () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: null } })).toBe('{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}',
+    );
     const { token } = issueConfirm(key, { ...binding, input: { visibility: "public", address: "a" } });
     expect(checkConfirm(key, token, { ...binding, input: { address: "a", visibility: "public" } }).ok).toBe(true);
   });
@@ -21,14 +30,20 @@ describe("confirm tokens", () => {
     const { token } = issueConfirm(key, binding);
     expect(checkConfirm(key, token, { ...binding, sub: "user-2" })).toEqual({ ok: false, reason: "mismatch" });
     expect(checkConfirm(key, token, { ...binding, tool: "share" })).toEqual({ ok: false, reason: "mismatch" });
-    expect(checkConfirm(key, token, { ...binding, input: { address: "other-app" } })).toEqual({ ok: false, reason: "mismatch" });
+    expect(checkConfirm(key, token, { ...binding, input: { address: "other-app" } })).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
   });
 
   test("an expired token is refused", () => {
     const issuedAt = Date.now();
     const { token } = issueConfirm(key, binding, issuedAt);
     expect(checkConfirm(key, token, binding, issuedAt + (CONFIRM_TTL_SECONDS - 1) * 1000).ok).toBe(true);
-    expect(checkConfirm(key, token, binding, issuedAt + (CONFIRM_TTL_SECONDS + 1) * 1000)).toEqual({ ok: false, reason: "expired" });
+    expect(checkConfirm(key, token, binding, issuedAt + (CONFIRM_TTL_SECONDS + 1) * 1000)).toEqual({
+      ok: false,
+      reason: "expired",
+    });
   });
 
   test("a forged or tampered token is invalid", () => {
@@ -44,7 +59,17 @@ describe("confirm tokens", () => {
 
   test("a question carries a fresh token, its fallback and its expiry", () => {
     const now = Date.parse("2026-11-21T10:00:00Z");
-    const q = buildQuestion(key, binding, { message: "Delete?", properties: { confirm: { type: "boolean" } }, fallback: "link", data: { address: "my-app" } }, now);
+    const q = buildQuestion(
+      key,
+      binding,
+      {
+        message: "Delete?",
+        properties: { confirm: { type: "boolean" } },
+        fallback: "link",
+        data: { address: "my-app" },
+      },
+      now,
+    );
     expect(q.fallback).toBe("link");
     expect(q.expiresAt).toBe("2026-11-21T10:10:00.000Z");
     expect(q.data).toEqual({ address: "my-app" });

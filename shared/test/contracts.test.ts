@@ -124,7 +124,10 @@ describe("tool contract registry", () => {
   test("no input carries a secret value, an AI key, a card detail, a password or a token", () => {
     for (const c of TOOL_CONTRACTS) {
       const names = propertyNames(z.toJSONSchema(c.input, { io: "input" }));
-      expect(names.filter((n) => FORBIDDEN_INPUT_FIELD.test(n)), c.name).toEqual([]);
+      expect(
+        names.filter((n) => FORBIDDEN_INPUT_FIELD.test(n)),
+        c.name,
+      ).toEqual([]);
     }
   });
 

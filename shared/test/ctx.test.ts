@@ -1,5 +1,15 @@
 import { expect, test } from "bun:test";
-import { acceptRequestId, childTraceparent, ConfigError, CommonEnvSchema, deriveKey, loadConfig, signContext, verifyContext, type CallContextClaims } from "../src/index.ts";
+import {
+  acceptRequestId,
+  childTraceparent,
+  ConfigError,
+  CommonEnvSchema,
+  deriveKey,
+  loadConfig,
+  signContext,
+  verifyContext,
+  type CallContextClaims,
+} from "../src/index.ts";
 
 const claims: CallContextClaims = {
   sub: "usr_1",
@@ -23,7 +33,9 @@ test("a context signed with another key, tampered, malformed or expired is refus
   expect(verifyContext(token, deriveKey("o".repeat(40), "ctx"))).toBeNull();
   expect(verifyContext(signContext(claims, deriveKey("s".repeat(40), "jwt")), key)).toBeNull();
   const [body, mac] = token.split(".");
-  const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body!, "base64url").toString()), sub: "usr_2" })).toString("base64url");
+  const forged = Buffer.from(
+    JSON.stringify({ ...JSON.parse(Buffer.from(body!, "base64url").toString()), sub: "usr_2" }),
+  ).toString("base64url");
   expect(verifyContext(`${forged}.${mac}`, key)).toBeNull();
   expect(verifyContext("garbage", key)).toBeNull();
   expect(verifyContext(".", key)).toBeNull();
@@ -44,7 +56,12 @@ test("request ids are accepted only when they look like one; traceparent keeps a
 test("configuration errors name every bad variable and what to do", () => {
   let error: unknown;
   try {
-    loadConfig(CommonEnvSchema, { NATS_URL: "http://x", DATABASE_URL: "nope", BUS_PREFIX: "a.b", HATCH_SECRET: "short" });
+    loadConfig(CommonEnvSchema, {
+      NATS_URL: "http://x",
+      DATABASE_URL: "nope",
+      BUS_PREFIX: "a.b",
+      HATCH_SECRET: "short",
+    });
   } catch (e) {
     error = e;
   }

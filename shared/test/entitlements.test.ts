@@ -1,11 +1,28 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { checkLimit, createLogger, createMemoryBus, encodeJson, EntitlementsCache, isToolError, limitsOf, type Bus, type Entitlements } from "../src/index.ts";
+import {
+  checkLimit,
+  createLogger,
+  createMemoryBus,
+  encodeJson,
+  EntitlementsCache,
+  isToolError,
+  limitsOf,
+  type Bus,
+  type Entitlements,
+} from "../src/index.ts";
 
 const logger = createLogger({ level: "error" });
 const SETTINGS = "http://localhost:3000/dashboard/billing";
 
 function entitlements(plan: Entitlements["plan"], seats = 1): Entitlements {
-  return { accountId: "acct_1", plan, state: "active", seats, limits: limitsOf(plan, "active", seats), settingsUrl: SETTINGS };
+  return {
+    accountId: "acct_1",
+    plan,
+    state: "active",
+    seats,
+    limits: limitsOf(plan, "active", seats),
+    settingsUrl: SETTINGS,
+  };
 }
 
 /** A billing stand-in on the bus answering `rpc.billing.entitlements` as the service does, counting the questions. */
@@ -63,7 +80,9 @@ describe("checkLimit", () => {
       run();
       return null;
     } catch (error) {
-      return isToolError(error) ? { code: error.code, message: error.message } : { code: "thrown", message: String(error) };
+      return isToolError(error)
+        ? { code: error.code, message: error.message }
+        : { code: "thrown", message: String(error) };
     }
   };
 

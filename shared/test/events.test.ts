@@ -27,7 +27,15 @@ let counter = 0;
 const uniquePrefix = () => `ev${process.env.HATCH_TEST_RUN}${process.pid}${++counter}`.replace(/[^A-Za-z0-9_-]/g, "");
 
 const event = (verb: string, details: Record<string, unknown> = {}): HatchEvent =>
-  newEvent("apps", null, { entity: "app", verb, summary: `app ${verb}`, app: "my-app", account: "acc_1", org: "acc_1", details });
+  newEvent("apps", null, {
+    entity: "app",
+    verb,
+    summary: `app ${verb}`,
+    app: "my-app",
+    account: "acc_1",
+    org: "acc_1",
+    details,
+  });
 
 /** One contract, two implementations: the in-memory stream and JetStream on nats-server. */
 function streamContract(name: string, make: () => Promise<{ bus: Bus; cleanup(): Promise<void> }>, enabled: boolean) {
@@ -151,7 +159,10 @@ describe("outbox and relay", () => {
     const emptyMigrations = new URL("./fixtures/no-migrations", import.meta.url).pathname;
     if (process.env.TEST_DATABASE_URL) {
       const database = await freshDatabase(process.env.TEST_DATABASE_URL);
-      const handle = await openServiceDatabase({ kind: "postgres", url: database.url }, { schema: "evtest", migrationsFolder: emptyMigrations });
+      const handle = await openServiceDatabase(
+        { kind: "postgres", url: database.url },
+        { schema: "evtest", migrationsFolder: emptyMigrations },
+      );
       db = handle.db;
       close = async () => {
         await handle.close();
@@ -159,7 +170,9 @@ describe("outbox and relay", () => {
       };
     } else {
       const client = await openEmbeddedPostgres();
-      db = (await openServiceDatabase({ kind: "pglite", client }, { schema: "evtest", migrationsFolder: emptyMigrations })).db;
+      db = (
+        await openServiceDatabase({ kind: "pglite", client }, { schema: "evtest", migrationsFolder: emptyMigrations })
+      ).db;
       close = () => client.close();
     }
     for (const statement of OUTBOX_SQL.split(";")) await db.execute(statement);

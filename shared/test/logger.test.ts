@@ -22,7 +22,11 @@ beforeAll(async () => {
   drivers.push({ name: "pglite", db: drizzlePglite({ client }) as unknown as Database, close: () => client.close() });
   if (process.env.TEST_DATABASE_URL) {
     const client = postgres(process.env.TEST_DATABASE_URL, { max: 1, onnotice: () => {} });
-    drivers.push({ name: "postgres", db: drizzlePostgres({ client }) as unknown as Database, close: () => client.end({ timeout: 5 }) });
+    drivers.push({
+      name: "postgres",
+      db: drizzlePostgres({ client }) as unknown as Database,
+      close: () => client.end({ timeout: 5 }),
+    });
   }
 }, 60_000);
 afterAll(async () => {
@@ -60,9 +64,13 @@ describe("errors from the database are logged without the query's parameters", (
   test("a unique violation (the value is in the detail) keeps its code and constraint, not the value", async () => {
     for (const { name, db } of drivers) {
       const table = sql.raw(`log_test_${name}_${process.pid}`);
-      await db.execute(sql`create temporary table ${table} (email text constraint ${sql.raw(`log_test_${name}_email_key`)} unique)`);
+      await db.execute(
+        sql`create temporary table ${table} (email text constraint ${sql.raw(`log_test_${name}_email_key`)} unique)`,
+      );
       await db.execute(sql`insert into ${table} (email) values (${SECRET})`);
-      const { line, parsed } = await loggedFailure(() => db.execute(sql`insert into ${table} (email) values (${SECRET})`));
+      const { line, parsed } = await loggedFailure(() =>
+        db.execute(sql`insert into ${table} (email) values (${SECRET})`),
+      );
       expect(line).not.toContain("SECRET-HASH-VALUE");
       const cause = (parsed.error as { cause?: { code?: string; constraint?: string } }).cause;
       expect(cause?.code).toBe("23505");

@@ -6,7 +6,11 @@ const natsUrl = process.env.TEST_NATS_URL;
 const MINUTE = 60_000;
 
 /** The same behaviour from both counters; `pair` gives two counters that stand for two copies of a process. */
-function rateContract(kind: string, pair: (clock: () => number) => Promise<[RateCounter, RateCounter]>, enabled: boolean) {
+function rateContract(
+  kind: string,
+  pair: (clock: () => number) => Promise<[RateCounter, RateCounter]>,
+  enabled: boolean,
+) {
   describe.skipIf(!enabled)(`rate counter: ${kind}`, () => {
     test("allows up to the limit in a window, then refuses until the window ends", async () => {
       let now = 10 * MINUTE + 15_000;
@@ -71,7 +75,10 @@ rateContract(
     const open = async () => {
       const bus = await createNatsBus({ url: natsUrl!, prefix });
       buses.push(bus);
-      return new KvRateCounter(() => new Kvm(bus.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE }), clock);
+      return new KvRateCounter(
+        () => new Kvm(bus.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE }),
+        clock,
+      );
     };
     return [await open(), await open()];
   },
@@ -80,7 +87,10 @@ rateContract(
 
 afterAll(async () => {
   for (const bus of buses) {
-    await new Kvm(bus.connection).open(`hatch_rate_${bus.prefix}`).then((kv) => kv.destroy()).catch(() => undefined);
+    await new Kvm(bus.connection)
+      .open(`hatch_rate_${bus.prefix}`)
+      .then((kv) => kv.destroy())
+      .catch(() => undefined);
     await bus.drain();
   }
 });

@@ -24,12 +24,17 @@ describe("developer reference", () => {
 
   test("every rule word, error code and limit is printed from the shared constants", () => {
     for (const rule of DATA_RULES) expect(library).toContain(`| \`${rule}\` |`);
-    for (const [code, status] of Object.entries(DATA_ERROR_STATUS)) expect(library).toContain(`| \`${code}\` | ${status} |`);
+    for (const [code, status] of Object.entries(DATA_ERROR_STATUS))
+      expect(library).toContain(`| \`${code}\` | ${status} |`);
     expect(library).toContain(`| one document (as JSON) | ${formatBytes(DATA_LIMITS.maxDocumentBytes)} |`);
-    expect(library).toContain(`| documents per app (all collections) | ${DATA_LIMITS.maxDocumentsPerApp.toLocaleString("en-US")} |`);
+    expect(library).toContain(
+      `| documents per app (all collections) | ${DATA_LIMITS.maxDocumentsPerApp.toLocaleString("en-US")} |`,
+    );
     expect(library).toContain(`| data requests per viewer per minute | ${DATA_LIMITS.requestsPerViewerPerMinute} |`);
     expect(library).toContain(`| open subscriptions per viewer | ${DATA_LIMITS.subscriptionsPerViewer} |`);
-    expect(library).toContain(`default ${formatBytes(DATA_LIMITS.defaultMaxFileSize)}, at most ${formatBytes(DATA_LIMITS.maxFileSize)}`);
+    expect(library).toContain(
+      `default ${formatBytes(DATA_LIMITS.defaultMaxFileSize)}, at most ${formatBytes(DATA_LIMITS.maxFileSize)}`,
+    );
     expect(library).toContain("An operation without a rule is `owner`");
     expect(library).toContain("`create` cannot be `creator`");
   });
@@ -37,10 +42,13 @@ describe("developer reference", () => {
   test("the server code section prints SERVER_LIMITS, the env members and a handler that compiles", () => {
     const section = developerReference("server_code");
     expect(developerReference()).toContain(section);
-    expect(section).toContain(`| CPU time per request (waiting for env calls does not count) | ${SERVER_LIMITS.cpuMsPerRequest} ms |`);
+    expect(section).toContain(
+      `| CPU time per request (waiting for env calls does not count) | ${SERVER_LIMITS.cpuMsPerRequest} ms |`,
+    );
     expect(section).toContain(`| memory of the running code | ${formatBytes(SERVER_LIMITS.memoryBytes)} |`);
     expect(section).toContain(`| env calls per request | ${SERVER_LIMITS.hostCallsPerRequest} |`);
-    for (const member of ["env.viewer", "env.db(name)", "env.files(name)", "env.api(name, path, init)", "env.ai.chat("]) expect(section).toContain(member);
+    for (const member of ["env.viewer", "env.db(name)", "env.files(name)", "env.api(name, path, init)", "env.ai.chat("])
+      expect(section).toContain(member);
     expect(section).toContain(SERVER_CODE_EXAMPLE);
     expect(section).toContain("tool_logs");
     expect(section).toContain("What persists between requests");
@@ -62,7 +70,20 @@ describe("developer reference", () => {
     expect(parsed.buckets?.photos?.maxFileSize).toBe(5 * 1024 * 1024);
     const html = EXAMPLE_APP["index.html"];
     expect(html).toContain('<script src="/_hatch/client.js"></script>');
-    for (const call of ["hatch.me()", "hatch.signIn()", 'hatch.db("todos")', 'hatch.files("photos")', "todos.subscribe(", "todos.list(", "todos.add(", "todos.update(", "todos.remove(", "photos.upload(", "photos.url(", "photos.remove("]) {
+    for (const call of [
+      "hatch.me()",
+      "hatch.signIn()",
+      'hatch.db("todos")',
+      'hatch.files("photos")',
+      "todos.subscribe(",
+      "todos.list(",
+      "todos.add(",
+      "todos.update(",
+      "todos.remove(",
+      "photos.upload(",
+      "photos.url(",
+      "photos.remove(",
+    ]) {
       expect(html).toContain(call);
     }
     expect(html).not.toContain("innerHTML");
@@ -91,7 +112,9 @@ describe("plans in the developer reference", () => {
       expect(row).toBeDefined();
       const cells = row!.split("|").map((cell) => cell.trim());
       expect(cells[3]).toBe(info.limits.apps === null ? "no limit" : info.limits.apps.toLocaleString("en-US"));
-      expect(cells[4]).toBe(info.limits.customDomains === null ? "no limit" : info.limits.customDomains.toLocaleString("en-US"));
+      expect(cells[4]).toBe(
+        info.limits.customDomains === null ? "no limit" : info.limits.customDomains.toLocaleString("en-US"),
+      );
     }
     expect(plans).toContain("needs_payment");
   });

@@ -1,5 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { deriveKey, issueConfirm, openViewerCheck, signViewerCheck, signViewerTicket, verifyViewerTicket, VIEWER_CHECK_TTL_SECONDS, VIEWER_TICKET_TTL_SECONDS } from "../src/index.ts";
+import {
+  deriveKey,
+  issueConfirm,
+  openViewerCheck,
+  signViewerCheck,
+  signViewerTicket,
+  verifyViewerTicket,
+  VIEWER_CHECK_TTL_SECONDS,
+  VIEWER_TICKET_TTL_SECONDS,
+} from "../src/index.ts";
 
 const key = deriveKey("viewer-test-secret".padEnd(40, "x"), "viewer-ticket");
 const viewer = { sub: "user-1", session: "session-hash-1", address: "my-app" };
@@ -24,14 +33,20 @@ describe("viewer tickets", () => {
   });
 
   test("a ticket for another app is refused", () => {
-    expect(verifyViewerTicket(key, signViewerTicket(key, viewer), "other-app")).toEqual({ ok: false, reason: "wrong_app" });
+    expect(verifyViewerTicket(key, signViewerTicket(key, viewer), "other-app")).toEqual({
+      ok: false,
+      reason: "wrong_app",
+    });
   });
 
   test("a ticket expires after a minute", () => {
     const issuedAt = Date.now();
     const ticket = signViewerTicket(key, viewer, issuedAt);
     expect(verifyViewerTicket(key, ticket, "my-app", issuedAt + (VIEWER_TICKET_TTL_SECONDS - 1) * 1000).ok).toBe(true);
-    expect(verifyViewerTicket(key, ticket, "my-app", issuedAt + (VIEWER_TICKET_TTL_SECONDS + 1) * 1000)).toEqual({ ok: false, reason: "expired" });
+    expect(verifyViewerTicket(key, ticket, "my-app", issuedAt + (VIEWER_TICKET_TTL_SECONDS + 1) * 1000)).toEqual({
+      ok: false,
+      reason: "expired",
+    });
   });
 
   test("a forged, tampered or foreign token is invalid", () => {

@@ -4,8 +4,16 @@ import type { PublicUser } from "../../gateway/src/auth/index.ts";
 import { TEST_SECRET, type TestHatch } from "./hatch.ts";
 
 /** Stores an AI key the way the dashboard page does: the apps rpc with the person's own signed context. */
-export async function addAiKey(hatch: TestHatch, user: PublicUser, target: { scope: AiKeyScope; address?: string; provider: string; key: string }) {
-  const { ctx } = await dashboardContext({ contextKey: deriveKey(TEST_SECRET, "ctx"), accounts: hatch.gateway.accounts }, user, "write");
+export async function addAiKey(
+  hatch: TestHatch,
+  user: PublicUser,
+  target: { scope: AiKeyScope; address?: string; provider: string; key: string },
+) {
+  const { ctx } = await dashboardContext(
+    { contextKey: deriveKey(TEST_SECRET, "ctx"), accounts: hatch.gateway.accounts },
+    user,
+    "write",
+  );
   return callRpc(hatch.bus, "apps", rpcMethods.apps.aiKeySet, target, AiKeyPageSchema, { ctx });
 }
 

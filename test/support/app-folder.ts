@@ -26,7 +26,11 @@ export async function buildCounterApp(title: string): Promise<Folder> {
     `const count = document.getElementById("count")!;
 document.getElementById("inc")!.addEventListener("click", () => { count.textContent = String(Number(count.textContent) + 1); });`,
   );
-  const build = await Bun.build({ entrypoints: [join(root, "src/index.html")], outdir: join(root, "dist"), minify: true });
+  const build = await Bun.build({
+    entrypoints: [join(root, "src/index.html")],
+    outdir: join(root, "dist"),
+    minify: true,
+  });
   if (!build.success) throw new Error(`build failed: ${build.logs.join("\n")}`);
   return readFolder(join(root, "dist"));
 }
@@ -53,12 +57,26 @@ export interface PublishedFolder {
  * publish with a manifest, PUT the files it asks for (a few at a time) to its base URL + path, then finish with
  * the upload id it gave.
  */
-export async function publishFolder(client: Client, folder: Folder, args: Record<string, unknown>, put: typeof fetch = fetch, concurrency = 8): Promise<PublishedFolder> {
+export async function publishFolder(
+  client: Client,
+  folder: Folder,
+  args: Record<string, unknown>,
+  put: typeof fetch = fetch,
+  concurrency = 8,
+): Promise<PublishedFolder> {
   const manifest = [...folder].map(([path, bytes]) => ({ path, sha256: sha256(bytes), size: bytes.byteLength }));
   const call = async (input: Record<string, unknown>) => {
     const result = await client.callTool({ name: "publish", arguments: input }, undefined, { timeout: 120_000 });
     if (result.isError) throw new Error(`publish failed: ${JSON.stringify(result.content)}`);
-    return result.structuredContent as { status: string; address?: string; url?: string; version?: number; uploadUrl?: string; uploadId?: string; missing?: string[] };
+    return result.structuredContent as {
+      status: string;
+      address?: string;
+      url?: string;
+      version?: number;
+      uploadUrl?: string;
+      uploadId?: string;
+      missing?: string[];
+    };
   };
   let reply = await call({ ...args, manifest });
   const missing = reply.missing ?? [];
@@ -68,13 +86,18 @@ export async function publishFolder(client: Client, folder: Folder, args: Record
       missing.slice(i, i + concurrency).map(async (path) => {
         const body = folder.get(path)!;
         uploadBytes += body.byteLength;
-        const response = await put(`${reply.uploadUrl}${path.split("/").map(encodeURIComponent).join("/")}`, { method: "PUT", body });
-        if (response.status !== 201) throw new Error(`upload of ${path} answered ${response.status}: ${await response.text()}`);
+        const response = await put(`${reply.uploadUrl}${path.split("/").map(encodeURIComponent).join("/")}`, {
+          method: "PUT",
+          body,
+        });
+        if (response.status !== 201)
+          throw new Error(`upload of ${path} answered ${response.status}: ${await response.text()}`);
       }),
     );
   }
   if (reply.status === "needs_upload") reply = await call({ uploadId: reply.uploadId });
-  if (reply.status !== "published" || !reply.address || !reply.url || !reply.version) throw new Error(`publish did not finish: ${JSON.stringify(reply)}`);
+  if (reply.status !== "published" || !reply.address || !reply.url || !reply.version)
+    throw new Error(`publish did not finish: ${JSON.stringify(reply)}`);
   return { address: reply.address, url: reply.url, version: reply.version, uploads: missing.length, uploadBytes };
 }
 
@@ -98,6 +121,10 @@ export function uploadCommandOf(text: string, dir: string): string {
 /** Runs a shell command as a person would paste it (sh -c); its exit code, stdout and stderr. */
 export async function runShell(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn(["sh", "-c", command], { stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, stdout, stderr };
 }

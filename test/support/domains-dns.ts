@@ -21,7 +21,12 @@ export interface TestDnsServer {
 }
 
 const { Packet } = dns2;
-const TYPES: Record<TestRecordType, number> = { A: Packet.TYPE.A, AAAA: Packet.TYPE.AAAA, CNAME: Packet.TYPE.CNAME, TXT: Packet.TYPE.TXT };
+const TYPES: Record<TestRecordType, number> = {
+  A: Packet.TYPE.A,
+  AAAA: Packet.TYPE.AAAA,
+  CNAME: Packet.TYPE.CNAME,
+  TXT: Packet.TYPE.TXT,
+};
 
 const norm = (name: string) => name.toLowerCase().replace(/\.$/, "");
 

@@ -5,7 +5,13 @@
 
 export interface FakeAiRequest {
   authorization: string | null;
-  body: { model?: string; messages?: { role: string; content: string }[]; temperature?: number; max_tokens?: number; stream?: boolean };
+  body: {
+    model?: string;
+    messages?: { role: string; content: string }[];
+    temperature?: number;
+    max_tokens?: number;
+    stream?: boolean;
+  };
 }
 
 export interface FakeAiProvider {
@@ -40,28 +46,55 @@ export function startFakeAiProvider(): FakeAiProvider {
     async fetch(request) {
       const url = new URL(request.url);
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
-        return Response.json(errorBody(`Invalid URL (${request.method} ${url.pathname})`, "invalid_request_error", null), { status: 404 });
+        return Response.json(
+          errorBody(`Invalid URL (${request.method} ${url.pathname})`, "invalid_request_error", null),
+          { status: 404 },
+        );
       }
       const authorization = request.headers.get("authorization");
       let body: FakeAiRequest["body"];
       try {
         body = (await request.json()) as FakeAiRequest["body"];
       } catch {
-        return Response.json(errorBody("We could not parse the JSON body of your request.", "invalid_request_error", null), { status: 400 });
+        return Response.json(
+          errorBody("We could not parse the JSON body of your request.", "invalid_request_error", null),
+          { status: 400 },
+        );
       }
       requests.push({ authorization, body });
       const key = authorization?.startsWith("Bearer ") ? authorization.slice(7) : "";
       if (!keys.has(key)) {
         const shown = key.length > 8 ? `${key.slice(0, 6)}*****${key.slice(-4)}` : key;
-        return Response.json(errorBody(`Incorrect API key provided: ${shown}. You can find your API key in your account settings.`, "invalid_request_error", "invalid_api_key"), { status: 401 });
+        return Response.json(
+          errorBody(
+            `Incorrect API key provided: ${shown}. You can find your API key in your account settings.`,
+            "invalid_request_error",
+            "invalid_api_key",
+          ),
+          { status: 401 },
+        );
       }
       const failure = failures.shift();
       if (failure === 429) {
-        return Response.json(errorBody(`Rate limit reached for ${key}: try again in 7s.`, "requests", "rate_limit_exceeded"), { status: 429, headers: { "Retry-After": "7" } });
+        return Response.json(
+          errorBody(`Rate limit reached for ${key}: try again in 7s.`, "requests", "rate_limit_exceeded"),
+          { status: 429, headers: { "Retry-After": "7" } },
+        );
       }
-      if (failure) return Response.json(errorBody("The server had an error while processing your request.", "server_error", null), { status: failure });
+      if (failure)
+        return Response.json(
+          errorBody("The server had an error while processing your request.", "server_error", null),
+          { status: failure },
+        );
       if (!body.model || !FAKE_MODELS.includes(body.model)) {
-        return Response.json(errorBody(`The model \`${body.model}\` does not exist or you do not have access to it.`, "invalid_request_error", "model_not_found"), { status: 404 });
+        return Response.json(
+          errorBody(
+            `The model \`${body.model}\` does not exist or you do not have access to it.`,
+            "invalid_request_error",
+            "model_not_found",
+          ),
+          { status: 404 },
+        );
       }
       const messages = body.messages ?? [];
       const last = messages.at(-1)?.content ?? "";
@@ -73,7 +106,11 @@ export function startFakeAiProvider(): FakeAiProvider {
         created: Math.floor(Date.now() / 1000),
         model: `${body.model}-2026-01-01`,
         choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
-        usage: { prompt_tokens: promptTokens, completion_tokens: words(content), total_tokens: promptTokens + words(content) },
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: words(content),
+          total_tokens: promptTokens + words(content),
+        },
       });
     },
   });

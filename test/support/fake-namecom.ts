@@ -63,7 +63,8 @@ export class FakeNamecom {
     const path = decodeURIComponent(url.pathname);
     let body: unknown = null;
     if (request.method === "POST") {
-      if (!request.headers.get("content-type")?.startsWith("application/json")) return this.error(415, "Unsupported Media Type");
+      if (!request.headers.get("content-type")?.startsWith("application/json"))
+        return this.error(415, "Unsupported Media Type");
       try {
         body = await request.json();
       } catch {
@@ -78,7 +79,8 @@ export class FakeNamecom {
       return this.error(503, "Service Unavailable");
     }
     let match: RegExpExecArray | null;
-    if (request.method === "POST" && path === "/v4/domains:checkAvailability") return this.check(body as { domainNames?: unknown });
+    if (request.method === "POST" && path === "/v4/domains:checkAvailability")
+      return this.check(body as { domainNames?: unknown });
     if (request.method === "POST" && path === "/v4/domains") return this.create(body as Record<string, unknown>);
     if (request.method === "GET" && (match = /^\/v4\/domains\/([^/:]+)$/.exec(path))) {
       const domain = this.domains.get(match[1]!);
@@ -90,7 +92,15 @@ export class FakeNamecom {
       if (request.method === "GET") return Response.json({ records: this.records.get(name) ?? [] });
       const r = body as { host?: string; type?: string; answer?: string; ttl?: number };
       if (!r.type || !r.answer) return this.error(400, "Invalid Argument", "type and answer are required");
-      const record: FakeRecord = { id: this.nextId++, domainName: name, host: r.host ?? "", fqdn: `${r.host ? `${r.host}.` : ""}${name}.`, type: r.type, answer: r.answer, ttl: r.ttl ?? 300 };
+      const record: FakeRecord = {
+        id: this.nextId++,
+        domainName: name,
+        host: r.host ?? "",
+        fqdn: `${r.host ? `${r.host}.` : ""}${name}.`,
+        type: r.type,
+        answer: r.answer,
+        ttl: r.ttl ?? 300,
+      };
       this.records.set(name, [...(this.records.get(name) ?? []), record]);
       return Response.json(record);
     }
@@ -98,7 +108,8 @@ export class FakeNamecom {
       const domain = this.domains.get(match[1]!);
       if (!domain) return this.error(404, "Not Found");
       const b = body as { purchasePrice?: number; years?: number };
-      if (b.purchasePrice !== undefined && b.purchasePrice !== domain.renewalPrice) return this.error(400, "Invalid Argument", "Purchase price does not match");
+      if (b.purchasePrice !== undefined && b.purchasePrice !== domain.renewalPrice)
+        return this.error(400, "Invalid Argument", "Purchase price does not match");
       domain.expireDate = new Date(Date.parse(domain.expireDate) + (b.years ?? 1) * YEAR_MS).toISOString();
       return Response.json({ domain, order: this.nextId++, totalPaid: domain.renewalPrice });
     }
@@ -106,13 +117,23 @@ export class FakeNamecom {
   }
 
   private check(body: { domainNames?: unknown }): Response {
-    if (!Array.isArray(body?.domainNames) || body.domainNames.length === 0 || body.domainNames.length > 50) return this.error(400, "Invalid Argument", "domainNames: 1 to 50 names");
+    if (!Array.isArray(body?.domainNames) || body.domainNames.length === 0 || body.domainNames.length > 50)
+      return this.error(400, "Invalid Argument", "domainNames: 1 to 50 names");
     const results = (body.domainNames as string[]).map((name) => {
       const [sld, ...rest] = name.split(".");
       const offer = this.domains.has(name) ? undefined : this.offers.get(name);
       // Like Name.com: a name that cannot be bought comes back without purchasable or prices.
       if (!offer?.purchasable) return { domainName: name, sld, tld: rest.join(".") };
-      return { domainName: name, sld, tld: rest.join("."), purchasable: true, ...(offer.premium ? { premium: true } : {}), purchasePrice: offer.purchasePrice, purchaseType: "registration", renewalPrice: offer.renewalPrice };
+      return {
+        domainName: name,
+        sld,
+        tld: rest.join("."),
+        purchasable: true,
+        ...(offer.premium ? { premium: true } : {}),
+        purchasePrice: offer.purchasePrice,
+        purchaseType: "registration",
+        renewalPrice: offer.renewalPrice,
+      };
     });
     return Response.json({ results });
   }
@@ -122,9 +143,12 @@ export class FakeNamecom {
     const name = domain?.domainName;
     if (!name) return this.error(400, "Invalid Argument", "domain.domainName is required");
     const offer = this.offers.get(name);
-    if (this.domains.has(name) || !offer?.purchasable) return this.error(400, "Invalid Argument", "Domain is not available");
-    if (body.purchasePrice !== undefined && body.purchasePrice !== offer.purchasePrice) return this.error(400, "Invalid Argument", "Purchase price does not match");
-    if (offer.premium && body.purchasePrice === undefined) return this.error(400, "Invalid Argument", "Purchase price is required for premium domains");
+    if (this.domains.has(name) || !offer?.purchasable)
+      return this.error(400, "Invalid Argument", "Domain is not available");
+    if (body.purchasePrice !== undefined && body.purchasePrice !== offer.purchasePrice)
+      return this.error(400, "Invalid Argument", "Purchase price does not match");
+    if (offer.premium && body.purchasePrice === undefined)
+      return this.error(400, "Invalid Argument", "Purchase price is required for premium domains");
     const now = new Date();
     const created: FakeDomain = {
       domainName: name,

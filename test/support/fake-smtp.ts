@@ -51,7 +51,23 @@ const MAX_LINE = 1000;
 export function makeTestCert(): TestCert {
   const dir = mkdtempSync(join(tmpdir(), "fake-smtp-"));
   try {
-    const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
+    const made = spawnSync("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+      "-days",
+      "2",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    ]);
     if (made.status !== 0) throw new Error(`openssl failed: ${String(made.stderr)}`);
     return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") };
   } finally {
@@ -71,7 +87,9 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}): Promise<Fake
   let connections = 0;
   const context = options.tls ? createSecureContext({ key: options.tls.key, cert: options.tls.cert }) : undefined;
   const onSocket = (socket: Socket) => session(socket, options, received, context, options.implicitTls === true);
-  const server: Server = options.implicitTls ? createTlsServer({ key: options.tls!.key, cert: options.tls!.cert }, onSocket) : createServer(onSocket);
+  const server: Server = options.implicitTls
+    ? createTlsServer({ key: options.tls!.key, cert: options.tls!.cert }, onSocket)
+    : createServer(onSocket);
   server.on("connection", (s: Socket) => {
     sockets.add(s);
     connections++;
@@ -79,7 +97,9 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}): Promise<Fake
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
-  const userinfo = options.credentials ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@` : "";
+  const userinfo = options.credentials
+    ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@`
+    : "";
   return {
     url: `${options.implicitTls ? "smtps" : "smtp"}://${userinfo}127.0.0.1:${port}`,
     port,
@@ -94,7 +114,13 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}): Promise<Fake
   };
 }
 
-function session(plain: Socket, options: FakeSmtpOptions, received: ReceivedMail[], context: ReturnType<typeof createSecureContext> | undefined, implicitTls: boolean): void {
+function session(
+  plain: Socket,
+  options: FakeSmtpOptions,
+  received: ReceivedMail[],
+  context: ReturnType<typeof createSecureContext> | undefined,
+  implicitTls: boolean,
+): void {
   let socket: Socket = plain;
   let secure = implicitTls;
   const reply = (line: string) => socket.write(`${line}\r\n`);
@@ -110,7 +136,8 @@ function session(plain: Socket, options: FakeSmtpOptions, received: ReceivedMail
   reply("220 fake-smtp ESMTP ready");
 
   const checkCredentials = (user: string | undefined, password: string | undefined) => {
-    if (!options.credentials || user !== options.credentials.user || password !== options.credentials.password) return void reply("535 authentication failed");
+    if (!options.credentials || user !== options.credentials.user || password !== options.credentials.password)
+      return void reply("535 authentication failed");
     authed = user!;
     reply("235 authenticated");
   };
@@ -158,9 +185,14 @@ function session(plain: Socket, options: FakeSmtpOptions, received: ReceivedMail
       const [, mech, payload] = line.split(" ");
       if (mech?.toUpperCase() === "LOGIN") {
         login = {};
-        return void reply(payload ? (login = { user: Buffer.from(payload, "base64").toString("utf8") }, "334 UGFzc3dvcmQ6") : "334 VXNlcm5hbWU6");
+        return void reply(
+          payload
+            ? ((login = { user: Buffer.from(payload, "base64").toString("utf8") }), "334 UGFzc3dvcmQ6")
+            : "334 VXNlcm5hbWU6",
+        );
       }
-      if (mech?.toUpperCase() !== "PLAIN" || !payload) return void reply("504 AUTH PLAIN with an initial response, or AUTH LOGIN");
+      if (mech?.toUpperCase() !== "PLAIN" || !payload)
+        return void reply("504 AUTH PLAIN with an initial response, or AUTH LOGIN");
       const [, user, password] = Buffer.from(payload, "base64").toString("utf8").split("\0");
       return checkCredentials(user, password);
     }
@@ -230,12 +262,18 @@ function session(plain: Socket, options: FakeSmtpOptions, received: ReceivedMail
 export function parseMail(data: string): { headers: Record<string, string>; body: string } {
   const split = data.indexOf("\r\n\r\n");
   const headers: Record<string, string> = {};
-  for (const line of data.slice(0, split).replace(/\r\n[ \t]+/g, " ").split("\r\n")) {
+  for (const line of data
+    .slice(0, split)
+    .replace(/\r\n[ \t]+/g, " ")
+    .split("\r\n")) {
     const colon = line.indexOf(":");
     headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
   }
   const raw = data.slice(split + 4);
-  const body = headers["content-transfer-encoding"] === "base64" ? Buffer.from(raw.replace(/\r\n/g, ""), "base64").toString("utf8") : raw.replace(/\r\n/g, "\n");
+  const body =
+    headers["content-transfer-encoding"] === "base64"
+      ? Buffer.from(raw.replace(/\r\n/g, ""), "base64").toString("utf8")
+      : raw.replace(/\r\n/g, "\n");
   return { headers, body };
 }
 

@@ -7,7 +7,12 @@ import { createHmac, randomBytes } from "node:crypto";
 // signed with Stripe's scheme (t=…,v1=HMAC-SHA256(secret, "t.payload")), to the webhook URL.
 
 type Obj = Record<string, unknown>;
-export interface FakeEvent { id: string; type: string; created: number; data: { object: Obj; previous_attributes?: Obj } }
+export interface FakeEvent {
+  id: string;
+  type: string;
+  created: number;
+  data: { object: Obj; previous_attributes?: Obj };
+}
 
 export interface FakeStripeOptions {
   secretKey: string;
@@ -68,7 +73,10 @@ export class FakeStripe {
   async failInvoice(subscriptionId: string): Promise<number[]> {
     const sub = this.subscriptions.get(subscriptionId)!;
     sub.status = "past_due";
-    return this.send([this.event("invoice.payment_failed", this.invoice(sub, "open")), this.event("customer.subscription.updated", sub, { status: "active" })]);
+    return this.send([
+      this.event("invoice.payment_failed", this.invoice(sub, "open")),
+      this.event("customer.subscription.updated", sub, { status: "active" }),
+    ]);
   }
 
   /** The person changes the seats or cancels in the portal. */
@@ -94,7 +102,12 @@ export class FakeStripe {
 
   /** An event in Stripe's shape (not sent); `created` grows by one second per event so their order is clear. */
   event(type: string, object: Obj, previous?: Obj): FakeEvent {
-    const event: FakeEvent = { id: id("evt"), type, created: ++this.clock, data: { object: structuredClone(object), ...(previous ? { previous_attributes: previous } : {}) } };
+    const event: FakeEvent = {
+      id: id("evt"),
+      type,
+      created: ++this.clock,
+      data: { object: structuredClone(object), ...(previous ? { previous_attributes: previous } : {}) },
+    };
     this.events.push(event);
     return event;
   }
@@ -110,11 +123,21 @@ export class FakeStripe {
   /** Posts one payload as Stripe does; `secret` signs with another secret (a forgery). */
   deliver(payload: string, secret = this.options.webhookSecret): Promise<Response> {
     if (!this.webhookUrl) throw new Error("FakeStripe.webhookUrl is not set");
-    return fetch(this.webhookUrl, { method: "POST", headers: { "content-type": "application/json", "stripe-signature": signature(payload, secret) }, body: payload });
+    return fetch(this.webhookUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", "stripe-signature": signature(payload, secret) },
+      body: payload,
+    });
   }
 
   private attachCard(customer: string): Obj {
-    const pm: Obj = { id: id("pm"), object: "payment_method", type: "card", customer, card: { brand: "visa", last4: "4242" } };
+    const pm: Obj = {
+      id: id("pm"),
+      object: "payment_method",
+      type: "card",
+      customer,
+      card: { brand: "visa", last4: "4242" },
+    };
     this.paymentMethods.set(pm.id as string, pm);
     (this.customers.get(customer)!.invoice_settings as Obj).default_payment_method = pm.id;
     return pm;
@@ -128,14 +151,31 @@ export class FakeStripe {
       customer,
       status: "active",
       created: this.clock,
-      items: { object: "list", data: [{ id: id("si"), object: "subscription_item", price: { id: price, object: "price", unit_amount: this.options.prices[price] }, quantity, current_period_end: periodEnd }] },
+      items: {
+        object: "list",
+        data: [
+          {
+            id: id("si"),
+            object: "subscription_item",
+            price: { id: price, object: "price", unit_amount: this.options.prices[price] },
+            quantity,
+            current_period_end: periodEnd,
+          },
+        ],
+      },
     };
     this.subscriptions.set(sub.id as string, sub);
     return sub;
   }
 
   private invoice(sub: Obj, status: string): Obj {
-    return { id: id("in"), object: "invoice", customer: sub.customer, status, parent: { type: "subscription_details", subscription_details: { subscription: sub.id } } };
+    return {
+      id: id("in"),
+      object: "invoice",
+      customer: sub.customer,
+      status,
+      parent: { type: "subscription_details", subscription_details: { subscription: sub.id } },
+    };
   }
 
   private async handle(request: Request): Promise<Response> {
@@ -146,11 +186,13 @@ export class FakeStripe {
     if (request.headers.get("authorization") !== `Bearer ${this.options.secretKey}`) {
       return stripeError(401, "invalid_request_error", null, "Invalid API Key provided.");
     }
-    if (version !== this.options.apiVersion) return stripeError(400, "invalid_request_error", "api_version_invalid", `Unexpected Stripe-Version ${version}.`);
+    if (version !== this.options.apiVersion)
+      return stripeError(400, "invalid_request_error", "api_version_invalid", `Unexpected Stripe-Version ${version}.`);
     let raw = url.searchParams.toString();
     if (request.method === "POST") {
       const type = request.headers.get("content-type") ?? "";
-      if (!type.startsWith("application/x-www-form-urlencoded")) return stripeError(400, "invalid_request_error", null, "Bodies must be form-encoded.");
+      if (!type.startsWith("application/x-www-form-urlencoded"))
+        return stripeError(400, "invalid_request_error", null, "Bodies must be form-encoded.");
       raw = await request.text();
     }
     const params = parseForm(raw);
@@ -158,9 +200,18 @@ export class FakeStripe {
       const fingerprint = `${request.method} ${url.pathname} ${canonical(params)}`;
       const seen = this.idempotent.get(key);
       if (seen && seen.fingerprint !== fingerprint) {
-        return stripeError(400, "idempotency_error", null, "Keys for idempotent requests can only be used with the same parameters they were first used with.");
+        return stripeError(
+          400,
+          "idempotency_error",
+          null,
+          "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+        );
       }
-      if (seen) return new Response(seen.body, { status: seen.status, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
+      if (seen)
+        return new Response(seen.body, {
+          status: seen.status,
+          headers: { "content-type": "application/json", "idempotent-replayed": "true" },
+        });
       const response = this.route(request.method, url.pathname, params);
       const body = await response.clone().text();
       this.idempotent.set(key, { fingerprint, status: response.status, body });
@@ -172,11 +223,22 @@ export class FakeStripe {
   private route(method: string, path: string, p: Obj): Response {
     const parts = path.split("/").filter(Boolean);
     // Ids are the segments that carry an underscore (cus_…): /v1/customers/cus_1/payment_methods → /customers/:id/payment_methods.
-    const at = `${method} /${parts.slice(1).map((s) => (s.includes("_") && /^[a-z]+_[A-Za-z0-9_]+$/.test(s) && !KNOWN.has(s) ? ":id" : s)).join("/")}`;
-    const missing = (what: string, value: unknown) => stripeError(404, "invalid_request_error", "resource_missing", `No such ${what}: '${String(value)}'`, what);
+    const at = `${method} /${parts
+      .slice(1)
+      .map((s) => (s.includes("_") && /^[a-z]+_[A-Za-z0-9_]+$/.test(s) && !KNOWN.has(s) ? ":id" : s))
+      .join("/")}`;
+    const missing = (what: string, value: unknown) =>
+      stripeError(404, "invalid_request_error", "resource_missing", `No such ${what}: '${String(value)}'`, what);
     switch (at) {
       case "POST /customers": {
-        const customer: Obj = { id: id("cus"), object: "customer", email: p.email ?? null, name: p.name ?? null, metadata: p.metadata ?? {}, invoice_settings: { default_payment_method: null } };
+        const customer: Obj = {
+          id: id("cus"),
+          object: "customer",
+          email: p.email ?? null,
+          name: p.name ?? null,
+          metadata: p.metadata ?? {},
+          invoice_settings: { default_payment_method: null },
+        };
         this.customers.set(customer.id as string, customer);
         return ok(customer);
       }
@@ -191,37 +253,107 @@ export class FakeStripe {
       }
       case "POST /checkout/sessions": {
         if (!this.customers.has(p.customer as string)) return missing("customer", p.customer);
-        if (!p.success_url || !p.cancel_url) return stripeError(400, "invalid_request_error", "parameter_missing", "Missing required param: success_url.", "success_url");
-        if (p.mode === "setup" && !p.currency) return stripeError(400, "invalid_request_error", "parameter_missing", "Missing required param: currency.", "currency");
+        if (!p.success_url || !p.cancel_url)
+          return stripeError(
+            400,
+            "invalid_request_error",
+            "parameter_missing",
+            "Missing required param: success_url.",
+            "success_url",
+          );
+        if (p.mode === "setup" && !p.currency)
+          return stripeError(
+            400,
+            "invalid_request_error",
+            "parameter_missing",
+            "Missing required param: currency.",
+            "currency",
+          );
         const items = p.line_items as { price?: string; quantity?: string }[] | undefined;
-        if (p.mode === "subscription" && (!items?.length || !items.every((i) => i.price && i.price in this.options.prices))) {
+        if (
+          p.mode === "subscription" &&
+          (!items?.length || !items.every((i) => i.price && i.price in this.options.prices))
+        ) {
           return missing("price", items?.[0]?.price);
         }
-        if (p.mode !== "setup" && p.mode !== "subscription") return stripeError(400, "invalid_request_error", null, "Invalid mode.", "mode");
+        if (p.mode !== "setup" && p.mode !== "subscription")
+          return stripeError(400, "invalid_request_error", null, "Invalid mode.", "mode");
         const sid = id("cs_test");
-        const session: Obj = { id: sid, object: "checkout.session", mode: p.mode, customer: p.customer, status: "open", url: `${this.url}/pay/${sid}`, success_url: p.success_url, cancel_url: p.cancel_url, line_items: items, metadata: p.metadata ?? {}, subscription: null };
+        const session: Obj = {
+          id: sid,
+          object: "checkout.session",
+          mode: p.mode,
+          customer: p.customer,
+          status: "open",
+          url: `${this.url}/pay/${sid}`,
+          success_url: p.success_url,
+          cancel_url: p.cancel_url,
+          line_items: items,
+          metadata: p.metadata ?? {},
+          subscription: null,
+        };
         this.sessions.set(sid, session);
         return ok(session);
       }
       case "POST /billing_portal/sessions": {
         if (!this.customers.has(p.customer as string)) return missing("customer", p.customer);
-        const session: Obj = { id: id("bps"), object: "billing_portal.session", customer: p.customer, return_url: p.return_url ?? null, url: `${this.url}/portal/${id("p")}` };
+        const session: Obj = {
+          id: id("bps"),
+          object: "billing_portal.session",
+          customer: p.customer,
+          return_url: p.return_url ?? null,
+          url: `${this.url}/portal/${id("p")}`,
+        };
         this.portalSessions.set(session.id as string, session);
         return ok(session);
       }
       case "POST /payment_intents": {
         const customer = this.customers.get(p.customer as string);
         if (!customer) return missing("customer", p.customer);
-        if (!/^\d+$/.test(String(p.amount)) || p.currency !== "usd") return stripeError(400, "invalid_request_error", "parameter_invalid_integer", "Invalid amount or currency.", "amount");
-        const pm = (p.payment_method as string | undefined) ?? ((customer.invoice_settings as Obj).default_payment_method as string | null);
+        if (!/^\d+$/.test(String(p.amount)) || p.currency !== "usd")
+          return stripeError(
+            400,
+            "invalid_request_error",
+            "parameter_invalid_integer",
+            "Invalid amount or currency.",
+            "amount",
+          );
+        const pm =
+          (p.payment_method as string | undefined) ??
+          ((customer.invoice_settings as Obj).default_payment_method as string | null);
         const card = pm ? this.paymentMethods.get(pm) : undefined;
-        const intent: Obj = { id: id("pi"), object: "payment_intent", amount: Number(p.amount), currency: p.currency, customer: p.customer, description: p.description ?? null, payment_method: pm ?? null, status: "requires_payment_method", latest_charge: null };
+        const intent: Obj = {
+          id: id("pi"),
+          object: "payment_intent",
+          amount: Number(p.amount),
+          currency: p.currency,
+          customer: p.customer,
+          description: p.description ?? null,
+          payment_method: pm ?? null,
+          status: "requires_payment_method",
+          latest_charge: null,
+        };
         this.paymentIntents.set(intent.id as string, intent);
         if (!card || card.customer !== p.customer) {
-          return stripeError(402, "card_error", "payment_method_missing", "The customer has no payment method to charge.", undefined, intent);
+          return stripeError(
+            402,
+            "card_error",
+            "payment_method_missing",
+            "The customer has no payment method to charge.",
+            undefined,
+            intent,
+          );
         }
         if (this.declining.has(p.customer as string)) {
-          return stripeError(402, "card_error", "card_declined", "Your card was declined.", undefined, { ...intent, last_payment_error: { code: "card_declined" } }, "generic_decline");
+          return stripeError(
+            402,
+            "card_error",
+            "card_declined",
+            "Your card was declined.",
+            undefined,
+            { ...intent, last_payment_error: { code: "card_declined" } },
+            "generic_decline",
+          );
         }
         Object.assign(intent, { status: "succeeded", latest_charge: id("ch") });
         return ok(intent);
@@ -230,9 +362,21 @@ export class FakeStripe {
         const intent = this.paymentIntents.get(p.payment_intent as string);
         if (!intent || intent.status !== "succeeded") return missing("payment_intent", p.payment_intent);
         if ([...this.refunds.values()].some((r) => r.payment_intent === intent.id)) {
-          return stripeError(400, "invalid_request_error", "charge_already_refunded", `Charge ${String(intent.latest_charge)} has already been refunded.`);
+          return stripeError(
+            400,
+            "invalid_request_error",
+            "charge_already_refunded",
+            `Charge ${String(intent.latest_charge)} has already been refunded.`,
+          );
         }
-        const refund: Obj = { id: id("re"), object: "refund", amount: intent.amount, currency: intent.currency, payment_intent: intent.id, status: "succeeded" };
+        const refund: Obj = {
+          id: id("re"),
+          object: "refund",
+          amount: intent.amount,
+          currency: intent.currency,
+          payment_intent: intent.id,
+          status: "succeeded",
+        };
         this.refunds.set(refund.id as string, refund);
         return ok(refund);
       }
@@ -273,7 +417,10 @@ function arrays(value: unknown): unknown {
 function canonical(value: unknown): string {
   if (!value || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Obj)[k])}`).join(",")}}`;
+  return `{${Object.keys(value)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonical((value as Obj)[k])}`)
+    .join(",")}}`;
 }
 
 function id(prefix: string): string {
@@ -284,7 +431,15 @@ function ok(body: unknown): Response {
   return Response.json(body, { headers: { "request-id": id("req") } });
 }
 
-function stripeError(status: number, type: string, code: string | null, message: string, param?: string, paymentIntent?: Obj, declineCode?: string): Response {
+function stripeError(
+  status: number,
+  type: string,
+  code: string | null,
+  message: string,
+  param?: string,
+  paymentIntent?: Obj,
+  declineCode?: string,
+): Response {
   const error = { type, code, message, param, payment_intent: paymentIntent, decline_code: declineCode };
   return Response.json({ error }, { status, headers: { "request-id": id("req") } });
 }

@@ -9,10 +9,16 @@ let users = 0;
  * A user with a script token, created the admin way (`bun run admin user:create`: email verified), for tests
  * that are not about sign-in itself. `verified: false` makes one as sign-up does, before the mailed link is opened.
  */
-export async function userWithToken(hatch: TestHatch, options: { readOnly?: boolean; name?: string; email?: string; verified?: boolean } = {}) {
+export async function userWithToken(
+  hatch: TestHatch,
+  options: { readOnly?: boolean; name?: string; email?: string; verified?: boolean } = {},
+) {
   const email = options.email ?? `user${++users}-${process.pid}@example.com`;
   const name = options.name ?? `Test User ${users}`;
-  const user = await hatch.gateway.auth.createUser({ email, password: "correct horse battery", name }, { verified: options.verified ?? true });
+  const user = await hatch.gateway.auth.createUser(
+    { email, password: "correct horse battery", name },
+    { verified: options.verified ?? true },
+  );
   const token = await hatch.gateway.auth.issueTokenForScript({ email, readOnly: options.readOnly });
   return { ...user, ...token };
 }
@@ -55,12 +61,20 @@ export async function connectFormClient(
     schemas.push(schema);
     return reply(request.params.message, schema);
   });
-  await client.connect(new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), {
+      requestInit: { headers: { Authorization: `Bearer ${accessToken}` } },
+    }),
+  );
   return { client, asked, schemas };
 }
 
 /** Calls a tool and returns its structured result; fails the test with the tool's text when it is an error. */
-export async function callOk<T = Record<string, unknown>>(client: Client, name: string, args: Record<string, unknown> = {}): Promise<T> {
+export async function callOk<T = Record<string, unknown>>(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<T> {
   const result = await client.callTool({ name, arguments: args });
   if (result.isError) throw new Error(`${name} failed: ${textOf(result)}`);
   return result.structuredContent as T;

@@ -15,7 +15,10 @@ export async function refused(client: Client, name: string, args: Record<string,
 }
 
 /** An app row straight in the apps schema (publishing is another issue's; these tests need apps to exist). */
-export async function seedApp(hatch: TestHatch, app: { address: string; name: string; accountId: string; owner: { id: string; email: string; name: string } }) {
+export async function seedApp(
+  hatch: TestHatch,
+  app: { address: string; name: string; accountId: string; owner: { id: string; email: string; name: string } },
+) {
   const db = hatch.databases.get("apps")!;
   const id = `app_${randomId(8)}`;
   await db.insert(addresses).values({ address: app.address, appId: id });
@@ -37,13 +40,23 @@ export async function seedApp(hatch: TestHatch, app: { address: string; name: st
 /** The latest 50 mails orgs kept for the dev outbox (to anyone), newest first, read from its table. */
 export async function outboxMails(hatch: TestHatch) {
   const db = hatch.databases.get("orgs")!;
-  return db.select().from(mails).where(eq(mails.status, "outbox")).orderBy(desc(mails.createdAt), desc(mails.id)).limit(50);
+  return db
+    .select()
+    .from(mails)
+    .where(eq(mails.status, "outbox"))
+    .orderBy(desc(mails.createdAt), desc(mails.id))
+    .limit(50);
 }
 
 /** The verification link in the newest verification mail to `email` (read from the orgs mail table). */
 export async function verificationLink(hatch: TestHatch, email: string): Promise<string> {
   const db = hatch.databases.get("orgs")!;
-  const [mail] = await db.select().from(mails).where(and(eq(mails.to, email.toLowerCase()), eq(mails.subject, "Verify your email for Hatch"))).orderBy(desc(mails.createdAt)).limit(1);
+  const [mail] = await db
+    .select()
+    .from(mails)
+    .where(and(eq(mails.to, email.toLowerCase()), eq(mails.subject, "Verify your email for Hatch")))
+    .orderBy(desc(mails.createdAt))
+    .limit(1);
   const link = mail?.body?.match(/https?:\/\/\S+\/verify-email\?token=[A-Za-z0-9_.-]+/)?.[0];
   if (!link) throw new Error(`no verification mail to ${email}`);
   return link;

@@ -14,7 +14,8 @@ const encoder = new TextEncoder();
 function header(name: string, size: number, type: string, linkname = ""): Uint8Array {
   const h = new Uint8Array(512);
   const put = (text: string, offset: number, length: number) => h.set(encoder.encode(text).subarray(0, length), offset);
-  const octal = (value: number, offset: number, length: number) => put(`${value.toString(8).padStart(length - 1, "0")}\0`, offset, length);
+  const octal = (value: number, offset: number, length: number) =>
+    put(`${value.toString(8).padStart(length - 1, "0")}\0`, offset, length);
   put(name, 0, 100);
   octal(0o644, 100, 8);
   octal(0, 108, 8);

@@ -4,9 +4,10 @@ import { join } from "node:path";
 import postgres from "postgres";
 
 /** Real servers are used when CI (or a developer) sets these; otherwise tests run on the embedded default. */
-export const realServers = process.env.TEST_DATABASE_URL && process.env.TEST_NATS_URL
-  ? { databaseUrl: process.env.TEST_DATABASE_URL, natsUrl: process.env.TEST_NATS_URL }
-  : null;
+export const realServers =
+  process.env.TEST_DATABASE_URL && process.env.TEST_NATS_URL
+    ? { databaseUrl: process.env.TEST_DATABASE_URL, natsUrl: process.env.TEST_NATS_URL }
+    : null;
 
 export type Mode = "embedded" | "real";
 /** Every end-to-end suite runs once per mode: always embedded, and real when the servers are given. */
@@ -15,7 +16,9 @@ export const MODES: Mode[] = realServers ? ["embedded", "real"] : ["embedded"];
 let sequence = 0;
 /** A name no other run or test file uses: run id + process + counter. */
 export function uniqueName(prefix: string): string {
-  return `${prefix}_${process.env.HATCH_TEST_RUN}_${process.pid}_${++sequence}`.toLowerCase().replace(/[^a-z0-9_]/g, "_");
+  return `${prefix}_${process.env.HATCH_TEST_RUN}_${process.pid}_${++sequence}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, "_");
 }
 
 /** A fresh database on the test Postgres server, dropped by `drop()`. */

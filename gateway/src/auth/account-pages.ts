@@ -9,15 +9,22 @@ import { sendVerification } from "./verify-email.ts";
 import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
 export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
-const nextOf = (ctx: AuthContext, request: Request) => safeNext(new URL(request.url).searchParams.get("next"), ctx.config.baseUrl);
+const nextOf = (ctx: AuthContext, request: Request) =>
+  safeNext(new URL(request.url).searchParams.get("next"), ctx.config.baseUrl);
 
 function csrfRefused(state: BrowserState): Response {
   const message = "This form expired or came from another site. Go back, reload the page and try again.";
-  return htmlResponse(errorPage(state, "Please try again", message), { status: 403, headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(errorPage(state, "Please try again", message), {
+    status: 403,
+    headers: cookieHeaders(state.setCookies),
+  });
 }
 
 /** Reads a POSTed form with its browser state, or the refusal page when the CSRF check fails. */
-export async function readForm(ctx: AuthContext, request: Request): Promise<{ params: Params; state: BrowserState } | { refused: Response }> {
+export async function readForm(
+  ctx: AuthContext,
+  request: Request,
+): Promise<{ params: Params; state: BrowserState } | { refused: Response }> {
   const params = await readParams(request, ctx.config.maxBodyBytes);
   const state = await readBrowserState(ctx, request);
   return csrfValid(ctx, request, state, params.get("csrf")) ? { params, state } : { refused: csrfRefused(state) };
@@ -34,14 +41,21 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
   const form = await readForm(ctx, request);
   if ("refused" in form) return form.refused;
   const { params, state } = form;
-  const fields = { email: params.get("email") ?? "", name: params.get("name") ?? "", password: params.get("password") ?? "" };
+  const fields = {
+    email: params.get("email") ?? "",
+    name: params.get("name") ?? "",
+    password: params.get("password") ?? "",
+  };
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
   const shown = { next, email: fields.email, name: fields.name };
   const wait = await ctx.throttles.signUpSource.take(source);
   if (wait > 0) {
     ctx.logger.warn("sign-up throttled");
     const error = `Too many sign-ups from your network. Try again in ${minutes(wait)}.`;
-    return htmlResponse(signUpPage(state, { ...shown, error }), { status: 429, headers: { "Retry-After": String(wait) } });
+    return htmlResponse(signUpPage(state, { ...shown, error }), {
+      status: 429,
+      headers: { "Retry-After": String(wait) },
+    });
   }
   try {
     const user = await createUser(ctx, fields);
@@ -88,7 +102,10 @@ export async function submitSignIn(ctx: AuthContext, request: Request, source: s
   if (wait > 0) {
     ctx.logger.warn("sign-in throttled");
     const error = `Too many wrong passwords from your network. Try again in ${minutes(wait)}, or sign in from another network.`;
-    return htmlResponse(signInPage(state, { next, email, error }), { status: 429, headers: { "Retry-After": String(wait) } });
+    return htmlResponse(signInPage(state, { next, email, error }), {
+      status: 429,
+      headers: { "Retry-After": String(wait) },
+    });
   }
   const delay = await ctx.throttles.signInDelayMs(key);
   await signInEmail.take(key);
@@ -110,9 +127,12 @@ export async function submitSignOut(ctx: AuthContext, request: Request): Promise
 
 export async function showTokens(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
-  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`, cookieHeaders(state.setCookies));
+  if (!state.user)
+    return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`, cookieHeaders(state.setCookies));
   const clients = await listConnectedClients(ctx, state.user.id);
-  return htmlResponse(tokensPage({ ...state, user: state.user }, clients), { headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(tokensPage({ ...state, user: state.user }, clients), {
+    headers: cookieHeaders(state.setCookies),
+  });
 }
 
 export async function submitRevoke(ctx: AuthContext, request: Request): Promise<Response> {

@@ -50,7 +50,13 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
   const refuse = (error: string, description: string): BearerResult => {
     const challenge = `Bearer resource_metadata="${metadataUrl}"`;
     return error
-      ? { ok: false, status: 401, error, description, wwwAuthenticate: `${challenge}, error="${error}", error_description="${description}"` }
+      ? {
+          ok: false,
+          status: 401,
+          error,
+          description,
+          wwwAuthenticate: `${challenge}, error="${error}", error_description="${description}"`,
+        }
       : { ok: false, status: 401, error: "unauthorized", description, wwwAuthenticate: challenge };
   };
 
@@ -79,7 +85,9 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
     if (now - (lastTouched.get(grantId) ?? 0) < LAST_USED_EVERY_MS) return;
     lastTouched.set(grantId, now);
     // Off the request path: a slow write must not slow every tool call.
-    touchGrant(ctx, grantId).catch((error: unknown) => ctx.logger.warn("last_used_at update failed", { grantId, error }));
+    touchGrant(ctx, grantId).catch((error: unknown) =>
+      ctx.logger.warn("last_used_at update failed", { grantId, error }),
+    );
   };
 
   return {

@@ -22,7 +22,10 @@ export type AuthorizeCheck =
   | { kind: "redirect"; redirectUri: string; state: string | undefined; error: string; description: string }
   | { kind: "ok"; request: AuthorizeRequest };
 
-async function checkClient(ctx: AuthContext, params: Params): Promise<{ client: ClientRecord; redirectUri: string } | { message: string }> {
+async function checkClient(
+  ctx: AuthContext,
+  params: Params,
+): Promise<{ client: ClientRecord; redirectUri: string } | { message: string }> {
   const clientId = params.get("client_id");
   if (!clientId) return { message: "The application did not say who it is (client_id is missing)." };
   const found = await resolveClient(ctx, clientId);
@@ -32,7 +35,8 @@ async function checkClient(ctx: AuthContext, params: Params): Promise<{ client: 
   const only = found.client.redirectUris.length === 1 ? found.client.redirectUris[0] : undefined;
   const redirectUri = asked ?? only;
   if (!redirectUri) return { message: "The application did not say where to return (redirect_uri is missing)." };
-  if (!redirectUriAllowed(found.client, redirectUri)) return { message: "The application asked to return to an address it did not register." };
+  if (!redirectUriAllowed(found.client, redirectUri))
+    return { message: "The application asked to return to an address it did not register." };
   return { client: found.client, redirectUri };
 }
 
@@ -46,23 +50,45 @@ export async function checkAuthorizeRequest(ctx: AuthContext, params: Params): P
   const trusted = await checkClient(ctx, params);
   if ("message" in trusted) return { kind: "page", message: trusted.message };
   const state = params.get("state");
-  const fail = (error: string, description: string): AuthorizeCheck => ({ kind: "redirect", redirectUri: trusted.redirectUri, state, error, description });
-  if (params.repeated.length) return fail("invalid_request", `Parameter sent more than once: ${params.repeated.join(", ")}.`);
-  if (params.get("response_type") !== "code") return fail("unsupported_response_type", "Only response_type=code is supported.");
+  const fail = (error: string, description: string): AuthorizeCheck => ({
+    kind: "redirect",
+    redirectUri: trusted.redirectUri,
+    state,
+    error,
+    description,
+  });
+  if (params.repeated.length)
+    return fail("invalid_request", `Parameter sent more than once: ${params.repeated.join(", ")}.`);
+  if (params.get("response_type") !== "code")
+    return fail("unsupported_response_type", "Only response_type=code is supported.");
   const challenge = params.get("code_challenge");
-  if (!challenge || !CODE_CHALLENGE.test(challenge)) return fail("invalid_request", "PKCE is required: send a code_challenge (S256).");
-  if (params.get("code_challenge_method") !== "S256") return fail("invalid_request", "Only code_challenge_method=S256 is supported.");
-  if (!isMcpResource(params.get("resource"), ctx.config.mcpUrl)) return fail("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  if (!challenge || !CODE_CHALLENGE.test(challenge))
+    return fail("invalid_request", "PKCE is required: send a code_challenge (S256).");
+  if (params.get("code_challenge_method") !== "S256")
+    return fail("invalid_request", "Only code_challenge_method=S256 is supported.");
+  if (!isMcpResource(params.get("resource"), ctx.config.mcpUrl))
+    return fail("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
   const resource = ctx.config.mcpUrl;
   if (state !== undefined && state.length > 2048) return fail("invalid_request", "state is too long.");
   return {
     kind: "ok",
-    request: { client: trusted.client, redirectUri: trusted.redirectUri, state, codeChallenge: challenge, resource, scope: requestedScope(params.get("scope")) },
+    request: {
+      client: trusted.client,
+      redirectUri: trusted.redirectUri,
+      state,
+      codeChallenge: challenge,
+      resource,
+      scope: requestedScope(params.get("scope")),
+    },
   };
 }
 
 /** The client's redirect URI with our answer added (its own query kept), plus `iss` (RFC 9207) against mix-up. */
-export function redirectWith(ctx: AuthContext, redirectUri: string, answer: Record<string, string | undefined>): string {
+export function redirectWith(
+  ctx: AuthContext,
+  redirectUri: string,
+  answer: Record<string, string | undefined>,
+): string {
   const url = new URL(redirectUri);
   for (const [key, value] of Object.entries({ ...answer, iss: ctx.config.baseUrl })) {
     if (value !== undefined) url.searchParams.set(key, value);

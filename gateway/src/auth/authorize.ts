@@ -7,7 +7,16 @@ import { csrfValid, readBrowserState, type BrowserState } from "./sessions.ts";
 import { consentPage, errorPage } from "./views.ts";
 
 /** The parameters that make up an authorization request, carried through sign-in and the consent form. */
-const REQUEST_PARAMS = ["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "resource", "scope", "state"];
+const REQUEST_PARAMS = [
+  "response_type",
+  "client_id",
+  "redirect_uri",
+  "code_challenge",
+  "code_challenge_method",
+  "resource",
+  "scope",
+  "state",
+];
 
 function signInFirst(params: Params, state: BrowserState): Response {
   const query = new URLSearchParams();
@@ -29,10 +38,19 @@ export async function showAuthorize(ctx: AuthContext, request: Request): Promise
   const check = await checkAuthorizeRequest(ctx, params);
   const state = await readBrowserState(ctx, request);
   if (check.kind === "page") {
-    return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), { status: 400, headers: withCookies(state) });
+    return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), {
+      status: 400,
+      headers: withCookies(state),
+    });
   }
   if (check.kind === "redirect") {
-    return redirect(redirectWith(ctx, check.redirectUri, { error: check.error, error_description: check.description, state: check.state }));
+    return redirect(
+      redirectWith(ctx, check.redirectUri, {
+        error: check.error,
+        error_description: check.description,
+        state: check.state,
+      }),
+    );
   }
   if (!state.user) return signInFirst(params, state);
   return htmlResponse(consentPage({ ...state, user: state.user }, check.request), { headers: withCookies(state) });
@@ -43,26 +61,52 @@ export async function answerAuthorize(ctx: AuthContext, request: Request): Promi
   const params = await readParams(request, ctx.config.maxBodyBytes);
   const state = await readBrowserState(ctx, request);
   if (!csrfValid(ctx, request, state, params.get("csrf"))) {
-    return htmlResponse(errorPage(state, "Please try again", "This form expired or came from another site. Go back, reload the page and try again."), {
-      status: 403,
-      headers: withCookies(state),
-    });
+    return htmlResponse(
+      errorPage(
+        state,
+        "Please try again",
+        "This form expired or came from another site. Go back, reload the page and try again.",
+      ),
+      {
+        status: 403,
+        headers: withCookies(state),
+      },
+    );
   }
   if (!state.user) return signInFirst(params, state);
   const check = await checkAuthorizeRequest(ctx, params);
-  if (check.kind === "page") return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), { status: 400 });
+  if (check.kind === "page")
+    return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), { status: 400 });
   if (check.kind === "redirect") {
-    return redirect(redirectWith(ctx, check.redirectUri, { error: check.error, error_description: check.description, state: check.state }));
+    return redirect(
+      redirectWith(ctx, check.redirectUri, {
+        error: check.error,
+        error_description: check.description,
+        state: check.state,
+      }),
+    );
   }
   const { request: auth } = check;
   const decision = params.get("decision");
   if (decision !== "write" && decision !== "read") {
-    return redirect(redirectWith(ctx, auth.redirectUri, { error: "access_denied", error_description: "The user denied access.", state: auth.state }));
+    return redirect(
+      redirectWith(ctx, auth.redirectUri, {
+        error: "access_denied",
+        error_description: "The user denied access.",
+        state: auth.state,
+      }),
+    );
   }
   // A client that asked for read only never gets write, whatever the form says.
   const scope = decision === "write" && auth.scope === "write" ? "write" : "read";
   const grantId = await createGrant(ctx, { userId: state.user.id, clientId: auth.client.clientId, scope });
-  const code = await issueCode(ctx, { grantId, clientId: auth.client.clientId, redirectUri: auth.redirectUri, codeChallenge: auth.codeChallenge, resource: auth.resource });
+  const code = await issueCode(ctx, {
+    grantId,
+    clientId: auth.client.clientId,
+    redirectUri: auth.redirectUri,
+    codeChallenge: auth.codeChallenge,
+    resource: auth.resource,
+  });
   ctx.logger.info("authorization granted", { userId: state.user.id, clientId: auth.client.clientId, grantId, scope });
   return redirect(redirectWith(ctx, auth.redirectUri, { code, state: auth.state }));
 }

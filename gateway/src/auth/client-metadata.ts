@@ -48,7 +48,8 @@ export async function resolveHostAddresses(hostname: string): Promise<string[]> 
 async function target(ctx: AuthContext, clientId: string): Promise<Target | { problem: string }> {
   if (!URL.canParse(clientId)) return { problem: "The client id is not a valid URL." };
   const url = new URL(clientId);
-  if (url.hash || url.username || url.password || url.pathname === "/") return { problem: "A client id URL needs a path and no fragment or credentials." };
+  if (url.hash || url.username || url.password || url.pathname === "/")
+    return { problem: "A client id URL needs a path and no fragment or credentials." };
   if (ctx.config.allowInsecureClientMetadata) return { url: clientId };
   if (url.protocol !== "https:") return { problem: "A client id URL must use https." };
   // The server fetches a URL chosen by a stranger: refuse anything that reaches inside our own network.
@@ -65,7 +66,11 @@ async function target(ctx: AuthContext, clientId: string): Promise<Target | { pr
 
 const PRIVATE = "The client id URL points to a private or special-purpose address.";
 
-async function download(ctx: AuthContext, clientId: string, to: Target): Promise<{ ok: true; body: string } | { ok: false; reason: string }> {
+async function download(
+  ctx: AuthContext,
+  clientId: string,
+  to: Target,
+): Promise<{ ok: true; body: string } | { ok: false; reason: string }> {
   try {
     const response = await ctx.fetchClientMetadata(to.url, {
       headers: { Accept: "application/json", ...(to.host ? { Host: to.host.header } : {}) },
@@ -74,12 +79,18 @@ async function download(ctx: AuthContext, clientId: string, to: Target): Promise
       redirect: "error",
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
-    if (response.status !== 200) return { ok: false, reason: `The client's metadata document answered HTTP ${response.status}.` };
+    if (response.status !== 200)
+      return { ok: false, reason: `The client's metadata document answered HTTP ${response.status}.` };
     const declared = Number(response.headers.get("content-length") ?? "0");
     const body = declared > MAX_BYTES ? null : await readCapped(response.body, MAX_BYTES);
-    return body === null ? { ok: false, reason: "The client's metadata document is larger than 64 KiB." } : { ok: true, body };
+    return body === null
+      ? { ok: false, reason: "The client's metadata document is larger than 64 KiB." }
+      : { ok: true, body };
   } catch (error) {
-    ctx.logger.warn("client metadata fetch failed", { clientId, error: error instanceof Error ? error.name : "unknown" });
+    ctx.logger.warn("client metadata fetch failed", {
+      clientId,
+      error: error instanceof Error ? error.name : "unknown",
+    });
     return { ok: false, reason: "The client's metadata document could not be fetched." };
   }
 }
@@ -97,12 +108,20 @@ export async function fetchMetadataDocument(ctx: AuthContext, clientId: string):
     return { ok: false, reason: "The client's metadata document is not JSON." };
   }
   const parsed = DocumentSchema.safeParse(json);
-  if (!parsed.success) return { ok: false, reason: "The client's metadata document lacks redirect_uris or has invalid fields." };
+  if (!parsed.success)
+    return { ok: false, reason: "The client's metadata document lacks redirect_uris or has invalid fields." };
   const doc = parsed.data;
-  if (doc.client_id !== clientId) return { ok: false, reason: "The client's metadata document names a different client_id than its own URL." };
+  if (doc.client_id !== clientId)
+    return { ok: false, reason: "The client's metadata document names a different client_id than its own URL." };
   const bad = doc.redirect_uris.find((uri) => redirectUriProblem(uri) !== null);
-  if (bad !== undefined) return { ok: false, reason: "The client's metadata document lists a redirect URI Hatch refuses." };
+  if (bad !== undefined)
+    return { ok: false, reason: "The client's metadata document lists a redirect URI Hatch refuses." };
   const metaProblem = metadataProblem(doc);
   if (metaProblem) return { ok: false, reason: metaProblem };
-  return { ok: true, name: doc.client_name ?? new URL(clientId).host, redirectUris: doc.redirect_uris, document: json as Record<string, unknown> };
+  return {
+    ok: true,
+    name: doc.client_name ?? new URL(clientId).host,
+    redirectUris: doc.redirect_uris,
+    document: json as Record<string, unknown>,
+  };
 }

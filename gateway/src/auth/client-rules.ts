@@ -5,7 +5,18 @@ export interface RedirectTarget {
 }
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
-const REFUSED_SCHEMES = new Set(["javascript:", "data:", "file:", "blob:", "vbscript:", "about:", "filesystem:", "ws:", "wss:", "ftp:"]);
+const REFUSED_SCHEMES = new Set([
+  "javascript:",
+  "data:",
+  "file:",
+  "blob:",
+  "vbscript:",
+  "about:",
+  "filesystem:",
+  "ws:",
+  "wss:",
+  "ftp:",
+]);
 
 /**
  * Why a redirect URI is refused, or null when fine: https anywhere; http only on loopback (native apps, RFC 8252
@@ -17,8 +28,10 @@ export function redirectUriProblem(uri: string): string | null {
   if (url.hash || uri.includes("#")) return "must not contain a fragment";
   if (url.username || url.password) return "must not contain credentials";
   if (url.protocol === "https:") return url.hostname ? null : "needs a host";
-  if (url.protocol === "http:") return LOOPBACK_HOSTS.has(url.hostname) ? null : "may use http only on localhost, 127.0.0.1 or [::1]";
-  if (REFUSED_SCHEMES.has(url.protocol) || !/^[a-z][a-z0-9+.-]*:$/.test(url.protocol)) return `uses a refused scheme (${url.protocol})`;
+  if (url.protocol === "http:")
+    return LOOPBACK_HOSTS.has(url.hostname) ? null : "may use http only on localhost, 127.0.0.1 or [::1]";
+  if (REFUSED_SCHEMES.has(url.protocol) || !/^[a-z][a-z0-9+.-]*:$/.test(url.protocol))
+    return `uses a refused scheme (${url.protocol})`;
   return null;
 }
 
@@ -31,12 +44,21 @@ export function redirectUriAllowed(client: RedirectTarget, uri: string): boolean
   return client.redirectUris.some((registered) => {
     if (!URL.canParse(registered)) return false;
     const r = new URL(registered);
-    return r.protocol === "http:" && r.hostname === asked.hostname && r.pathname === asked.pathname && r.search === asked.search;
+    return (
+      r.protocol === "http:" &&
+      r.hostname === asked.hostname &&
+      r.pathname === asked.pathname &&
+      r.search === asked.search
+    );
   });
 }
 
 /** Shared by registration and metadata documents: public clients using the code flow only. */
-export function metadataProblem(meta: { token_endpoint_auth_method?: string; grant_types?: string[]; response_types?: string[] }): string | null {
+export function metadataProblem(meta: {
+  token_endpoint_auth_method?: string;
+  grant_types?: string[];
+  response_types?: string[];
+}): string | null {
   if (meta.token_endpoint_auth_method !== undefined && meta.token_endpoint_auth_method !== "none") {
     return 'token_endpoint_auth_method must be "none": Hatch issues no client secrets.';
   }

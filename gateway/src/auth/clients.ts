@@ -39,21 +39,38 @@ export async function registerClient(ctx: AuthContext, body: unknown): Promise<R
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = String(issue?.path[0] ?? "");
-    if (field === "redirect_uris") return { ok: false, error: "invalid_redirect_uri", description: "redirect_uris must be a list of 1 to 10 URLs." };
-    return { ok: false, error: "invalid_client_metadata", description: field ? `${field} is not valid.` : "The body must be a JSON object." };
+    if (field === "redirect_uris")
+      return { ok: false, error: "invalid_redirect_uri", description: "redirect_uris must be a list of 1 to 10 URLs." };
+    return {
+      ok: false,
+      error: "invalid_client_metadata",
+      description: field ? `${field} is not valid.` : "The body must be a JSON object.",
+    };
   }
   const meta = parsed.data;
   for (const uri of meta.redirect_uris) {
     const problem = redirectUriProblem(uri);
-    if (problem) return { ok: false, error: "invalid_redirect_uri", description: `redirect URI ${JSON.stringify(uri.slice(0, 200))} ${problem}.` };
+    if (problem)
+      return {
+        ok: false,
+        error: "invalid_redirect_uri",
+        description: `redirect URI ${JSON.stringify(uri.slice(0, 200))} ${problem}.`,
+      };
   }
   const problem = metadataProblem(meta);
   if (problem) return { ok: false, error: "invalid_client_metadata", description: problem };
   const clientId = `hc_${randomId(16)}`;
   const name = meta.client_name ?? (new URL(meta.redirect_uris[0] ?? "").host || "Unnamed client");
   const issuedAt = Math.floor(ctx.now() / 1000);
-  const stored = { ...meta, token_endpoint_auth_method: "none", grant_types: meta.grant_types ?? ["authorization_code", "refresh_token"], response_types: ["code"] };
-  await ctx.db.insert(oauthClients).values({ clientId, registration: "dynamic", name, redirectUris: meta.redirect_uris, metadata: stored });
+  const stored = {
+    ...meta,
+    token_endpoint_auth_method: "none",
+    grant_types: meta.grant_types ?? ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+  };
+  await ctx.db
+    .insert(oauthClients)
+    .values({ clientId, registration: "dynamic", name, redirectUris: meta.redirect_uris, metadata: stored });
   ctx.logger.info("oauth client registered", { clientId, clientName: name });
   return { ok: true, body: { ...stored, client_id: clientId, client_id_issued_at: issuedAt, client_name: name } };
 }
@@ -72,19 +89,40 @@ export async function resolveClient(ctx: AuthContext, clientId: string): Promise
     redirectUris: r.redirectUris,
   });
   if (!isMetadataClientId(clientId)) {
-    return row ? { ok: true, client: record(row) } : { ok: false, reason: "This application is not registered with Hatch." };
+    return row
+      ? { ok: true, client: record(row) }
+      : { ok: false, reason: "This application is not registered with Hatch." };
   }
-  if (row?.fetchedAt && ctx.now() - row.fetchedAt.getTime() < METADATA_FRESH_MS) return { ok: true, client: record(row) };
+  if (row?.fetchedAt && ctx.now() - row.fetchedAt.getTime() < METADATA_FRESH_MS)
+    return { ok: true, client: record(row) };
   const fetched = await fetchMetadataDocument(ctx, clientId);
   if (!fetched.ok) return fetched;
-  const values = { registration: "metadata", name: fetched.name, redirectUris: fetched.redirectUris, metadata: fetched.document, fetchedAt: new Date(ctx.now()) };
-  await ctx.db.insert(oauthClients).values({ clientId, ...values }).onConflictDoUpdate({ target: oauthClients.clientId, set: values });
-  return { ok: true, client: { clientId, registration: "metadata", name: fetched.name, redirectUris: fetched.redirectUris } };
+  const values = {
+    registration: "metadata",
+    name: fetched.name,
+    redirectUris: fetched.redirectUris,
+    metadata: fetched.document,
+    fetchedAt: new Date(ctx.now()),
+  };
+  await ctx.db
+    .insert(oauthClients)
+    .values({ clientId, ...values })
+    .onConflictDoUpdate({ target: oauthClients.clientId, set: values });
+  return {
+    ok: true,
+    client: { clientId, registration: "metadata", name: fetched.name, redirectUris: fetched.redirectUris },
+  };
 }
 
 export async function ensureCliClient(ctx: AuthContext): Promise<void> {
   await ctx.db
     .insert(oauthClients)
-    .values({ clientId: CLI_CLIENT.clientId, registration: "builtin", name: CLI_CLIENT.name, redirectUris: [], metadata: {} })
+    .values({
+      clientId: CLI_CLIENT.clientId,
+      registration: "builtin",
+      name: CLI_CLIENT.name,
+      redirectUris: [],
+      metadata: {},
+    })
     .onConflictDoNothing();
 }

@@ -22,7 +22,10 @@ export interface GrantView {
   revoked: boolean;
 }
 
-export async function createGrant(ctx: AuthContext, input: { userId: string; clientId: string; scope: GrantScope }): Promise<string> {
+export async function createGrant(
+  ctx: AuthContext,
+  input: { userId: string; clientId: string; scope: GrantScope },
+): Promise<string> {
   const id = `gr_${randomId(12)}`;
   await ctx.db.insert(grants).values({ id, userId: input.userId, clientId: input.clientId, scope: input.scope });
   return id;
@@ -48,7 +51,12 @@ export async function findGrant(ctx: AuthContext, grantId: string): Promise<Gran
     .limit(1);
   if (!row) return null;
   const { revokedAt, scope, emailVerifiedAt, ...rest } = row;
-  return { ...rest, emailVerified: emailVerifiedAt !== null, scope: scope === "read" ? "read" : "write", revoked: revokedAt !== null };
+  return {
+    ...rest,
+    emailVerified: emailVerifiedAt !== null,
+    scope: scope === "read" ? "read" : "write",
+    revoked: revokedAt !== null,
+  };
 }
 
 /** Marks the grant revoked once; the first reason wins. Returns whether this call revoked it. */
@@ -85,17 +93,33 @@ export interface TokenResponse {
 }
 
 /** A new access token and a new refresh token under one grant. */
-export async function issueTokens(ctx: AuthContext, tokens: AccessTokens, grant: GrantView, ttlSeconds?: number): Promise<TokenResponse> {
+export async function issueTokens(
+  ctx: AuthContext,
+  tokens: AccessTokens,
+  grant: GrantView,
+  ttlSeconds?: number,
+): Promise<TokenResponse> {
   const refresh = newSecret();
   const now = ctx.now();
-  await ctx.db.delete(refreshTokens).where(and(eq(refreshTokens.grantId, grant.grantId), lt(refreshTokens.expiresAt, new Date(now))));
+  await ctx.db
+    .delete(refreshTokens)
+    .where(and(eq(refreshTokens.grantId, grant.grantId), lt(refreshTokens.expiresAt, new Date(now))));
   await ctx.db.insert(refreshTokens).values({
     tokenHash: sha256Hex(refresh),
     grantId: grant.grantId,
     expiresAt: new Date(now + ctx.config.refreshTokenTtlSeconds * 1000),
   });
-  const access = await tokens.sign({ userId: grant.userId, grantId: grant.grantId, clientId: grant.clientId, scope: grant.scope }, ttlSeconds);
-  return { access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn, refresh_token: refresh, scope: scopeClaim(grant.scope) };
+  const access = await tokens.sign(
+    { userId: grant.userId, grantId: grant.grantId, clientId: grant.clientId, scope: grant.scope },
+    ttlSeconds,
+  );
+  return {
+    access_token: access.token,
+    token_type: "Bearer",
+    expires_in: access.expiresIn,
+    refresh_token: refresh,
+    scope: scopeClaim(grant.scope),
+  };
 }
 
 export interface ConnectedClient {
@@ -127,7 +151,9 @@ export async function listConnectedClients(ctx: AuthContext, userId: string): Pr
       and(
         eq(grants.userId, userId),
         isNull(grants.revokedAt),
-        exists(ctx.db.select({ one: refreshTokens.grantId }).from(refreshTokens).where(eq(refreshTokens.grantId, grants.id))),
+        exists(
+          ctx.db.select({ one: refreshTokens.grantId }).from(refreshTokens).where(eq(refreshTokens.grantId, grants.id)),
+        ),
       ),
     )
     .orderBy(desc(grants.createdAt));
@@ -135,5 +161,8 @@ export async function listConnectedClients(ctx: AuthContext, userId: string): Pr
 }
 
 export async function touchGrant(ctx: AuthContext, grantId: string): Promise<void> {
-  await ctx.db.update(grants).set({ lastUsedAt: new Date(ctx.now()) }).where(eq(grants.id, grantId));
+  await ctx.db
+    .update(grants)
+    .set({ lastUsedAt: new Date(ctx.now()) })
+    .where(eq(grants.id, grantId));
 }

@@ -76,7 +76,10 @@ export function jsonResponse(body: unknown, status = 200, headers: HeadersInit =
 
 /** RFC 6749 §5.2 error body; token responses must never be cached. */
 export function oauthError(error: string, description: string, status = 400): Response {
-  return jsonResponse({ error, error_description: description }, status, { "Cache-Control": "no-store", Pragma: "no-cache" });
+  return jsonResponse({ error, error_description: description }, status, {
+    "Cache-Control": "no-store",
+    Pragma: "no-cache",
+  });
 }
 
 /** 303 so a POSTed form is followed by a GET. */

@@ -47,9 +47,9 @@ export interface AuthDeps {
   fetchClientMetadata?: typeof fetch;
   /** Injectable for tests: every address of a host name (default: the system resolver). */
   resolveHost?: (hostname: string) => Promise<string[]>;
-/** Shared by gateway copies (JetStream key-value on NATS) so the sign-in throttles hold across them; memory when absent. */
+  /** Shared by gateway copies (JetStream key-value on NATS) so the sign-in throttles hold across them; memory when absent. */
   rateCounter?: RateCounter;
-    now?: () => number;
+  now?: () => number;
   /** Injectable for tests: the per-email sign-in delay waits through it. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -68,11 +68,18 @@ export interface Auth {
    * Throws AuthInputError (message fit for the user) on a bad email, short password or taken email. `verified`:
    * the caller vouches for the address (admin user:create); otherwise it waits for the mailed link.
    */
-  createUser(input: { email: string; password: string; name: string }, options?: { verified?: boolean }): Promise<PublicUser>;
+  createUser(
+    input: { email: string; password: string; name: string },
+    options?: { verified?: boolean },
+  ): Promise<PublicUser>;
   /** Marks the email verified while it is still the user's (an invitation link to it was used); false otherwise. */
   markEmailVerified(userId: string, email: string): Promise<boolean>;
   /** For scripts and tests: a grant for the built-in "hatch-cli" client and its tokens. Throws AuthInputError for an unknown email. */
-  issueTokenForScript(input: { email: string; readOnly?: boolean; ttlSeconds?: number }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
+  issueTokenForScript(input: {
+    email: string;
+    readOnly?: boolean;
+    ttlSeconds?: number;
+  }): Promise<{ accessToken: string; refreshToken: string; grantId: string }>;
   revokeGrant(grantId: string, reason: string): Promise<void>;
   /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
   sweepExpired(): Promise<SweepResult>;
@@ -85,14 +92,23 @@ function validateDeps(deps: AuthDeps): void {
   const { config } = deps;
   if (config.secret.length < 32) throw new Error("createAuth: config.secret must be at least 32 characters");
   if (config.mcpUrl !== `${config.baseUrl}/mcp`) throw new Error("createAuth: config.mcpUrl must be `${baseUrl}/mcp`");
-  if (!URL.canParse(config.baseUrl) || config.baseUrl.endsWith("/")) throw new Error("createAuth: config.baseUrl must be an origin without a trailing slash");
+  if (!URL.canParse(config.baseUrl) || config.baseUrl.endsWith("/"))
+    throw new Error("createAuth: config.baseUrl must be an origin without a trailing slash");
 }
 
-async function issueTokenForScript(ctx: AuthContext, tokens: AccessTokens, input: { email: string; readOnly?: boolean; ttlSeconds?: number }) {
+async function issueTokenForScript(
+  ctx: AuthContext,
+  tokens: AccessTokens,
+  input: { email: string; readOnly?: boolean; ttlSeconds?: number },
+) {
   const user = await findUserByEmail(ctx, input.email);
   if (!user) throw new AuthInputError(`No Hatch user has the email ${input.email}.`);
   await ensureCliClient(ctx);
-  const grantId = await createGrant(ctx, { userId: user.id, clientId: CLI_CLIENT.clientId, scope: input.readOnly ? "read" : "write" });
+  const grantId = await createGrant(ctx, {
+    userId: user.id,
+    clientId: CLI_CLIENT.clientId,
+    scope: input.readOnly ? "read" : "write",
+  });
   const grant = await findGrant(ctx, grantId);
   if (!grant) throw new Error("grant vanished right after it was created");
   const issued = await issueTokens(ctx, tokens, grant, input.ttlSeconds);
@@ -144,7 +160,11 @@ export function createAuth(deps: AuthDeps): Auth {
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
     sweepExpired: () => sweepExpired(ctx),
-    pages: { state: (request) => readBrowserState(ctx, request), form: (request) => readForm(ctx, request), signOut: (state) => endSession(ctx, state) },
+    pages: {
+      state: (request) => readBrowserState(ctx, request),
+      form: (request) => readForm(ctx, request),
+      signOut: (state) => endSession(ctx, state),
+    },
     async identityForGrant(grantId) {
       const grant = await findGrant(ctx, grantId);
       if (!grant || grant.revoked) return null;

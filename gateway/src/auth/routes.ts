@@ -3,7 +3,16 @@ import { Elysia } from "elysia";
 import { addressKey } from "@hatch/shared";
 import { htmlResponse } from "../pages/layout.ts";
 import type { AccessTokens } from "./access-tokens.ts";
-import { showLanding, showSignIn, showSignUp, showTokens, submitRevoke, submitSignIn, submitSignOut, submitSignUp } from "./account-pages.ts";
+import {
+  showLanding,
+  showSignIn,
+  showSignUp,
+  showTokens,
+  submitRevoke,
+  submitSignIn,
+  submitSignOut,
+  submitSignUp,
+} from "./account-pages.ts";
 import { answerAuthorize, showAuthorize } from "./authorize.ts";
 import { registerClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
@@ -22,7 +31,11 @@ type PageHandler = (ctx: AuthContext, request: Request, source: string) => Promi
  * X-Forwarded-For (the one our proxy added; entries before it are whatever the client sent). "unknown" when
  * neither exists (the app driven in-process): those requests share one budget.
  */
-export function clientAddress(trustProxy: boolean, request: Request, server: Server<unknown> | null | undefined): string {
+export function clientAddress(
+  trustProxy: boolean,
+  request: Request,
+  server: Server<unknown> | null | undefined,
+): string {
   const forwarded = trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
   const address = forwarded || server?.requestIP(request)?.address;
   return address ? addressKey(address.slice(0, 64)) : "unknown";
@@ -32,7 +45,12 @@ export function clientAddress(trustProxy: boolean, request: Request, server: Ser
  * Endpoints that MCP clients running in a browser (the MCP Inspector, web IDEs) call cross-origin. No cookies
  * are involved there, so any origin may call them; the browser pages get no CORS at all.
  */
-const CORS = { "Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET, POST, OPTIONS", "Access-Control-Allow-Headers": "Content-Type, Authorization, MCP-Protocol-Version", "Access-Control-Max-Age": "86400" };
+const CORS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+  "Access-Control-Allow-Headers": "Content-Type, Authorization, MCP-Protocol-Version",
+  "Access-Control-Max-Age": "86400",
+};
 
 function withCors(response: Response): Response {
   for (const [key, value] of Object.entries(CORS)) response.headers.set(key, value);
@@ -46,11 +64,20 @@ function guard(ctx: AuthContext, kind: "json" | "html", handler: Handler): Handl
       return await handler(request);
     } catch (error) {
       if (error instanceof BodyTooLargeError) {
-        return kind === "json" ? oauthError("invalid_request", "The request body is too large.", 413) : htmlResponse("Request body too large", { status: 413 });
+        return kind === "json"
+          ? oauthError("invalid_request", "The request body is too large.", 413)
+          : htmlResponse("Request body too large", { status: 413 });
       }
       ctx.logger.error("auth route failed", { path: new URL(request.url).pathname, error });
       if (kind === "json") return oauthError("server_error", "Something went wrong on our side. Try again.", 500);
-      return htmlResponse(errorPage({ user: null, csrfToken: "" }, "Something went wrong", "Something went wrong on our side. Try again."), { status: 500 });
+      return htmlResponse(
+        errorPage(
+          { user: null, csrfToken: "" },
+          "Something went wrong",
+          "Something went wrong on our side. Try again.",
+        ),
+        { status: 500 },
+      );
     }
   };
 }
@@ -61,7 +88,10 @@ async function register(ctx: AuthContext, request: Request, source: string): Pro
   if (wait > 0) {
     ctx.logger.warn("client registration throttled");
     const description = `Too many client registrations from this address (${limit.limit} an hour). Try again in ${Math.ceil(wait / 60)} minute(s), or reuse the client already registered.`;
-    return jsonResponse({ error: "temporarily_unavailable", error_description: description }, 429, { "Cache-Control": "no-store", "Retry-After": String(wait) });
+    return jsonResponse({ error: "temporarily_unavailable", error_description: description }, 429, {
+      "Cache-Control": "no-store",
+      "Retry-After": String(wait),
+    });
   }
   const text = await readBodyText(request, ctx.config.maxBodyBytes);
   let body: unknown;
@@ -71,7 +101,10 @@ async function register(ctx: AuthContext, request: Request, source: string): Pro
     return jsonResponse({ error: "invalid_client_metadata", error_description: "The body must be JSON." }, 400);
   }
   const result = await registerClient(ctx, body);
-  if (!result.ok) return jsonResponse({ error: result.error, error_description: result.description }, 400, { "Cache-Control": "no-store" });
+  if (!result.ok)
+    return jsonResponse({ error: result.error, error_description: result.description }, 400, {
+      "Cache-Control": "no-store",
+    });
   return jsonResponse(result.body, 201, { "Cache-Control": "no-store" });
 }
 
@@ -82,13 +115,18 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
   };
   // `listener` is the Bun server the request came through (null when driven in-process); it knows the address.
   type Sourced = (request: Request, listener?: Server<unknown> | null) => Promise<Response>;
-  const source = (request: Request, listener: Server<unknown> | null | undefined) => clientAddress(ctx.config.trustProxy, request, listener);
+  const source = (request: Request, listener: Server<unknown> | null | undefined) =>
+    clientAddress(ctx.config.trustProxy, request, listener);
   const page =
     (handler: PageHandler): Sourced =>
     (request, listener) =>
       guard(ctx, "html", (r) => handler(ctx, r, source(r, listener)))(request);
-  const resource = json(async () => jsonResponse(protectedResourceMetadata(ctx.config), 200, { "Cache-Control": "public, max-age=300" }));
-  const server = json(async () => jsonResponse(authorizationServerMetadata(ctx.config), 200, { "Cache-Control": "public, max-age=300" }));
+  const resource = json(async () =>
+    jsonResponse(protectedResourceMetadata(ctx.config), 200, { "Cache-Control": "public, max-age=300" }),
+  );
+  const server = json(async () =>
+    jsonResponse(authorizationServerMetadata(ctx.config), 200, { "Cache-Control": "public, max-age=300" }),
+  );
   const token = json((request) => handleToken(ctx, tokens, request));
   const revoke = json((request) => handleRevoke(ctx, tokens, request));
   const registration: Sourced = (request, listener) => json((r) => register(ctx, r, source(r, listener)))(request);
@@ -96,8 +134,18 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
   const raw = { parse: "none" as const };
 
   const [authorizeGet, authorizePost] = [page(showAuthorize), page(answerAuthorize)];
-  const [signUpGet, signUpPost, signInGet, signInPost] = [page(showSignUp), page(submitSignUp), page(showSignIn), page(submitSignIn)];
-  const [signOut, tokensGet, tokensRevoke, landing] = [page(submitSignOut), page(showTokens), page(submitRevoke), page(showLanding)];
+  const [signUpGet, signUpPost, signInGet, signInPost] = [
+    page(showSignUp),
+    page(submitSignUp),
+    page(showSignIn),
+    page(submitSignIn),
+  ];
+  const [signOut, tokensGet, tokensRevoke, landing] = [
+    page(submitSignOut),
+    page(showTokens),
+    page(submitRevoke),
+    page(showLanding),
+  ];
   const [verifyEmailGet, verifyEmailResend] = [page(showVerifyEmail), page(submitResend)];
 
   return new Elysia({ name: "hatch-auth" })

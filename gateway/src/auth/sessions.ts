@@ -34,7 +34,9 @@ export interface BrowserState {
  * without the server's key, and a field minted for one session (or before sign-in) fails in any other.
  */
 function csrfTokenFor(ctx: AuthContext, cookieValue: string, sessionId: string | null): string {
-  return createHmac("sha256", ctx.csrfKey).update(`${cookieValue}:${sessionId ?? "anon"}`).digest("base64url");
+  return createHmac("sha256", ctx.csrfKey)
+    .update(`${cookieValue}:${sessionId ?? "anon"}`)
+    .digest("base64url");
 }
 
 /** The session id the CSRF token is bound to: the cookie's, but only while it names a live session. */
@@ -95,9 +97,16 @@ export async function startSession(ctx: AuthContext, userId: string, previous: B
   await endSession(ctx, previous);
   const id = newSecret();
   const now = ctx.now();
-  await ctx.db.delete(browserSessions).where(and(eq(browserSessions.userId, userId), lt(browserSessions.expiresAt, new Date(now))));
-  await ctx.db.insert(browserSessions).values({ idHash: sha256Hex(id), userId, expiresAt: new Date(now + SESSION_SECONDS * 1000) });
-  return serializeCookie(cookieNames(ctx).session, id, { secure: ctx.config.secureCookies, maxAgeSeconds: SESSION_SECONDS });
+  await ctx.db
+    .delete(browserSessions)
+    .where(and(eq(browserSessions.userId, userId), lt(browserSessions.expiresAt, new Date(now))));
+  await ctx.db
+    .insert(browserSessions)
+    .values({ idHash: sha256Hex(id), userId, expiresAt: new Date(now + SESSION_SECONDS * 1000) });
+  return serializeCookie(cookieNames(ctx).session, id, {
+    secure: ctx.config.secureCookies,
+    maxAgeSeconds: SESSION_SECONDS,
+  });
 }
 
 export async function endSession(ctx: AuthContext, state: BrowserState): Promise<string> {

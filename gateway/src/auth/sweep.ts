@@ -14,8 +14,17 @@ export interface SweepResult {
 /** Deletes what can never be used again: expired codes, sign-in sessions and refresh tokens. */
 export async function sweepExpired(ctx: AuthContext): Promise<SweepResult> {
   const now = new Date(ctx.now());
-  const codes = await ctx.db.delete(authCodes).where(lt(authCodes.expiresAt, new Date(ctx.now() - CODE_GRACE_MS))).returning({ k: authCodes.codeHash });
-  const sessions = await ctx.db.delete(browserSessions).where(lt(browserSessions.expiresAt, now)).returning({ k: browserSessions.idHash });
-  const tokens = await ctx.db.delete(refreshTokens).where(lt(refreshTokens.expiresAt, now)).returning({ k: refreshTokens.tokenHash });
+  const codes = await ctx.db
+    .delete(authCodes)
+    .where(lt(authCodes.expiresAt, new Date(ctx.now() - CODE_GRACE_MS)))
+    .returning({ k: authCodes.codeHash });
+  const sessions = await ctx.db
+    .delete(browserSessions)
+    .where(lt(browserSessions.expiresAt, now))
+    .returning({ k: browserSessions.idHash });
+  const tokens = await ctx.db
+    .delete(refreshTokens)
+    .where(lt(refreshTokens.expiresAt, now))
+    .returning({ k: refreshTokens.tokenHash });
   return { codes: codes.length, sessions: sessions.length, refreshTokens: tokens.length };
 }

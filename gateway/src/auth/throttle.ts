@@ -16,7 +16,10 @@ export class Throttle {
 
   /** Counts one attempt when under the limit; otherwise the seconds to wait (nothing counted). */
   async take(key: string): Promise<number> {
-    const decision = await this.safely(() => this.counter.take(this.key(key), this.limit, this.windowMs), { allowed: true, retryAfterSeconds: 0 });
+    const decision = await this.safely(() => this.counter.take(this.key(key), this.limit, this.windowMs), {
+      allowed: true,
+      retryAfterSeconds: 0,
+    });
     return decision.allowed ? 0 : decision.retryAfterSeconds;
   }
 
@@ -79,7 +82,11 @@ export class AuthThrottles {
   constructor(counter: RateCounter | undefined, log: Logger, now: () => number = Date.now) {
     const shared = counter ?? new MemoryRateCounter(now);
     const make = (name: string, limit: number, windowMs: number) => new Throttle(shared, name, limit, windowMs, log);
-    this.signInPair = make("signin-pair", LIMITS.signInPerEmailAndSource.count, LIMITS.signInPerEmailAndSource.windowMs);
+    this.signInPair = make(
+      "signin-pair",
+      LIMITS.signInPerEmailAndSource.count,
+      LIMITS.signInPerEmailAndSource.windowMs,
+    );
     this.signInSource = make("signin-source", LIMITS.signInPerSource.count, LIMITS.signInPerSource.windowMs);
     this.signUpSource = make("signup-source", LIMITS.signUpPerSource.count, LIMITS.signUpPerSource.windowMs);
     this.registerSource = make("register-source", LIMITS.registerPerSource.count, LIMITS.registerPerSource.windowMs);

@@ -12,7 +12,8 @@ const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" };
 /** POST /oauth/token (RFC 6749 §4.1.3, §6), form-encoded or JSON. */
 export async function handleToken(ctx: AuthContext, tokens: AccessTokens, request: Request): Promise<Response> {
   const params = await readParams(request, ctx.config.maxBodyBytes);
-  if (params.repeated.length) return oauthError("invalid_request", `Parameter sent more than once: ${params.repeated.join(", ")}.`);
+  if (params.repeated.length)
+    return oauthError("invalid_request", `Parameter sent more than once: ${params.repeated.join(", ")}.`);
   const grantType = params.get("grant_type");
   switch (grantType) {
     case "authorization_code":
@@ -32,22 +33,30 @@ async function issue(ctx: AuthContext, tokens: AccessTokens, grant: GrantView): 
 
 async function exchangeCode(ctx: AuthContext, tokens: AccessTokens, params: Params): Promise<Response> {
   const [code, verifier, clientId] = [params.get("code"), params.get("code_verifier"), params.get("client_id")];
-  if (!code || !verifier || !clientId) return oauthError("invalid_request", "code, code_verifier and client_id are required.");
+  if (!code || !verifier || !clientId)
+    return oauthError("invalid_request", "code, code_verifier and client_id are required.");
   const codeHash = sha256Hex(code);
   const [row] = await ctx.db.select().from(authCodes).where(eq(authCodes.codeHash, codeHash)).limit(1);
   if (!row) return oauthError("invalid_grant", "The authorization code is not valid.");
   if (row.used) {
     // A second use means the code leaked: end everything issued with it (OAuth 2.1 §4.1.3).
     await ctx.revokeGrant(row.grantId, "code_reuse");
-    return oauthError("invalid_grant", "The authorization code was already used; access granted with it has been revoked.");
+    return oauthError(
+      "invalid_grant",
+      "The authorization code was already used; access granted with it has been revoked.",
+    );
   }
   if (row.expiresAt.getTime() <= ctx.now()) return oauthError("invalid_grant", "The authorization code has expired.");
-  if (!safeEqual(row.clientId, clientId)) return oauthError("invalid_grant", "The authorization code was issued to another client.");
+  if (!safeEqual(row.clientId, clientId))
+    return oauthError("invalid_grant", "The authorization code was issued to another client.");
   const redirectUri = params.get("redirect_uri");
-  if (redirectUri !== undefined && redirectUri !== row.redirectUri) return oauthError("invalid_grant", "redirect_uri does not match the authorization request.");
+  if (redirectUri !== undefined && redirectUri !== row.redirectUri)
+    return oauthError("invalid_grant", "redirect_uri does not match the authorization request.");
   const resource = params.get("resource");
-  if (!isMcpResource(resource, row.resource)) return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
-  if (!pkceMatches(verifier, row.codeChallenge)) return oauthError("invalid_grant", "code_verifier does not match the code_challenge.");
+  if (!isMcpResource(resource, row.resource))
+    return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  if (!pkceMatches(verifier, row.codeChallenge))
+    return oauthError("invalid_grant", "code_verifier does not match the code_challenge.");
   const consumed = await ctx.db
     .update(authCodes)
     .set({ used: true })
@@ -55,7 +64,10 @@ async function exchangeCode(ctx: AuthContext, tokens: AccessTokens, params: Para
     .returning({ grantId: authCodes.grantId });
   if (consumed.length === 0) {
     await ctx.revokeGrant(row.grantId, "code_reuse");
-    return oauthError("invalid_grant", "The authorization code was already used; access granted with it has been revoked.");
+    return oauthError(
+      "invalid_grant",
+      "The authorization code was already used; access granted with it has been revoked.",
+    );
   }
   const grant = await findGrant(ctx, row.grantId);
   if (!grant || grant.revoked) return oauthError("invalid_grant", "This authorization has been revoked.");
@@ -71,16 +83,23 @@ async function rotateRefresh(ctx: AuthContext, tokens: AccessTokens, params: Par
   const reused = async () => {
     // Rotation means a used token comes back only if someone copied it: end the grant for everyone.
     await ctx.revokeGrant(row.grantId, "refresh_reuse");
-    return oauthError("invalid_grant", "The refresh token was already used; this authorization has been revoked. Sign in again.");
+    return oauthError(
+      "invalid_grant",
+      "The refresh token was already used; this authorization has been revoked. Sign in again.",
+    );
   };
   if (row.usedAt) return reused();
-  if (row.expiresAt.getTime() <= ctx.now()) return oauthError("invalid_grant", "The refresh token has expired. Sign in again.");
+  if (row.expiresAt.getTime() <= ctx.now())
+    return oauthError("invalid_grant", "The refresh token has expired. Sign in again.");
   const grant = await findGrant(ctx, row.grantId);
-  if (!grant || grant.revoked) return oauthError("invalid_grant", "This authorization has been revoked. Sign in again.");
+  if (!grant || grant.revoked)
+    return oauthError("invalid_grant", "This authorization has been revoked. Sign in again.");
   const clientId = params.get("client_id");
-  if (clientId !== undefined && clientId !== grant.clientId) return oauthError("invalid_grant", "The refresh token was issued to another client.");
+  if (clientId !== undefined && clientId !== grant.clientId)
+    return oauthError("invalid_grant", "The refresh token was issued to another client.");
   const resource = params.get("resource");
-  if (!isMcpResource(resource, ctx.config.mcpUrl)) return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
+  if (!isMcpResource(resource, ctx.config.mcpUrl))
+    return oauthError("invalid_target", `The only resource here is ${ctx.config.mcpUrl}.`);
   if (grant.scope === "read" && (params.get("scope") ?? "").split(" ").includes("write")) {
     return oauthError("invalid_scope", "This authorization is read-only.");
   }
@@ -100,9 +119,17 @@ export async function handleRevoke(ctx: AuthContext, tokens: AccessTokens, reque
   if (!token) return oauthError("invalid_request", "token is required.");
   const refreshFirst = params.get("token_type_hint") !== "access_token";
   const viaRefresh = async () =>
-    (await ctx.db.select({ grantId: refreshTokens.grantId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, sha256Hex(token))).limit(1))[0]?.grantId;
+    (
+      await ctx.db
+        .select({ grantId: refreshTokens.grantId })
+        .from(refreshTokens)
+        .where(eq(refreshTokens.tokenHash, sha256Hex(token)))
+        .limit(1)
+    )[0]?.grantId;
   const viaAccess = async () => (await tokens.verify(token))?.gid;
-  const grantId = refreshFirst ? ((await viaRefresh()) ?? (await viaAccess())) : ((await viaAccess()) ?? (await viaRefresh()));
+  const grantId = refreshFirst
+    ? ((await viaRefresh()) ?? (await viaAccess()))
+    : ((await viaAccess()) ?? (await viaRefresh()));
   if (grantId) {
     const grant = await findGrant(ctx, grantId);
     const clientId = params.get("client_id");

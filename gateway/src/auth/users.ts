@@ -27,15 +27,22 @@ export function formEmailProblem(email: string): string | null {
   return email ? emailProblem(email) : "Enter your email address.";
 }
 
-function validate(input: { email: string; password: string; name: string }): { email: string; name: string; password: string } {
+function validate(input: { email: string; password: string; name: string }): {
+  email: string;
+  name: string;
+  password: string;
+} {
   const email = input.email.trim();
   const emailError = formEmailProblem(email);
   if (emailError) throw new AuthInputError(emailError);
-  if (hasControlChars(input.name)) throw new AuthInputError("Your name must not contain control characters. Type it again.");
+  if (hasControlChars(input.name))
+    throw new AuthInputError("Your name must not contain control characters. Type it again.");
   const name = NAME.safeParse(input.name);
   if (!name.success) throw new AuthInputError("Enter your name (up to 100 characters).");
-  if (input.password.length < MIN_PASSWORD) throw new AuthInputError(`Choose a password of at least ${MIN_PASSWORD} characters.`);
-  if (input.password.length > MAX_PASSWORD) throw new AuthInputError(`Choose a password of at most ${MAX_PASSWORD} characters.`);
+  if (input.password.length < MIN_PASSWORD)
+    throw new AuthInputError(`Choose a password of at least ${MIN_PASSWORD} characters.`);
+  if (input.password.length > MAX_PASSWORD)
+    throw new AuthInputError(`Choose a password of at most ${MAX_PASSWORD} characters.`);
   return { email, name: name.data, password: input.password };
 }
 
@@ -47,19 +54,40 @@ function isUniqueViolation(error: unknown): boolean {
 }
 
 export async function findUserByEmail(ctx: AuthContext, email: string) {
-  const [row] = await ctx.db.select().from(users).where(eq(sql`lower(${users.email})`, email.trim().toLowerCase())).limit(1);
+  const [row] = await ctx.db
+    .select()
+    .from(users)
+    .where(eq(sql`lower(${users.email})`, email.trim().toLowerCase()))
+    .limit(1);
   return row;
 }
 
 /** `verified`: the caller vouches for the address (admin, scripts); sign-up leaves it false until the mailed link is opened. */
-export async function createUser(ctx: AuthContext, input: { email: string; password: string; name: string }, options: { verified?: boolean } = {}): Promise<PublicUser> {
+export async function createUser(
+  ctx: AuthContext,
+  input: { email: string; password: string; name: string },
+  options: { verified?: boolean } = {},
+): Promise<PublicUser> {
   const valid = validate(input);
   const duplicate = new AuthInputError("An account with this email already exists. Sign in instead.");
   if (await findUserByEmail(ctx, valid.email)) throw duplicate;
   const passwordHash = await Bun.password.hash(valid.password, { algorithm: "argon2id" });
-  const user = { id: `usr_${randomId(12)}`, email: valid.email, name: valid.name, emailVerified: options.verified === true };
+  const user = {
+    id: `usr_${randomId(12)}`,
+    email: valid.email,
+    name: valid.name,
+    emailVerified: options.verified === true,
+  };
   try {
-    await ctx.db.insert(users).values({ id: user.id, email: user.email, name: user.name, passwordHash, emailVerifiedAt: user.emailVerified ? new Date(ctx.now()) : null });
+    await ctx.db
+      .insert(users)
+      .values({
+        id: user.id,
+        email: user.email,
+        name: user.name,
+        passwordHash,
+        emailVerifiedAt: user.emailVerified ? new Date(ctx.now()) : null,
+      });
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicate;
     throw error;
@@ -67,7 +95,9 @@ export async function createUser(ctx: AuthContext, input: { email: string; passw
   ctx.logger.info("user created", { userId: user.id });
   if (ctx.onUserCreated) {
     // The user exists either way; failing sign-up here would leave an account nobody can sign up for again.
-    await ctx.onUserCreated(user).catch((error: unknown) => ctx.logger.error("onUserCreated failed", { userId: user.id, error }));
+    await ctx
+      .onUserCreated(user)
+      .catch((error: unknown) => ctx.logger.error("onUserCreated failed", { userId: user.id, error }));
   }
   return user;
 }
@@ -77,5 +107,7 @@ export async function checkPassword(ctx: AuthContext, email: string, password: s
   if (password.length > MAX_PASSWORD) return null;
   const row = await findUserByEmail(ctx, email);
   const ok = await Bun.password.verify(password, row?.passwordHash ?? (await dummy()));
-  return row && ok ? { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null } : null;
+  return row && ok
+    ? { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null }
+    : null;
 }

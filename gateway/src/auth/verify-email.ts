@@ -30,7 +30,10 @@ export async function markEmailVerified(ctx: AuthContext, userId: string, email:
   const [row] = await ctx.db.select({ verifiedAt: users.emailVerifiedAt }).from(users).where(sameEmail).limit(1);
   if (!row) return false;
   if (row.verifiedAt) return true;
-  await ctx.db.update(users).set({ emailVerifiedAt: new Date(ctx.now()) }).where(and(sameEmail, isNull(users.emailVerifiedAt)));
+  await ctx.db
+    .update(users)
+    .set({ emailVerifiedAt: new Date(ctx.now()) })
+    .where(and(sameEmail, isNull(users.emailVerifiedAt)));
   ctx.forgetUser(userId);
   // An app shared with this address opens for them from the next request on, not after a cache expires.
   await ctx.onUserChanged?.(userId);
@@ -38,7 +41,11 @@ export async function markEmailVerified(ctx: AuthContext, userId: string, email:
   return true;
 }
 
-type Outcome = { kind: "verified"; email: string } | { kind: "other_email" } | { kind: "expired" } | { kind: "invalid" };
+type Outcome =
+  | { kind: "verified"; email: string }
+  | { kind: "other_email" }
+  | { kind: "expired" }
+  | { kind: "invalid" };
 
 async function useToken(ctx: AuthContext, token: string): Promise<Outcome> {
   const claims = TokenSchema.safeParse(openPayload(token, ctx.verifyEmailKey));
@@ -52,13 +59,19 @@ export type SendOutcome = { ok: true; delivery: "smtp" | "outbox" } | { ok: fals
 
 /** Asks orgs to mail the user a fresh link. Never throws: sign-up must succeed when mail cannot go out. */
 export async function sendVerification(ctx: AuthContext, user: PublicUser): Promise<SendOutcome> {
-  const unsent: SendOutcome = { ok: false, status: 503, message: "The verification mail could not be sent yet (the mail service is not answering). Try again in a minute." };
+  const unsent: SendOutcome = {
+    ok: false,
+    status: 503,
+    message: "The verification mail could not be sent yet (the mail service is not answering). Try again in a minute.",
+  };
   if (!ctx.sendVerificationMail) return unsent;
   try {
     return { ok: true, delivery: await ctx.sendVerificationMail(user, verificationToken(ctx, user)) };
   } catch (error) {
-    if (isToolError(error) && error.code === "limit_exceeded") return { ok: false, status: 429, message: error.message };
-    if (isToolError(error) && error.code === "unavailable") ctx.logger.warn("verification mail not sent", { userId: user.id, code: error.code });
+    if (isToolError(error) && error.code === "limit_exceeded")
+      return { ok: false, status: 429, message: error.message };
+    if (isToolError(error) && error.code === "unavailable")
+      ctx.logger.warn("verification mail not sent", { userId: user.id, code: error.code });
     else ctx.logger.error("verification mail failed", { userId: user.id, error });
     return unsent;
   }
@@ -98,22 +111,37 @@ export async function showVerifyEmail(ctx: AuthContext, request: Request): Promi
 with it now reach your account.</p><p><a href="/">Back to Hatch</a></p>`;
       return page(state, "Email verified", body);
     }
-    const again = state.user && !state.user.emailVerified ? resendForm(state, next) : html`<p><a href="/">Back to Hatch</a></p>`;
+    const again =
+      state.user && !state.user.emailVerified ? resendForm(state, next) : html`<p><a href="/">Back to Hatch</a></p>`;
     const [status, title, message] =
       outcome.kind === "expired"
         ? [410, "Link expired", "This verification link expired (links work for 24 hours). Sign in and send a new one."]
         : outcome.kind === "other_email"
-          ? [409, "Link not for this email", "This verification link was made for an email address the account no longer has, so nothing was changed. Send a new link from your account."]
-          : [400, "Link not valid", "This verification link is not valid. Open the newest link from the mail exactly as it is, or sign in and send a new one."];
+          ? [
+              409,
+              "Link not for this email",
+              "This verification link was made for an email address the account no longer has, so nothing was changed. Send a new link from your account.",
+            ]
+          : [
+              400,
+              "Link not valid",
+              "This verification link is not valid. Open the newest link from the mail exactly as it is, or sign in and send a new one.",
+            ];
     return page(state, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p>${again}`, status);
   }
-  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/verify-email")}`, cookieHeaders(state.setCookies));
+  if (!state.user)
+    return redirect(`/signin?next=${encodeURIComponent("/verify-email")}`, cookieHeaders(state.setCookies));
   if (state.user.emailVerified) {
-    return page(state, "Email verified", html`<h1>Email verified</h1><p><strong>${state.user.email}</strong> is verified.</p><p><a href="${next}">Continue</a></p>`);
+    return page(
+      state,
+      "Email verified",
+      html`<h1>Email verified</h1><p><strong>${state.user.email}</strong> is verified.</p><p><a href="${next}">Continue</a></p>`,
+    );
   }
-  const unsent = url.searchParams.get("unsent") === "1"
-    ? html`<p class="error" role="alert">Your account was created, but the verification mail could not be sent yet. Send it again in a minute.</p>`
-    : html`<p>Open the link Hatch mailed to <strong>${state.user.email}</strong> to verify it.</p>`;
+  const unsent =
+    url.searchParams.get("unsent") === "1"
+      ? html`<p class="error" role="alert">Your account was created, but the verification mail could not be sent yet. Send it again in a minute.</p>`
+      : html`<p>Open the link Hatch mailed to <strong>${state.user.email}</strong> to verify it.</p>`;
   return page(state, "Verify your email", html`<h1>Verify your email</h1>${unsent}${LIMITS}${resendForm(state, next)}`);
 }
 
@@ -127,7 +155,12 @@ export async function submitResend(ctx: AuthContext, request: Request): Promise<
   if (state.user.emailVerified) return redirect(`/verify-email?${new URLSearchParams({ next })}`);
   const sent = await sendVerification(ctx, state.user);
   if (!sent.ok) {
-    return page(state, "Not sent", html`<h1>Not sent</h1><p class="error" role="alert">${sent.message}</p>${LIMITS}${resendForm(state, next)}`, sent.status);
+    return page(
+      state,
+      "Not sent",
+      html`<h1>Not sent</h1><p class="error" role="alert">${sent.message}</p>${LIMITS}${resendForm(state, next)}`,
+      sent.status,
+    );
   }
   const body = html`<h1>Check your inbox</h1><p>A new verification link went to <strong>${state.user.email}</strong>.${whereMailIs(ctx, sent.delivery)}</p>
 ${LIMITS}<p><a href="${next}">Continue</a></p>`;

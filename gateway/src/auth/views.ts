@@ -11,7 +11,11 @@ const errorBox = (message: string | undefined) => (message ? html`<p class="erro
 const nextField = (next: string) => html`<input type="hidden" name="next" value="${next}">`;
 
 export function errorPage(viewer: Viewer, title: string, message: string): string {
-  return renderPage({ title, user: navUser(viewer), body: html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="/">Back to Hatch</a></p>` });
+  return renderPage({
+    title,
+    user: navUser(viewer),
+    body: html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="/">Back to Hatch</a></p>`,
+  });
 }
 
 export function signInPage(viewer: Viewer, form: { next: string; email?: string; error?: string }): string {
@@ -25,7 +29,10 @@ export function signInPage(viewer: Viewer, form: { next: string; email?: string;
   return renderPage({ title: "Sign in", user: navUser(viewer), body });
 }
 
-export function signUpPage(viewer: Viewer, form: { next: string; email?: string; name?: string; error?: string }): string {
+export function signUpPage(
+  viewer: Viewer,
+  form: { next: string; email?: string; name?: string; error?: string },
+): string {
   const body = html`<h1>Create your Hatch account</h1>${errorBox(form.error)}
 <form class="stack" method="post" action="/signup">${csrfField(viewer.csrfToken)}${nextField(form.next)}
 <label>Name <input type="text" name="name" autocomplete="name" required maxlength="100" value="${form.name ?? ""}"></label>
@@ -58,8 +65,14 @@ function consentHiddenFields(request: AuthorizeRequest): SafeHtml {
 
 export function consentPage(viewer: Viewer & { user: PublicUser }, request: AuthorizeRequest): string {
   const { client } = request;
-  const vouchedBy = client.registration === "metadata" ? html` <span class="muted">(published by ${new URL(client.clientId).host})</span>` : "";
-  const fullButton = request.scope === "write" ? html`<button type="submit" name="decision" value="write">Allow full access</button>` : "";
+  const vouchedBy =
+    client.registration === "metadata"
+      ? html` <span class="muted">(published by ${new URL(client.clientId).host})</span>`
+      : "";
+  const fullButton =
+    request.scope === "write"
+      ? html`<button type="submit" name="decision" value="write">Allow full access</button>`
+      : "";
   const body = html`<h1>Connect ${client.name}?</h1>
 <div class="card"><p><strong>${client.name}</strong>${vouchedBy} wants to use Hatch as <strong>${viewer.user.email}</strong>.</p>
 <p>After you answer, you will be sent to <strong>${destination(request.redirectUri)}</strong><br><code>${request.redirectUri}</code></p>
@@ -89,10 +102,11 @@ export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: Conne
 }
 
 export function landingPage(viewer: Viewer, mcpUrl: string): string {
-  const verify = viewer.user && !viewer.user.emailVerified
-    ? html`<p class="card">Your email is not verified yet: open the link Hatch mailed to <strong>${viewer.user.email}</strong>.
+  const verify =
+    viewer.user && !viewer.user.emailVerified
+      ? html`<p class="card">Your email is not verified yet: open the link Hatch mailed to <strong>${viewer.user.email}</strong>.
 Until then invitations to it and apps shared with it stay closed to you. <a href="/verify-email">Send it again</a></p>`
-    : "";
+      : "";
   const actions = viewer.user
     ? html`<p>Signed in as <strong>${viewer.user.email}</strong>. <a href="/dashboard/tokens">See connected clients</a>.</p>${verify}`
     : html`<div class="actions"><a href="/signin">Sign in</a> <a href="/signup">Create an account</a></div>`;

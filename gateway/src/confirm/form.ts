@@ -32,11 +32,13 @@ function renderField(key: string, field: Field, required: boolean, values: FormV
   const posted = values?.[key];
   const name = fieldName(key);
   const label = labelOf(key, field);
-  const help = field.description && field.description !== label ? html`<span class="muted">${field.description}</span>` : "";
+  const help =
+    field.description && field.description !== label ? html`<span class="muted">${field.description}</span>` : "";
   const value = posted ?? (field.default === undefined ? "" : String(field.default));
   if (field.enum) {
     const choices = field.enum.map(
-      (choice) => html`<label class="choice"><input type="radio" name="${name}" value="${choice}"${value === choice ? html` checked` : ""}${required ? html` required` : ""}> ${choice}</label>`,
+      (choice) =>
+        html`<label class="choice"><input type="radio" name="${name}" value="${choice}"${value === choice ? html` checked` : ""}${required ? html` required` : ""}> ${choice}</label>`,
     );
     return html`<fieldset><legend>${label}</legend>${help}${choices}</fieldset>`;
   }
@@ -50,7 +52,9 @@ function renderField(key: string, field: Field, required: boolean, values: FormV
   return html`<label>${label}${help}<input type="${type}" name="${name}" value="${value}"${step}${required ? html` required` : ""}></label>`;
 }
 
-export type ParsedAnswer = { ok: true; answer: Record<string, unknown>; values: FormValues } | { ok: false; error: string; values: FormValues };
+export type ParsedAnswer =
+  | { ok: true; answer: Record<string, unknown>; values: FormValues }
+  | { ok: false; error: string; values: FormValues };
 
 /** Reads the posted fields against the schema; the browser's own checks are a convenience, these decide. */
 export function parseAnswer(schema: FormSchema, params: Params): ParsedAnswer {

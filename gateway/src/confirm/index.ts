@@ -45,15 +45,23 @@ export function createConfirmations(deps: ConfirmationsDeps): Confirmations {
   const now = deps.now ?? Date.now;
   const logger = deps.logger.child({ component: "confirm" });
   const pageDeps: ConfirmPagesDeps = { db: deps.db, auth: deps.auth, calls: deps.calls, logger, now };
-  const guarded = (handler: (request: Request, id: string) => Promise<Response>) => async (request: Request, id: string) => {
-    try {
-      return await handler(request, id);
-    } catch (error) {
-      if (error instanceof BodyTooLargeError) return htmlResponse("Request body too large", { status: 413 });
-      logger.error("confirm page failed", { error });
-      return htmlResponse(errorPage({ user: null, csrfToken: "" }, "Something went wrong", "Something went wrong on our side. Nothing was changed. Try again."), { status: 500 });
-    }
-  };
+  const guarded =
+    (handler: (request: Request, id: string) => Promise<Response>) => async (request: Request, id: string) => {
+      try {
+        return await handler(request, id);
+      } catch (error) {
+        if (error instanceof BodyTooLargeError) return htmlResponse("Request body too large", { status: 413 });
+        logger.error("confirm page failed", { error });
+        return htmlResponse(
+          errorPage(
+            { user: null, csrfToken: "" },
+            "Something went wrong",
+            "Something went wrong on our side. Nothing was changed. Try again.",
+          ),
+          { status: 500 },
+        );
+      }
+    };
   const show = guarded((request, id) => showConfirm(pageDeps, request, id));
   const submit = guarded((request, id) => submitConfirm(pageDeps, request, id));
 
@@ -75,7 +83,9 @@ export function createConfirmations(deps: ConfirmationsDeps): Confirmations {
     },
     routes: new Elysia({ name: "hatch-confirm" })
       .get("/confirm/:id", ({ request, params }) => show(request, params.id))
-      .post("/confirm/:id", ({ request, params }) => submit(request, params.id), { parse: "none" }) as unknown as Elysia,
+      .post("/confirm/:id", ({ request, params }) => submit(request, params.id), {
+        parse: "none",
+      }) as unknown as Elysia,
     sweep: () => sweepConfirmations(deps.db, new Date(now())),
   };
 }

@@ -1,4 +1,14 @@
-import { childTraceparent, isAskReply, isToolError, randomId, TOOL_CONTRACTS, type CallReply, type Database, type Logger, type ToolContract } from "@hatch/shared";
+import {
+  childTraceparent,
+  isAskReply,
+  isToolError,
+  randomId,
+  TOOL_CONTRACTS,
+  type CallReply,
+  type Database,
+  type Logger,
+  type ToolContract,
+} from "@hatch/shared";
 import { cookieHeaders, type AccessIdentity, type Auth, type BrowserState } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";
 import { callService, type CallerInfo, type ToolCallDeps } from "../mcp/call.ts";
@@ -17,7 +27,14 @@ export interface ConfirmPagesDeps {
 
 const contracts = new Map(TOOL_CONTRACTS.map((c) => [c.name, c]));
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
-const STATUS: Record<Unavailable, number> = { unknown: 404, expired: 410, confirmed: 409, cancelled: 409, revoked: 403, read_only: 403 };
+const STATUS: Record<Unavailable, number> = {
+  unknown: 404,
+  expired: 410,
+  confirmed: 409,
+  cancelled: 409,
+  revoked: 403,
+  read_only: 403,
+};
 
 type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 
@@ -36,17 +53,22 @@ function unavailableReason(pending: PendingConfirmation | null, now: number): Un
   return pending.expiresAt.getTime() <= now ? "expired" : null;
 }
 
-type Answerable = { ok: true; pending: PendingConfirmation; contract: ToolContract } | { ok: false; reason: Unavailable; pending: PendingConfirmation | null };
+type Answerable =
+  | { ok: true; pending: PendingConfirmation; contract: ToolContract }
+  | { ok: false; reason: Unavailable; pending: PendingConfirmation | null };
 
 /** The user's own confirmation, if it can still be answered. */
 async function loadAnswerable(deps: ConfirmPagesDeps, id: string, userId: string): Promise<Answerable> {
   const pending = ID.test(id) ? await findConfirmation(deps.db, id, userId) : null;
   const reason = unavailableReason(pending, deps.now());
   const contract = pending ? contracts.get(pending.tool) : undefined;
-  return reason || !pending || !contract ? { ok: false, reason: reason ?? "unknown", pending } : { ok: true, pending, contract };
+  return reason || !pending || !contract
+    ? { ok: false, reason: reason ?? "unknown", pending }
+    : { ok: true, pending, contract };
 }
 
-const signIn = (state: BrowserState, id: string) => redirect(`/signin?next=${encodeURIComponent(`/confirm/${id}`)}`, cookieHeaders(state.setCookies));
+const signIn = (state: BrowserState, id: string) =>
+  redirect(`/signin?next=${encodeURIComponent(`/confirm/${id}`)}`, cookieHeaders(state.setCookies));
 
 /** `GET /confirm/:id`: the question and its form, for the signed-in user it was asked of. */
 export async function showConfirm(deps: ConfirmPagesDeps, request: Request, id: string): Promise<Response> {
@@ -78,7 +100,16 @@ export async function submitConfirm(deps: ConfirmPagesDeps, request: Request, id
   }
 
   const parsed = parseAnswer(pending.schema, params);
-  if (!parsed.ok) return page(state, confirmPage(signed, pending, { destructive: contract.class === "delete", values: parsed.values, error: parsed.error }), 400);
+  if (!parsed.ok)
+    return page(
+      state,
+      confirmPage(signed, pending, {
+        destructive: contract.class === "delete",
+        values: parsed.values,
+        error: parsed.error,
+      }),
+      400,
+    );
   // The answer acts as the client that asked, under its grant: disconnecting the client withdraws its questions.
   const identity = await deps.auth.identityForGrant(pending.grantId);
   if (!identity || identity.userId !== signed.user.id) return refuse(signed, "revoked");
@@ -113,7 +144,11 @@ async function sendAnswer(
   };
   let reply: CallReply;
   try {
-    reply = await callService(deps.calls, contract, caller, { input: pending.input, answer, confirm: pending.confirmToken });
+    reply = await callService(deps.calls, contract, caller, {
+      input: pending.input,
+      answer,
+      confirm: pending.confirmToken,
+    });
   } catch (error) {
     if (isToolError(error)) return { title: "Not done", message: error.message, ok: false };
     deps.logger.error("sending a confirmed answer failed", { tool: contract.name, rid: caller.requestId, error });
@@ -121,6 +156,11 @@ async function sendAnswer(
     return { title: "Not done", message, ok: false };
   }
   if (!reply.ok) return { title: "Not done", message: reply.error.message, ok: false };
-  if (isAskReply(reply)) return { title: "Not done", message: `Hatch needs more before it can do this: ${reply.ask.message} Ask your AI to try again.`, ok: false };
+  if (isAskReply(reply))
+    return {
+      title: "Not done",
+      message: `Hatch needs more before it can do this: ${reply.ask.message} Ask your AI to try again.`,
+      ok: false,
+    };
   return { title: "Done", message: reply.result.text, ok: true };
 }

@@ -26,7 +26,10 @@ export interface PendingConfirmation {
   decidedAt: Date | null;
 }
 
-export type NewConfirmation = Pick<PendingConfirmation, "userId" | "grantId" | "client" | "service" | "tool" | "input" | "expiresAt"> & {
+export type NewConfirmation = Pick<
+  PendingConfirmation,
+  "userId" | "grantId" | "client" | "service" | "tool" | "input" | "expiresAt"
+> & {
   question: Question;
 };
 
@@ -64,7 +67,13 @@ export async function findConfirmation(db: Database, id: string, userId: string)
  * Moves a live pending confirmation to `confirmed` or `cancelled` in one statement, so of two concurrent
  * answers exactly one wins. Null when it is not the user's, not pending any more, or expired.
  */
-export async function decideConfirmation(db: Database, id: string, userId: string, to: "confirmed" | "cancelled", now: Date): Promise<PendingConfirmation | null> {
+export async function decideConfirmation(
+  db: Database,
+  id: string,
+  userId: string,
+  to: "confirmed" | "cancelled",
+  now: Date,
+): Promise<PendingConfirmation | null> {
   const [row] = await db
     .update(pendingConfirmations)
     .set({ state: to, decidedAt: now })

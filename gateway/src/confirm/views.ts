@@ -11,7 +11,11 @@ export interface ConfirmViewer {
 const nav = (v: ConfirmViewer) => ({ email: v.user.email, csrfToken: v.csrfToken });
 const when = (d: Date) => `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
-export function confirmPage(viewer: ConfirmViewer, pending: PendingConfirmation, options: { destructive: boolean; values?: FormValues; error?: string }): string {
+export function confirmPage(
+  viewer: ConfirmViewer,
+  pending: PendingConfirmation,
+  options: { destructive: boolean; values?: FormValues; error?: string },
+): string {
   const error = options.error ? html`<p class="error" role="alert">${options.error}</p>` : "";
   const body = html`<h1>Confirm with Hatch</h1>
 <div class="card"><p class="muted">${pending.client.name} asks you, ${viewer.user.email}:</p>
@@ -25,7 +29,9 @@ export function confirmPage(viewer: ConfirmViewer, pending: PendingConfirmation,
 
 /** After the user answered: what the service said (done, or why not), or that nothing changed. */
 export function outcomePage(viewer: ConfirmViewer, outcome: { title: string; message: string; ok: boolean }): string {
-  const message = outcome.ok ? html`<p role="status">${outcome.message}</p>` : html`<p class="error" role="alert">${outcome.message}</p>`;
+  const message = outcome.ok
+    ? html`<p role="status">${outcome.message}</p>`
+    : html`<p class="error" role="alert">${outcome.message}</p>`;
   const body = html`<h1>${outcome.title}</h1>${message}<p class="muted">You can close this tab and tell your AI you are done.</p>`;
   return renderPage({ title: outcome.title, user: nav(viewer), body });
 }
@@ -45,23 +51,33 @@ function unavailableText(reason: Unavailable): { title: string; message: string 
     case "unknown":
       return {
         title: "Link not valid",
-        message: "This confirmation link is not valid for your account. Check that you are signed in as the person your AI acts for, or ask your AI for a new link.",
+        message:
+          "This confirmation link is not valid for your account. Check that you are signed in as the person your AI acts for, or ask your AI for a new link.",
       };
     case "expired":
-      return { title: "Link expired", message: "This confirmation has expired. Nothing was changed. Ask your AI to try again; it will give you a new link." };
+      return {
+        title: "Link expired",
+        message:
+          "This confirmation has expired. Nothing was changed. Ask your AI to try again; it will give you a new link.",
+      };
     case "confirmed":
       return { title: "Already confirmed", message: "This was already confirmed; a confirmation link works once." };
     case "cancelled":
-      return { title: "Cancelled", message: "This was cancelled, so nothing was changed. Ask your AI to try again if you changed your mind." };
+      return {
+        title: "Cancelled",
+        message: "This was cancelled, so nothing was changed. Ask your AI to try again if you changed your mind.",
+      };
     case "revoked":
       return {
         title: "Client disconnected",
-        message: "The AI client that asked for this has been disconnected from your account, so it cannot act for you. Nothing was changed.",
+        message:
+          "The AI client that asked for this has been disconnected from your account, so it cannot act for you. Nothing was changed.",
       };
     case "read_only":
       return {
         title: "Read-only connection",
-        message: "The AI client that asked for this was approved for read-only access, so it cannot make changes. Nothing was changed.",
+        message:
+          "The AI client that asked for this was approved for read-only access, so it cannot make changes. Nothing was changed.",
       };
   }
 }

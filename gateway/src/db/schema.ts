@@ -26,7 +26,9 @@ export const browserSessions = gateway.table(
   "browser_sessions",
   {
     idHash: text("id_hash").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
     createdAt: created(),
   },
@@ -53,8 +55,12 @@ export const grants = gateway.table(
   "grants",
   {
     id: text("id").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
-    clientId: text("client_id").notNull().references(() => oauthClients.clientId),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    clientId: text("client_id")
+      .notNull()
+      .references(() => oauthClients.clientId),
     /** "write" (full) or "read" (read-only, chosen on the consent page). */
     scope: text("scope").notNull(),
     createdAt: created(),
@@ -69,7 +75,9 @@ export const grants = gateway.table(
 /** Authorization codes: single use, short-lived, bound to client, redirect URI, PKCE challenge and resource. */
 export const authCodes = gateway.table("auth_codes", {
   codeHash: text("code_hash").primaryKey(),
-  grantId: text("grant_id").notNull().references(() => grants.id, { onDelete: "cascade" }),
+  grantId: text("grant_id")
+    .notNull()
+    .references(() => grants.id, { onDelete: "cascade" }),
   clientId: text("client_id").notNull(),
   redirectUri: text("redirect_uri").notNull(),
   codeChallenge: text("code_challenge").notNull(),
@@ -83,7 +91,9 @@ export const refreshTokens = gateway.table(
   "refresh_tokens",
   {
     tokenHash: text("token_hash").primaryKey(),
-    grantId: text("grant_id").notNull().references(() => grants.id, { onDelete: "cascade" }),
+    grantId: text("grant_id")
+      .notNull()
+      .references(() => grants.id, { onDelete: "cascade" }),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
     usedAt: timestamp("used_at", { withTimezone: true }),
     createdAt: created(),
@@ -99,9 +109,13 @@ export const pendingConfirmations = gateway.table(
   "pending_confirmations",
   {
     id: text("id").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     /** The grant the AI client called under; confirming acts under it, so a revoked grant cannot confirm. */
-    grantId: text("grant_id").notNull().references(() => grants.id, { onDelete: "cascade" }),
+    grantId: text("grant_id")
+      .notNull()
+      .references(() => grants.id, { onDelete: "cascade" }),
     clientKind: text("client_kind").notNull(),
     clientName: text("client_name").notNull(),
     service: text("service").notNull(),
@@ -120,5 +134,8 @@ export const pendingConfirmations = gateway.table(
     createdAt: created(),
     decidedAt: timestamp("decided_at", { withTimezone: true }),
   },
-  (t) => [index("pending_confirmations_expires").on(t.expiresAt), check("pending_confirmations_state", sql`${t.state} in ('pending', 'confirmed', 'cancelled')`)],
+  (t) => [
+    index("pending_confirmations_expires").on(t.expiresAt),
+    check("pending_confirmations_state", sql`${t.state} in ('pending', 'confirmed', 'cancelled')`),
+  ],
 );

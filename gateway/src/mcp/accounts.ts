@@ -1,4 +1,12 @@
-import { callRpc, rpcMethods, SessionSchema, signContext, type Bus, type CallContextClaims, type Session } from "@hatch/shared";
+import {
+  callRpc,
+  rpcMethods,
+  SessionSchema,
+  signContext,
+  type Bus,
+  type CallContextClaims,
+  type Session,
+} from "@hatch/shared";
 
 const TTL_MS = 30_000;
 const MAX_ENTRIES = 10_000;
@@ -19,7 +27,10 @@ export class AccountSessions {
   ) {}
 
   /** `trace.timeoutMs`: how long the caller can wait for orgs (default 5 s); a shared first call waits as its starter did. */
-  async resolve(claims: CallContextClaims, trace: { requestId: string; traceparent: string; timeoutMs?: number }): Promise<Session> {
+  async resolve(
+    claims: CallContextClaims,
+    trace: { requestId: string; traceparent: string; timeoutMs?: number },
+  ): Promise<Session> {
     const hit = this.cache.get(claims.sub);
     if (hit && hit.expires > Date.now()) return hit.session;
     // Concurrent first calls of one user share one round trip.
@@ -37,7 +48,10 @@ export class AccountSessions {
     this.drops++;
   }
 
-  private async fetch(claims: CallContextClaims, trace: { requestId: string; traceparent: string; timeoutMs?: number }): Promise<Session> {
+  private async fetch(
+    claims: CallContextClaims,
+    trace: { requestId: string; traceparent: string; timeoutMs?: number },
+  ): Promise<Session> {
     const drops = this.drops;
     const session = await callRpc(
       this.bus,
@@ -45,7 +59,12 @@ export class AccountSessions {
       rpcMethods.orgs.resolveSession,
       { email: claims.email, name: claims.name },
       SessionSchema,
-      { ctx: signContext(claims, this.contextKey), requestId: trace.requestId, traceparent: trace.traceparent, timeoutMs: trace.timeoutMs },
+      {
+        ctx: signContext(claims, this.contextKey),
+        requestId: trace.requestId,
+        traceparent: trace.traceparent,
+        timeoutMs: trace.timeoutMs,
+      },
     );
     if (drops !== this.drops) return session;
     if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);

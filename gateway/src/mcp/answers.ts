@@ -11,7 +11,12 @@ export type AnswerCheck = { ok: true; answer: Record<string, unknown> } | { ok: 
 /** The one shape of "the user said no" (declined, cancelled, a confirmation box left unticked). */
 export function declinedResult(tool: string): CallToolResult {
   return {
-    content: [{ type: "text", text: `The user declined ${tool}, so nothing was changed. Do not call it again for this unless the user asks.` }],
+    content: [
+      {
+        type: "text",
+        text: `The user declined ${tool}, so nothing was changed. Do not call it again for this unless the user asks.`,
+      },
+    ],
     structuredContent: { status: "declined" },
   };
 }

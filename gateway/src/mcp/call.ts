@@ -55,16 +55,26 @@ export interface ToolCallDeps {
 }
 
 /** Sends a validated tool call to its service and turns the reply into an MCP tool result. Never throws. */
-export async function forwardToolCall(deps: ToolCallDeps, contract: ToolContract, input: unknown, caller: CallerInfo): Promise<CallToolResult> {
+export async function forwardToolCall(
+  deps: ToolCallDeps,
+  contract: ToolContract,
+  input: unknown,
+  caller: CallerInfo,
+): Promise<CallToolResult> {
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
     const reply = await callService(deps, contract, caller, { input });
-    const result = isAskReply(reply) ? await answerQuestion(deps, contract, input, caller, reply.ask, log) : toResult(contract, reply, log);
+    const result = isAskReply(reply)
+      ? await answerQuestion(deps, contract, input, caller, reply.ask, log)
+      : toResult(contract, reply, log);
     return await offerLink(deps, caller, result, log);
   } catch (error) {
     if (isToolError(error)) return errorResult(error.code, error.message);
     log.error("tool call failed in the gateway", { error });
-    return errorResult("internal", `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`);
+    return errorResult(
+      "internal",
+      `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`,
+    );
   }
 }
 
@@ -79,29 +89,53 @@ const OFFER_OUTCOME = {
  * elicitation, the page is offered to the user directly before the result goes back, and the text says what they
  * chose. The offer failing (client error, timeout) leaves the result as it was: the AI still has the link.
  */
-async function offerLink(deps: ToolCallDeps, caller: CallerInfo, result: CallToolResult, log: Logger): Promise<CallToolResult> {
-  const action = (result.structuredContent as { userAction?: { kind?: unknown; url?: unknown; message?: unknown } } | undefined)?.userAction;
+async function offerLink(
+  deps: ToolCallDeps,
+  caller: CallerInfo,
+  result: CallToolResult,
+  log: Logger,
+): Promise<CallToolResult> {
+  const action = (
+    result.structuredContent as { userAction?: { kind?: unknown; url?: unknown; message?: unknown } } | undefined
+  )?.userAction;
   if (result.isError || !deps.offerLink || !caller.client.elicitation.url) return result;
   if (action?.kind !== "open_link" || typeof action.url !== "string" || !action.url) return result;
   let choice: keyof typeof OFFER_OUTCOME;
   try {
-    choice = await deps.offerLink({ message: typeof action.message === "string" ? action.message : "Open this page to continue.", url: action.url });
+    choice = await deps.offerLink({
+      message: typeof action.message === "string" ? action.message : "Open this page to continue.",
+      url: action.url,
+    });
   } catch (error) {
     log.warn("offering a link by URL elicitation failed", { error });
     return result;
   }
   const [first, ...rest] = result.content;
   const said = OFFER_OUTCOME[choice];
-  const content = first?.type === "text" ? [{ ...first, text: `${first.text}\n${said}` }, ...rest] : [...result.content, { type: "text" as const, text: said }];
+  const content =
+    first?.type === "text"
+      ? [{ ...first, text: `${first.text}\n${said}` }, ...rest]
+      : [...result.content, { type: "text" as const, text: said }];
   return { ...result, content };
 }
 
 /** The service asked the user something: a form when the client can show one, else a link or instructions. */
-async function answerQuestion(deps: ToolCallDeps, contract: ToolContract, input: unknown, caller: CallerInfo, question: Question, log: Logger): Promise<CallToolResult> {
+async function answerQuestion(
+  deps: ToolCallDeps,
+  contract: ToolContract,
+  input: unknown,
+  caller: CallerInfo,
+  question: Question,
+  log: Logger,
+): Promise<CallToolResult> {
   if (caller.client.elicitation.form && deps.askUser) {
     const checked = checkAnswer(contract.name, question, await deps.askUser(question));
     if (!checked.ok) return checked.result;
-    return toResult(contract, await callService(deps, contract, caller, { input, answer: checked.answer, confirm: question.confirm }), log);
+    return toResult(
+      contract,
+      await callService(deps, contract, caller, { input, answer: checked.answer, confirm: question.confirm }),
+      log,
+    );
   }
   if (question.fallback === "link") {
     const pending = await deps.confirmations.open({ caller, contract, input, question });
@@ -123,7 +157,10 @@ export async function callService(
   // One deadline for the whole call (the account lookup and the service's answer), so the AI hears back within the
   // tool's own timeout even when orgs is slow too.
   const deadline = Date.now() + contract.timeoutMs;
-  const ctx = signContext(await claimsFor(deps, caller, Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs)), deps.contextKey);
+  const ctx = signContext(
+    await claimsFor(deps, caller, Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs)),
+    deps.contextKey,
+  );
   return send(deps.bus, contract, { ctx, ...body }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
 }
 
@@ -132,7 +169,11 @@ const ACCOUNT_LOOKUP_MS = 5_000;
 /** A call whose lookup took nearly all its time still gets this long to be answered. */
 const MIN_SEND_MS = 1_000;
 
-async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInfo, timeoutMs: number): Promise<CallContextClaims> {
+async function claimsFor(
+  deps: Pick<ToolCallDeps, "accounts">,
+  caller: CallerInfo,
+  timeoutMs: number,
+): Promise<CallContextClaims> {
   const { identity } = caller;
   const base: CallContextClaims = {
     sub: identity.userId,
@@ -145,11 +186,28 @@ async function claimsFor(deps: Pick<ToolCallDeps, "accounts">, caller: CallerInf
     grant: identity.grantId,
     rid: caller.requestId,
   };
-  const session = await deps.accounts.resolve(base, { requestId: caller.requestId, traceparent: caller.traceparent, timeoutMs });
-  return { ...base, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions };
+  const session = await deps.accounts.resolve(base, {
+    requestId: caller.requestId,
+    traceparent: caller.traceparent,
+    timeoutMs,
+  });
+  return {
+    ...base,
+    account: session.account,
+    accountKind: session.accountKind,
+    org: session.org,
+    role: session.role,
+    permissions: session.permissions,
+  };
 }
 
-async function send(bus: Bus, contract: ToolContract, envelope: Record<string, unknown>, caller: CallerInfo, timeoutMs: number): Promise<CallReply> {
+async function send(
+  bus: Bus,
+  contract: ToolContract,
+  envelope: Record<string, unknown>,
+  caller: CallerInfo,
+  timeoutMs: number,
+): Promise<CallReply> {
   let raw: unknown;
   try {
     const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
@@ -172,14 +230,19 @@ async function send(bus: Bus, contract: ToolContract, envelope: Record<string, u
     throw error;
   }
   const parsed = CallReplySchema.safeParse(raw);
-  if (!parsed.success) return { ok: false, error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` } };
+  if (!parsed.success)
+    return {
+      ok: false,
+      error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` },
+    };
   return parsed.data;
 }
 
 function toResult(contract: ToolContract, reply: CallReply, log: Logger): CallToolResult {
   if (!reply.ok) return errorResult(reply.error.code, reply.error.message);
   // A second question after an answer is rare (the answer did not settle it): pass it on as instructions.
-  if (isAskReply(reply)) return askResult(contract, reply.ask, { url: reply.ask.link ?? null, expiresAt: reply.ask.expiresAt ?? null }, log);
+  if (isAskReply(reply))
+    return askResult(contract, reply.ask, { url: reply.ask.link ?? null, expiresAt: reply.ask.expiresAt ?? null }, log);
   return { content: [{ type: "text", text: reply.result.text }], structuredContent: reply.result.data };
 }
 
@@ -188,9 +251,17 @@ export function errorResult(code: ErrorCode, message: string): CallToolResult {
 }
 
 /** The client cannot show a form: tell the AI what to do, with the browser link when there is one. */
-function askResult(contract: ToolContract, question: Question, where: { url: string | null; expiresAt: string | null }, log: Logger): CallToolResult {
+function askResult(
+  contract: ToolContract,
+  question: Question,
+  where: { url: string | null; expiresAt: string | null },
+  log: Logger,
+): CallToolResult {
   const fields = Object.entries(question.schema.properties)
-    .map(([key, field]) => `- ${key}: ${field.description ?? field.title ?? field.type}${field.enum ? ` (one of: ${field.enum.join(", ")})` : ""}`)
+    .map(
+      ([key, field]) =>
+        `- ${key}: ${field.description ?? field.title ?? field.type}${field.enum ? ` (one of: ${field.enum.join(", ")})` : ""}`,
+    )
     .join("\n");
   const until = where.expiresAt ? ` (valid until ${where.expiresAt})` : "";
   const text = where.url
@@ -219,13 +290,19 @@ function askResult(contract: ToolContract, question: Question, where: { url: str
  * Counts a tool call against its connection's and its user's minute; the refusal text (limit_exceeded) says which and
  * when to retry, or null when the call may go on.
  */
-export async function toolCallRefusal(limits: ToolCallLimits | undefined, identity: AccessIdentity, log: Logger): Promise<string | null> {
+export async function toolCallRefusal(
+  limits: ToolCallLimits | undefined,
+  identity: AccessIdentity,
+  log: Logger,
+): Promise<string | null> {
   if (!limits) return null;
   const count = async (): Promise<string | null> => {
     const grant = await limits.counter.take(`tools:grant:${identity.grantId}`, limits.perGrant, 60_000);
-    if (!grant.allowed) return `Too many tool calls on this connection: at most ${limits.perGrant} a minute. Nothing was done; try again in ${grant.retryAfterSeconds} s.`;
+    if (!grant.allowed)
+      return `Too many tool calls on this connection: at most ${limits.perGrant} a minute. Nothing was done; try again in ${grant.retryAfterSeconds} s.`;
     const user = await limits.counter.take(`tools:user:${identity.userId}`, limits.perUser, 60_000);
-    if (!user.allowed) return `Too many tool calls for this user across all connections: at most ${limits.perUser} a minute. Nothing was done; try again in ${user.retryAfterSeconds} s.`;
+    if (!user.allowed)
+      return `Too many tool calls for this user across all connections: at most ${limits.perUser} a minute. Nothing was done; try again in ${user.retryAfterSeconds} s.`;
     return null;
   };
   let timer: ReturnType<typeof setTimeout> | undefined;

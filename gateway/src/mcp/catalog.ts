@@ -1,4 +1,11 @@
-import { ALWAYS_OFFERED, groupOf, TOOL_CONTRACTS, type ClientKind, type ToolContract, type ToolGroup } from "@hatch/shared";
+import {
+  ALWAYS_OFFERED,
+  groupOf,
+  TOOL_CONTRACTS,
+  type ClientKind,
+  type ToolContract,
+  type ToolGroup,
+} from "@hatch/shared";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
@@ -39,9 +46,10 @@ export function toolsFor(view: CatalogView): Tool[] {
   const key = `${view.kind}|${view.groups?.join(",") ?? "*"}|${view.readOnly}`;
   let tools = listings.get(key);
   if (!tools) {
-    tools = TOOL_CONTRACTS.filter((c) => !c.hiddenFor.includes(view.kind) && inGroups(c.name, view.groups) && (!view.readOnly || c.class === "read")).map(
-      toMcpTool,
-    );
+    tools = TOOL_CONTRACTS.filter(
+      (c) =>
+        !c.hiddenFor.includes(view.kind) && inGroups(c.name, view.groups) && (!view.readOnly || c.class === "read"),
+    ).map(toMcpTool);
     listings.set(key, tools);
   }
   return tools;
@@ -61,7 +69,10 @@ function toMcpTool(contract: ToolContract): Tool {
 const SAFE = Number.MAX_SAFE_INTEGER;
 
 function jsonSchema(schema: z.ZodType): Record<string, unknown> {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<
+    string,
+    unknown
+  >;
   return compact(rest) as Record<string, unknown>;
 }
 

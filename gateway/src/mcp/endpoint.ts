@@ -1,4 +1,12 @@
-import { acceptRequestId, inSpan, parseFeatures, randomId, SpanKind, TOOL_GROUP_NAMES, type Logger } from "@hatch/shared";
+import {
+  acceptRequestId,
+  inSpan,
+  parseFeatures,
+  randomId,
+  SpanKind,
+  TOOL_GROUP_NAMES,
+  type Logger,
+} from "@hatch/shared";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -62,7 +70,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
 
   /** Closes the least recently used of these sessions. */
   async function closeOldest(of: Array<[string, SessionEntry]>): Promise<void> {
-    const oldest = of.reduce<[string, SessionEntry] | undefined>((a, b) => (!a || b[1].lastSeen < a[1].lastSeen ? b : a), undefined);
+    const oldest = of.reduce<[string, SessionEntry] | undefined>(
+      (a, b) => (!a || b[1].lastSeen < a[1].lastSeen ? b : a),
+      undefined,
+    );
     if (oldest) await closeSession(oldest[0], oldest[1]);
   }
 
@@ -104,16 +115,21 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   /** The MCP request's server span: the root of everything the request causes (tool call, bus, services, SQL). */
   function handle(request: Request): Promise<Response> {
     const attributes = { "http.request.method": request.method, "url.path": "/mcp" };
-    return inSpan(`${request.method} /mcp`, { kind: SpanKind.SERVER, parent: request.headers.get("traceparent"), attributes }, async (span, traceparent) => {
-      const response = await handleTraced(request, traceparent);
-      span.set("http.response.status_code", response.status);
-      if (response.status >= 500) span.fail(String(response.status));
-      return response;
-    });
+    return inSpan(
+      `${request.method} /mcp`,
+      { kind: SpanKind.SERVER, parent: request.headers.get("traceparent"), attributes },
+      async (span, traceparent) => {
+        const response = await handleTraced(request, traceparent);
+        span.set("http.response.status_code", response.status);
+        if (response.status >= 500) span.fail(String(response.status));
+        return response;
+      },
+    );
   }
 
   async function handleTraced(request: Request, traceparent: string): Promise<Response> {
-    if (closing) return rpcError(503, -32000, "The server is restarting. Connect again in a few seconds.", { "Retry-After": "5" });
+    if (closing)
+      return rpcError(503, -32000, "The server is restarting. Connect again in a few seconds.", { "Retry-After": "5" });
     const refused = checkHostAndOrigin(request, config.allowedHosts, allowedOrigin);
     if (refused) return refused;
 
@@ -123,7 +139,12 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     } catch (error) {
       // The token check reads revocations from the database: when it is down, say so in JSON, never a framework page.
       logger.warn("could not check a bearer token", { error });
-      return rpcError(503, -32000, "Hatch cannot check this connection's sign-in right now (its database is not answering). Try again in a few seconds.", { "Retry-After": "5" });
+      return rpcError(
+        503,
+        -32000,
+        "Hatch cannot check this connection's sign-in right now (its database is not answering). Try again in a few seconds.",
+        { "Retry-After": "5" },
+      );
     }
     if (!bearer.ok) {
       return Response.json(
@@ -141,20 +162,30 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     }
 
     const badArguments = toolCallWithBadArguments(parsedBody);
-    if (badArguments !== null) return rpcResult(badArguments, -32602, 'Invalid params: "arguments" of tools/call must be an object of the tool\'s parameters, e.g. {"address": "my-todo"}.');
+    if (badArguments !== null)
+      return rpcResult(
+        badArguments,
+        -32602,
+        'Invalid params: "arguments" of tools/call must be an object of the tool\'s parameters, e.g. {"address": "my-todo"}.',
+      );
 
     const sessionId = request.headers.get("mcp-session-id");
     let entry: SessionEntry | undefined;
     if (sessionId) {
       entry = sessions.get(sessionId);
       // Another user's session id is answered exactly like an unknown one.
-      if (!entry || entry.userId !== identity.userId) return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
+      if (!entry || entry.userId !== identity.userId)
+        return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
     } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
       const choice = connectionChoice(new URL(request.url));
       if (choice instanceof Response) return choice;
       entry = await openSession(identity.userId, declaresElicitation(parsedBody), choice);
     } else {
-      return rpcError(400, -32000, "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.");
+      return rpcError(
+        400,
+        -32000,
+        "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.",
+      );
     }
     entry.lastSeen = Date.now();
 
@@ -191,9 +222,17 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
 /** DNS-rebinding protection: the Host must be ours, and a browser Origin, when sent, must be ours too. */
 function checkHostAndOrigin(request: Request, allowedHosts: string[], allowedOrigin: string): Response | null {
   const host = request.headers.get("host") ?? new URL(request.url).host;
-  if (!allowedHosts.includes(host)) return Response.json({ error: "forbidden", error_description: `Host ${host} is not served here.` }, { status: 403 });
+  if (!allowedHosts.includes(host))
+    return Response.json(
+      { error: "forbidden", error_description: `Host ${host} is not served here.` },
+      { status: 403 },
+    );
   const origin = request.headers.get("origin");
-  if (origin && origin !== allowedOrigin) return Response.json({ error: "forbidden", error_description: "Cross-origin requests to /mcp are not allowed." }, { status: 403 });
+  if (origin && origin !== allowedOrigin)
+    return Response.json(
+      { error: "forbidden", error_description: "Cross-origin requests to /mcp are not allowed." },
+      { status: 403 },
+    );
   return null;
 }
 
@@ -210,7 +249,8 @@ async function readBody(request: Request, limit: number): Promise<unknown | Resp
   try {
     text = await readBodyText(request, limit);
   } catch (error) {
-    if (error instanceof BodyTooLargeError) return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
+    if (error instanceof BodyTooLargeError)
+      return rpcError(413, -32600, `Request body too large: the limit is ${limit} bytes.`);
     throw error;
   }
   try {
@@ -224,10 +264,19 @@ async function readBody(request: Request, limit: number): Promise<unknown | Resp
 function connectionChoice(url: URL): ConnectionChoice | Response {
   const features = parseFeatures(url.searchParams.getAll("features"));
   if ("unknown" in features) {
-    return rpcError(400, -32602, `Unknown tool group ${features.unknown.map((n) => `"${n}"`).join(", ")} in features. The groups are ${TOOL_GROUP_NAMES.join(", ")} (whoami and service_docs are always there), e.g. /mcp?features=apps,data.`);
+    return rpcError(
+      400,
+      -32602,
+      `Unknown tool group ${features.unknown.map((n) => `"${n}"`).join(", ")} in features. The groups are ${TOOL_GROUP_NAMES.join(", ")} (whoami and service_docs are always there), e.g. /mcp?features=apps,data.`,
+    );
   }
   const readOnly = url.searchParams.get("read_only");
-  if (readOnly !== null && readOnly !== "true" && readOnly !== "false") return rpcError(400, -32602, `read_only in the connection URL must be true or false, not "${readOnly.slice(0, 20)}".`);
+  if (readOnly !== null && readOnly !== "true" && readOnly !== "false")
+    return rpcError(
+      400,
+      -32602,
+      `read_only in the connection URL must be true or false, not "${readOnly.slice(0, 20)}".`,
+    );
   return { groups: features.groups, readOnly: readOnly === "true" };
 }
 
@@ -238,7 +287,8 @@ function connectionChoice(url: URL): ConnectionChoice | Response {
 function toolCallWithBadArguments(body: unknown): string | number | null {
   if (!body || typeof body !== "object" || Array.isArray(body)) return null;
   const message = body as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
-  if (message.method !== "tools/call" || (typeof message.id !== "string" && typeof message.id !== "number")) return null;
+  if (message.method !== "tools/call" || (typeof message.id !== "string" && typeof message.id !== "number"))
+    return null;
   const args = message.params?.arguments;
   return args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args)) ? null : message.id;
 }

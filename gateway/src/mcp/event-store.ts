@@ -31,7 +31,10 @@ export class SessionEventStore implements EventStore {
     return streamId && this.streams.has(streamId) ? streamId : undefined;
   }
 
-  async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
     const streamId = streamOf(lastEventId);
     const stream = streamId ? this.streams.get(streamId) : undefined;
     if (!streamId || !stream) return "";

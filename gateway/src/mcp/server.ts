@@ -1,6 +1,23 @@
-import { describeIssues, ERROR_CODES, groupOf, inSpan, metrics, traceIdOf, type Logger, type ToolGroup } from "@hatch/shared";
+import {
+  describeIssues,
+  ERROR_CODES,
+  groupOf,
+  inSpan,
+  metrics,
+  traceIdOf,
+  type Logger,
+  type ToolGroup,
+} from "@hatch/shared";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, type ElicitRequestFormParams, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ElicitResultSchema,
+  ErrorCode,
+  type ElicitRequestFormParams,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
 import { forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
 import { contractFor, inGroups, toolsFor } from "./catalog.ts";
@@ -29,8 +46,16 @@ export interface ConnectionChoice {
 const ALL: ConnectionChoice = { groups: null, readOnly: false };
 
 /** One MCP server per session: its tool list depends on the client that initialized it and the connection URL. */
-export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink">, version: string, log: Logger, choice: ConnectionChoice = ALL): Server {
-  const server = new Server({ name: "hatch", title: "Hatch", version }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+export function createMcpServer(
+  deps: Omit<ToolCallDeps, "askUser" | "offerLink">,
+  version: string,
+  log: Logger,
+  choice: ConnectionChoice = ALL,
+): Server {
+  const server = new Server(
+    { name: "hatch", title: "Hatch", version },
+    { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+  );
   const client = () => {
     const name = clientNameOf(server.getClientVersion()?.name);
     return { kind: clientKindOf(name), name, elicitation: elicitationOf(server.getClientCapabilities()) };
@@ -39,7 +64,11 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
   const readOnly = (scope: RequestScope | undefined) => choice.readOnly || scope?.identity.scope === "read";
 
   server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
-    tools: toolsFor({ kind: client().kind, groups: choice.groups, readOnly: readOnly(extra.authInfo?.extra as RequestScope | undefined) }),
+    tools: toolsFor({
+      kind: client().kind,
+      groups: choice.groups,
+      readOnly: readOnly(extra.authInfo?.extra as RequestScope | undefined),
+    }),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
@@ -48,7 +77,10 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
     const name = request.params.name;
     if (!contractFor(name, client().kind)) {
       metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`,
+      );
     }
     const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
     return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
@@ -91,14 +123,21 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
       );
     }
     const input = contract.input.safeParse(params.arguments ?? {});
-    if (!input.success) return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
+    if (!input.success)
+      return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
     if (contract.class !== "read" && readOnly(scope)) {
-      const why = caller.identity.scope === "read" ? "was approved for read-only access" : "was opened with read_only=true in its URL";
+      const why =
+        caller.identity.scope === "read"
+          ? "was approved for read-only access"
+          : "was opened with read_only=true in its URL";
       const fix =
         caller.identity.scope === "read"
           ? "To allow changes, the user can reconnect this client and approve full access."
           : "To allow changes, the user connects with a URL without read_only=true.";
-      return errorResult("forbidden", `This connection ${why}, so "${name}" (which changes things) was refused. Nothing was changed. ${fix}`);
+      return errorResult(
+        "forbidden",
+        `This connection ${why}, so "${name}" (which changes things) was refused. Nothing was changed. ${fix}`,
+      );
     }
     const overLimit = contract.limitProblem?.(input.data);
     if (overLimit) return errorResult("limit_exceeded", overLimit);
@@ -110,14 +149,23 @@ export function createMcpServer(deps: Omit<ToolCallDeps, "askUser" | "offerLink"
         askUser: async (question) => {
           // Sent as a plain request rather than elicitInput, which throws on an answer that does not fit the form: the
           // gateway checks the answer itself (answers.ts) and tells the AI which field was wrong.
-          const form: ElicitRequestFormParams = { mode: "form", message: question.message, requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"] };
-          const result = await server.request({ method: "elicitation/create", params: form }, ElicitResultSchema, { relatedRequestId: mcpRequestId });
+          const form: ElicitRequestFormParams = {
+            mode: "form",
+            message: question.message,
+            requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"],
+          };
+          const result = await server.request({ method: "elicitation/create", params: form }, ElicitResultSchema, {
+            relatedRequestId: mcpRequestId,
+          });
           return result.action === "accept" ? (result.content ?? {}) : null;
         },
         offerLink: async (link) => {
           // One offer per tool call: the call's request id names it, so the two can be matched in logs.
           const elicitationId = `${scope.requestId}-link`;
-          const result = await server.elicitInput({ mode: "url", message: link.message, url: link.url, elicitationId }, { relatedRequestId: mcpRequestId });
+          const result = await server.elicitInput(
+            { mode: "url", message: link.message, url: link.url, elicitationId },
+            { relatedRequestId: mcpRequestId },
+          );
           return result.action;
         },
       },

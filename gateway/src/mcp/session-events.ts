@@ -30,5 +30,7 @@ export function dropSessionsOnOrgEvents(bus: Bus, accounts: AccountSessions, log
       void announceViewerChanged(bus, logger, { sub: user });
     }
   };
-  return ["events.orgs.member.*", "events.orgs.org.*"].map((subject) => bus.subscribe(subject, (msg) => handle(msg.data)));
+  return ["events.orgs.member.*", "events.orgs.org.*"].map((subject) =>
+    bus.subscribe(subject, (msg) => handle(msg.data)),
+  );
 }

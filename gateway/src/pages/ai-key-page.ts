@@ -1,4 +1,15 @@
-import { AI_KEY_SCOPES, AI_PROVIDER_NAME, AiKeyPageSchema, callRpc, isToolError, rpcMethods, type AiKeyPage, type AiKeyScope, type Bus, type Logger } from "@hatch/shared";
+import {
+  AI_KEY_SCOPES,
+  AI_PROVIDER_NAME,
+  AiKeyPageSchema,
+  callRpc,
+  isToolError,
+  rpcMethods,
+  type AiKeyPage,
+  type AiKeyScope,
+  type Bus,
+  type Logger,
+} from "@hatch/shared";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type PublicUser } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";
@@ -40,9 +51,12 @@ function targetOf(url: URL): Target | null {
 }
 
 const WHO_PAYS: Record<AiKeyScope, (page: AiKeyPage) => string> = {
-  mine: () => "Apps that use your own key (tool_ai mine) call the AI provider with it, and your provider account pays for those calls.",
-  company: () => "Apps of the organization that use its key (tool_ai company) call the AI provider with it, and the organization's provider account pays.",
-  tool: (page) => `Only the app ${page.address} uses this key (tool_ai tool); the provider account it belongs to pays for the app's AI calls.`,
+  mine: () =>
+    "Apps that use your own key (tool_ai mine) call the AI provider with it, and your provider account pays for those calls.",
+  company: () =>
+    "Apps of the organization that use its key (tool_ai company) call the AI provider with it, and the organization's provider account pays.",
+  tool: (page) =>
+    `Only the app ${page.address} uses this key (tool_ai tool); the provider account it belongs to pays for the app's AI calls.`,
 };
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
@@ -54,11 +68,18 @@ function problem(state: BrowserState, message: string, status: number): Response
   return page(state, "AI key", html`<h1>AI key</h1><p class="error" role="alert">${message}</p>`, status);
 }
 
-function keyPage(state: BrowserState, target: Target, data: AiKeyPage, notice: { saved: true } | { error: string } | null, status = 200): Response {
+function keyPage(
+  state: BrowserState,
+  target: Target,
+  data: AiKeyPage,
+  notice: { saved: true } | { error: string } | null,
+  status = 200,
+): Response {
   const preselect = target.provider ?? data.keys[0]?.provider ?? data.providers[0]?.name;
   const keys = data.keys.length
     ? html`<table><thead><tr><th>Provider</th><th>Added</th><th>By</th></tr></thead><tbody>${data.keys.map(
-        (k) => html`<tr><td>${k.provider}</td><td>${k.addedAt.slice(0, 16).replace("T", " ")} UTC</td><td>${k.addedBy}</td></tr>`,
+        (k) =>
+          html`<tr><td>${k.provider}</td><td>${k.addedAt.slice(0, 16).replace("T", " ")} UTC</td><td>${k.addedBy}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="muted">No keys yet.</p>`;
   const shown =
@@ -87,13 +108,21 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
 
   async function load(user: PublicUser, target: Target): Promise<AiKeyPage> {
     const { ctx, requestId } = await dashboardContext(deps, user, "read");
-    return callRpc(deps.bus, "apps", rpcMethods.apps.aiKeyPage, { scope: target.scope, address: target.address }, AiKeyPageSchema, { ctx, requestId });
+    return callRpc(
+      deps.bus,
+      "apps",
+      rpcMethods.apps.aiKeyPage,
+      { scope: target.scope, address: target.address },
+      AiKeyPageSchema,
+      { ctx, requestId },
+    );
   }
 
   async function show(request: Request): Promise<Response> {
     const state = await deps.auth.pages.state(request);
     const url = new URL(request.url);
-    if (!state.user) return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
+    if (!state.user)
+      return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
     try {
@@ -108,19 +137,25 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const url = new URL(request.url);
-    if (!state.user) return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
+    if (!state.user)
+      return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
     const provider = params.get("provider") ?? "";
     const key = (params.get("key") ?? "").trim();
     try {
       if (!AI_PROVIDER_NAME.test(provider) || key.length < 8 || key.length > 512 || /\s/.test(key)) {
-        const error = !AI_PROVIDER_NAME.test(provider) ? "Pick a provider." : "Paste the whole key: 8 to 512 characters, without spaces.";
+        const error = !AI_PROVIDER_NAME.test(provider)
+          ? "Pick a provider."
+          : "Paste the whole key: 8 to 512 characters, without spaces.";
         return keyPage(state, { ...target, provider }, await load(state.user, target), { error }, 400);
       }
       const { ctx, requestId } = await dashboardContext(deps, state.user, "write");
       const input = { scope: target.scope, address: target.address, provider, key };
-      const saved = await callRpc(deps.bus, "apps", rpcMethods.apps.aiKeySet, input, AiKeyPageSchema, { ctx, requestId });
+      const saved = await callRpc(deps.bus, "apps", rpcMethods.apps.aiKeySet, input, AiKeyPageSchema, {
+        ctx,
+        requestId,
+      });
       return keyPage(state, { ...target, provider }, saved, { saved: true });
     } catch (error) {
       return failure(state, error);
@@ -129,7 +164,8 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status = error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      const status =
+        error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
       return problem(state, error.message, status);
     }
     log.error("AI key page failed", { error });

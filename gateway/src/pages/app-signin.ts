@@ -51,7 +51,10 @@ function readTarget(get: (name: string) => string | null | undefined): Target | 
   if (!address.success) return null;
   const path = get("path") ?? "/";
   // Resolved as the browser will on the app's origin (`/.//evil.com` is `//evil.com` there); the origin is a stand-in.
-  const plain = path.startsWith("/") && path.length <= 2048 && !/[\0-\x1f\x7f]/.test(path) ? localPath(path, "https://app.invalid") : null;
+  const plain =
+    path.startsWith("/") && path.length <= 2048 && !/[\0-\x1f\x7f]/.test(path)
+      ? localPath(path, "https://app.invalid")
+      : null;
   return { address: address.data, path: plain ?? "/" };
 }
 
@@ -64,30 +67,70 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
 
   function problem(state: BrowserState | null, status: number, title: string, message: string): Response {
     const user = state?.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-    return htmlResponse(renderPage({ title, user, body: html`<h1>${title}</h1><p class="error" role="alert">${message}</p>` }), { status });
+    return htmlResponse(
+      renderPage({ title, user, body: html`<h1>${title}</h1><p class="error" role="alert">${message}</p>` }),
+      { status },
+    );
   }
 
   async function show(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const target = readTarget((name) => url.searchParams.get(name));
     const state = await deps.auth.pages.state(request);
-    if (!target) return problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
-    if (!state.user || !state.sessionHash) return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
-    if (url.searchParams.get("switch") === "1") return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
+    if (!target)
+      return problem(
+        state,
+        400,
+        "This link is broken",
+        "The link to the app is incomplete. Open the app's address again.",
+      );
+    if (!state.user || !state.sessionHash)
+      return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+    if (url.searchParams.get("switch") === "1")
+      return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
     const claims = websiteClaims(state.user, { scope: "read", client: "browser", grant: "browser", rid: requestId });
     try {
       const session = await deps.accounts.resolve(claims, { requestId, traceparent: "" });
-      const ctx = signContext({ ...claims, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions }, deps.contextKey);
-      const { origin } = await callRpc(deps.bus, "apps", rpcMethods.apps.viewerOrigin, { address: target.address }, ViewerOriginSchema, { ctx, requestId });
+      const ctx = signContext(
+        {
+          ...claims,
+          account: session.account,
+          accountKind: session.accountKind,
+          org: session.org,
+          role: session.role,
+          permissions: session.permissions,
+        },
+        deps.contextKey,
+      );
+      const { origin } = await callRpc(
+        deps.bus,
+        "apps",
+        rpcMethods.apps.viewerOrigin,
+        { address: target.address },
+        ViewerOriginSchema,
+        { ctx, requestId },
+      );
       // The ticket names this browser session, not the account: the app host asks who it is on every request.
-      const ticket = signViewerTicket(viewerKey, { sub: state.user.id, session: state.sessionHash, address: target.address });
+      const ticket = signViewerTicket(viewerKey, {
+        sub: state.user.id,
+        session: state.sessionHash,
+        address: target.address,
+      });
       log.info("viewer ticket issued", { rid: requestId, user: state.user.id, address: target.address });
-      return redirect(`${origin}/_hatch/auth?${new URLSearchParams({ ticket, path: target.path })}`, cookieHeaders(state.setCookies));
+      return redirect(
+        `${origin}/_hatch/auth?${new URLSearchParams({ ticket, path: target.path })}`,
+        cookieHeaders(state.setCookies),
+      );
     } catch (error) {
       if (!isToolError(error)) throw error;
       log.warn("viewer sign-in failed", { rid: requestId, code: error.code });
-      return problem(state, 503, "Apps are not available right now", "Hatch could not reach its apps service. Wait a minute and open the app again.");
+      return problem(
+        state,
+        503,
+        "Apps are not available right now",
+        "Hatch could not reach its apps service. Wait a minute and open the app again.",
+      );
     }
   }
 
@@ -96,7 +139,13 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const target = readTarget((name) => params.get(name));
-    if (!target) return problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
+    if (!target)
+      return problem(
+        state,
+        400,
+        "This link is broken",
+        "The link to the app is incomplete. Open the app's address again.",
+      );
     const cleared = await deps.auth.pages.signOut(state);
     return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, [["Set-Cookie", cleared]]);
   }
@@ -126,6 +175,12 @@ async function guarded(log: Logger, run: () => Promise<Response>): Promise<Respo
     return await run();
   } catch (error) {
     log.error("app sign-in page failed", { error });
-    return htmlResponse(renderPage({ title: "Something went wrong", body: html`<h1>Something went wrong</h1><p>Something went wrong on our side. Try again.</p>` }), { status: 500 });
+    return htmlResponse(
+      renderPage({
+        title: "Something went wrong",
+        body: html`<h1>Something went wrong</h1><p>Something went wrong on our side. Try again.</p>`,
+      }),
+      { status: 500 },
+    );
   }
 }

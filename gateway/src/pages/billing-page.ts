@@ -43,19 +43,28 @@ function page(state: BrowserState, title: string, body: SafeHtml, status = 200):
 }
 
 const notice = (text: string | undefined, error = false) =>
-  text ? (error ? html`<p class="error" role="alert">${text}</p>` : html`<p class="card" role="status">${text}</p>`) : "";
+  text
+    ? error
+      ? html`<p class="error" role="alert">${text}</p>`
+      : html`<p class="card" role="status">${text}</p>`
+    : "";
 
 const price = (plan: keyof typeof PLAN_TABLE) => {
   const info = PLAN_TABLE[plan];
-  return info.monthlyCents === null ? "by agreement" : `$${(info.monthlyCents / 100).toFixed(0)}/month${info.perSeat ? " per seat" : ""}`;
+  return info.monthlyCents === null
+    ? "by agreement"
+    : `$${(info.monthlyCents / 100).toFixed(0)}/month${info.perSeat ? " per seat" : ""}`;
 };
 const gb = (bytes: number | null) => (bytes === null ? "no limit" : `${+(bytes / 1024 ** 3).toFixed(1)} GB`);
 const n = (value: number | null) => (value === null ? "no limit" : String(value));
-const choosable = (s: BillingSettings) => (s.accountKind === "company" ? (["pro", "team"] as const) : (["pro"] as const));
+const choosable = (s: BillingSettings) =>
+  s.accountKind === "company" ? (["pro", "team"] as const) : (["pro"] as const);
 
 function settingsPage(state: Signed, s: BillingSettings, message?: string): Response {
   const rows = Object.values(PLAN_TABLE).map(
-    (p) => html`<tr${p.plan === s.plan ? html` aria-current="true"` : ""}><td><strong>${p.title}</strong>${p.plan === s.plan ? " (yours)" : ""}<br><span class="muted">${p.forWhom}</span></td>
+    (
+      p,
+    ) => html`<tr${p.plan === s.plan ? html` aria-current="true"` : ""}><td><strong>${p.title}</strong>${p.plan === s.plan ? " (yours)" : ""}<br><span class="muted">${p.forWhom}</span></td>
 <td>${price(p.plan)}</td><td>${n(p.limits.apps)}</td><td>${n(p.limits.customDomains)}</td><td>${gb(p.limits.storageBytes)}</td><td>${n(p.limits.seats)}</td></tr>`,
   );
   const u = s.usage;
@@ -72,7 +81,13 @@ ${s.cardOnFile || s.plan !== "free" ? html`<button class="secondary" type="submi
   return page(state, "Billing", body);
 }
 
-function checkoutPage(state: Signed, s: BillingSettings, wanted: string | null, error?: string, status = 200): Response {
+function checkoutPage(
+  state: Signed,
+  s: BillingSettings,
+  wanted: string | null,
+  error?: string,
+  status = 200,
+): Response {
   const plans = ["free", ...choosable(s)] as const;
   const selected = plans.includes(wanted as never) ? wanted : s.plan === "free" ? "free" : s.plan;
   const body = html`<h1>Checkout (local test provider)</h1>${notice(error, true)}
@@ -80,7 +95,8 @@ function checkoutPage(state: Signed, s: BillingSettings, wanted: string | null, 
 <form class="stack" method="post" action="${SETTINGS}/checkout">${csrfField(state.csrfToken)}
 <label>Card number<input type="text" name="card" inputmode="numeric" autocomplete="off" required maxlength="23"></label>
 <fieldset><legend>Plan</legend>${plans.map(
-    (plan) => html`<label class="choice"><input type="radio" name="plan" value="${plan}"${plan === selected ? " checked" : ""}> ${PLAN_TABLE[plan].title} (${price(plan)})</label>`,
+    (plan) =>
+      html`<label class="choice"><input type="radio" name="plan" value="${plan}"${plan === selected ? " checked" : ""}> ${PLAN_TABLE[plan].title} (${price(plan)})</label>`,
   )}</fieldset>
 <div class="actions"><button type="submit">Save</button><a href="${SETTINGS}">Cancel</a></div></form>`;
   return page(state, "Checkout", body, status);
@@ -98,7 +114,8 @@ ${s.cardOnFile ? html`<button class="secondary" type="submit" name="action" valu
 }
 
 export function billingPages(deps: BillingPagesDeps) {
-  const signIn = (state: BrowserState, next: string) => redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
+  const signIn = (state: BrowserState, next: string) =>
+    redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
 
   async function settings(user: Signed["user"]): Promise<BillingSettings> {
     const { ctx, requestId } = await dashboardContext(deps, user, "read");
@@ -111,7 +128,10 @@ export function billingPages(deps: BillingPagesDeps) {
   }
 
   /** GET: signed in, then the page; every failure is a page that says what to do. */
-  async function show(request: Request, render: (state: Signed, s: BillingSettings, url: URL) => Response): Promise<Response> {
+  async function show(
+    request: Request,
+    render: (state: Signed, s: BillingSettings, url: URL) => Response,
+  ): Promise<Response> {
     const url = new URL(request.url);
     const state = await deps.auth.pages.state(request);
     if (!state.user) return signIn(state, url.pathname + url.search);
@@ -123,7 +143,11 @@ export function billingPages(deps: BillingPagesDeps) {
   }
 
   /** POST: size cap, CSRF (pages.form), signed in. */
-  async function post(request: Request, next: string, handle: (state: Signed, form: Form) => Promise<Response>): Promise<Response> {
+  async function post(
+    request: Request,
+    next: string,
+    handle: (state: Signed, form: Form) => Promise<Response>,
+  ): Promise<Response> {
     const form = await readDashboardForm(deps.auth, request, FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, next);
@@ -136,28 +160,47 @@ export function billingPages(deps: BillingPagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status = error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : error.code === "not_found" ? 404 : 400;
+      const status =
+        error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : error.code === "not_found" ? 404 : 400;
       return page(state, "Billing", html`<h1>Billing</h1><p class="error" role="alert">${error.message}</p>`, status);
     }
     // Never the form: it may hold a card number.
     deps.logger.error("billing page failed", { error: error instanceof Error ? error.name : "unknown" });
-    return page(state, "Billing", html`<h1>Something went wrong</h1><p class="error" role="alert">Something went wrong on our side. Try again in a minute.</p>`, 500);
+    return page(
+      state,
+      "Billing",
+      html`<h1>Something went wrong</h1><p class="error" role="alert">Something went wrong on our side. Try again in a minute.</p>`,
+      500,
+    );
   }
 
   const goTo = (state: Signed, { params }: Form) => {
     const plan = params.get("plan");
     const to = plan ? "checkout" : params.get("to");
-    if (to !== "checkout" && to !== "portal") return Promise.resolve(page(state, "Billing", html`<p class="error" role="alert">Choose a button on the billing page.</p>`, 400));
-    return dashboardContext(deps, state.user, "write").then(({ ctx, requestId }) =>
-      callRpc(deps.bus, "billing", rpcMethods.billing.settingsLink, { to, ...(plan ? { plan } : {}) }, BillingLinkSchema, { ctx, requestId }),
-    ).then(({ url }) => redirect(url, cookieHeaders(state.setCookies)));
+    if (to !== "checkout" && to !== "portal")
+      return Promise.resolve(
+        page(state, "Billing", html`<p class="error" role="alert">Choose a button on the billing page.</p>`, 400),
+      );
+    return dashboardContext(deps, state.user, "write")
+      .then(({ ctx, requestId }) =>
+        callRpc(
+          deps.bus,
+          "billing",
+          rpcMethods.billing.settingsLink,
+          { to, ...(plan ? { plan } : {}) },
+          BillingLinkSchema,
+          { ctx, requestId },
+        ),
+      )
+      .then(({ url }) => redirect(url, cookieHeaders(state.setCookies)));
   };
 
   async function checkout(state: Signed, { params }: Form): Promise<Response> {
     // The number is reduced to a verdict at once; only the verdict goes on.
     const card = (params.get("card") ?? "").replace(/[\s-]/g, "") === TEST_CARD ? "ok" : "declined";
     const plan = params.get("plan") ?? "free";
-    if (plan !== "free" && plan !== "pro" && plan !== "team") return checkoutPage(state, await settings(state.user), null, "Choose a plan.", 400);
+    if (plan !== "free" && plan !== "pro" && plan !== "team")
+      return checkoutPage(state, await settings(state.user), null, "Choose a plan.", 400);
     const result = await act(state.user, { action: "checkout", card, plan });
     if (!result.ok) return checkoutPage(state, await settings(state.user), plan, result.message, 402);
     return redirect(`${SETTINGS}?done=1`, cookieHeaders(state.setCookies));
@@ -166,16 +209,24 @@ export function billingPages(deps: BillingPagesDeps) {
   async function portal(state: Signed, { params }: Form): Promise<Response> {
     const plan = params.get("plan");
     const input: LocalActInput | null =
-      params.get("action") === "remove_card" ? { action: "remove_card" } : plan === "free" || plan === "pro" || plan === "team" ? { action: "plan", plan } : null;
+      params.get("action") === "remove_card"
+        ? { action: "remove_card" }
+        : plan === "free" || plan === "pro" || plan === "team"
+          ? { action: "plan", plan }
+          : null;
     if (!input) return portalPage(state, await settings(state.user), "Choose a button.", true, 400);
     const result = await act(state.user, input);
     return portalPage(state, await settings(state.user), result.message, !result.ok, result.ok ? 200 : 400);
   }
 
   return new Elysia({ name: "hatch-billing-pages" })
-    .get(SETTINGS, ({ request }) => show(request, (state, s, url) => settingsPage(state, s, url.searchParams.has("done") ? "Saved." : undefined)))
+    .get(SETTINGS, ({ request }) =>
+      show(request, (state, s, url) => settingsPage(state, s, url.searchParams.has("done") ? "Saved." : undefined)),
+    )
     .post(SETTINGS, ({ request }) => post(request, SETTINGS, goTo), { parse: "none" })
-    .get(`${SETTINGS}/checkout`, ({ request }) => show(request, (state, s, url) => checkoutPage(state, s, url.searchParams.get("plan"))))
+    .get(`${SETTINGS}/checkout`, ({ request }) =>
+      show(request, (state, s, url) => checkoutPage(state, s, url.searchParams.get("plan"))),
+    )
     .post(`${SETTINGS}/checkout`, ({ request }) => post(request, `${SETTINGS}/checkout`, checkout), { parse: "none" })
     .get(`${SETTINGS}/portal`, ({ request }) => show(request, (state, s) => portalPage(state, s)))
     .post(`${SETTINGS}/portal`, ({ request }) => post(request, `${SETTINGS}/portal`, portal), { parse: "none" });

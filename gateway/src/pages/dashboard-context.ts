@@ -14,11 +14,22 @@ export interface DashboardCallDeps {
  * The signed call context of a person on a dashboard page, with the account, organization, role and permissions they
  * act as (resolved as for a tool call), so a service checks the page's request exactly as it checks a tool's.
  */
-export async function dashboardContext(deps: DashboardCallDeps, user: PublicUser, scope: "read" | "write"): Promise<{ ctx: string; requestId: string }> {
+export async function dashboardContext(
+  deps: DashboardCallDeps,
+  user: PublicUser,
+  scope: "read" | "write",
+): Promise<{ ctx: string; requestId: string }> {
   const requestId = randomId(12);
   const base = websiteClaims(user, { scope, client: "Hatch website", grant: "browser", rid: requestId });
   const session = await deps.accounts.resolve(base, { requestId, traceparent: childTraceparent(null) });
-  const claims = { ...base, account: session.account, accountKind: session.accountKind, org: session.org, role: session.role, permissions: session.permissions };
+  const claims = {
+    ...base,
+    account: session.account,
+    accountKind: session.accountKind,
+    org: session.org,
+    role: session.role,
+    permissions: session.permissions,
+  };
   return { ctx: signContext(claims, deps.contextKey), requestId };
 }
 
@@ -28,7 +39,11 @@ type FormResult = Awaited<ReturnType<Auth["pages"]["form"]>>;
  * A dashboard form post, read at most `maxBytes` (413 beyond) and CSRF-checked by `pages.form`: the form, or the
  * answer that refuses it.
  */
-export async function readDashboardForm(auth: Pick<Auth, "pages">, request: Request, maxBytes: number): Promise<FormResult> {
+export async function readDashboardForm(
+  auth: Pick<Auth, "pages">,
+  request: Request,
+  maxBytes: number,
+): Promise<FormResult> {
   const tooLarge = () => ({ refused: htmlResponse("Request body too large", { status: 413 }) });
   if (Number(request.headers.get("content-length") ?? "0") > maxBytes) return tooLarge();
   try {

@@ -12,10 +12,14 @@ export function docsResponse(request: Request, forceMarkdown: boolean): Response
   const topicParam = url.searchParams.get("topic") ?? "all";
   const topic = DOCS_TOPICS.find((t) => t === topicParam);
   if (!topic) {
-    return new Response(`Unknown topic "${topicParam}". Use one of: ${DOCS_TOPICS.join(", ")}.\n`, { status: 400, headers: { "Content-Type": "text/plain; charset=utf-8" } });
+    return new Response(`Unknown topic "${topicParam}". Use one of: ${DOCS_TOPICS.join(", ")}.\n`, {
+      status: 400,
+      headers: { "Content-Type": "text/plain; charset=utf-8" },
+    });
   }
   const markdown = developerReference(topic);
-  const wantsMarkdown = forceMarkdown || url.searchParams.get("format") === "markdown" || prefersMarkdown(request.headers.get("accept"));
+  const wantsMarkdown =
+    forceMarkdown || url.searchParams.get("format") === "markdown" || prefersMarkdown(request.headers.get("accept"));
   if (wantsMarkdown) return new Response(markdown, { headers: MARKDOWN_HEADERS });
   const response = htmlResponse(renderDocsPage(markdown, topic));
   response.headers.set("Cache-Control", "public, max-age=300");

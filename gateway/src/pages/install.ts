@@ -14,7 +14,8 @@ const GROUP_LABELS: Record<ToolGroup, string> = {
 /** The MCP URL a person chose on the install page: tool groups (all when none or every one is ticked) and read-only. */
 export function connectionUrl(mcpUrl: string, query: URLSearchParams): string {
   const parsed = parseFeatures(query.getAll("features"));
-  const groups = "groups" in parsed && parsed.groups && parsed.groups.length < TOOL_GROUP_NAMES.length ? parsed.groups : null;
+  const groups =
+    "groups" in parsed && parsed.groups && parsed.groups.length < TOOL_GROUP_NAMES.length ? parsed.groups : null;
   const params = new URLSearchParams();
   if (groups && groups.length > 0) params.set("features", groups.join(","));
   if (query.get("read_only") === "true") params.set("read_only", "true");
@@ -71,7 +72,10 @@ const RULES = `# Publishing with Hatch
 `;
 
 const RULE_FORMATS: Record<string, { file: string; wrap: (rules: string) => string }> = {
-  cursor: { file: ".cursor/rules/hatch.mdc", wrap: (r) => `---\ndescription: Publishing this project with Hatch\nalwaysApply: true\n---\n\n${r}` },
+  cursor: {
+    file: ".cursor/rules/hatch.mdc",
+    wrap: (r) => `---\ndescription: Publishing this project with Hatch\nalwaysApply: true\n---\n\n${r}`,
+  },
   windsurf: { file: ".windsurf/rules/hatch.md", wrap: (r) => `---\ntrigger: always_on\n---\n\n${r}` },
   claude: { file: "CLAUDE.md", wrap: (r) => r },
   copilot: { file: ".github/copilot-instructions.md", wrap: (r) => r },
@@ -91,5 +95,11 @@ export function rulesResponse(forClient: string | null): Response {
       headers: { "Content-Type": "text/plain; charset=utf-8" },
     });
   }
-  return new Response(format.wrap(RULES), { headers: { ...headers, "Content-Disposition": `inline; filename="${format.file.split("/").pop()}"`, "X-Hatch-Rules-Path": format.file } });
+  return new Response(format.wrap(RULES), {
+    headers: {
+      ...headers,
+      "Content-Disposition": `inline; filename="${format.file.split("/").pop()}"`,
+      "X-Hatch-Rules-Path": format.file,
+    },
+  });
 }

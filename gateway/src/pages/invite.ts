@@ -25,21 +25,36 @@ export interface InvitePagesDeps {
 }
 
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
-const ROLE_WORDS: Record<string, string> = { admin: "an admin", manager: "a manager", member: "a member", owner: "the owner" };
+const ROLE_WORDS: Record<string, string> = {
+  admin: "an admin",
+  manager: "a manager",
+  member: "a member",
+  owner: "the owner",
+};
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: state.setCookies.map((c): [string, string] => ["Set-Cookie", c]) });
+  return htmlResponse(renderPage({ title, user, body }), {
+    status,
+    headers: state.setCookies.map((c): [string, string] => ["Set-Cookie", c]),
+  });
 }
 
 function problem(state: BrowserState, title: string, message: string, status: number): Response {
-  return page(state, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="/">Back to Hatch</a></p>`, status);
+  return page(
+    state,
+    title,
+    html`<h1>${title}</h1><p class="error" role="alert">${message}</p><p><a href="/">Back to Hatch</a></p>`,
+    status,
+  );
 }
 
 /** What the page says about an invitation that can no longer be accepted. */
 function closedMessage(preview: InvitationPreview): string {
-  if (preview.status === "expired") return `This invitation to ${preview.orgName} expired. Ask ${preview.invitedBy.email} to invite you again.`;
-  if (preview.status === "revoked") return `This invitation to ${preview.orgName} was withdrawn. Ask ${preview.invitedBy.email} if you should still join.`;
+  if (preview.status === "expired")
+    return `This invitation to ${preview.orgName} expired. Ask ${preview.invitedBy.email} to invite you again.`;
+  if (preview.status === "revoked")
+    return `This invitation to ${preview.orgName} was withdrawn. Ask ${preview.invitedBy.email} if you should still join.`;
   return `This invitation to ${preview.orgName} was already accepted.`;
 }
 
@@ -54,9 +69,10 @@ to join <strong>${preview.orgName}</strong> on Hatch as ${ROLE_WORDS[preview.rol
 <div class="actions"><a href="/signup?next=${next}">Create an account</a> <a href="/signin?next=${next}">Sign in</a></div>`;
     return page(state, `Join ${preview.orgName}`, body);
   }
-  const other = state.user.email.toLowerCase() !== preview.email.toLowerCase()
-    ? html`<p class="muted">The invitation went to ${preview.email}; you will join as ${state.user.email}.</p>`
-    : "";
+  const other =
+    state.user.email.toLowerCase() !== preview.email.toLowerCase()
+      ? html`<p class="muted">The invitation went to ${preview.email}; you will join as ${state.user.email}.</p>`
+      : "";
   const body = html`<h1>Join ${preview.orgName}</h1><div class="card">${intro}</div>${other}
 <p>Once you join, your AI clients act in ${preview.orgName}; apps you publish belong to it.</p>
 <form method="post" action="${path}">${csrfField(state.csrfToken)}
@@ -66,11 +82,18 @@ to join <strong>${preview.orgName}</strong> on Hatch as ${ROLE_WORDS[preview.rol
 
 /** `/invite/<token>`: the link in an invitation email. Works for someone without an account: sign up, come back, join. */
 export function invitePages(deps: InvitePagesDeps) {
-  const preview = (token: string) => callRpc(deps.bus, "orgs", rpcMethods.orgs.previewInvitation, { token }, InvitationPreviewSchema);
+  const preview = (token: string) =>
+    callRpc(deps.bus, "orgs", rpcMethods.orgs.previewInvitation, { token }, InvitationPreviewSchema);
 
   async function show(request: Request, token: string): Promise<Response> {
     const state = await deps.auth.pages.state(request);
-    if (!TOKEN.test(token)) return problem(state, "Invitation not found", "This invitation link is not valid. Ask for a new invitation.", 404);
+    if (!TOKEN.test(token))
+      return problem(
+        state,
+        "Invitation not found",
+        "This invitation link is not valid. Ask for a new invitation.",
+        404,
+      );
     try {
       const found = await preview(token);
       if (found.status !== "pending") return problem(state, "Invitation closed", closedMessage(found), 410);
@@ -84,18 +107,36 @@ export function invitePages(deps: InvitePagesDeps) {
     const form = await deps.auth.pages.form(request);
     if ("refused" in form) return form.refused;
     const { state } = form;
-    if (!state.user) return new Response(null, { status: 303, headers: { Location: `/signin?next=${encodeURIComponent(`/invite/${token}`)}` } });
-    if (!TOKEN.test(token)) return problem(state, "Invitation not found", "This invitation link is not valid. Ask for a new invitation.", 404);
+    if (!state.user)
+      return new Response(null, {
+        status: 303,
+        headers: { Location: `/signin?next=${encodeURIComponent(`/invite/${token}`)}` },
+      });
+    if (!TOKEN.test(token))
+      return problem(
+        state,
+        "Invitation not found",
+        "This invitation link is not valid. Ask for a new invitation.",
+        404,
+      );
     const user = state.user;
     const ctx = signContext(
       websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
       deps.contextKey,
     );
     try {
-      const joined = await callRpc(deps.bus, "orgs", rpcMethods.orgs.acceptInvitation, { token }, InvitationAcceptedSchema, { ctx });
+      const joined = await callRpc(
+        deps.bus,
+        "orgs",
+        rpcMethods.orgs.acceptInvitation,
+        { token },
+        InvitationAcceptedSchema,
+        { ctx },
+      );
       deps.accounts.drop(user.id);
       // The link went to that inbox: using it proves the address when it is the user's own.
-      if (!user.emailVerified && joined.email?.toLowerCase() === user.email.toLowerCase()) await deps.auth.markEmailVerified(user.id, user.email);
+      if (!user.emailVerified && joined.email?.toLowerCase() === user.email.toLowerCase())
+        await deps.auth.markEmailVerified(user.id, user.email);
       const body = html`<h1>You joined ${joined.orgName}</h1>
 <p>You are ${ROLE_WORDS[joined.role] ?? joined.role} of <strong>${joined.orgName}</strong>. From their next call on, your AI clients act in it.</p>
 <p><a href="/dashboard/tokens">Your connected clients</a></p>`;
@@ -107,7 +148,8 @@ export function invitePages(deps: InvitePagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error)) {
-      const status = error.code === "not_found" ? 404 : error.code === "conflict" ? 409 : error.code === "unavailable" ? 503 : 400;
+      const status =
+        error.code === "not_found" ? 404 : error.code === "conflict" ? 409 : error.code === "unavailable" ? 503 : 400;
       if (error.code !== "internal") return problem(state, "Could not join", error.message, status);
     }
     deps.logger.error("invitation page failed", { error });

@@ -1,4 +1,13 @@
-import { callRpc, isToolError, MailOutboxSchema, randomId, rpcMethods, signContext, type Bus, type Logger } from "@hatch/shared";
+import {
+  callRpc,
+  isToolError,
+  MailOutboxSchema,
+  randomId,
+  rpcMethods,
+  signContext,
+  type Bus,
+  type Logger,
+} from "@hatch/shared";
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -28,14 +37,21 @@ export interface OutboxPageDeps {
 export function outboxPage(deps: OutboxPageDeps) {
   const respond = (state: BrowserState, body: SafeHtml, status = 200) => {
     const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-    return htmlResponse(renderPage({ title: "Outbox", user, body }), { status, headers: state.setCookies.map((c): [string, string] => ["Set-Cookie", c]) });
+    return htmlResponse(renderPage({ title: "Outbox", user, body }), {
+      status,
+      headers: state.setCookies.map((c): [string, string] => ["Set-Cookie", c]),
+    });
   };
   return new Elysia({ name: "hatch-dev-outbox" }).get("/dev/outbox", async ({ request }) => {
-    if (!deps.enabled) return htmlResponse(renderPage({ title: "Not found", body: html`<h1>Not found</h1>` }), { status: 404 });
+    if (!deps.enabled)
+      return htmlResponse(renderPage({ title: "Not found", body: html`<h1>Not found</h1>` }), { status: 404 });
     const state = await deps.auth.pages.state(request);
     const user = state.user;
     if (!user) {
-      const headers = [["Location", `/signin?next=${encodeURIComponent("/dev/outbox")}`], ...state.setCookies.map((c) => ["Set-Cookie", c])] as [string, string][];
+      const headers = [
+        ["Location", `/signin?next=${encodeURIComponent("/dev/outbox")}`],
+        ...state.setCookies.map((c) => ["Set-Cookie", c]),
+      ] as [string, string][];
       return new Response(null, { status: 303, headers });
     }
     const ctx = signContext(
@@ -45,7 +61,9 @@ export function outboxPage(deps: OutboxPageDeps) {
     try {
       const outbox = await callRpc(deps.bus, "orgs", rpcMethods.orgs.mailOutbox, {}, MailOutboxSchema, { ctx });
       const mails = outbox.mails.map(
-        (m) => html`<article class="card"><p><strong>${m.subject}</strong><br><span class="muted">To ${m.to} · ${m.createdAt.slice(0, 16).replace("T", " ")} UTC</span></p>
+        (
+          m,
+        ) => html`<article class="card"><p><strong>${m.subject}</strong><br><span class="muted">To ${m.to} · ${m.createdAt.slice(0, 16).replace("T", " ")} UTC</span></p>
 <pre style="white-space:pre-wrap">${linkify(m.body, deps.baseUrl)}</pre></article>`,
       );
       const body = !outbox.enabled
@@ -56,7 +74,11 @@ ${mails.length ? mails : html`<p>No mail to ${user.email} yet.</p>`}`;
       return respond(state, body);
     } catch (error) {
       if (!isToolError(error) || error.code === "internal") deps.logger.error("outbox page failed", { error });
-      return respond(state, html`<h1>Outbox</h1><p class="error" role="alert">The orgs service is not answering. Try again in a minute.</p>`, 503);
+      return respond(
+        state,
+        html`<h1>Outbox</h1><p class="error" role="alert">The orgs service is not answering. Try again in a minute.</p>`,
+        503,
+      );
     }
   });
 }

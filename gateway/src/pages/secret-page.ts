@@ -1,4 +1,13 @@
-import { callRpc, isToolError, rpcMethods, SecretPageInputSchema, SecretPageSchema, type Bus, type Logger, type SecretPage } from "@hatch/shared";
+import {
+  callRpc,
+  isToolError,
+  rpcMethods,
+  SecretPageInputSchema,
+  SecretPageSchema,
+  type Bus,
+  type Logger,
+  type SecretPage,
+} from "@hatch/shared";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";
@@ -24,7 +33,8 @@ const MAX_VALUE = 8192;
 
 type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 
-const pathOf = (address: string, name: string) => `/dashboard/apps/${encodeURIComponent(address)}/secrets/${encodeURIComponent(name)}`;
+const pathOf = (address: string, name: string) =>
+  `/dashboard/apps/${encodeURIComponent(address)}/secrets/${encodeURIComponent(name)}`;
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
@@ -37,7 +47,12 @@ function problem(state: BrowserState, title: string, message: string, status: nu
 
 const when = (iso: string) => new Date(iso).toUTCString();
 
-function secretPage(state: Signed, secret: SecretPage, notice: { saved?: boolean; error?: string } = {}, status = 200): Response {
+function secretPage(
+  state: Signed,
+  secret: SecretPage,
+  notice: { saved?: boolean; error?: string } = {},
+  status = 200,
+): Response {
   const path = pathOf(secret.address, secret.name);
   const uses = secret.apis.length
     ? html`<p>Used by ${secret.apis.map((api, i) => html`${i ? ", " : ""}the API <strong>${api.name}</strong> (<code>${api.url}</code>)`)}.</p>`
@@ -46,7 +61,9 @@ published version declares an API with this secret.</p>`;
   const now = secret.isSet
     ? html`<p>A value is set (${when(secret.updatedAt ?? "")}, by ${secret.updatedBy}). Saving a new one replaces it.</p>`
     : html`<p>No value is set yet.</p>`;
-  const saved = notice.saved ? html`<p class="card" role="status"><strong>Saved.</strong> Tell your AI the secret is set.</p>` : "";
+  const saved = notice.saved
+    ? html`<p class="card" role="status"><strong>Saved.</strong> Tell your AI the secret is set.</p>`
+    : "";
   const error = notice.error ? html`<p class="error" role="alert">${notice.error}</p>` : "";
   const body = html`<h1>Secret ${secret.name}</h1>${saved}${error}
 <div class="card"><p>App: <strong>${secret.appName}</strong> (${secret.address})</p>${uses}${now}</div>
@@ -59,9 +76,17 @@ here or through your AI.</p>
 }
 
 export function secretPages(deps: SecretPagesDeps) {
-  const target = (params: { address: string; name: string }) => SecretPageInputSchema.safeParse({ address: params.address, name: params.name });
-  const signIn = (state: BrowserState, address: string, name: string) => redirect(`/signin?next=${encodeURIComponent(pathOf(address, name))}`, cookieHeaders(state.setCookies));
-  const notFound = (state: BrowserState) => problem(state, "Secret not found", "This secret page does not exist. Ask your AI for a new link (tool_secret).", 404);
+  const target = (params: { address: string; name: string }) =>
+    SecretPageInputSchema.safeParse({ address: params.address, name: params.name });
+  const signIn = (state: BrowserState, address: string, name: string) =>
+    redirect(`/signin?next=${encodeURIComponent(pathOf(address, name))}`, cookieHeaders(state.setCookies));
+  const notFound = (state: BrowserState) =>
+    problem(
+      state,
+      "Secret not found",
+      "This secret page does not exist. Ask your AI for a new link (tool_secret).",
+      404,
+    );
 
   async function show(request: Request, params: { address: string; name: string }): Promise<Response> {
     const state = await deps.auth.pages.state(request);
@@ -71,7 +96,10 @@ export function secretPages(deps: SecretPagesDeps) {
     const signed: Signed = { ...state, user: state.user };
     try {
       const { ctx, requestId } = await dashboardContext(deps, signed.user, "read");
-      const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, { ctx, requestId });
+      const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, {
+        ctx,
+        requestId,
+      });
       return secretPage(signed, secret);
     } catch (error) {
       return failure(state, error);
@@ -91,11 +119,26 @@ export function secretPages(deps: SecretPagesDeps) {
     try {
       if (!value || value.length > MAX_VALUE) {
         const { ctx, requestId } = await dashboardContext(deps, signed.user, "read");
-        const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, { ctx, requestId });
-        return secretPage(signed, secret, { error: value ? `The value is longer than ${MAX_VALUE} characters.` : "Type or paste the value first." }, 400);
+        const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, {
+          ctx,
+          requestId,
+        });
+        return secretPage(
+          signed,
+          secret,
+          { error: value ? `The value is longer than ${MAX_VALUE} characters.` : "Type or paste the value first." },
+          400,
+        );
       }
       const { ctx, requestId } = await dashboardContext(deps, signed.user, "write");
-      const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretSet, { ...input.data, value }, SecretPageSchema, { ctx, requestId });
+      const secret = await callRpc(
+        deps.bus,
+        "apps",
+        rpcMethods.apps.secretSet,
+        { ...input.data, value },
+        SecretPageSchema,
+        { ctx, requestId },
+      );
       return secretPage(signed, secret, { saved: true });
     } catch (error) {
       return failure(state, error);
@@ -105,7 +148,8 @@ export function secretPages(deps: SecretPagesDeps) {
   /** The service's refusal as a message; anything unexpected is logged and hidden (no error carries the value). */
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status = error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      const status =
+        error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
       return problem(state, "Could not open this secret", error.message, status);
     }
     deps.logger.error("secret page failed", { error });

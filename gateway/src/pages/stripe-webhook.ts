@@ -1,4 +1,12 @@
-import { callRpc, isToolError, ProviderWebhookResultSchema, randomId, rpcMethods, type Bus, type Logger } from "@hatch/shared";
+import {
+  callRpc,
+  isToolError,
+  ProviderWebhookResultSchema,
+  randomId,
+  rpcMethods,
+  type Bus,
+  type Logger,
+} from "@hatch/shared";
 import Stripe from "stripe";
 
 /** Stripe's events are a few kilobytes; anything far larger is not one. */
@@ -39,15 +47,27 @@ export function stripeWebhookHandler(options: StripeWebhookOptions): (request: R
     }
     const requestId = randomId(12);
     try {
-      const result = await callRpc(bus, "billing", rpcMethods.billing.webhook, { provider: "stripe", event }, ProviderWebhookResultSchema, {
-        timeoutMs: BILLING_TIMEOUT_MS,
-        requestId,
-      });
+      const result = await callRpc(
+        bus,
+        "billing",
+        rpcMethods.billing.webhook,
+        { provider: "stripe", event },
+        ProviderWebhookResultSchema,
+        {
+          timeoutMs: BILLING_TIMEOUT_MS,
+          requestId,
+        },
+      );
       logger.info("stripe webhook forwarded", { event: event.id, type: event.type, ...result });
       return json(200, { received: true, ...result });
     } catch (error) {
       // Billing down, slow or failing: Stripe retries on any non-2xx, so the event is not lost.
-      logger.warn("stripe webhook not processed; Stripe will retry", { event: event.id, type: event.type, code: isToolError(error) ? error.code : "internal", rid: requestId });
+      logger.warn("stripe webhook not processed; Stripe will retry", {
+        event: event.id,
+        type: event.type,
+        code: isToolError(error) ? error.code : "internal",
+        rid: requestId,
+      });
       return json(503, { error: "Billing could not process the event now; send it again later." });
     }
   };

@@ -6,14 +6,22 @@ import { appsTable } from "./db/schema.ts";
 export type AppRow = typeof appsTable.$inferSelect;
 
 export function notFound(address: string): ToolError {
-  return new ToolError("not_found", `You have no app at the address "${address}". Call list_tools to see your apps and their addresses.`);
+  return new ToolError(
+    "not_found",
+    `You have no app at the address "${address}". Call list_tools to see your apps and their addresses.`,
+  );
 }
 
 /**
  * The app at `address` if the caller owns it. Someone else's app answers exactly like a missing one, so a
  * tool never tells whether another user's address exists.
  */
-export async function requireOwnedApp(db: Pick<Database, "select">, ctx: CallContext, address: string, options: { forUpdate?: boolean } = {}): Promise<AppRow> {
+export async function requireOwnedApp(
+  db: Pick<Database, "select">,
+  ctx: CallContext,
+  address: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<AppRow> {
   const query = db.select().from(appsTable).where(eq(appsTable.address, address));
   const [app] = options.forUpdate ? await query.for("update") : await query;
   if (app && app.ownerId !== ctx.sub && sameOrganization(ctx, app)) throw ownedByColleague(app);
@@ -45,13 +53,19 @@ const ADDRESS = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 export async function resolveAppRef(db: Pick<Database, "select">, ctx: CallContext, ref: string): Promise<string> {
   const given = ref.trim();
   let candidate = given.toLowerCase();
-  if (/^https?:\/\//i.test(given) && URL.canParse(given)) candidate = new URL(given).hostname.split(".")[0] ?? candidate;
+  if (/^https?:\/\//i.test(given) && URL.canParse(given))
+    candidate = new URL(given).hostname.split(".")[0] ?? candidate;
   else if (/^[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?\/?$/i.test(given)) candidate = candidate.split(".")[0]!;
   if (ADDRESS.test(candidate)) {
-    const [exists] = await db.select({ address: appsTable.address }).from(appsTable).where(eq(appsTable.address, candidate));
+    const [exists] = await db
+      .select({ address: appsTable.address })
+      .from(appsTable)
+      .where(eq(appsTable.address, candidate));
     if (exists) return candidate;
   }
-  const mine = ctx.org ? or(eq(appsTable.ownerId, ctx.sub), eq(appsTable.accountId, ctx.org)) : eq(appsTable.ownerId, ctx.sub);
+  const mine = ctx.org
+    ? or(eq(appsTable.ownerId, ctx.sub), eq(appsTable.accountId, ctx.org))
+    : eq(appsTable.ownerId, ctx.sub);
   const named = await db
     .select({ address: appsTable.address })
     .from(appsTable)
@@ -59,7 +73,10 @@ export async function resolveAppRef(db: Pick<Database, "select">, ctx: CallConte
     .limit(5);
   if (named.length === 1) return named[0]!.address;
   if (named.length > 1) {
-    throw new ToolError("invalid_input", `Several apps are named "${given}": ${named.map((a) => a.address).join(", ")}. Give the address of the one you mean.`);
+    throw new ToolError(
+      "invalid_input",
+      `Several apps are named "${given}": ${named.map((a) => a.address).join(", ")}. Give the address of the one you mean.`,
+    );
   }
   return ADDRESS.test(candidate) ? candidate : given;
 }
@@ -71,7 +88,11 @@ export const ORG_MANAGER_ROLES: readonly string[] = ["owner", "admin", "manager"
  * The app at `address` if the caller owns it or manages the organization it belongs to (acting in that organization
  * now). Anyone else gets exactly the answer of a missing app.
  */
-export async function requireManagedApp(db: Pick<Database, "select">, ctx: CallContext, address: string): Promise<AppRow> {
+export async function requireManagedApp(
+  db: Pick<Database, "select">,
+  ctx: CallContext,
+  address: string,
+): Promise<AppRow> {
   const [app] = await db.select().from(appsTable).where(eq(appsTable.address, address));
   if (!app) throw notFound(address);
   const manager = sameOrganization(ctx, app) && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
@@ -85,7 +106,11 @@ export function appUrl(config: Pick<AppsConfig, "appsProtocol" | "appsDomain">, 
 
 /** The account the caller acts as; every app belongs to one. */
 export function accountOf(ctx: CallContext): string {
-  if (!ctx.account) throw new ToolError("unavailable", "Hatch could not tell which account you act as right now. Try again in a moment.");
+  if (!ctx.account)
+    throw new ToolError(
+      "unavailable",
+      "Hatch could not tell which account you act as right now. Try again in a moment.",
+    );
   return ctx.account;
 }
 
@@ -97,7 +122,10 @@ export function checkMayPublish(ctx: CallContext): void {
   if (ctx.accountKind !== "company") return;
   if (ctx.role && ctx.role !== "member") return;
   if (ctx.permissions.includes("publish")) return;
-  throw new ToolError("forbidden", "Your role in this organization does not allow publishing apps. Ask an organization manager for the publish permission.");
+  throw new ToolError(
+    "forbidden",
+    "Your role in this organization does not allow publishing apps. Ask an organization manager for the publish permission.",
+  );
 }
 
 /** Making an app public in a company needs owner/admin or the `share_public` permission. */
@@ -105,7 +133,10 @@ export function checkMayMakePublic(ctx: CallContext): void {
   if (ctx.accountKind !== "company") return;
   if (ctx.role === "owner" || ctx.role === "admin") return;
   if (ctx.permissions.includes("share_public")) return;
-  throw new ToolError("forbidden", "Your role in this organization does not allow making apps public. Ask an organization admin for the share_public permission.");
+  throw new ToolError(
+    "forbidden",
+    "Your role in this organization does not allow making apps public. Ask an organization admin for the share_public permission.",
+  );
 }
 
 export const iso = (date: Date): string => date.toISOString();

@@ -40,15 +40,26 @@ export interface AppsConfig {
 }
 
 /** OpenAI-compatible chat completions endpoints Hatch knows when AI_PROVIDERS is not set. */
-export const DEFAULT_AI_PROVIDERS = "openai=https://api.openai.com/v1,anthropic=https://api.anthropic.com/v1,openrouter=https://openrouter.ai/api/v1,groq=https://api.groq.com/openai/v1,mistral=https://api.mistral.ai/v1,gemini=https://generativelanguage.googleapis.com/v1beta/openai";
+export const DEFAULT_AI_PROVIDERS =
+  "openai=https://api.openai.com/v1,anthropic=https://api.anthropic.com/v1,openrouter=https://openrouter.ai/api/v1,groq=https://api.groq.com/openai/v1,mistral=https://api.mistral.ai/v1,gemini=https://generativelanguage.googleapis.com/v1beta/openai";
 
 const SecretsKeysSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,32}:[A-Za-z0-9+/=_-]{43,44}(,[A-Za-z0-9_-]{1,32}:[A-Za-z0-9+/=_-]{43,44})*$/, {
-    message: "must be id:key pairs separated by commas, each key 32 random bytes in base64 (openssl rand -base64 32), the current key first",
+    message:
+      "must be id:key pairs separated by commas, each key 32 random bytes in base64 (openssl rand -base64 32), the current key first",
   })
-  .transform((value) => value.split(",").map((pair) => ({ id: pair.slice(0, pair.indexOf(":")), key: Buffer.from(pair.slice(pair.indexOf(":") + 1), "base64") })))
-  .refine((keys) => keys.every((k) => k.key.length === 32), { message: "each key must be 32 bytes (openssl rand -base64 32)" })
+  .transform((value) =>
+    value
+      .split(",")
+      .map((pair) => ({
+        id: pair.slice(0, pair.indexOf(":")),
+        key: Buffer.from(pair.slice(pair.indexOf(":") + 1), "base64"),
+      })),
+  )
+  .refine((keys) => keys.every((k) => k.key.length === 32), {
+    message: "each key must be 32 bytes (openssl rand -base64 32)",
+  })
   .refine((keys) => new Set(keys.map((k) => k.id)).size === keys.length, { message: "key ids must differ" });
 
 const AiProvidersSchema = z
@@ -56,7 +67,17 @@ const AiProvidersSchema = z
   .regex(/^[a-z0-9-]{1,40}=https?:\/\/[^\s,]+(,[a-z0-9-]{1,40}=https?:\/\/[^\s,]+)*$/, {
     message: "must be name=base-url pairs separated by commas, e.g. openai=https://api.openai.com/v1",
   })
-  .transform((value) => new Map(value.split(",").map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1).replace(/\/+$/, "")] as const)));
+  .transform(
+    (value) =>
+      new Map(
+        value
+          .split(",")
+          .map(
+            (pair) =>
+              [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1).replace(/\/+$/, "")] as const,
+          ),
+      ),
+  );
 
 export interface S3Settings {
   bucket: string;
@@ -73,7 +94,10 @@ const AppsEnvSchema = CommonEnvSchema.extend({
   APP_HOST: z.string().min(1).default("127.0.0.1"),
   APPS_DOMAIN: z
     .string()
-    .regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port, e.g. apps.example.com or localhost:3001")
+    .regex(
+      /^[a-z0-9.-]+(?::\d+)?$/,
+      "must be a host name with an optional port, e.g. apps.example.com or localhost:3001",
+    )
     .optional(),
   APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
   TRUST_PROXY: z.enum(["true", "false"]).optional(),

@@ -9,7 +9,15 @@ export interface EventApp {
 }
 
 /** Verbs of app events; the activity log shows them as `app.<verb>`. */
-export type AppEventVerb = "published" | "shared" | "rolled_back" | "deleted" | "paused" | "unpaused" | "moved" | (string & {});
+export type AppEventVerb =
+  | "published"
+  | "shared"
+  | "rolled_back"
+  | "deleted"
+  | "paused"
+  | "unpaused"
+  | "moved"
+  | (string & {});
 
 const PHRASES: Record<string, string> = {
   published: "published",
@@ -29,7 +37,12 @@ const PHRASES: Record<string, string> = {
 function summaryOf(ctx: CallContext | null, verb: string, app: EventApp, details: Record<string, unknown>): string {
   const who = ctx ? `${ctx.name} <${ctx.email}>` : "Hatch";
   const what = `${PHRASES[verb] ?? verb.replace(/_/g, " ")} ${app.name} (${app.address})`;
-  const extra = typeof details.summary === "string" ? `: ${details.summary}` : typeof details.reason === "string" && details.reason ? `: ${details.reason}` : "";
+  const extra =
+    typeof details.summary === "string"
+      ? `: ${details.summary}`
+      : typeof details.reason === "string" && details.reason
+        ? `: ${details.reason}`
+        : "";
   return `${who} ${what}${extra}`;
 }
 
@@ -38,7 +51,13 @@ function summaryOf(ctx: CallContext | null, verb: string, app: EventApp, details
  * pause, owner change); the relay publishes it on `events.apps.app.<verb>`. `details.summary`, when given,
  * is added to the activity log's line (e.g. "version 3"); `details.reason` likewise.
  */
-export async function appEvent(tx: Pick<Database, "insert">, ctx: CallContext | null, verb: AppEventVerb, app: EventApp, details: Record<string, unknown> = {}): Promise<void> {
+export async function appEvent(
+  tx: Pick<Database, "insert">,
+  ctx: CallContext | null,
+  verb: AppEventVerb,
+  app: EventApp,
+  details: Record<string, unknown> = {},
+): Promise<void> {
   const sameAccount = ctx?.account === app.accountId;
   await writeEvent(
     tx,

@@ -1,4 +1,13 @@
-import { createOutboxRelay, EntitlementsCache, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import {
+  createOutboxRelay,
+  EntitlementsCache,
+  eventStreamFor,
+  rpcMethods,
+  startService,
+  TOOL_CONTRACTS,
+  type RunningService,
+  type ServiceDeps,
+} from "@hatch/shared";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, createSealer, type AppsContext } from "./context.ts";
@@ -30,8 +39,20 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
   const entitlements = new EntitlementsCache(deps.bus, deps.logger);
-  const ctx: AppsContext = { db: deps.db, config, blobs: createBlobStore(config), keys, sealer: createSealer(config, deps.secret), entitlements, logger: deps.logger, bus: deps.bus };
-  const host = startAppHost(ctx, { uploads: (request, token, path) => receiveUpload(ctx, request, token, path), ...hostOptions });
+  const ctx: AppsContext = {
+    db: deps.db,
+    config,
+    blobs: createBlobStore(config),
+    keys,
+    sealer: createSealer(config, deps.secret),
+    entitlements,
+    logger: deps.logger,
+    bus: deps.bus,
+  };
+  const host = startAppHost(ctx, {
+    uploads: (request, token, path) => receiveUpload(ctx, request, token, path),
+    ...hostOptions,
+  });
   ctx.host = host;
   if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
     // Port 0 (tests): app origins use the port the host really got.
@@ -48,7 +69,8 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     tools: appsTools(ctx),
     // An app given by URL or name becomes its address before the tool (and a confirmation) sees the input.
     prepareInput: async (_contract, input, callCtx) => {
-      if (!input || typeof input !== "object" || typeof (input as { address?: unknown }).address !== "string") return input;
+      if (!input || typeof input !== "object" || typeof (input as { address?: unknown }).address !== "string")
+        return input;
       return { ...input, address: await resolveAppRef(ctx.db, callCtx, (input as { address: string }).address) };
     },
     rpc: {
@@ -67,7 +89,9 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
   });
   const stopSweeper = startSweeper(deps.db, deps.logger);
   // Rows under an older key are re-sealed in the background: start does not wait, a failure is only logged.
-  resealStaleRows(ctx, deps.logger).catch((error: unknown) => deps.logger.error("re-sealing secrets under the current key failed", { error }));
+  resealStaleRows(ctx, deps.logger).catch((error: unknown) =>
+    deps.logger.error("re-sealing secrets under the current key failed", { error }),
+  );
   return {
     name: "apps",
     urls: { appHost: appsRootOrigin(config) },

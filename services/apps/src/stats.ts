@@ -8,7 +8,12 @@ export function utcDay(now: Date, daysAgo = 0): string {
 }
 
 /** Opens per app over the last `days` days, today included (apps without opens are absent). */
-export async function opensByApp(db: Database, appIds: readonly string[], days: number, now = new Date()): Promise<Map<string, number>> {
+export async function opensByApp(
+  db: Database,
+  appIds: readonly string[],
+  days: number,
+  now = new Date(),
+): Promise<Map<string, number>> {
   if (appIds.length === 0) return new Map();
   const rows = await db
     .select({ appId: dailyOpens.appId, opens: sql<number>`sum(${dailyOpens.opens})::int` })

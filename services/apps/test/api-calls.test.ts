@@ -33,15 +33,31 @@ describe("declared APIs", () => {
     const config = {
       apis: {
         weather: { url: `${api.origin}/v1`, secret: "WEATHER_KEY", in: { query: "appid" } },
-        crm: { url: `${api.origin}/v1`, secret: "CRM_TOKEN", in: { header: "X-Api-Key", prefix: "Key " }, browser: "signed_in" },
+        crm: {
+          url: `${api.origin}/v1`,
+          secret: "CRM_TOKEN",
+          in: { header: "X-Api-Key", prefix: "Key " },
+          browser: "signed_in",
+        },
         bearer: { url: api.origin, secret: "WEATHER_KEY" },
         unset: { url: `${api.origin}/v1`, secret: "NOT_SET_YET" },
         members: { url: `${api.origin}/v1`, secret: "WEATHER_KEY", browser: "owner" },
       },
     };
     const app = await seedApp(t.ctx, { ...ownerSeed, address, files, config });
-    for (const [name, value] of [["WEATHER_KEY", WEATHER_KEY], ["CRM_TOKEN", CRM_TOKEN]] as const) {
-      await t.ctx.db.insert(secrets).values({ appId: app.id, name, ...t.ctx.sealer.seal(value, secretAad(app.id, name)), updatedBy: owner.sub, updatedByEmail: owner.email });
+    for (const [name, value] of [
+      ["WEATHER_KEY", WEATHER_KEY],
+      ["CRM_TOKEN", CRM_TOKEN],
+    ] as const) {
+      await t.ctx.db
+        .insert(secrets)
+        .values({
+          appId: app.id,
+          name,
+          ...t.ctx.sealer.seal(value, secretAad(app.id, name)),
+          updatedBy: owner.sub,
+          updatedByEmail: owner.email,
+        });
     }
   }, 60_000);
   afterAll(async () => {
@@ -71,7 +87,15 @@ describe("declared APIs", () => {
   test("a header with its prefix; the page's cookie and Authorization never reach the API; safe headers do", async () => {
     const response = await call("crm/echo", {
       method: "POST",
-      headers: { cookie: data.cookie(address, member), origin: t.origin(address), "content-type": "application/json", accept: "application/json", authorization: "Bearer page", "x-trace": "t1", "x-forwarded-for": "1.2.3.4" },
+      headers: {
+        cookie: data.cookie(address, member),
+        origin: t.origin(address),
+        "content-type": "application/json",
+        accept: "application/json",
+        authorization: "Bearer page",
+        "x-trace": "t1",
+        "x-forwarded-for": "1.2.3.4",
+      },
       body: JSON.stringify({ name: "Ada" }),
     });
     expect(response.status).toBe(200);
@@ -82,7 +106,12 @@ describe("declared APIs", () => {
     expect(got.headers.cookie).toBeUndefined();
     expect(got.headers.authorization).toBeUndefined();
     expect(got.headers["x-forwarded-for"]).toBeUndefined();
-    expect([got.headers["content-type"], got.headers.accept, got.headers["x-trace"], got.headers["user-agent"]]).toEqual(["application/json", "application/json", "t1", "Hatch"]);
+    expect([
+      got.headers["content-type"],
+      got.headers.accept,
+      got.headers["x-trace"],
+      got.headers["user-agent"],
+    ]).toEqual(["application/json", "application/json", "t1", "Hatch"]);
     const echoed = await response.text();
     expect(echoed).not.toContain(CRM_TOKEN);
     expect(echoed).not.toContain(encodeURIComponent(CRM_TOKEN));
@@ -97,7 +126,12 @@ describe("declared APIs", () => {
 
   test("the API's own errors and redirects pass through as they are, without Hatch's mark or a Location", async () => {
     const refused = await call("weather/status/429");
-    expect([refused.status, refused.headers.get("retry-after"), refused.headers.get("x-hatch-error"), refused.headers.get("set-cookie")]).toEqual([429, "7", null, null]);
+    expect([
+      refused.status,
+      refused.headers.get("retry-after"),
+      refused.headers.get("x-hatch-error"),
+      refused.headers.get("set-cookie"),
+    ]).toEqual([429, "7", null, null]);
     expect(await refused.json()).toEqual({ error: "from the API" });
     const moved = await call("weather/redirect");
     expect([moved.status, moved.headers.get("location")]).toEqual([302, null]);
@@ -105,13 +139,27 @@ describe("declared APIs", () => {
 
   test("a path may not leave the base url; the caller may not set the secret's parameter or header", async () => {
     const before = api.requests.length;
-    for (const path of ["weather/a%2fb/..%2f", "weather/a%5c..", "weather//evil.example/x", "weather/echo?appid=mine", "weather/echo?app%69d=mine"]) {
+    for (const path of [
+      "weather/a%2fb/..%2f",
+      "weather/a%5c..",
+      "weather//evil.example/x",
+      "weather/echo?appid=mine",
+      "weather/echo?app%69d=mine",
+    ]) {
       const response = await call(path);
       expect([path, response.status, response.headers.get("x-hatch-error")]).toEqual([path, 400, "invalid"]);
     }
     // Sent exactly as written (fetch would resolve the dots first): refused whichever way the host reads them.
-    for (const target of ["/_hatch/api/weather/%2e%2e/%2e%2e/admin", "/_hatch/api/weather/a/%2E%2E/%2e%2e/x", "/_hatch/api/weather/../../x", "/_hatch/api/weather/.%2e/x"]) {
-      expect([target, [400, 404].includes(await rawStatus(t.port, `${address}.localhost:${t.port}`, target))]).toEqual([target, true]);
+    for (const target of [
+      "/_hatch/api/weather/%2e%2e/%2e%2e/admin",
+      "/_hatch/api/weather/a/%2E%2E/%2e%2e/x",
+      "/_hatch/api/weather/../../x",
+      "/_hatch/api/weather/.%2e/x",
+    ]) {
+      expect([target, [400, 404].includes(await rawStatus(t.port, `${address}.localhost:${t.port}`, target))]).toEqual([
+        target,
+        true,
+      ]);
     }
     const header = await call("crm/echo", { headers: { cookie: data.cookie(address, member), "X-Api-Key": "mine" } });
     expect(header.status).toBe(400);
@@ -122,10 +170,14 @@ describe("declared APIs", () => {
   test("unknown API: not_found naming the declared ones; a secret not set: unavailable naming it and tool_secret", async () => {
     const unknown = await call("nope/x");
     expect([unknown.status, unknown.headers.get("x-hatch-error")]).toEqual([404, "not_found"]);
-    expect((await unknown.json()).error.message).toBe('This app declares no API "nope"; service.json apis has: bearer, crm, members, unset, weather.');
+    expect((await unknown.json()).error.message).toBe(
+      'This app declares no API "nope"; service.json apis has: bearer, crm, members, unset, weather.',
+    );
     const unset = await call("unset/x");
     expect(unset.status).toBe(503);
-    expect((await unset.json()).error.message).toBe("The secret NOT_SET_YET is not set, so the API unset cannot be called. The app's owner sets it with tool_secret (name NOT_SET_YET).");
+    expect((await unset.json()).error.message).toBe(
+      "The secret NOT_SET_YET is not set, so the API unset cannot be called. The app's owner sets it with tool_secret (name NOT_SET_YET).",
+    );
   });
 
   test("the browser rule: anonymous and other viewers are refused; the allowed viewer gets through", async () => {
@@ -140,7 +192,11 @@ describe("declared APIs", () => {
 
   test("only the app's own pages may call: another origin is refused", async () => {
     const before = api.requests.length;
-    const fromElsewhere: Record<string, string>[] = [{ origin: "http://other.localhost" }, { "sec-fetch-site": "same-site" }, { "sec-fetch-site": "cross-site", origin: "http://evil.example" }];
+    const fromElsewhere: Record<string, string>[] = [
+      { origin: "http://other.localhost" },
+      { "sec-fetch-site": "same-site" },
+      { "sec-fetch-site": "cross-site", origin: "http://evil.example" },
+    ];
     for (const headers of fromElsewhere) {
       const response = await call("weather/echo", { method: "POST", headers });
       expect(response.status).toBe(403);
@@ -163,9 +219,13 @@ describe("declared APIs", () => {
     });
     const server = { source: "server" as const, viewer: null };
     const get = { method: "GET", headers: {}, body: null };
-    const caller = (options: ApiCallerOptions, apiPrivateHosts = true) => createApiCaller({ ...t.ctx, config: { ...t.ctx.config, apiPrivateHosts } }, options);
+    const caller = (options: ApiCallerOptions, apiPrivateHosts = true) =>
+      createApiCaller({ ...t.ctx, config: { ...t.ctx.config, apiPrivateHosts } }, options);
     const failure = async (promise: Promise<unknown>) => {
-      const error = await promise.then(() => null, (e: unknown) => e);
+      const error = await promise.then(
+        () => null,
+        (e: unknown) => e,
+      );
       if (!(error instanceof DataError)) throw new Error(`expected a DataError, got ${String(error)}`);
       return { code: error.code, message: error.message };
     };
@@ -177,7 +237,10 @@ describe("declared APIs", () => {
 
     test("an answer over the size cap is too_large", async () => {
       api.bigBytes = 2048;
-      expect(await failure(caller({ maxResponseBytes: 1000 })(app, "weather", "/big", get, server))).toEqual({ code: "too_large", message: "The API weather answered more than 1000 bytes, more than Hatch passes on." });
+      expect(await failure(caller({ maxResponseBytes: 1000 })(app, "weather", "/big", get, server))).toEqual({
+        code: "too_large",
+        message: "The API weather answered more than 1000 bytes, more than Hatch passes on.",
+      });
       const fits = await caller({ maxResponseBytes: 4096 })(app, "weather", "/big", get, server);
       expect(fits.body.byteLength).toBe(2048);
     });
@@ -192,11 +255,23 @@ describe("declared APIs", () => {
       const before = api.requests.length;
       expect((await failure(caller({}, false)(app, "weather", "/echo", get, server))).code).toBe("forbidden");
       const resolving = (addresses: string[]) => caller({ resolveHost: async () => addresses }, false);
-      const named: HostedApp = { ...app, site: { ...app.site!, apis: new Map([["meta", apiRule({ url: "http://metadata.internal.example/latest", secret: "WEATHER_KEY" })]]) } };
+      const named: HostedApp = {
+        ...app,
+        site: {
+          ...app.site!,
+          apis: new Map([["meta", apiRule({ url: "http://metadata.internal.example/latest", secret: "WEATHER_KEY" })]]),
+        },
+      };
       for (const addresses of [["169.254.169.254"], ["10.0.0.8"], ["93.184.216.34", "::1"], ["fd00::1"]]) {
-        expect([addresses, (await failure(resolving(addresses)(named, "meta", "/", get, server))).code]).toEqual([addresses, "forbidden"]);
+        expect([addresses, (await failure(resolving(addresses)(named, "meta", "/", get, server))).code]).toEqual([
+          addresses,
+          "forbidden",
+        ]);
       }
-      expect(await failure(resolving([])(named, "meta", "/", get, server))).toEqual({ code: "unavailable", message: "The host of the API meta (metadata.internal.example) does not resolve." });
+      expect(await failure(resolving([])(named, "meta", "/", get, server))).toEqual({
+        code: "unavailable",
+        message: "The host of the API meta (metadata.internal.example) does not resolve.",
+      });
       expect(api.requests.length).toBe(before);
     });
 
@@ -221,8 +296,34 @@ describe("apiUrl", () => {
   });
 
   test("refuses whatever could leave it", () => {
-    for (const path of ["https://evil.example/", "evil", "//evil.example/x", "/../x", "/a/../../x", "/%2e%2e/x", "/%2E./x", "/a%2F..%2F..", "/a\\..", "/a b", "/a\n", "/a#frag", "/%zz", "/.", "?key=mine"]) {
-      expect([path, (() => { try { apiUrl("x", rule, path); return "allowed"; } catch (error) { return (error as DataError).code; } })()]).toEqual([path, "invalid"]);
+    for (const path of [
+      "https://evil.example/",
+      "evil",
+      "//evil.example/x",
+      "/../x",
+      "/a/../../x",
+      "/%2e%2e/x",
+      "/%2E./x",
+      "/a%2F..%2F..",
+      "/a\\..",
+      "/a b",
+      "/a\n",
+      "/a#frag",
+      "/%zz",
+      "/.",
+      "?key=mine",
+    ]) {
+      expect([
+        path,
+        (() => {
+          try {
+            apiUrl("x", rule, path);
+            return "allowed";
+          } catch (error) {
+            return (error as DataError).code;
+          }
+        })(),
+      ]).toEqual([path, "invalid"]);
     }
   });
 });

@@ -18,7 +18,10 @@ interface Subject {
 const implementations: Record<"disk" | "s3", () => Promise<Subject>> = {
   async disk() {
     const dir = await mkdtemp(join(tmpdir(), "hatch-blobs-"));
-    return { store: createBlobStore({ blobDir: dir, s3: null }), close: () => rm(dir, { recursive: true, force: true }) };
+    return {
+      store: createBlobStore({ blobDir: dir, s3: null }),
+      close: () => rm(dir, { recursive: true, force: true }),
+    };
   },
   async s3() {
     const fake = startFakeS3({ accessKeyId: "AKTEST", secretAccessKey: "s3cr3t/key+value", region: "eu-west-1" });

@@ -50,7 +50,10 @@ describe("served files", () => {
       const text = await plain.text();
       expect(text.length).toBeGreaterThan(1000);
 
-      const zipped = await fetch(url(`/_hatch/${name}`), { headers: { "Accept-Encoding": "gzip, deflate" }, decompress: false });
+      const zipped = await fetch(url(`/_hatch/${name}`), {
+        headers: { "Accept-Encoding": "gzip, deflate" },
+        decompress: false,
+      });
       expect(zipped.headers.get("content-encoding")).toBe("gzip");
       expect(zipped.headers.get("etag")).toBe(`${plain.headers.get("etag")!.slice(0, -1)}-gz"`);
       const bytes = new Uint8Array(await zipped.arrayBuffer());
@@ -64,7 +67,9 @@ describe("served files", () => {
     const first = await fetch(url("/_hatch/client.js"), { headers: { "Accept-Encoding": "identity" } });
     const etag = first.headers.get("etag")!;
     for (const given of [etag, `W/${etag}`, `"other", ${etag}`, `${etag.slice(0, -1)}-gz"`]) {
-      const again = await fetch(url("/_hatch/client.js"), { headers: { "If-None-Match": given, "Accept-Encoding": "identity" } });
+      const again = await fetch(url("/_hatch/client.js"), {
+        headers: { "If-None-Match": given, "Accept-Encoding": "identity" },
+      });
       expect(again.status).toBe(304);
       expect(await again.text()).toBe("");
       expect(again.headers.get("etag")).toBe(etag);
@@ -136,7 +141,24 @@ describe("the library outside a browser page", () => {
     const types = readFileSync(join(import.meta.dir, "../src/client/hatch.d.ts"), "utf8");
     const reference = developerReference("browser_library");
     const methods = [...types.matchAll(/^ {2}(\w+)(?:<[^>]*>)?\(/gm)].map((m) => m[1]!);
-    expect(methods.sort()).toEqual(["add", "api", "chat", "db", "files", "get", "list", "list", "me", "remove", "remove", "signIn", "subscribe", "update", "upload", "url"]);
+    expect(methods.sort()).toEqual([
+      "add",
+      "api",
+      "chat",
+      "db",
+      "files",
+      "get",
+      "list",
+      "list",
+      "me",
+      "remove",
+      "remove",
+      "signIn",
+      "subscribe",
+      "update",
+      "upload",
+      "url",
+    ]);
     for (const method of methods) expect([method, reference.includes(`.${method}(`)]).toEqual([method, true]);
   });
 
@@ -147,7 +169,8 @@ describe("the library outside a browser page", () => {
       writeFileSync(file, await (await fetch(url("/_hatch/client.mjs"))).text());
       const module = (await import(file)) as Record<string, unknown> & { default: Hatch };
       expect(Object.keys(module).sort()).toEqual(["ai", "api", "db", "default", "files", "me", "signIn"]);
-      for (const name of ["me", "signIn", "db", "files", "api", "ai"] as const) expect(module[name]).toBe(module.default[name]);
+      for (const name of ["me", "signIn", "db", "files", "api", "ai"] as const)
+        expect(module[name]).toBe(module.default[name]);
       expect(module.default.files("b").url("abc")).toBe("/_hatch/files/b/abc");
       expect(module.default.files("my photos").url("a/b")).toBe("/_hatch/files/my%20photos/a%2Fb");
       const collection = module.default.db("todos");
@@ -186,7 +209,11 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
       try {
         await hatch.db("x").add({ text: "hello" });
       } catch (error) {
-        failure = { isError: error instanceof Error, code: (error as { code?: unknown }).code, message: (error as Error).message };
+        failure = {
+          isError: error instanceof Error,
+          code: (error as { code?: unknown }).code,
+          message: (error as Error).message,
+        };
       }
       return { me, failure, url: hatch.files("b").url("abc"), same: window.hatch === hatch };
     });
@@ -210,7 +237,9 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
     await button.waitFor();
     expect(await page.locator("#add").isHidden()).toBe(true);
     const signIn = page.waitForRequest((request) => new URL(request.url()).pathname === "/_hatch/signin");
-    await context.route(`${test_.ctx.config.gatewayUrl}/**`, (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<h1>Sign in</h1>" }));
+    await context.route(`${test_.ctx.config.gatewayUrl}/**`, (route) =>
+      route.fulfill({ status: 200, contentType: "text/html", body: "<h1>Sign in</h1>" }),
+    );
     await button.click();
     expect(new URL((await signIn).url()).search).toBe("?path=%2F");
     expect(errors).toEqual([]);
@@ -222,7 +251,16 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
     const page = await context.newPage();
     await page.goto(url("/"));
     await context.route("**/_hatch/me", (route) => route.abort("connectionrefused"));
-    const failure = await page.evaluate(() => hatch.me().then(() => null, (error: { code: string; status: number; name: string }) => ({ code: error.code, status: error.status, name: error.name })));
+    const failure = await page.evaluate(() =>
+      hatch.me().then(
+        () => null,
+        (error: { code: string; status: number; name: string }) => ({
+          code: error.code,
+          status: error.status,
+          name: error.name,
+        }),
+      ),
+    );
     expect(failure).toEqual({ code: "unavailable", status: 0, name: "HatchError" });
     await context.close();
   });
@@ -231,12 +269,36 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     await page.goto(url("/"));
-    const statuses: [number, string][] = [[413, "too_large"], [429, "limit_exceeded"], [502, "unavailable"], [403, "forbidden"], [400, "invalid"]];
+    const statuses: [number, string][] = [
+      [413, "too_large"],
+      [429, "limit_exceeded"],
+      [502, "unavailable"],
+      [403, "forbidden"],
+      [400, "invalid"],
+    ];
     for (const [status, code] of statuses) {
       await context.unrouteAll();
-      await context.route("**/_hatch/db/**", (route) => route.fulfill({ status, contentType: "text/html", body: "<h1>Proxy error</h1>" }));
-      const failure = await page.evaluate(() => hatch.db("todos").list().then(() => null, (error: { code: string; status: number; message: string }) => ({ code: error.code, status: error.status, message: error.message })));
-      expect(failure).toEqual({ code, status, message: `The app's server answered HTTP ${status}. Try again in a moment.` });
+      await context.route("**/_hatch/db/**", (route) =>
+        route.fulfill({ status, contentType: "text/html", body: "<h1>Proxy error</h1>" }),
+      );
+      const failure = await page.evaluate(() =>
+        hatch
+          .db("todos")
+          .list()
+          .then(
+            () => null,
+            (error: { code: string; status: number; message: string }) => ({
+              code: error.code,
+              status: error.status,
+              message: error.message,
+            }),
+          ),
+      );
+      expect(failure).toEqual({
+        code,
+        status,
+        message: `The app's server answered HTTP ${status}. Try again in a moment.`,
+      });
     }
     await context.close();
   });
@@ -246,14 +308,28 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
     const page = await context.newPage();
     await page.goto(url("/"));
     const refused = await page.evaluate(
-      () => new Promise<{ code: string; message: string }>((resolve) => hatch.db("x").subscribe(() => {}, (error) => resolve({ code: error.code, message: error.message }))),
+      () =>
+        new Promise<{ code: string; message: string }>((resolve) =>
+          hatch.db("x").subscribe(
+            () => {},
+            (error) => resolve({ code: error.code, message: error.message }),
+          ),
+        ),
     );
     expect(CODES).toContain(refused.code);
     expect(refused.message.length).toBeGreaterThan(0);
 
-    const document = { id: "d1", createdAt: "2025-01-01T00:00:00.000Z", updatedAt: "2025-01-01T00:00:00.000Z", createdBy: null, text: "hi" };
+    const document = {
+      id: "d1",
+      createdAt: "2025-01-01T00:00:00.000Z",
+      updatedAt: "2025-01-01T00:00:00.000Z",
+      createdBy: null,
+      text: "hi",
+    };
     const stream = `retry: 60000\n: ready\n\nevent: change\ndata: ${JSON.stringify({ type: "added", id: "d1", document })}\n\nevent: change\ndata: {"type":"removed","id":"d1"}\n\n`;
-    await context.route("**/_hatch/db/todos/_changes", (route) => route.fulfill({ status: 200, contentType: "text/event-stream", body: stream }));
+    await context.route("**/_hatch/db/todos/_changes", (route) =>
+      route.fulfill({ status: 200, contentType: "text/event-stream", body: stream }),
+    );
     const changes = await page.evaluate(
       () =>
         new Promise<unknown[]>((resolve) => {
@@ -267,7 +343,10 @@ describe.skipIf(!hasChromium)("in headless Chromium", () => {
           });
         }),
     );
-    expect(changes).toEqual([{ type: "added", id: "d1", document }, { type: "removed", id: "d1" }]);
+    expect(changes).toEqual([
+      { type: "added", id: "d1", document },
+      { type: "removed", id: "d1" },
+    ]);
     await context.close();
   });
 });

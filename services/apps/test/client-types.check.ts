@@ -2,7 +2,19 @@
 // hand-written types (hatch.d.ts), and the implementation checked against those types. `bun run typecheck` fails when
 // the reference's usage, the declared types and the implementation drift apart.
 import type * as Declared from "../src/client/hatch.d.ts";
-import type { AiChatReply, AiChatRequest, ChangeEvent, DocumentPage, HatchDocument, HatchError, HatchFile, HatchUser, ListOptions, Removed, Where } from "../src/client/hatch.d.ts";
+import type {
+  AiChatReply,
+  AiChatRequest,
+  ChangeEvent,
+  DocumentPage,
+  HatchDocument,
+  HatchError,
+  HatchFile,
+  HatchUser,
+  ListOptions,
+  Removed,
+  Where,
+} from "../src/client/hatch.d.ts";
 import * as Implemented from "../src/client/hatch-client.ts";
 
 // The module served as /_hatch/client.mjs has every export the types declare, with the declared types.
@@ -29,7 +41,11 @@ export async function referenceUsage(): Promise<void> {
   const meta: [string, string, string, string | null] = [added.id, added.createdAt, added.updatedAt, added.createdBy];
   const again: HatchDocument<Todo> = await todos.get(added.id);
   const open: Where = { done: false };
-  const range: Where = { createdAt: { ">=": "2025-01-01T00:00:00Z" }, text: { "<": "n" }, priority: { ">": 1, "<=": 5 } };
+  const range: Where = {
+    createdAt: { ">=": "2025-01-01T00:00:00Z" },
+    text: { "<": "n" },
+    priority: { ">": 1, "<=": 5 },
+  };
   const options: ListOptions = { where: open, orderBy: "-createdAt", limit: 50 };
   const page: DocumentPage<Todo> = await todos.list(options);
   const next = page.next ? await todos.list({ ...options, after: page.next }) : null;
@@ -59,14 +75,26 @@ export async function referenceUsage(): Promise<void> {
   const src: string = photos.url(file.id);
   const listed = await photos.list({ limit: 10 });
   const more = listed.next ? await photos.list({ after: listed.next }) : null;
-  const fields: [string, string, number, string, string, string | null, string] = [file.id, file.name, file.size, file.contentType, file.createdAt, file.createdBy, file.url];
+  const fields: [string, string, number, string, string, string | null, string] = [
+    file.id,
+    file.name,
+    file.size,
+    file.contentType,
+    file.createdAt,
+    file.createdBy,
+    file.url,
+  ];
   await photos.remove(named.id);
   void [src, more, fields];
 
   // Declared APIs: the API's own Response; Hatch's refusals reject with a HatchError.
   const weather: Response = await hatch.api("weather", "/current?city=Paris");
   const forecast: { days: number[] } = await weather.json();
-  const posted = await hatch.api("crm", "/contacts", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "Ada" }) });
+  const posted = await hatch.api("crm", "/contacts", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: "Ada" }),
+  });
   const root: Response = await hatch.api("weather");
   try {
     await hatch.api("weather", "/current");
@@ -75,10 +103,21 @@ export async function referenceUsage(): Promise<void> {
   }
   void [forecast.days, posted.status, posted.ok, root.headers.get("content-type")];
   // AI: a chat completion paid by the app's key choice.
-  const request: AiChatRequest = { model: "gpt-4o-mini", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Name a color." }] };
+  const request: AiChatRequest = {
+    model: "gpt-4o-mini",
+    messages: [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "Name a color." },
+    ],
+  };
   const reply: AiChatReply = await hatch.ai.chat(request);
   const tuned = await hatch.ai.chat({ ...request, provider: "openai", temperature: 0.2, maxTokens: 100 });
-  const usage: [string, string, number, number] = [reply.content, reply.model, reply.usage.inputTokens, tuned.usage.outputTokens];
+  const usage: [string, string, number, number] = [
+    reply.content,
+    reply.model,
+    reply.usage.inputTokens,
+    tuned.usage.outputTokens,
+  ];
   void usage;
 
   // Errors: an Error with a code from the seven.
@@ -86,7 +125,14 @@ export async function referenceUsage(): Promise<void> {
     await todos.add({ text: "x", done: false });
   } catch (error) {
     const failure = error as HatchError;
-    const code: "forbidden" | "not_found" | "invalid" | "too_large" | "limit_exceeded" | "needs_payment" | "unavailable" = failure.code;
+    const code:
+      | "forbidden"
+      | "not_found"
+      | "invalid"
+      | "too_large"
+      | "limit_exceeded"
+      | "needs_payment"
+      | "unavailable" = failure.code;
     const isError: Error = failure;
     void [code, isError.message, failure.status];
   }

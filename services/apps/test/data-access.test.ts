@@ -13,9 +13,19 @@ import { expectError, signInTo, type TestViewer } from "./support/buckets.ts";
 // a non-public app's data, a paused app, unknown paths, the per-viewer rate limit and a gateway that is down.
 
 const GATEWAY = "http://localhost:39999";
-const owner: TestViewer = { sub: "user-owner", email: "owner@example.com", name: "Olga Owner", account: "acct-company" };
+const owner: TestViewer = {
+  sub: "user-owner",
+  email: "owner@example.com",
+  name: "Olga Owner",
+  account: "acct-company",
+};
 const nameless: TestViewer = { sub: "user-nameless", email: "nameless@example.com", account: "acct-nameless" };
-const friend: TestViewer = { sub: "user-friend", email: "friend@example.com", emailVerified: true, account: "acct-friend" };
+const friend: TestViewer = {
+  sub: "user-friend",
+  email: "friend@example.com",
+  emailVerified: true,
+  account: "acct-friend",
+};
 const stranger: TestViewer = { sub: "user-stranger", email: "stranger@example.com", account: "acct-stranger" };
 const BUCKETS = { buckets: { notes: { read: "anyone", create: "anyone", delete: "anyone" } } };
 
@@ -24,7 +34,12 @@ describe("app data: the common part of every request", () => {
 
   beforeAll(async () => {
     t = await startTestHost({ gatewayUrl: GATEWAY, env: { TRUST_PROXY: "true" } });
-    const base = { owner: { id: owner.sub, email: owner.email }, accountId: "acct-company", files: { "index.html": "<h1>App</h1>" }, config: BUCKETS };
+    const base = {
+      owner: { id: owner.sub, email: owner.email },
+      accountId: "acct-company",
+      files: { "index.html": "<h1>App</h1>" },
+      config: BUCKETS,
+    };
     await seedApp(t.ctx, { ...base, address: "open", visibility: "public" });
     await seedApp(t.ctx, { ...base, address: "shared", visibility: "people", people: [friend.email] });
     await seedApp(t.ctx, { ...base, address: "limited", visibility: "public" });
@@ -44,16 +59,27 @@ describe("app data: the common part of every request", () => {
 
   test("/_hatch/me: the signed-in viewer's email and name as the gateway says them (name null when it has none)", async () => {
     const cookie = await signInTo(t, "open", owner);
-    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toEqual({ email: owner.email, name: "Olga Owner" });
+    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toEqual({
+      email: owner.email,
+      name: "Olga Owner",
+    });
     const other = await signInTo(t, "open", nameless);
-    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie: other } })).json()).toEqual({ email: nameless.email, name: null });
+    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie: other } })).json()).toEqual({
+      email: nameless.email,
+      name: null,
+    });
   });
 
   test("/_hatch/me: a cookie whose Hatch session ended counts as no viewer", async () => {
     const session = t.gateway.signIn(stranger);
     const ticket = signViewerTicket(t.ctx.keys.viewer, { sub: stranger.sub, session, address: "open" });
-    const cookie = ((await t.get("open", `/_hatch/auth?ticket=${ticket}&path=/`)).headers.get("set-cookie") ?? "").split(";")[0]!;
-    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toEqual({ email: stranger.email, name: null });
+    const cookie = (
+      (await t.get("open", `/_hatch/auth?ticket=${ticket}&path=/`)).headers.get("set-cookie") ?? ""
+    ).split(";")[0]!;
+    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toEqual({
+      email: stranger.email,
+      name: null,
+    });
     t.gateway.signOut(session);
     expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toBeNull();
   });
@@ -76,9 +102,16 @@ describe("app data: the common part of every request", () => {
       ["notes", "/"],
     ];
     for (const [path, back] of cases) {
-      const response = await t.get("shared", path === null ? "/_hatch/signin" : `/_hatch/signin?${new URLSearchParams({ path })}`);
+      const response = await t.get(
+        "shared",
+        path === null ? "/_hatch/signin" : `/_hatch/signin?${new URLSearchParams({ path })}`,
+      );
       const location = response.headers.get("location");
-      expect({ path, status: response.status, location }).toEqual({ path, status: 302, location: `${GATEWAY}/apps/signin?${new URLSearchParams({ app: "shared", path: back })}` });
+      expect({ path, status: response.status, location }).toEqual({
+        path,
+        status: 302,
+        location: `${GATEWAY}/apps/signin?${new URLSearchParams({ app: "shared", path: back })}`,
+      });
       expect(response.headers.get("cache-control")).toBe("no-store");
     }
   });
@@ -87,12 +120,17 @@ describe("app data: the common part of every request", () => {
     for (const path of ["/_hatch/me", "/_hatch/files/notes"]) {
       expect(await expectError(await t.get("shared", path), 403, "forbidden")).toContain("Sign in");
       const cookie = await signInTo(t, "shared", stranger);
-      expect(await expectError(await t.get("shared", path, { headers: { cookie } }), 403, "forbidden")).toContain("stranger@example.com");
+      expect(await expectError(await t.get("shared", path, { headers: { cookie } }), 403, "forbidden")).toContain(
+        "stranger@example.com",
+      );
     }
     const upload = await t.get("shared", "/_hatch/files/notes?name=a.txt", { method: "POST", body: "x" });
     await expectError(upload, 403, "forbidden");
     const cookie = await signInTo(t, "shared", friend);
-    expect(await (await t.get("shared", "/_hatch/me", { headers: { cookie } })).json()).toEqual({ email: friend.email, name: null });
+    expect(await (await t.get("shared", "/_hatch/me", { headers: { cookie } })).json()).toEqual({
+      email: friend.email,
+      name: null,
+    });
     expect((await t.get("shared", "/_hatch/files/notes", { headers: { cookie } })).status).toBe(200);
   });
 
@@ -108,9 +146,15 @@ describe("app data: the common part of every request", () => {
   test("that a non-public app is paused is told only to those who may open it", async () => {
     expect(await expectError(await t.get("hidden-rest", "/_hatch/me"), 403, "forbidden")).toContain("Sign in");
     const outsider = await signInTo(t, "hidden-rest", stranger);
-    await expectError(await t.get("hidden-rest", "/_hatch/files/notes", { headers: { cookie: outsider } }), 403, "forbidden");
+    await expectError(
+      await t.get("hidden-rest", "/_hatch/files/notes", { headers: { cookie: outsider } }),
+      403,
+      "forbidden",
+    );
     const cookie = await signInTo(t, "hidden-rest", owner);
-    expect(await expectError(await t.get("hidden-rest", "/_hatch/files/notes", { headers: { cookie } }), 503, "unavailable")).toContain("paused");
+    expect(
+      await expectError(await t.get("hidden-rest", "/_hatch/files/notes", { headers: { cookie } }), 503, "unavailable"),
+    ).toContain("paused");
   });
 
   test("an unknown /_hatch/ path or app answers not_found as JSON", async () => {
@@ -123,7 +167,9 @@ describe("app data: the common part of every request", () => {
 
   test("too many requests from one caller: 429 JSON with Retry-After; a spoofed X-Forwarded-For does not reset it", async () => {
     // TRUST_PROXY: the proxy appends the address it saw; what the client wrote before it must not make a new caller.
-    const from = (client: string, spoofed: number) => ({ headers: { "x-forwarded-for": `198.51.100.${spoofed % 250}, ${client}` } });
+    const from = (client: string, spoofed: number) => ({
+      headers: { "x-forwarded-for": `198.51.100.${spoofed % 250}, ${client}` },
+    });
     for (let i = 0; i < DATA_LIMITS.requestsPerViewerPerMinute; i++) {
       const response = await t.get("limited", "/_hatch/me", from("203.0.113.7", i));
       if (response.status !== 200) throw new Error(`request ${i} answered ${response.status}`);
@@ -133,7 +179,9 @@ describe("app data: the common part of every request", () => {
     const retryAfter = Number(refused.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
-    expect(await expectError(refused, 429, "limit_exceeded")).toContain(`at most ${DATA_LIMITS.requestsPerViewerPerMinute} a minute`);
+    expect(await expectError(refused, 429, "limit_exceeded")).toContain(
+      `at most ${DATA_LIMITS.requestsPerViewerPerMinute} a minute`,
+    );
     // Another address, and the same caller on another app, have their own budget.
     expect((await t.get("limited", "/_hatch/me", from("203.0.113.8", 1))).status).toBe(200);
     expect((await t.get("open", "/_hatch/me", from("203.0.113.7", 1))).status).toBe(200);
@@ -150,7 +198,10 @@ describe("app data: the common part of every request", () => {
     } finally {
       t.gateway.up();
     }
-    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toEqual({ email: owner.email, name: "Olga Owner" });
+    expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toEqual({
+      email: owner.email,
+      name: "Olga Owner",
+    });
   });
 });
 

@@ -37,11 +37,26 @@ describe("unused blobs", () => {
     const app = await seedApp(t.ctx, { files: { "index.html": "used by a version" } });
     const inVersion = sha256Hex("used by a version");
     const inBucket = await stored("used by a bucket file");
-    await t.ctx.db.insert(bucketFiles).values({ id: "file-forget-1", appId: app.id, bucket: "b", name: "n", contentType: "text/plain", size: 1, sha256: inBucket });
+    await t.ctx.db
+      .insert(bucketFiles)
+      .values({
+        id: "file-forget-1",
+        appId: app.id,
+        bucket: "b",
+        name: "n",
+        contentType: "text/plain",
+        size: 1,
+        sha256: inBucket,
+      });
     const unused = await stored("used by nothing");
-    const gone = await t.ctx.db.transaction((tx) => forgetUnusedBlobs(tx, [inVersion, inBucket, unused, unused, sha256Hex("never stored")]));
+    const gone = await t.ctx.db.transaction((tx) =>
+      forgetUnusedBlobs(tx, [inVersion, inBucket, unused, unused, sha256Hex("never stored")]),
+    );
     expect(gone).toEqual([unused]);
-    const left = await t.ctx.db.select({ sha256: blobs.sha256 }).from(blobs).where(inArray(blobs.sha256, [inVersion, inBucket, unused]));
+    const left = await t.ctx.db
+      .select({ sha256: blobs.sha256 })
+      .from(blobs)
+      .where(inArray(blobs.sha256, [inVersion, inBucket, unused]));
     expect(left.map((r) => r.sha256).sort()).toEqual([inVersion, inBucket].sort());
     // Only the rows: the bytes go after the commit.
     expect(await t.ctx.blobs.has(unused)).toBe(true);
@@ -52,7 +67,10 @@ describe("unused blobs", () => {
     const cameBack = await stored("came back");
     await t.ctx.db.delete(blobs).where(eq(blobs.sha256, forgotten));
     expect(await removeStoredBlobs(t.ctx, [forgotten, cameBack])).toBe(1);
-    expect({ forgotten: await t.ctx.blobs.has(forgotten), cameBack: await t.ctx.blobs.has(cameBack) }).toEqual({ forgotten: false, cameBack: true });
+    expect({ forgotten: await t.ctx.blobs.has(forgotten), cameBack: await t.ctx.blobs.has(cameBack) }).toEqual({
+      forgotten: false,
+      cameBack: true,
+    });
   });
 
   test("a store that fails to remove is logged, never thrown: the change already happened", async () => {

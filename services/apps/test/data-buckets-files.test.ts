@@ -3,7 +3,15 @@ import { DATA_LIMITS } from "@hatch/shared";
 import { FILE_CSP } from "../src/data/buckets-http.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
-import { expectError, sha256Hex, signInTo, uploaded, uploadTo, type TestViewer, type WireFile } from "./support/buckets.ts";
+import {
+  expectError,
+  sha256Hex,
+  signInTo,
+  uploaded,
+  uploadTo,
+  type TestViewer,
+  type WireFile,
+} from "./support/buckets.ts";
 
 // Uploading, listing and serving bucket files: the upload's name and type, how an untrusted file is served, list
 // paging, and that only the app's own pages may change its files.
@@ -52,7 +60,19 @@ describe("app data: bucket files", () => {
     const file = await uploaded(t, "files", "uploads", { cookie, name: "cat.png", body: PNG, type: "image/png" });
     const served = await t.get("files", file.url);
     expect(served.status).toBe(200);
-    expect(Object.fromEntries(["content-type", "content-disposition", "content-security-policy", "x-content-type-options", "cache-control", "etag", "content-length"].map((h) => [h, served.headers.get(h)]))).toEqual({
+    expect(
+      Object.fromEntries(
+        [
+          "content-type",
+          "content-disposition",
+          "content-security-policy",
+          "x-content-type-options",
+          "cache-control",
+          "etag",
+          "content-length",
+        ].map((h) => [h, served.headers.get(h)]),
+      ),
+    ).toEqual({
       "content-type": "image/png",
       "content-disposition": `inline; filename="cat.png"; filename*=UTF-8''cat.png`,
       "content-security-policy": FILE_CSP,
@@ -88,7 +108,12 @@ describe("app data: bucket files", () => {
     for (const [name, type, disposition] of cases) {
       const file = await uploaded(t, "files", "pages", { cookie, name, body: "<script>alert(1)</script>", type });
       const served = await t.get("files", file.url);
-      const got = { name, disposition: served.headers.get("content-disposition")?.split(";")[0], type: served.headers.get("content-type"), csp: served.headers.get("content-security-policy") };
+      const got = {
+        name,
+        disposition: served.headers.get("content-disposition")?.split(";")[0],
+        type: served.headers.get("content-type"),
+        csp: served.headers.get("content-security-policy"),
+      };
       expect(got).toEqual({ name, disposition, type, csp: FILE_CSP });
       await served.arrayBuffer();
     }
@@ -98,14 +123,23 @@ describe("app data: bucket files", () => {
     const file = await uploaded(t, "files", "uploads", { cookie, name: 'café "menu" (1).txt', body: "x" });
     expect(file.name).toBe('café "menu" (1).txt');
     const served = await t.get("files", file.url);
-    expect(served.headers.get("content-disposition")).toBe(`inline; filename="caf_ _menu_ (1).txt"; filename*=UTF-8''caf%C3%A9%20%22menu%22%20%281%29.txt`);
+    expect(served.headers.get("content-disposition")).toBe(
+      `inline; filename="caf_ _menu_ (1).txt"; filename*=UTF-8''caf%C3%A9%20%22menu%22%20%281%29.txt`,
+    );
     await served.arrayBuffer();
   });
 
   test("no Content-Type is stored as application/octet-stream; a malformed one is invalid", async () => {
-    const response = await t.get("files", "/_hatch/files/uploads?name=raw", { method: "POST", body: new Blob([new Uint8Array([1, 2])]), headers: { cookie } });
+    const response = await t.get("files", "/_hatch/files/uploads?name=raw", {
+      method: "POST",
+      body: new Blob([new Uint8Array([1, 2])]),
+      headers: { cookie },
+    });
     const file = (await response.json()) as WireFile;
-    expect({ status: response.status, type: file.contentType }).toEqual({ status: 201, type: "application/octet-stream" });
+    expect({ status: response.status, type: file.contentType }).toEqual({
+      status: 201,
+      type: "application/octet-stream",
+    });
     for (const type of ["image", "text/html; charset", "a/b; c", "a/b/c", `image/png; ${"x".repeat(200)}=1`]) {
       const message = await expectError(await uploadTo(t, "files", "uploads", { cookie, type }), 400, "invalid");
       expect(message).toContain("Content-Type");
@@ -114,13 +148,21 @@ describe("app data: bucket files", () => {
 
   test("a missing, empty, control-character or over-long name is invalid, and nothing is stored", async () => {
     const before = await listAll("uploads");
-    expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name: null }), 400, "invalid")).toContain("Name the file");
-    expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name: "   " }), 400, "invalid")).toContain("Name the file");
+    expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name: null }), 400, "invalid")).toContain(
+      "Name the file",
+    );
+    expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name: "   " }), 400, "invalid")).toContain(
+      "Name the file",
+    );
     for (const name of ["a\nb.txt", "tab\there", "nul\u0000", "bidi\u202Etxt.exe"]) {
-      expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name }), 400, "invalid")).toContain("control characters");
+      expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name }), 400, "invalid")).toContain(
+        "control characters",
+      );
     }
     const long = "é".repeat(DATA_LIMITS.maxFileNameLength + 1);
-    expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name: long }), 400, "invalid")).toContain(`${DATA_LIMITS.maxFileNameLength} characters`);
+    expect(await expectError(await uploadTo(t, "files", "uploads", { cookie, name: long }), 400, "invalid")).toContain(
+      `${DATA_LIMITS.maxFileNameLength} characters`,
+    );
     expect(await listAll("uploads")).toEqual(before);
     // Exactly the longest name is fine (counted in characters, not bytes).
     const longest = await uploaded(t, "files", "uploads", { cookie, name: "é".repeat(DATA_LIMITS.maxFileNameLength) });
@@ -129,20 +171,27 @@ describe("app data: bucket files", () => {
 
   test("list: newest first, a page at a time by cursor, until next is null", async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await uploaded(t, "files", "paging", { cookie, name: `f${i}.txt`, body: `file ${i}` })).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await uploaded(t, "files", "paging", { cookie, name: `f${i}.txt`, body: `file ${i}` })).id);
     const seen: string[] = [];
     let after: string | null = null;
     const pages: number[] = [];
     do {
       const query: string = `?limit=2${after ? `&after=${encodeURIComponent(after)}` : ""}`;
-      const page = (await (await t.get("files", `/_hatch/files/paging${query}`)).json()) as { files: WireFile[]; next: string | null };
+      const page = (await (await t.get("files", `/_hatch/files/paging${query}`)).json()) as {
+        files: WireFile[];
+        next: string | null;
+      };
       pages.push(page.files.length);
       seen.push(...page.files.map((f) => f.id));
       after = page.next;
     } while (after);
     expect(pages).toEqual([2, 2, 1]);
     expect(seen).toEqual([...ids].reverse());
-    const whole = (await (await t.get("files", "/_hatch/files/paging")).json()) as { files: WireFile[]; next: string | null };
+    const whole = (await (await t.get("files", "/_hatch/files/paging")).json()) as {
+      files: WireFile[];
+      next: string | null;
+    };
     expect({ count: whole.files.length, next: whole.next }).toEqual({ count: 5, next: null });
   });
 
@@ -162,7 +211,12 @@ describe("app data: bucket files", () => {
       forged({ b: "paging", at: "2024-02-01T00:00:00.000000Z", id: "'; drop table x" }),
       forged(["paging"]),
     ];
-    for (const after of bad) await expectError(await t.get("files", `/_hatch/files/paging?after=${encodeURIComponent(after)}`), 400, "invalid");
+    for (const after of bad)
+      await expectError(
+        await t.get("files", `/_hatch/files/paging?after=${encodeURIComponent(after)}`),
+        400,
+        "invalid",
+      );
   });
 
   test("only the app's own pages may upload or remove: another origin is refused", async () => {
@@ -170,12 +224,26 @@ describe("app data: bucket files", () => {
     const before = await listAll("uploads");
     await expectError(await uploadTo(t, "files", "uploads", { cookie, headers: evil }), 403, "forbidden");
     await expectError(await uploadTo(t, "files", "uploads", { cookie, headers: { origin: "null" } }), 403, "forbidden");
-    await expectError(await uploadTo(t, "files", "uploads", { cookie, headers: { "sec-fetch-site": "same-site" } }), 403, "forbidden");
+    await expectError(
+      await uploadTo(t, "files", "uploads", { cookie, headers: { "sec-fetch-site": "same-site" } }),
+      403,
+      "forbidden",
+    );
     expect(await listAll("uploads")).toEqual(before);
-    const file = await uploaded(t, "files", "uploads", { cookie, headers: { origin: t.origin("files"), "sec-fetch-site": "same-origin" } });
-    await expectError(await t.get("files", file.url, { method: "DELETE", headers: { cookie, ...evil } }), 403, "forbidden");
+    const file = await uploaded(t, "files", "uploads", {
+      cookie,
+      headers: { origin: t.origin("files"), "sec-fetch-site": "same-origin" },
+    });
+    await expectError(
+      await t.get("files", file.url, { method: "DELETE", headers: { cookie, ...evil } }),
+      403,
+      "forbidden",
+    );
     expect((await t.get("files", file.url)).status).toBe(200);
-    const removed = await t.get("files", file.url, { method: "DELETE", headers: { cookie, origin: t.origin("files") } });
+    const removed = await t.get("files", file.url, {
+      method: "DELETE",
+      headers: { cookie, origin: t.origin("files") },
+    });
     expect(await removed.json()).toEqual({ id: file.id, removed: true });
   });
 

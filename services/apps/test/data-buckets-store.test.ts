@@ -9,7 +9,15 @@ import { deleteToolTool } from "../src/tools/delete-tool.ts";
 import { startFakeS3, type FakeS3 } from "./support/fake-s3.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp, type SeededApp } from "./support/seed.ts";
-import { expectError, sha256Hex, signInTo, uploaded, uploadTo, type TestViewer, type WireFile } from "./support/buckets.ts";
+import {
+  expectError,
+  sha256Hex,
+  signInTo,
+  uploaded,
+  uploadTo,
+  type TestViewer,
+  type WireFile,
+} from "./support/buckets.ts";
 
 // Where a bucket file's bytes and counts go: size limits (declared and streamed), the app's file count and bytes,
 // content stored once, and removal of content nobody uses (a file, or a whole app with delete_tool), on both stores.
@@ -29,7 +37,13 @@ for (const kind of ["disk", "s3"] as const) {
       t = await startTestHost();
       if (kind === "s3") {
         fake = startFakeS3();
-        t.ctx.blobs = createS3BlobStore({ bucket: fake.bucket, endpoint: fake.endpoint, region: fake.region, accessKeyId: fake.accessKeyId, secretAccessKey: fake.secretAccessKey });
+        t.ctx.blobs = createS3BlobStore({
+          bucket: fake.bucket,
+          endpoint: fake.endpoint,
+          region: fake.region,
+          accessKeyId: fake.accessKeyId,
+          secretAccessKey: fake.secretAccessKey,
+        });
       }
       app = await seedApp(t.ctx, {
         address: "store",
@@ -50,7 +64,11 @@ for (const kind of ["disk", "s3"] as const) {
       const sha256 = sha256Hex(bytes);
       const rows = await t.ctx.db.select().from(bucketFiles).where(eq(bucketFiles.sha256, sha256));
       const registered = await t.ctx.db.select().from(blobs).where(eq(blobs.sha256, sha256));
-      expect({ rows: rows.length, registered: registered.length, stored: await t.ctx.blobs.has(sha256) }).toEqual({ rows: 0, registered: 0, stored: false });
+      expect({ rows: rows.length, registered: registered.length, stored: await t.ctx.blobs.has(sha256) }).toEqual({
+        rows: 0,
+        registered: 0,
+        stored: false,
+      });
     }
 
     async function usage(appId = app.id) {
@@ -65,7 +83,10 @@ for (const kind of ["disk", "s3"] as const) {
       expect(message).toContain("at most 1000 bytes");
       await expectNothingOf(bytes);
       // A Content-Length of 25 MB and only three bytes sent: the answer comes without waiting for the rest.
-      const head = await rawHead(t.port, `POST /_hatch/files/small?name=big HTTP/1.1\r\nHost: store.localhost:${t.port}\r\nContent-Type: text/plain\r\nContent-Length: ${DATA_LIMITS.maxFileSize}\r\n\r\nabc`);
+      const head = await rawHead(
+        t.port,
+        `POST /_hatch/files/small?name=big HTTP/1.1\r\nHost: store.localhost:${t.port}\r\nContent-Type: text/plain\r\nContent-Length: ${DATA_LIMITS.maxFileSize}\r\n\r\nabc`,
+      );
       expect(head).toStartWith("HTTP/1.1 413");
     });
 
@@ -77,11 +98,17 @@ for (const kind of ["disk", "s3"] as const) {
           controller.close();
         },
       });
-      const message = await expectError(await uploadTo(t, "store", "small", { cookie, body: finite, type: "application/octet-stream" }), 413, "too_large");
+      const message = await expectError(
+        await uploadTo(t, "store", "small", { cookie, body: finite, type: "application/octet-stream" }),
+        413,
+        "too_large",
+      );
       expect(message).toContain("larger than that");
       await expectNothingOf(new Uint8Array(1200).fill(7));
       // A body that never ends is answered all the same: the host stops reading it.
-      const endless = new ReadableStream<Uint8Array>({ pull: (controller) => controller.enqueue(new Uint8Array(65_536)) });
+      const endless = new ReadableStream<Uint8Array>({
+        pull: (controller) => controller.enqueue(new Uint8Array(65_536)),
+      });
       await expectError(await uploadTo(t, "store", "small", { cookie, body: endless }), 413, "too_large");
       expect(await usage()).toBeNull();
     });
@@ -113,7 +140,11 @@ for (const kind of ["disk", "s3"] as const) {
 
     test("an app holding the most files it may is refused, and nothing is stored", async () => {
       const full = await seedFull({ files: DATA_LIMITS.maxFilesPerApp, fileBytes: 0 });
-      const message = await expectError(await uploadTo(t, full.address, "files", { body: "one too many" }), 429, "limit_exceeded");
+      const message = await expectError(
+        await uploadTo(t, full.address, "files", { body: "one too many" }),
+        429,
+        "limit_exceeded",
+      );
       expect(message).toContain(`${DATA_LIMITS.maxFilesPerApp} files`);
       await expectNothingOf("one too many");
       expect(await usage(full.id)).toEqual({ files: DATA_LIMITS.maxFilesPerApp, fileBytes: 0 });
@@ -121,7 +152,11 @@ for (const kind of ["disk", "s3"] as const) {
 
     test("an app's files may not go over its bytes: the last byte fits, one more does not", async () => {
       const nearly = await seedFull({ files: 5, fileBytes: DATA_LIMITS.maxFileBytesPerApp - 10 });
-      const message = await expectError(await uploadTo(t, nearly.address, "files", { body: "elevenbytes" }), 429, "limit_exceeded");
+      const message = await expectError(
+        await uploadTo(t, nearly.address, "files", { body: "elevenbytes" }),
+        429,
+        "limit_exceeded",
+      );
       expect(message).toContain("10 bytes are left");
       await expectNothingOf("elevenbytes");
       await uploaded(t, nearly.address, "files", { body: "tenbytes!!" });
@@ -157,7 +192,10 @@ for (const kind of ["disk", "s3"] as const) {
       for (let round = 0; round < 10; round++) {
         const content = `coming and going ${kind} ${round}`;
         const old = await uploaded(t, "store", "big", { cookie, body: content });
-        const [removed, again] = await Promise.all([t.get("store", old.url, { method: "DELETE", headers: { cookie } }), uploadTo(t, "store", "big", { cookie, body: content })]);
+        const [removed, again] = await Promise.all([
+          t.get("store", old.url, { method: "DELETE", headers: { cookie } }),
+          uploadTo(t, "store", "big", { cookie, body: content }),
+        ]);
         expect({ round, removed: removed.status, again: again.status }).toEqual({ round, removed: 200, again: 201 });
         const file = (await again.json()) as WireFile;
         expect({ round, served: await (await t.get("store", file.url)).text() }).toEqual({ round, served: content });
@@ -167,34 +205,39 @@ for (const kind of ["disk", "s3"] as const) {
     });
 
     // Needs a second connection to hold the app row while the upload waits for it: real Postgres only.
-    test.skipIf(!process.env.TEST_DATABASE_URL)("content removed between an upload's first look and its transaction is stored again", async () => {
-      const content = `removed under an upload ${kind}`;
-      const sha256 = sha256Hex(content);
-      const old = await uploaded(t, "store", "big", { cookie, body: content });
-      let release = () => {};
-      const held = new Promise<void>((resolve) => (release = resolve));
-      const holding = t.ctx.db.transaction(async (tx) => {
-        await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, app.id)).for("update");
-        await held;
-      });
-      // The upload has seen the content registered (so it sends no bytes) and now waits for the app row.
-      const pending = uploadTo(t, "store", "big", { cookie, body: content });
-      await eventually(async () => {
-        const rows = await t.ctx.db.execute(sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%for key share%'`);
-        return [...(rows as unknown as Iterable<unknown>)].length > 0;
-      }, "the upload to wait for the app row");
-      // Meanwhile a removal of the last file with this content commits and takes the bytes.
-      await t.ctx.db.delete(bucketFiles).where(eq(bucketFiles.id, old.id));
-      await t.ctx.db.delete(blobs).where(eq(blobs.sha256, sha256));
-      await t.ctx.blobs.delete(sha256);
-      release();
-      await holding;
-      const response = await pending;
-      const file = (await response.json()) as WireFile;
-      expect(response.status).toBe(201);
-      expect(await (await t.get("store", file.url)).text()).toBe(content);
-      await removeFile(file);
-    });
+    test.skipIf(!process.env.TEST_DATABASE_URL)(
+      "content removed between an upload's first look and its transaction is stored again",
+      async () => {
+        const content = `removed under an upload ${kind}`;
+        const sha256 = sha256Hex(content);
+        const old = await uploaded(t, "store", "big", { cookie, body: content });
+        let release = () => {};
+        const held = new Promise<void>((resolve) => (release = resolve));
+        const holding = t.ctx.db.transaction(async (tx) => {
+          await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, app.id)).for("update");
+          await held;
+        });
+        // The upload has seen the content registered (so it sends no bytes) and now waits for the app row.
+        const pending = uploadTo(t, "store", "big", { cookie, body: content });
+        await eventually(async () => {
+          const rows = await t.ctx.db.execute(
+            sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%for key share%'`,
+          );
+          return [...(rows as unknown as Iterable<unknown>)].length > 0;
+        }, "the upload to wait for the app row");
+        // Meanwhile a removal of the last file with this content commits and takes the bytes.
+        await t.ctx.db.delete(bucketFiles).where(eq(bucketFiles.id, old.id));
+        await t.ctx.db.delete(blobs).where(eq(blobs.sha256, sha256));
+        await t.ctx.blobs.delete(sha256);
+        release();
+        await holding;
+        const response = await pending;
+        const file = (await response.json()) as WireFile;
+        expect(response.status).toBe(201);
+        expect(await (await t.get("store", file.url)).text()).toBe(content);
+        await removeFile(file);
+      },
+    );
 
     test("removing a file keeps content a published version uses", async () => {
       const content = `<h1>also a page ${kind}</h1>`;
@@ -202,7 +245,12 @@ for (const kind of ["disk", "s3"] as const) {
       const file = await uploaded(t, "store", "big", { cookie, body: content, type: "text/html" });
       await removeFile(file);
       expect(await t.ctx.blobs.has(sha256Hex(content))).toBe(true);
-      expect(await t.ctx.db.select().from(blobs).where(eq(blobs.sha256, sha256Hex(content)))).toHaveLength(1);
+      expect(
+        await t.ctx.db
+          .select()
+          .from(blobs)
+          .where(eq(blobs.sha256, sha256Hex(content))),
+      ).toHaveLength(1);
     });
 
     test("delete_tool removes the app's files and their unused content, keeping content another app still uses", async () => {
@@ -212,7 +260,11 @@ for (const kind of ["disk", "s3"] as const) {
         files: { "index.html": `<h1>doomed ${kind}</h1>` },
         config: { buckets: { files: ALL } },
       });
-      const survivor = await seedApp(t.ctx, { address: `survivor-${kind}`, files: { "index.html": `kept by a version ${kind}` }, config: { buckets: { files: ALL } } });
+      const survivor = await seedApp(t.ctx, {
+        address: `survivor-${kind}`,
+        files: { "index.html": `kept by a version ${kind}` },
+        config: { buckets: { files: ALL } },
+      });
       const onlyHere = `only in the doomed app ${kind}`;
       const inVersion = `kept by a version ${kind}`;
       const inOtherBucket = `kept by another bucket ${kind}`;
@@ -227,12 +279,22 @@ for (const kind of ["disk", "s3"] as const) {
       await expectNothingOf(`<h1>doomed ${kind}</h1>`);
       for (const kept of [inVersion, inOtherBucket]) {
         expect({ kept, stored: await t.ctx.blobs.has(sha256Hex(kept)) }).toEqual({ kept, stored: true });
-        expect(await t.ctx.db.select().from(blobs).where(eq(blobs.sha256, sha256Hex(kept)))).toHaveLength(1);
+        expect(
+          await t.ctx.db
+            .select()
+            .from(blobs)
+            .where(eq(blobs.sha256, sha256Hex(kept))),
+        ).toHaveLength(1);
       }
       // (The store itself: the site's own cache was made with the disk store before the S3 one was swapped in.)
       expect(await (await t.ctx.blobs.get(sha256Hex(inVersion)))?.text()).toBe(inVersion);
-      const [survivorFile] = await t.ctx.db.select().from(bucketFiles).where(and(eq(bucketFiles.appId, survivor.id), eq(bucketFiles.sha256, sha256Hex(inOtherBucket))));
-      expect(await (await t.get(survivor.address, `/_hatch/files/files/${survivorFile!.id}`)).text()).toBe(inOtherBucket);
+      const [survivorFile] = await t.ctx.db
+        .select()
+        .from(bucketFiles)
+        .where(and(eq(bucketFiles.appId, survivor.id), eq(bucketFiles.sha256, sha256Hex(inOtherBucket))));
+      expect(await (await t.get(survivor.address, `/_hatch/files/files/${survivorFile!.id}`)).text()).toBe(
+        inOtherBucket,
+      );
     });
 
     if (kind === "s3") {
@@ -241,7 +303,9 @@ for (const kind of ["disk", "s3"] as const) {
         const served = await t.get("store", file.url);
         expect(served.status).toBe(200);
         expect(await served.text()).toBe("through the host");
-        expect(fake!.objects.has(`blobs/${sha256Hex("through the host").slice(0, 2)}/${sha256Hex("through the host")}`)).toBe(true);
+        expect(
+          fake!.objects.has(`blobs/${sha256Hex("through the host").slice(0, 2)}/${sha256Hex("through the host")}`),
+        ).toBe(true);
       });
     }
 
@@ -275,7 +339,14 @@ for (const kind of ["disk", "s3"] as const) {
       };
       const input = { address };
       const { claims } = issueConfirm(t.ctx.keys.confirm, { sub: owner.sub, tool: "delete_tool", input });
-      return deleteToolTool(t.ctx).handler({ ctx, input, answer: { confirm: true }, confirmation: claims, requestId: "test", log: t.ctx.logger });
+      return deleteToolTool(t.ctx).handler({
+        ctx,
+        input,
+        answer: { confirm: true },
+        confirmation: claims,
+        requestId: "test",
+        log: t.ctx.logger,
+      });
     }
   });
 }

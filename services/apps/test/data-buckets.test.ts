@@ -1,12 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
-import { expectError, pageHeaders, signInTo, uploaded, uploadTo, type TestViewer, type WireFile } from "./support/buckets.ts";
+import {
+  expectError,
+  pageHeaders,
+  signInTo,
+  uploaded,
+  uploadTo,
+  type TestViewer,
+  type WireFile,
+} from "./support/buckets.ts";
 
 // Who may upload, read and remove files of a bucket: each rule word of service.json `buckets`, for an anonymous
 // viewer, a signed-in stranger, a member of the owner's organization and the owner, over real HTTP.
 
-const owner: TestViewer = { sub: "user-owner", email: "owner@example.com", name: "Olga Owner", account: "acct-company" };
+const owner: TestViewer = {
+  sub: "user-owner",
+  email: "owner@example.com",
+  name: "Olga Owner",
+  account: "acct-company",
+};
 const member: TestViewer = { sub: "user-member", email: "member@example.com", account: "acct-company" };
 const stranger: TestViewer = { sub: "user-stranger", email: "stranger@example.com", account: "acct-stranger" };
 type Who = "anonymous" | "stranger" | "member" | "owner";
@@ -50,7 +63,8 @@ describe("app data: bucket rules", () => {
     await t?.close();
   });
 
-  const get = (path: string, who: Who, init: RequestInit = {}) => t.get("rules", path, { ...init, headers: pageHeaders(cookies[who], init.headers as Record<string, string>) });
+  const get = (path: string, who: Who, init: RequestInit = {}) =>
+    t.get("rules", path, { ...init, headers: pageHeaders(cookies[who], init.headers as Record<string, string>) });
 
   test("create: each rule word lets exactly its viewers upload", async () => {
     for (const [bucket, allowed] of Object.entries(ALLOWED)) {
@@ -68,16 +82,28 @@ describe("app data: bucket rules", () => {
   test("a refusal tells an anonymous viewer to sign in and a signed-in one who may", async () => {
     const anonymous = await expectError(await uploadTo(t, "rules", "members", {}), 403, "forbidden");
     expect(anonymous).toContain("Sign in");
-    const signedIn = await expectError(await uploadTo(t, "rules", "team", { cookie: cookies.stranger }), 403, "forbidden");
+    const signedIn = await expectError(
+      await uploadTo(t, "rules", "team", { cookie: cookies.stranger }),
+      403,
+      "forbidden",
+    );
     expect(signedIn).toContain("members of the app owner's organization");
     expect(signedIn).toContain("stranger@example.com");
-    const ownerOnly = await expectError(await uploadTo(t, "rules", "mine", { cookie: cookies.member }), 403, "forbidden");
+    const ownerOnly = await expectError(
+      await uploadTo(t, "rules", "mine", { cookie: cookies.member }),
+      403,
+      "forbidden",
+    );
     expect(ownerOnly).toContain("the app's owner");
   });
 
   test("read: each rule word lets exactly its viewers list and open files", async () => {
     for (const [bucket, allowed] of Object.entries(ALLOWED)) {
-      const file = await uploaded(t, "rules", bucket, { cookie: cookies.owner, name: "shared.txt", body: `in ${bucket}` });
+      const file = await uploaded(t, "rules", bucket, {
+        cookie: cookies.owner,
+        name: "shared.txt",
+        body: `in ${bucket}`,
+      });
       for (const who of WHO) {
         const listed = await get(`/_hatch/files/${bucket}`, who);
         const opened = await get(file.url, who);
@@ -110,9 +136,14 @@ describe("app data: bucket rules", () => {
   });
 
   test("creator: each signed-in viewer lists, opens and removes only their own files; the owner is not special", async () => {
-    const mineFile = await uploaded(t, "rules", "own", { cookie: cookies.stranger, name: "stranger.txt", body: "stranger's" });
+    const mineFile = await uploaded(t, "rules", "own", {
+      cookie: cookies.stranger,
+      name: "stranger.txt",
+      body: "stranger's",
+    });
     const ownerFile = await uploaded(t, "rules", "own", { cookie: cookies.owner, name: "owner.txt", body: "owner's" });
-    const listOf = async (who: Who) => ((await (await get("/_hatch/files/own", who)).json()) as { files: WireFile[] }).files.map((f) => f.id);
+    const listOf = async (who: Who) =>
+      ((await (await get("/_hatch/files/own", who)).json()) as { files: WireFile[] }).files.map((f) => f.id);
     expect(await listOf("stranger")).toEqual([mineFile.id]);
     expect(await listOf("owner")).toEqual([ownerFile.id]);
     expect(await listOf("member")).toEqual([]);
@@ -133,7 +164,11 @@ describe("app data: bucket rules", () => {
   });
 
   test("an unknown bucket is not_found and names the declared ones", async () => {
-    const message = await expectError(await uploadTo(t, "rules", "photos", { cookie: cookies.owner }), 404, "not_found");
+    const message = await expectError(
+      await uploadTo(t, "rules", "photos", { cookie: cookies.owner }),
+      404,
+      "not_found",
+    );
     expect(message).toContain('no bucket "photos"');
     expect(message).toContain("declares: members, mine, open, own, team.");
     await expectError(await get("/_hatch/files/photos", "owner"), 404, "not_found");

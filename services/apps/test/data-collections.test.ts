@@ -25,23 +25,42 @@ describe("app data: documents of a collection", () => {
   });
 
   async function usage(appId: string): Promise<number> {
-    const [row] = await t.ctx.db.select({ documents: dataUsage.documents }).from(dataUsage).where(eq(dataUsage.appId, appId));
+    const [row] = await t.ctx.db
+      .select({ documents: dataUsage.documents })
+      .from(dataUsage)
+      .where(eq(dataUsage.appId, appId));
     return row?.documents ?? 0;
   }
 
   async function stored(appId: string, collection = "todos"): Promise<number> {
-    return (await t.ctx.db.select({ id: documents.id }).from(documents).where(and(eq(documents.appId, appId), eq(documents.collection, collection)))).length;
+    return (
+      await t.ctx.db
+        .select({ id: documents.id })
+        .from(documents)
+        .where(and(eq(documents.appId, appId), eq(documents.collection, collection)))
+    ).length;
   }
 
   test("add answers 201 with the document: id, times, the creator's email, then the fields", async () => {
     const before = await usage(app.id);
-    const added = await db.add("todo", "todos", { title: "Milk", done: false, tags: ["shop"], nested: { "any key": 1 } }, member);
+    const added = await db.add(
+      "todo",
+      "todos",
+      { title: "Milk", done: false, tags: ["shop"], nested: { "any key": 1 } },
+      member,
+    );
     expect(added.status).toBe(201);
     const doc = added.body;
     // Meta keys first; the fields follow in jsonb's own key order.
     expect(Object.keys(doc).slice(0, 4)).toEqual(["id", "createdAt", "updatedAt", "createdBy"]);
     expect(Object.keys(doc).slice(4).sort()).toEqual(["done", "nested", "tags", "title"]);
-    expect(doc).toMatchObject({ createdBy: member.email, title: "Milk", done: false, tags: ["shop"], nested: { "any key": 1 } });
+    expect(doc).toMatchObject({
+      createdBy: member.email,
+      title: "Milk",
+      done: false,
+      tags: ["shop"],
+      nested: { "any key": 1 },
+    });
     expect(doc.id).toMatch(/^[A-Za-z0-9-][A-Za-z0-9_-]{15}$/);
     expect(doc.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     expect(doc.updatedAt).toBe(doc.createdAt);
@@ -58,23 +77,44 @@ describe("app data: documents of a collection", () => {
   });
 
   test("meta keys in a body are ignored: a document read back can be written back", async () => {
-    const added = await db.add("todo", "todos", { title: "x", id: "mine", createdAt: "1999-01-01T00:00:00.000Z", updatedAt: "x", createdBy: "boss@example.com" }, member);
+    const added = await db.add(
+      "todo",
+      "todos",
+      { title: "x", id: "mine", createdAt: "1999-01-01T00:00:00.000Z", updatedAt: "x", createdBy: "boss@example.com" },
+      member,
+    );
     expect(added.status).toBe(201);
     expect(added.body.id).not.toBe("mine");
     expect(added.body.createdBy).toBe(member.email);
     expect(added.body.createdAt).not.toStartWith("1999");
-    const [row] = await t.ctx.db.select({ data: documents.data }).from(documents).where(eq(documents.id, added.body.id));
+    const [row] = await t.ctx.db
+      .select({ data: documents.data })
+      .from(documents)
+      .where(eq(documents.id, added.body.id));
     expect(row!.data).toEqual({ title: "x" });
     const back = await db.update("todo", "todos", added.body.id, { ...added.body, done: true, id: "other" }, member);
     expect(back.status).toBe(200);
-    expect(back.body).toMatchObject({ id: added.body.id, title: "x", done: true, createdBy: member.email, createdAt: added.body.createdAt });
+    expect(back.body).toMatchObject({
+      id: added.body.id,
+      title: "x",
+      done: true,
+      createdBy: member.email,
+      createdAt: added.body.createdAt,
+    });
   });
 
   test("update merges the given fields into the document and moves updatedAt", async () => {
     const { body: doc } = await db.add("todo", "todos", { title: "Eggs", done: false, count: 2 });
     const updated = await db.update("todo", "todos", doc.id, { done: true, note: null });
     expect(updated.status).toBe(200);
-    expect(updated.body).toMatchObject({ id: doc.id, title: "Eggs", done: true, count: 2, note: null, createdAt: doc.createdAt });
+    expect(updated.body).toMatchObject({
+      id: doc.id,
+      title: "Eggs",
+      done: true,
+      count: 2,
+      note: null,
+      createdAt: doc.createdAt,
+    });
     expect(Date.parse(updated.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(doc.updatedAt));
     expect((await db.read("todo", "todos", doc.id)).body).toEqual(updated.body);
   });
@@ -85,9 +125,16 @@ describe("app data: documents of a collection", () => {
     const removed = await db.remove("todo", "todos", doc.id);
     expect(removed).toMatchObject({ status: 200, body: { id: doc.id, removed: true } });
     expect(await usage(app.id)).toBe(before - 1);
-    for (const again of [await db.read("todo", "todos", doc.id), await db.remove("todo", "todos", doc.id), await db.update("todo", "todos", doc.id, { a: 1 })]) {
+    for (const again of [
+      await db.read("todo", "todos", doc.id),
+      await db.remove("todo", "todos", doc.id),
+      await db.update("todo", "todos", doc.id, { a: 1 }),
+    ]) {
       expect(again.status).toBe(404);
-      expect(again.body.error).toEqual({ code: "not_found", message: `There is no document "${doc.id}" in todos. It may have been removed.` });
+      expect(again.body.error).toEqual({
+        code: "not_found",
+        message: `There is no document "${doc.id}" in todos. It may have been removed.`,
+      });
     }
     expect(await usage(app.id)).toBe(before - 1);
   });
@@ -96,7 +143,9 @@ describe("app data: documents of a collection", () => {
     const unknown = await db.list("todo", "todoz");
     expect(unknown.status).toBe(404);
     expect(unknown.body.error.code).toBe("not_found");
-    expect(unknown.body.error.message).toBe('This app has no collection "todoz"; its service.json declares "notes", "todos".');
+    expect(unknown.body.error.message).toBe(
+      'This app has no collection "todoz"; its service.json declares "notes", "todos".',
+    );
     const added = await db.add("todo", "todoz", { a: 1 });
     expect(added.status).toBe(404);
     await seedApp(t.ctx, { ...ownerSeed, address: "bare", files });
@@ -133,10 +182,17 @@ describe("app data: documents of a collection", () => {
     ];
     for (const [raw, message] of cases) {
       const answer = await db.call("todo", "/_hatch/db/todos", { method: "POST", raw });
-      expect({ raw, status: answer.status, code: answer.body.error.code }).toEqual({ raw, status: 400, code: "invalid" });
+      expect({ raw, status: answer.status, code: answer.body.error.code }).toEqual({
+        raw,
+        status: 400,
+        code: "invalid",
+      });
       expect(answer.body.error.message).toStartWith(message);
     }
-    const invalidUtf8 = await db.call("todo", "/_hatch/db/todos", { method: "POST", raw: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) });
+    const invalidUtf8 = await db.call("todo", "/_hatch/db/todos", {
+      method: "POST",
+      raw: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]),
+    });
     expect(invalidUtf8.status).toBe(400);
     const { body: doc } = await db.add("todo", "todos", { title: "keep" });
     const patch = await db.call("todo", `/_hatch/db/todos/${doc.id}`, { method: "PATCH", raw: "[]" });
@@ -157,11 +213,17 @@ describe("app data: documents of a collection", () => {
       expect(answer.status).toBe(400);
       expect(answer.body.error.message).toContain("NUL characters or broken Unicode");
     }
-    const deep = await db.call("todo", "/_hatch/db/todos", { method: "POST", raw: `{"t":${"[".repeat(100)}${"]".repeat(100)}}` });
+    const deep = await db.call("todo", "/_hatch/db/todos", {
+      method: "POST",
+      raw: `{"t":${"[".repeat(100)}${"]".repeat(100)}}`,
+    });
     expect(deep.status).toBe(400);
     expect(deep.body.error.message).toContain("64 levels");
     expect(await stored(app.id)).toBe(before);
-    const proto = await db.call("todo", "/_hatch/db/todos", { method: "POST", raw: '{"__proto__": {"x": 1}, "ok": true}' });
+    const proto = await db.call("todo", "/_hatch/db/todos", {
+      method: "POST",
+      raw: '{"__proto__": {"x": 1}, "ok": true}',
+    });
     expect(proto.status).toBe(201);
     // A field called __proto__ stays a field (no prototype games on the server).
     expect(Object.getOwnPropertyDescriptor(proto.body, "__proto__")?.value).toEqual({ x: 1 });
@@ -176,7 +238,10 @@ describe("app data: documents of a collection", () => {
     expect(over.status).toBe(413);
     expect(over.body.error.code).toBe("too_large");
     expect(over.body.error.message).toContain(`at most ${DATA_LIMITS.maxDocumentBytes} bytes`);
-    const huge = await db.call("todo", "/_hatch/db/todos", { method: "POST", raw: JSON.stringify({ text: "x".repeat(1024 * 1024) }) });
+    const huge = await db.call("todo", "/_hatch/db/todos", {
+      method: "POST",
+      raw: JSON.stringify({ text: "x".repeat(1024 * 1024) }),
+    });
     expect(huge.status).toBe(413);
     expect(await stored(app.id)).toBe(before);
     expect(await usage(app.id)).toBe(usageBefore);
@@ -192,7 +257,10 @@ describe("app data: documents of a collection", () => {
     const full = await seedApp(t.ctx, { ...ownerSeed, address: "full", files, config });
     const { body: first } = await db.add("full", "todos", { n: 1 });
     // As if the app held the most documents already (instead of adding 100,000).
-    await t.ctx.db.update(dataUsage).set({ documents: DATA_LIMITS.maxDocumentsPerApp }).where(eq(dataUsage.appId, full.id));
+    await t.ctx.db
+      .update(dataUsage)
+      .set({ documents: DATA_LIMITS.maxDocumentsPerApp })
+      .where(eq(dataUsage.appId, full.id));
     const refused = await db.add("full", "todos", { n: 2 });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toEqual({

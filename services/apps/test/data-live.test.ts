@@ -89,7 +89,12 @@ describe("app data: live changes", () => {
     await t?.close();
   });
 
-  async function subscribe(address: string, collection: string, viewer: ViewerIdentity | null, cookie?: string): Promise<EventStream> {
+  async function subscribe(
+    address: string,
+    collection: string,
+    viewer: ViewerIdentity | null,
+    cookie?: string,
+  ): Promise<EventStream> {
     const headers: Record<string, string> = cookie ? { cookie } : viewer ? { cookie: db.cookie(address, viewer) } : {};
     const response = await t.get(address, `/_hatch/db/${collection}/_changes`, { headers });
     const stream = new EventStream(response);
@@ -135,8 +140,17 @@ describe("app data: live changes", () => {
   test("a change published by another app host instance arrives too", async () => {
     const stream = await subscribe("live", "todos", null);
     await stream.frame();
-    const document = { id: "fromElsewhere", createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z", createdBy: null, n: 1 };
-    t.ctx.bus.publish(subjects.appsDataChanged, encodeJson({ appId: app.id, collection: "todos", type: "added", id: document.id, creator: null, document }));
+    const document = {
+      id: "fromElsewhere",
+      createdAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+      createdBy: null,
+      n: 1,
+    };
+    t.ctx.bus.publish(
+      subjects.appsDataChanged,
+      encodeJson({ appId: app.id, collection: "todos", type: "added", id: document.id, creator: null, document }),
+    );
     expect(await stream.change()).toEqual({ type: "added", id: document.id, document });
     await stream.close();
   });
@@ -157,7 +171,9 @@ describe("app data: live changes", () => {
   test("the read rule decides who may open a stream", async () => {
     const anonymous = await subscribe("live", "members", null);
     expect(anonymous.response.status).toBe(403);
-    expect(await anonymous.response.json()).toEqual({ error: { code: "forbidden", message: "Sign in to follow changes of this collection (hatch.signIn())." } });
+    expect(await anonymous.response.json()).toEqual({
+      error: { code: "forbidden", message: "Sign in to follow changes of this collection (hatch.signIn())." },
+    });
     expect((await subscribe("live", "mine", null)).response.status).toBe(403);
     const unknown = await subscribe("live", "nope", member);
     expect(unknown.response.status).toBe(404);

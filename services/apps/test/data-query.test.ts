@@ -31,7 +31,8 @@ describe("app data: list queries", () => {
       { name: "eggs", price: "6", done: true },
       { name: "figs", price: 10, done: false, kind: "fruit" },
     ];
-    for (const [n, row] of rows.entries()) items.push((await db.add("query", "items", row, n % 2 ? member : stranger)).body);
+    for (const [n, row] of rows.entries())
+      items.push((await db.add("query", "items", row, n % 2 ? member : stranger)).body);
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -66,7 +67,11 @@ describe("app data: list queries", () => {
     expect(await names({ where: { price: { "<=": 1 } } })).toEqual(["banana"]);
     expect(await names({ where: { price: { ">": "5" } } })).toEqual(["eggs"]);
     expect(await names({ where: { name: { ">=": "c", "<": "e" } } })).toEqual(["carrot", "dates"]);
-    expect(await names({ where: { done: false, price: { ">": 2 }, kind: "fruit" } })).toEqual(["apple", "dates", "figs"]);
+    expect(await names({ where: { done: false, price: { ">": 2 }, kind: "fruit" } })).toEqual([
+      "apple",
+      "dates",
+      "figs",
+    ]);
   });
 
   test("where: createdAt at the milliseconds a page sees, createdBy by email or null", async () => {
@@ -108,7 +113,10 @@ describe("app data: list queries", () => {
       [{ where: JSON.stringify({ price: { "!=": 1 } }) }, 'where.price has the operator "!="'],
       [{ where: JSON.stringify({ price: {} }) }, "where.price is an empty object"],
       [{ where: JSON.stringify({ price: [1, 2] }) }, "where.price: compare with a string, number, boolean or null"],
-      [{ where: JSON.stringify({ price: { "<": [1] } }) }, "where.price: compare with a string, number, boolean or null"],
+      [
+        { where: JSON.stringify({ price: { "<": [1] } }) },
+        "where.price: compare with a string, number, boolean or null",
+      ],
       [{ where: JSON.stringify({ price: { a: 1 } }) }, 'where.price has the operator "a"'],
       [{ where: JSON.stringify({ done: { ">": true } }) }, "where.done: > compares strings or numbers only"],
       [{ where: JSON.stringify({ note: { "<": null } }) }, "where.note: < compares strings or numbers only"],
@@ -116,7 +124,14 @@ describe("app data: list queries", () => {
       [{ where: JSON.stringify({ createdAt: 5 }) }, "where.createdAt: compare with a time"],
       [{ where: JSON.stringify({ createdBy: { ">": "a" } }) }, "where.createdBy compares with == only"],
       [{ where: JSON.stringify({ createdBy: 5 }) }, "where.createdBy: compare with an email"],
-      [{ where: JSON.stringify(Object.fromEntries(Array.from({ length: DATA_LIMITS.maxWhereFields + 1 }, (_, n) => [`f${n}`, n]))) }, `where may name at most ${DATA_LIMITS.maxWhereFields} fields`],
+      [
+        {
+          where: JSON.stringify(
+            Object.fromEntries(Array.from({ length: DATA_LIMITS.maxWhereFields + 1 }, (_, n) => [`f${n}`, n])),
+          ),
+        },
+        `where may name at most ${DATA_LIMITS.maxWhereFields} fields`,
+      ],
       [{ orderBy: "id" }, 'orderBy cannot be "id"'],
       [{ orderBy: "createdBy" }, 'orderBy cannot be "createdBy"'],
       [{ orderBy: "bad name" }, 'orderBy cannot be "bad name"'],
@@ -131,10 +146,21 @@ describe("app data: list queries", () => {
     ];
     for (const [query, message] of bad) {
       const answer = await db.list("query", "items", query);
-      expect({ query, status: answer.status, code: answer.body.error?.code }).toEqual({ query, status: 400, code: "invalid" });
-      expect({ query, message: answer.body.error.message }).toEqual({ query, message: expect.stringContaining(message) });
+      expect({ query, status: answer.status, code: answer.body.error?.code }).toEqual({
+        query,
+        status: 400,
+        code: "invalid",
+      });
+      expect({ query, message: answer.body.error.message }).toEqual({
+        query,
+        message: expect.stringContaining(message),
+      });
     }
-    expect(await names({ where: Object.fromEntries(Array.from({ length: DATA_LIMITS.maxWhereFields }, (_, n) => [`f${n}`, n])) })).toEqual([]);
+    expect(
+      await names({
+        where: Object.fromEntries(Array.from({ length: DATA_LIMITS.maxWhereFields }, (_, n) => [`f${n}`, n])),
+      }),
+    ).toEqual([]);
     expect(await names({ limit: String(DATA_LIMITS.maxListLimit) })).toHaveLength(items.length);
   });
 
@@ -143,14 +169,25 @@ describe("app data: list queries", () => {
     beforeAll(async () => {
       // Sort values repeat (group), some are missing, and several documents share a createdAt to the microsecond.
       for (let n = 0; n < 23; n++) {
-        const doc: Record<string, unknown> = { n, group: n % 4 === 3 ? undefined : Math.floor(n / 8), label: `x${n % 3}` };
+        const doc: Record<string, unknown> = {
+          n,
+          group: n % 4 === 3 ? undefined : Math.floor(n / 8),
+          label: `x${n % 3}`,
+        };
         paged.push((await db.add("query", "paged", doc)).body);
       }
       const same = paged.slice(5, 12).map((d) => d.id);
-      for (const id of same) await t.ctx.db.update(documents).set({ createdAt: new Date("2026-01-01T00:00:00.000Z") }).where(eq(documents.id, id));
+      for (const id of same)
+        await t.ctx.db
+          .update(documents)
+          .set({ createdAt: new Date("2026-01-01T00:00:00.000Z") })
+          .where(eq(documents.id, id));
     });
 
-    async function everything(query: Record<string, unknown>, limit: number): Promise<{ ids: string[]; pages: number }> {
+    async function everything(
+      query: Record<string, unknown>,
+      limit: number,
+    ): Promise<{ ids: string[]; pages: number }> {
       const ids: string[] = [];
       let after: string | null = null;
       let pages = 0;
@@ -165,7 +202,14 @@ describe("app data: list queries", () => {
       return { ids, pages };
     }
 
-    for (const query of [{}, { orderBy: "-createdAt" }, { orderBy: "group" }, { orderBy: "-group" }, { orderBy: "label", where: { group: { "<": 2 } } }, { orderBy: "-updatedAt" }]) {
+    for (const query of [
+      {},
+      { orderBy: "-createdAt" },
+      { orderBy: "group" },
+      { orderBy: "-group" },
+      { orderBy: "label", where: { group: { "<": 2 } } },
+      { orderBy: "-updatedAt" },
+    ]) {
       test(`every document once, in order: ${JSON.stringify(query)}`, async () => {
         const whole = await db.list("query", "paged", { ...query, limit: "100" });
         const expected = whole.body.documents.map((d: Doc) => d.id);
@@ -186,26 +230,49 @@ describe("app data: list queries", () => {
       // (Ties are broken by id in the database's collation, the same for ORDER BY and for the cursor.)
       const byCreated = (await db.list("query", "paged", { limit: "100" })).body.documents as Doc[];
       expect(byCreated.slice(0, 7).map((d) => d.createdAt)).toEqual(Array(7).fill("2026-01-01T00:00:00.000Z"));
-      expect(byCreated.slice(0, 7).map((d) => d.n).sort((a, b) => a - b)).toEqual([5, 6, 7, 8, 9, 10, 11]);
+      expect(
+        byCreated
+          .slice(0, 7)
+          .map((d) => d.n)
+          .sort((a, b) => a - b),
+      ).toEqual([5, 6, 7, 8, 9, 10, 11]);
     });
 
     test("a cursor made for another where or orderBy is refused", async () => {
       const first = await db.list("query", "paged", { orderBy: "group", limit: "2" });
       const after = first.body.next as string;
       expect((await db.list("query", "paged", { orderBy: "group", limit: "5", after })).status).toBe(200);
-      for (const query of [{ orderBy: "-group" }, { orderBy: "label" }, {}, { orderBy: "group", where: { label: "x1" } }]) {
+      for (const query of [
+        { orderBy: "-group" },
+        { orderBy: "label" },
+        {},
+        { orderBy: "group", where: { label: "x1" } },
+      ]) {
         const answer = await db.list("query", "paged", { ...query, after });
         expect({ query, status: answer.status }).toEqual({ query, status: 400 });
         expect(answer.body.error.message).toContain("another where or orderBy");
       }
       // The same query written another way (key order, == spelled out) is the same query.
-      const written = await db.list("query", "paged", { orderBy: "label", where: { group: 0, label: "x1" }, limit: "1" });
-      const again = await db.list("query", "paged", { orderBy: "label", where: JSON.stringify({ label: { "==": "x1" }, group: 0 }), after: written.body.next });
+      const written = await db.list("query", "paged", {
+        orderBy: "label",
+        where: { group: 0, label: "x1" },
+        limit: "1",
+      });
+      const again = await db.list("query", "paged", {
+        orderBy: "label",
+        where: JSON.stringify({ label: { "==": "x1" }, group: 0 }),
+        after: written.body.next,
+      });
       expect(again.status).toBe(200);
     });
 
     test("the creator rule filters pages too", async () => {
-      await seedApp(t.ctx, { ...ownerSeed, address: "own-pages", files, config: { collections: { notes: { read: "creator", create: "signed_in" } } } });
+      await seedApp(t.ctx, {
+        ...ownerSeed,
+        address: "own-pages",
+        files,
+        config: { collections: { notes: { read: "creator", create: "signed_in" } } },
+      });
       for (let n = 0; n < 5; n++) await db.add("own-pages", "notes", { n }, n % 2 ? member : stranger);
       const first = await db.list("own-pages", "notes", { limit: "2" }, stranger);
       const second = await db.list("own-pages", "notes", { limit: "2", after: first.body.next }, stranger);
@@ -223,7 +290,8 @@ describe("app data: list queries", () => {
       data: { n, color: `c${n % 500}` },
       bytes: 20,
     }));
-    for (let start = 0; start < rows.length; start += 500) await t.ctx.db.insert(documents).values(rows.slice(start, start + 500));
+    for (let start = 0; start < rows.length; start += 500)
+      await t.ctx.db.insert(documents).values(rows.slice(start, start + 500));
     await t.ctx.db.execute(sql`analyze apps.documents`);
     /**
      * The plan Postgres uses for a list statement, after `enable_seqscan = off` (a table this small would otherwise be
@@ -232,15 +300,26 @@ describe("app data: list queries", () => {
     const plan = async (params: Record<string, string>, onlyCreator: string | null = null): Promise<string> => {
       const query = parseListQuery(new URLSearchParams(params));
       const built = listStatement(t.ctx.db, query, onlyCreator !== null).toSQL();
-      const values = fillPlaceholders(built.params, listStatementValues({ appId: bulk.id, collection: "items" }, query, onlyCreator));
-      const literal = (value: unknown) => (typeof value === "number" ? String(value) : `'${String(value).replaceAll("'", "''")}'`);
+      const values = fillPlaceholders(
+        built.params,
+        listStatementValues({ appId: bulk.id, collection: "items" }, query, onlyCreator),
+      );
+      const literal = (value: unknown) =>
+        typeof value === "number" ? String(value) : `'${String(value).replaceAll("'", "''")}'`;
       return t.ctx.db.transaction(async (tx) => {
         await tx.execute(sql`set local enable_seqscan = off`);
-        await tx.execute(sql.raw(`set local plan_cache_mode = ${keptPrepared(query) ? "force_generic_plan" : "force_custom_plan"}`));
+        await tx.execute(
+          sql.raw(`set local plan_cache_mode = ${keptPrepared(query) ? "force_generic_plan" : "force_custom_plan"}`),
+        );
         await tx.execute(sql.raw(`prepare hatch_plan as ${built.sql}`));
-        const result = (await tx.execute(sql.raw(`explain execute hatch_plan(${values.map(literal).join(", ")})`))) as unknown;
+        const result = (await tx.execute(
+          sql.raw(`explain execute hatch_plan(${values.map(literal).join(", ")})`),
+        )) as unknown;
         await tx.execute(sql`deallocate hatch_plan`);
-        const lines = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, string>[];
+        const lines = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<
+          string,
+          string
+        >[];
         return lines.map((line) => Object.values(line)[0]).join("\n");
       });
     };

@@ -32,8 +32,20 @@ describe("app data: rules", () => {
       board: { read: "anyone", create: "signed_in", update: "creator", delete: "creator" },
     };
     await seedApp(t.ctx, { ...ownerSeed, address: "rules", files, config: { collections } });
-    await seedApp(t.ctx, { ...ownerSeed, address: "private", visibility: "private", files, config: { collections: { open: allBy("anyone") } } });
-    await seedApp(t.ctx, { ...ownerSeed, address: "paused", paused: true, files, config: { collections: { open: allBy("anyone") } } });
+    await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "private",
+      visibility: "private",
+      files,
+      config: { collections: { open: allBy("anyone") } },
+    });
+    await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "paused",
+      paused: true,
+      files,
+      config: { collections: { open: allBy("anyone") } },
+    });
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -55,7 +67,9 @@ describe("app data: rules", () => {
     test(`${rule}: ${who.join(", ")} may do everything, others are forbidden`, async () => {
       for (const name of Object.keys(viewers) as Who[]) {
         const ok = who.includes(name);
-        const expected = ok ? { create: 201, list: 200, get: 200, update: 200, remove: 200 } : { create: 403, list: 403, get: 403, update: 403, remove: 403 };
+        const expected = ok
+          ? { create: 201, list: 200, get: 200, update: 200, remove: 200 }
+          : { create: 403, list: 403, get: 403, update: 403, remove: 403 };
         expect({ rule, name, ...(await statuses(rule, viewers[name])) }).toEqual({ rule, name, ...expected });
       }
     });
@@ -68,20 +82,26 @@ describe("app data: rules", () => {
 
   test("refusals say what to do: sign in, or who may", async () => {
     const anonymous = await db.list("rules", "signed_in", {}, null);
-    expect(anonymous.body.error).toEqual({ code: "forbidden", message: "Sign in to read this collection (hatch.signIn())." });
+    expect(anonymous.body.error).toEqual({
+      code: "forbidden",
+      message: "Sign in to read this collection (hatch.signIn()).",
+    });
     const outsider = await db.add("rules", "org", { n: 1 }, stranger);
     expect(outsider.body.error).toEqual({
       code: "forbidden",
       message: `Only members of the app owner's organization may add documents to org here; you are signed in as ${stranger.email}.`,
     });
     const notOwner = await db.remove("rules", "owner", "whatever", member);
-    expect(notOwner.body.error.message).toBe(`Only the app's owner may remove documents of owner here; you are signed in as ${member.email}.`);
+    expect(notOwner.body.error.message).toBe(
+      `Only the app's owner may remove documents of owner here; you are signed in as ${member.email}.`,
+    );
   });
 
   test("creator: each viewer reads and changes only their own documents; the owner is not special", async () => {
     const { body: memberDoc } = await db.add("rules", "mine", { text: "member's" }, member);
     const { body: strangerDoc } = await db.add("rules", "mine", { text: "stranger's" }, stranger);
-    const idsOf = async (viewer: ViewerIdentity) => (await db.list("rules", "mine", {}, viewer)).body.documents.map((d: { id: string }) => d.id);
+    const idsOf = async (viewer: ViewerIdentity) =>
+      (await db.list("rules", "mine", {}, viewer)).body.documents.map((d: { id: string }) => d.id);
     expect(await idsOf(member)).toEqual([memberDoc.id]);
     expect(await idsOf(stranger)).toEqual([strangerDoc.id]);
     expect(await idsOf(owner)).toEqual([]);
@@ -105,7 +125,9 @@ describe("app data: rules", () => {
     expect((await db.read("rules", "board", doc.id, stranger)).status).toBe(200);
     const edit = await db.update("rules", "board", doc.id, { text: "defaced" }, stranger);
     expect(edit.status).toBe(403);
-    expect(edit.body.error.message).toBe(`Only whoever created it may change this document here; you are signed in as ${stranger.email}.`);
+    expect(edit.body.error.message).toBe(
+      `Only whoever created it may change this document here; you are signed in as ${stranger.email}.`,
+    );
     expect((await db.remove("rules", "board", doc.id, owner)).status).toBe(403);
     expect((await db.update("rules", "board", doc.id, { text: "x" }, null)).status).toBe(403);
     expect((await db.read("rules", "board", doc.id, null)).body.text).toBe("hello");
@@ -117,13 +139,18 @@ describe("app data: rules", () => {
     expect(anonymous.body.error).toEqual({ code: "forbidden", message: "Sign in to use this app (hatch.signIn())." });
     const outsider = await db.add("private", "open", { n: 1 }, stranger);
     expect(outsider.status).toBe(403);
-    expect(outsider.body.error.message).toBe(`You are signed in as ${stranger.email}, and this app is not shared with that account.`);
+    expect(outsider.body.error.message).toBe(
+      `You are signed in as ${stranger.email}, and this app is not shared with that account.`,
+    );
     expect((await db.list("private", "open", {}, member)).status).toBe(403);
     expect((await db.add("private", "open", { n: 1 }, owner)).status).toBe(201);
   });
 
   test("a paused app's data is unavailable", async () => {
-    for (const answer of [await db.list("paused", "open", {}, owner), await db.add("paused", "open", { n: 1 }, owner)]) {
+    for (const answer of [
+      await db.list("paused", "open", {}, owner),
+      await db.add("paused", "open", { n: 1 }, owner),
+    ]) {
       expect(answer.status).toBe(503);
       expect(answer.body.error.code).toBe("unavailable");
       expect(answer.body.error.message).toContain("paused");
@@ -140,22 +167,42 @@ describe("app data: rules", () => {
     ];
     for (const headers of cases) {
       const { origin, ...rest } = headers;
-      const answer = await db.call("rules", "/_hatch/db/anyone", { method: "POST", body: { n: 1 }, viewer: owner, origin: origin ?? null, headers: rest });
+      const answer = await db.call("rules", "/_hatch/db/anyone", {
+        method: "POST",
+        body: { n: 1 },
+        viewer: owner,
+        origin: origin ?? null,
+        headers: rest,
+      });
       expect({ headers, status: answer.status }).toEqual({ headers, status: 403 });
       expect(answer.body.error.message).toBe("Data of this app can only be changed from the app's own pages.");
     }
     const { body: doc } = await db.add("rules", "anyone", { n: 1 });
-    const patch = await db.call("rules", `/_hatch/db/anyone/${doc.id}`, { method: "PATCH", body: { n: 2 }, origin: t.origin("private") });
-    const remove = await db.call("rules", `/_hatch/db/anyone/${doc.id}`, { method: "DELETE", origin: t.origin("private") });
+    const patch = await db.call("rules", `/_hatch/db/anyone/${doc.id}`, {
+      method: "PATCH",
+      body: { n: 2 },
+      origin: t.origin("private"),
+    });
+    const remove = await db.call("rules", `/_hatch/db/anyone/${doc.id}`, {
+      method: "DELETE",
+      origin: t.origin("private"),
+    });
     expect([patch.status, remove.status]).toEqual([403, 403]);
     expect((await db.read("rules", "anyone", doc.id)).body.n).toBe(1);
     expect((await db.list("rules", "anyone", { limit: 100 })).body.documents.length).toBe(before + 1);
     // A program (no Origin, no Sec-Fetch-Site) carries nobody else's cookie: it may write under the rules.
-    expect((await db.call("rules", "/_hatch/db/anyone", { method: "POST", body: { n: 1 }, origin: null })).status).toBe(201);
+    expect((await db.call("rules", "/_hatch/db/anyone", { method: "POST", body: { n: 1 }, origin: null })).status).toBe(
+      201,
+    );
   });
 
   test("requests per viewer per minute: the one past the limit is 429 with Retry-After", async () => {
-    await seedApp(t.ctx, { ...ownerSeed, address: "chatty", files, config: { collections: { open: allBy("anyone") } } });
+    await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "chatty",
+      files,
+      config: { collections: { open: allBy("anyone") } },
+    });
     const url = `${t.origin("chatty")}/_hatch/db/open?limit=1`;
     const headers = { cookie: db.cookie("chatty", member) };
     let sent = 0;

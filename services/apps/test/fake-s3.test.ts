@@ -56,7 +56,9 @@ describe("fake S3", () => {
     expect(await store().has(hash)).toBe(true);
     clockOffsetMs = 20 * 60 * 1000;
     try {
-      const error = await store().delete(hash).catch((e: unknown) => e);
+      const error = await store()
+        .delete(hash)
+        .catch((e: unknown) => e);
       expect((error as Error & { code?: string }).code).toBe("RequestTimeTooSkewed");
       expect(fake.objects.has(`blobs/ab/${hash}`)).toBe(true);
     } finally {

@@ -13,7 +13,12 @@ const ownerViewer = { sub: owner.id, email: owner.email, account: "acct-company"
 const colleague = { sub: "user-colleague", email: "colleague@example.com", account: "acct-company" };
 const friend = { sub: "user-friend", email: "Friend@Example.com", emailVerified: true, account: "acct-friend" };
 /** Signed up with the friend's address but never opened the verification mail: proves nothing about it. */
-const friendUnverified = { sub: "user-squatter", email: "friend@example.com", emailVerified: false, account: "acct-squatter" };
+const friendUnverified = {
+  sub: "user-squatter",
+  email: "friend@example.com",
+  emailVerified: false,
+  account: "acct-squatter",
+};
 const stranger = { sub: "user-stranger", email: "stranger@example.com", account: "acct-stranger" };
 
 describe("app host: who may open an app", () => {
@@ -37,7 +42,11 @@ describe("app host: who may open an app", () => {
   }
 
   /** What the gateway does for a signed-in viewer: a ticket for this app, then the app's /_hatch/auth. */
-  async function signIn(address: string, viewer: typeof stranger, path = "/"): Promise<{ cookie: string; location: string; setCookie: string; session: string }> {
+  async function signIn(
+    address: string,
+    viewer: typeof stranger,
+    path = "/",
+  ): Promise<{ cookie: string; location: string; setCookie: string; session: string }> {
     const session = t.gateway.signIn(viewer);
     const ticket = signViewerTicket(t.ctx.keys.viewer, { sub: viewer.sub, session, address });
     const response = await t.get(address, `/_hatch/auth?${new URLSearchParams({ ticket, path })}`);
@@ -51,7 +60,9 @@ describe("app host: who may open an app", () => {
       for (const path of ["/notes?tab=2", "/assets/app-Ab12Cd34.js"]) {
         const response = await t.get(address, path);
         expect(response.status).toBe(302);
-        expect(response.headers.get("location")).toBe(`${GATEWAY}/apps/signin?${new URLSearchParams({ app: address, path })}`);
+        expect(response.headers.get("location")).toBe(
+          `${GATEWAY}/apps/signin?${new URLSearchParams({ app: address, path })}`,
+        );
         expect(response.headers.get("cache-control")).toBe("no-store");
       }
     }
@@ -64,7 +75,10 @@ describe("app host: who may open an app", () => {
     const { location, setCookie } = await signIn("mine", ownerViewer, "/notes?tab=2");
     expect(location).toBe(`${t.origin("mine")}/notes?tab=2`);
     expect(setCookie).toStartWith("hatch_viewer=");
-    const attributes = setCookie.split(";").slice(1).map((a) => a.trim().toLowerCase());
+    const attributes = setCookie
+      .split(";")
+      .slice(1)
+      .map((a) => a.trim().toLowerCase());
     expect(attributes.sort()).toEqual(["httponly", "max-age=3600", "path=/", "samesite=lax"]);
   });
 
@@ -98,7 +112,13 @@ describe("app host: who may open an app", () => {
   });
 
   test("people: the owner and the verified emails it is shared with (any case), nobody else", async () => {
-    for (const [viewer, status] of [[ownerViewer, 200], [friend, 200], [friendUnverified, 403], [colleague, 403], [stranger, 403]] as const) {
+    for (const [viewer, status] of [
+      [ownerViewer, 200],
+      [friend, 200],
+      [friendUnverified, 403],
+      [colleague, 403],
+      [stranger, 403],
+    ] as const) {
       const { cookie } = await signIn("shared", viewer);
       const response = await t.get("shared", "/", { headers: { cookie } });
       expect({ who: viewer.email, status: response.status }).toEqual({ who: viewer.email, status });
@@ -107,7 +127,13 @@ describe("app host: who may open an app", () => {
   });
 
   test("removing a person takes effect on their next request once the change is announced", async () => {
-    const app = await seedApp(t.ctx, { owner, address: "revoke", visibility: "people", people: ["friend@example.com"], files: { "index.html": "x" } });
+    const app = await seedApp(t.ctx, {
+      owner,
+      address: "revoke",
+      visibility: "people",
+      people: ["friend@example.com"],
+      files: { "index.html": "x" },
+    });
     const { cookie } = await signIn("revoke", friend);
     expect((await t.get("revoke", "/", { headers: { cookie } })).status).toBe(200);
     await t.ctx.db.delete(appPeople).where(eq(appPeople.appId, app.id));
@@ -131,7 +157,13 @@ describe("app host: who may open an app", () => {
     const claims = JSON.parse(Buffer.from(body, "base64url").toString());
     const forged = `${name}=${Buffer.from(JSON.stringify({ ...claims, sub: owner.id })).toString("base64url")}.${mac}`;
     expect((await t.get("mine", "/", { headers: { cookie: forged } })).status).toBe(302);
-    const old = viewerCookie(t.ctx.keys.viewer, t.ctx.config, { sub: owner.id, session: t.gateway.signIn(ownerViewer) }, "mine", Date.now() - 2 * 3_600_000).split(";")[0]!;
+    const old = viewerCookie(
+      t.ctx.keys.viewer,
+      t.ctx.config,
+      { sub: owner.id, session: t.gateway.signIn(ownerViewer) },
+      "mine",
+      Date.now() - 2 * 3_600_000,
+    ).split(";")[0]!;
     expect((await t.get("mine", "/", { headers: { cookie: old } })).status).toBe(302);
   });
 
@@ -181,7 +213,9 @@ describe("app host: who may open an app", () => {
     t.gateway.signOut(session);
     const after = await t.get("mine", "/notes", { headers: { cookie } });
     expect(after.status).toBe(302);
-    expect(after.headers.get("location")).toBe(`${GATEWAY}/apps/signin?${new URLSearchParams({ app: "mine", path: "/notes" })}`);
+    expect(after.headers.get("location")).toBe(
+      `${GATEWAY}/apps/signin?${new URLSearchParams({ app: "mine", path: "/notes" })}`,
+    );
     expect(after.headers.get("set-cookie")).toBe("hatch_viewer=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
   });
 

@@ -16,7 +16,16 @@ const app = (address: string, version = 1): HostedApp => ({
   visibility: "public",
   paused: false,
   people: new Set(),
-  site: { version, spa: false, notFound: null, files: new Map(), collections: new Map(), buckets: new Map(), server: null, apis: new Map() },
+  site: {
+    version,
+    spa: false,
+    notFound: null,
+    files: new Map(),
+    collections: new Map(),
+    buckets: new Map(),
+    server: null,
+    apis: new Map(),
+  },
   ai: { choice: "none", payerId: null },
 });
 
@@ -70,7 +79,9 @@ describe("app cache", () => {
   });
 
   test("unknown addresses are remembered apart and never push real apps out", async () => {
-    const cache = new AppCache(async (address) => (address.startsWith("real") ? app(address) : null), { maxEntries: 2 });
+    const cache = new AppCache(async (address) => (address.startsWith("real") ? app(address) : null), {
+      maxEntries: 2,
+    });
     await cache.get("real-1");
     await cache.get("real-2");
     for (let i = 0; i < 10; i++) expect(await cache.get(`probe-${i}`)).toBeNull();

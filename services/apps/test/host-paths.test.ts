@@ -1,5 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { cacheControlOf, candidatesOf, etagMatches, hasExtension, isHashedAsset, sameOriginTarget, storedPathOf } from "../src/host/paths.ts";
+import {
+  cacheControlOf,
+  candidatesOf,
+  etagMatches,
+  hasExtension,
+  isHashedAsset,
+  sameOriginTarget,
+  storedPathOf,
+} from "../src/host/paths.ts";
 import { addressOfHost } from "../src/host/server.ts";
 
 describe("request paths", () => {
@@ -16,7 +24,21 @@ describe("request paths", () => {
   });
 
   test("nothing can climb out or smuggle a separator", () => {
-    for (const bad of ["/../secret", "/a/../../b", "/%2e%2e/x", "/a/%2E%2E/b", "/./x", "/a%2Fb", "/a%2fb", "/a%5Cb", "/a\\b", "/a%00b", "/%E0%A4%A", "/a//b", "nope"]) {
+    for (const bad of [
+      "/../secret",
+      "/a/../../b",
+      "/%2e%2e/x",
+      "/a/%2E%2E/b",
+      "/./x",
+      "/a%2Fb",
+      "/a%2fb",
+      "/a%5Cb",
+      "/a\\b",
+      "/a%00b",
+      "/%E0%A4%A",
+      "/a//b",
+      "nope",
+    ]) {
       expect({ bad, path: storedPathOf(bad) }).toEqual({ bad, path: null });
     }
   });
@@ -33,10 +55,23 @@ describe("request paths", () => {
 
 describe("caching", () => {
   test("bundler hashes are recognised; plain names are not", () => {
-    for (const hashed of ["assets/index-B1a2C3d4.js", "main.3f2a1b9c.css", "chunk-D_Bq-x9Z.js", "assets/index-B1a2C3d4.js.map", "logo.a1b2c3d4e5f6.svg"]) {
+    for (const hashed of [
+      "assets/index-B1a2C3d4.js",
+      "main.3f2a1b9c.css",
+      "chunk-D_Bq-x9Z.js",
+      "assets/index-B1a2C3d4.js.map",
+      "logo.a1b2c3d4e5f6.svg",
+    ]) {
       expect({ hashed, is: isHashedAsset(hashed) }).toEqual({ hashed, is: true });
     }
-    for (const plain of ["app.js", "my-component-library.js", "bundle.production.js", "jquery-3.7.1.min.js", "assets/index-B1a2C3.js", "favicon.ico"]) {
+    for (const plain of [
+      "app.js",
+      "my-component-library.js",
+      "bundle.production.js",
+      "jquery-3.7.1.min.js",
+      "assets/index-B1a2C3.js",
+      "favicon.ico",
+    ]) {
       expect({ plain, is: isHashedAsset(plain) }).toEqual({ plain, is: false });
     }
   });
@@ -44,8 +79,12 @@ describe("caching", () => {
   test("HTML revalidates, hashed assets are immutable, the rest is short; private apps say private", () => {
     expect(cacheControlOf("index.html", "text/html;charset=utf-8", true)).toBe("no-cache");
     expect(cacheControlOf("index.html", "text/html", false)).toBe("private, no-cache");
-    expect(cacheControlOf("assets/index-B1a2C3d4.js", "text/javascript", true)).toBe("public, max-age=31536000, immutable");
-    expect(cacheControlOf("assets/index-B1a2C3d4.js", "text/javascript", false)).toBe("private, max-age=31536000, immutable");
+    expect(cacheControlOf("assets/index-B1a2C3d4.js", "text/javascript", true)).toBe(
+      "public, max-age=31536000, immutable",
+    );
+    expect(cacheControlOf("assets/index-B1a2C3d4.js", "text/javascript", false)).toBe(
+      "private, max-age=31536000, immutable",
+    );
     expect(cacheControlOf("app.js", "text/javascript", true)).toBe("public, max-age=60, must-revalidate");
   });
 
@@ -67,7 +106,16 @@ describe("redirect targets after sign-in", () => {
     expect(sameOriginTarget("/", origin)).toBe(`${origin}/`);
   });
   test("anything that would leave the origin goes to the app's root instead", () => {
-    for (const bad of ["//evil.example/x", "/\\evil.example", "/\t/evil.example", "https://evil.example/", "javascript:alert(1)", "", null, "evil"]) {
+    for (const bad of [
+      "//evil.example/x",
+      "/\\evil.example",
+      "/\t/evil.example",
+      "https://evil.example/",
+      "javascript:alert(1)",
+      "",
+      null,
+      "evil",
+    ]) {
       expect({ bad, to: sameOriginTarget(bad, origin) }).toEqual({ bad, to: `${origin}/` });
     }
   });

@@ -27,9 +27,17 @@ describe("app host: serving files", () => {
   beforeAll(async () => {
     t = await startTestHost();
     await seedApp(t.ctx, { address: "site", files: SITE });
-    await seedApp(t.ctx, { address: "spa", files: { "index.html": "<h1>SPA shell</h1>", "assets/main-Zx9Yw8Vu.js": "x" }, config: { spa: true } });
+    await seedApp(t.ctx, {
+      address: "spa",
+      files: { "index.html": "<h1>SPA shell</h1>", "assets/main-Zx9Yw8Vu.js": "x" },
+      config: { spa: true },
+    });
     await seedApp(t.ctx, { address: "plain", files: { "index.html": "<h1>Plain</h1>" } });
-    await seedApp(t.ctx, { address: "custom-404", files: { "index.html": "i", "errors/missing.html": "<h1>Custom missing</h1>" }, config: { notFound: "/errors/missing.html" } });
+    await seedApp(t.ctx, {
+      address: "custom-404",
+      files: { "index.html": "i", "errors/missing.html": "<h1>Custom missing</h1>" },
+      config: { notFound: "/errors/missing.html" },
+    });
     await seedApp(t.ctx, { address: "empty" });
     await seedApp(t.ctx, { address: "paused", files: { "index.html": "<h1>Paused</h1>" }, paused: true });
   }, 60_000);
@@ -38,7 +46,13 @@ describe("app host: serving files", () => {
   });
 
   test("the root, a directory and a bare name find their HTML file", async () => {
-    for (const [path, body] of [["/", INDEX], ["/index.html", INDEX], ["/docs/", "<h1>Docs</h1>"], ["/about", "<h1>About</h1>"], ["/team", "<h1>Team</h1>"]] as const) {
+    for (const [path, body] of [
+      ["/", INDEX],
+      ["/index.html", INDEX],
+      ["/docs/", "<h1>Docs</h1>"],
+      ["/about", "<h1>About</h1>"],
+      ["/team", "<h1>Team</h1>"],
+    ] as const) {
       const response = await t.get("site", path);
       expect({ path, status: response.status, body: await response.text() }).toEqual({ path, status: 200, body });
       expect(response.headers.get("content-type")).toStartWith("text/html");
@@ -46,7 +60,12 @@ describe("app host: serving files", () => {
   });
 
   test("content type comes from the version's row; nosniff on every file", async () => {
-    const cases = { "/assets/index-B1a2C3d4.js": "text/javascript", "/assets/app.css": "text/css", "/logo.svg": "image/svg+xml", "/data.json": "application/json" };
+    const cases = {
+      "/assets/index-B1a2C3d4.js": "text/javascript",
+      "/assets/app.css": "text/css",
+      "/logo.svg": "image/svg+xml",
+      "/data.json": "application/json",
+    };
     for (const [path, type] of Object.entries(cases)) {
       const response = await t.get("site", path);
       expect(response.status).toBe(200);
@@ -161,7 +180,10 @@ describe("app host: serving files", () => {
     const root = await fetch(`http://localhost:${t.port}/`);
     expect(root.status).toBe(404);
     expect(await root.text()).toContain(`http://my-app.localhost:${t.port}`);
-    const upload = await fetch(`http://localhost:${t.port}/_hatch/uploads/${"t".repeat(32)}`, { method: "PUT", body: "x" });
+    const upload = await fetch(`http://localhost:${t.port}/_hatch/uploads/${"t".repeat(32)}`, {
+      method: "PUT",
+      body: "x",
+    });
     expect(upload.status).toBe(404);
     expect(await upload.text()).toContain("Uploads are not available");
   });

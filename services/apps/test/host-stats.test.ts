@@ -35,7 +35,11 @@ describe("app host: opens and unique viewers", () => {
     };
     expect(await get("/")).toBe(200);
     expect(await get("/", { headers: { "sec-fetch-dest": "document" } })).toBe(200);
-    expect(await get("/", { headers: { "if-none-match": (await t.get("counted", "/", { method: "HEAD" })).headers.get("etag")! } })).toBe(304);
+    expect(
+      await get("/", {
+        headers: { "if-none-match": (await t.get("counted", "/", { method: "HEAD" })).headers.get("etag")! },
+      }),
+    ).toBe(304);
     expect(await get("/", {}, UA_TWO)).toBe(200);
     // Not opens:
     expect(await get("/app.js")).toBe(200);
@@ -73,13 +77,24 @@ describe("app host: opens and unique viewers", () => {
 
   test("a signed-in viewer is one viewer across browsers, and a different one on each app", async () => {
     const owner = { id: "user-counted", email: "counted@example.com" };
-    const first = await seedApp(t.ctx, { address: "signed-a", visibility: "private", owner, files: { "index.html": "a" } });
-    const second = await seedApp(t.ctx, { address: "signed-b", visibility: "private", owner, files: { "index.html": "b" } });
+    const first = await seedApp(t.ctx, {
+      address: "signed-a",
+      visibility: "private",
+      owner,
+      files: { "index.html": "a" },
+    });
+    const second = await seedApp(t.ctx, {
+      address: "signed-b",
+      visibility: "private",
+      owner,
+      files: { "index.html": "b" },
+    });
     for (const address of ["signed-a", "signed-b"]) {
       const session = t.gateway.signIn({ sub: owner.id, email: owner.email, account: "acct" });
       const ticket = signViewerTicket(t.ctx.keys.viewer, { sub: owner.id, session, address });
       const cookie = (await t.get(address, `/_hatch/auth?ticket=${ticket}`)).headers.get("set-cookie")!.split(";")[0]!;
-      for (const ua of [UA_ONE, UA_TWO]) await (await t.get(address, "/", { headers: { cookie, "user-agent": ua } })).text();
+      for (const ua of [UA_ONE, UA_TWO])
+        await (await t.get(address, "/", { headers: { cookie, "user-agent": ua } })).text();
     }
     await t.host.flushStats();
     const a = await rows(first.id);
@@ -102,7 +117,9 @@ describe("stats counter", () => {
 
   test("stop writes what is still pending", async () => {
     const app = await seedApp(t.ctx, { address: "on-stop" });
-    const counter = new StatsCounter(t.ctx.db, t.ctx.keys.stats, createLogger({ level: "silent" }), { flushEveryMs: 3_600_000 });
+    const counter = new StatsCounter(t.ctx.db, t.ctx.keys.stats, createLogger({ level: "silent" }), {
+      flushEveryMs: 3_600_000,
+    });
     counter.count(app.id, "a:10.0.0.1\nUA");
     counter.count(app.id, "a:10.0.0.2\nUA");
     await counter.stop();
@@ -113,24 +130,33 @@ describe("stats counter", () => {
   test("counts of an app deleted before the flush are dropped; the others are written", async () => {
     const gone = await seedApp(t.ctx, { address: "gone-soon" });
     const kept = await seedApp(t.ctx, { address: "kept" });
-    const counter = new StatsCounter(t.ctx.db, t.ctx.keys.stats, createLogger({ level: "silent" }), { flushEveryMs: 3_600_000 });
+    const counter = new StatsCounter(t.ctx.db, t.ctx.keys.stats, createLogger({ level: "silent" }), {
+      flushEveryMs: 3_600_000,
+    });
     counter.count(gone.id, "u:1");
     counter.count(kept.id, "u:1");
     await t.ctx.db.delete(appsTable).where(eq(appsTable.id, gone.id));
     await counter.stop();
-    expect((await t.ctx.db.select().from(dailyOpens).where(eq(dailyOpens.appId, kept.id))).map((r) => r.opens)).toEqual([1]);
+    expect((await t.ctx.db.select().from(dailyOpens).where(eq(dailyOpens.appId, kept.id))).map((r) => r.opens)).toEqual(
+      [1],
+    );
     expect(await t.ctx.db.select().from(dailyViewers).where(eq(dailyViewers.appId, kept.id))).toHaveLength(1);
     expect(await t.ctx.db.select().from(dailyOpens).where(eq(dailyOpens.appId, gone.id))).toEqual([]);
   });
 
   test("opens are counted per UTC day", async () => {
     const app = await seedApp(t.ctx, { address: "two-days" });
-    const counter = new StatsCounter(t.ctx.db, t.ctx.keys.stats, createLogger({ level: "silent" }), { flushEveryMs: 3_600_000 });
+    const counter = new StatsCounter(t.ctx.db, t.ctx.keys.stats, createLogger({ level: "silent" }), {
+      flushEveryMs: 3_600_000,
+    });
     counter.count(app.id, "u:1", Date.parse("2026-11-20T23:59:59Z"));
     counter.count(app.id, "u:1", Date.parse("2026-11-21T00:00:01Z"));
     counter.count(app.id, "u:2", Date.parse("2026-11-21T12:00:00Z"));
     await counter.stop();
-    const opens = await t.ctx.db.select({ day: dailyOpens.day, opens: dailyOpens.opens }).from(dailyOpens).where(eq(dailyOpens.appId, app.id));
+    const opens = await t.ctx.db
+      .select({ day: dailyOpens.day, opens: dailyOpens.opens })
+      .from(dailyOpens)
+      .where(eq(dailyOpens.appId, app.id));
     expect(opens.sort((x, y) => x.day.localeCompare(y.day))).toEqual([
       { day: "2026-11-20", opens: 1 },
       { day: "2026-11-21", opens: 2 },

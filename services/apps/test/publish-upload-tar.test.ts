@@ -72,18 +72,24 @@ describe("publish-upload tar reader", () => {
 
   test("hard links, devices, FIFOs, absolute paths and .. are refused with what to do", () => {
     const index = { name: "index.html", body: "<h1>x</h1>" };
-    expect(refusal(makeTar([index, { name: "copy.html", type: "1", linkname: "index.html" }]))).toContain('"copy.html" is a hard link');
+    expect(refusal(makeTar([index, { name: "copy.html", type: "1", linkname: "index.html" }]))).toContain(
+      '"copy.html" is a hard link',
+    );
     expect(refusal(makeTar([index, { name: "dev/null", type: "3" }]))).toContain("is a device");
     expect(refusal(makeTar([index, { name: "pipe", type: "6" }]))).toContain("is a named pipe");
     expect(refusal(makeTar([index, { name: "/etc/passwd", body: "root" }]))).toBe(
       'invalid_input: The archive holds the absolute path "/etc/passwd". Archive from inside the built folder: tar -C dist -cf - . (the dot is the folder\'s content).',
     );
-    expect(refusal(makeTar([index, { name: "./../outside.js", body: "x" }]))).toContain('the path "./../outside.js", which leaves the folder (..)');
+    expect(refusal(makeTar([index, { name: "./../outside.js", body: "x" }]))).toContain(
+      'the path "./../outside.js", which leaves the folder (..)',
+    );
     expect(refusal(makeTar([index, { name: "assets/../../x.js", body: "x" }]))).toContain("leaves the folder");
   });
 
   test("not a tar, an empty body and a cut-off archive are told apart", () => {
-    expect(refusal(new TextEncoder().encode("<!doctype html>".repeat(100)))).toContain("is not a tar archive (plain or gzip)");
+    expect(refusal(new TextEncoder().encode("<!doctype html>".repeat(100)))).toContain(
+      "is not a tar archive (plain or gzip)",
+    );
     expect(refusal(new Uint8Array())).toContain("The upload is empty");
     const whole = makeTar([{ name: "index.html", body: "x".repeat(2000) }]);
     expect(refusal(whole.subarray(0, 1024))).toContain("ends in the middle of a file");
@@ -91,12 +97,23 @@ describe("publish-upload tar reader", () => {
 
   test("macOS resource files (._name, AppleDouble) are skipped; a plain ._ file is kept", () => {
     const appleDouble = new Uint8Array([0x00, 0x05, 0x16, 0x07, 0, 2, 0, 0]);
-    const files = readTar(makeTar([{ name: "./index.html", body: "<h1>x</h1>" }, { name: "./._index.html", body: appleDouble }, { name: "./._notes.txt", body: "mine" }]));
+    const files = readTar(
+      makeTar([
+        { name: "./index.html", body: "<h1>x</h1>" },
+        { name: "./._index.html", body: appleDouble },
+        { name: "./._notes.txt", body: "mine" },
+      ]),
+    );
     expect(files.map((f) => f.path)).toEqual(["index.html", "._notes.txt"]);
   });
 
   test("a pax path longer than 100 bytes from the test writer reads back whole", () => {
-    const files = readTar(makeTar([{ name: "index.html", body: "<h1>x</h1>" }, { name: LONG, body: "y" }]));
+    const files = readTar(
+      makeTar([
+        { name: "index.html", body: "<h1>x</h1>" },
+        { name: LONG, body: "y" },
+      ]),
+    );
     expect(files.map((f) => f.path)).toEqual(["index.html", LONG]);
   });
 });

@@ -36,7 +36,9 @@ describe("Sealer", () => {
     }
     expect(() => sealer.open(sealed, secretAad("app2", "KEY"))).toThrow();
     expect(() => sealer.open(sealed, secretAad("app1", "OTHER"))).toThrow();
-    expect(() => sealer.open({ ...sealed, keyId: "zzz" }, secretAad("app1", "KEY"))).toThrow(/no sealing key with id zzz/);
+    expect(() => sealer.open({ ...sealed, keyId: "zzz" }, secretAad("app1", "KEY"))).toThrow(
+      /no sealing key with id zzz/,
+    );
     // The same id with another key: the tag does not match.
     expect(() => new Sealer([{ id: "a", key: b.key }]).open(sealed, secretAad("app1", "KEY"))).toThrow();
   });
@@ -74,14 +76,38 @@ describe("re-sealing at start (rotation)", () => {
     const apps = await Promise.all([1, 2, 3].map(() => seedApp(ctx)));
     const rows: { appId: string; name: string; value: string; sealer: Sealer }[] = [];
     for (const [i, app] of apps.entries()) {
-      for (const name of ["A_KEY", "B_KEY"]) rows.push({ appId: app.id, name, value: `value-${i}-${name}-${randomBytes(6).toString("hex")}`, sealer: before });
+      for (const name of ["A_KEY", "B_KEY"])
+        rows.push({
+          appId: app.id,
+          name,
+          value: `value-${i}-${name}-${randomBytes(6).toString("hex")}`,
+          sealer: before,
+        });
     }
     rows.push({ appId: apps[0]!.id, name: "LOST", value: "lost-value-never-logged", sealer: new Sealer([lost]) });
     rows.push({ appId: apps[1]!.id, name: "ALREADY", value: "current-value", sealer: new Sealer([newKey]) });
     for (const row of rows) {
-      await ctx.db.insert(secrets).values({ appId: row.appId, name: row.name, ...row.sealer.seal(row.value, secretAad(row.appId, row.name)), updatedBy: "u", updatedByEmail: "u@example.com" });
+      await ctx.db
+        .insert(secrets)
+        .values({
+          appId: row.appId,
+          name: row.name,
+          ...row.sealer.seal(row.value, secretAad(row.appId, row.name)),
+          updatedBy: "u",
+          updatedByEmail: "u@example.com",
+        });
     }
-    await ctx.db.insert(aiKeys).values({ id: "k1", scope: "mine", ownerId: "user1", provider: "openai", ...before.seal("sk-ai-secret", aiKeyAad("mine", "user1", "openai")), addedBy: "user1", addedByEmail: "u@example.com" });
+    await ctx.db
+      .insert(aiKeys)
+      .values({
+        id: "k1",
+        scope: "mine",
+        ownerId: "user1",
+        provider: "openai",
+        ...before.seal("sk-ai-secret", aiKeyAad("mine", "user1", "openai")),
+        addedBy: "user1",
+        addedByEmail: "u@example.com",
+      });
 
     const sealer = new Sealer([newKey, oldKey]);
     const counts = await resealStaleRows({ db: ctx.db, sealer }, ctx.logger, 2);
@@ -100,7 +126,10 @@ describe("re-sealing at start (rotation)", () => {
     expect(new Sealer([newKey]).open(aiKey!, aiKeyAad("mine", "user1", "openai"))).toBe("sk-ai-secret");
 
     // A second start finds only the row it cannot open.
-    expect(await resealStaleRows({ db: ctx.db, sealer }, ctx.logger, 2)).toEqual({ secrets: { resealed: 0, failed: 1 }, aiKeys: { resealed: 0, failed: 0 } });
+    expect(await resealStaleRows({ db: ctx.db, sealer }, ctx.logger, 2)).toEqual({
+      secrets: { resealed: 0, failed: 1 },
+      aiKeys: { resealed: 0, failed: 0 },
+    });
     const log = lines.join("\n");
     expect(log).toContain("re-sealed secrets and AI keys under the current key");
     expect(log).toContain('"secretsFailed":1');
@@ -108,4 +137,3 @@ describe("re-sealing at start (rotation)", () => {
     expect(log).not.toContain("sk-ai-secret");
   });
 });
-

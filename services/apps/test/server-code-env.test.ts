@@ -58,9 +58,14 @@ class FakeOutbound implements Outbound {
   apiCalls: { name: string; path: string; init: ApiCallInit; caller: OutboundCaller }[] = [];
   aiCalls: { request: AiChatRequest; caller: OutboundCaller }[] = [];
   async callApi(_app: unknown, name: string, path: string, init: ApiCallInit, caller: OutboundCaller) {
-    if (name !== "weather") throw new DataError("not_found", `This app declares no API "${name}" in service.json apis.`);
+    if (name !== "weather")
+      throw new DataError("not_found", `This app declares no API "${name}" in service.json apis.`);
     this.apiCalls.push({ name, path, init, caller });
-    return { status: 202, headers: { "content-type": "application/json" }, body: new TextEncoder().encode('{"temp":21}') };
+    return {
+      status: 202,
+      headers: { "content-type": "application/json" },
+      body: new TextEncoder().encode('{"temp":21}'),
+    };
   }
   async aiChat(_app: unknown, request: AiChatRequest, caller: OutboundCaller) {
     this.aiCalls.push({ request, caller });
@@ -78,7 +83,12 @@ describe("server code: env", () => {
     t = await startTestHost({ outbound, serverCode: { workers: 1 } });
     data = new DataClient(t);
     const config = { server: "api.js", collections: { todos: {} }, buckets: { photos: {} } };
-    app = await seedApp(t.ctx, { ...ownerSeed, address: "env-app", files: { "index.html": "x", "api.js": HANDLER }, config });
+    app = await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "env-app",
+      files: { "index.html": "x", "api.js": HANDLER },
+      config,
+    });
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -90,13 +100,20 @@ describe("server code: env", () => {
   };
 
   test("env.db adds, reads, changes and lists documents of an owner-only collection, as the owner", async () => {
-    const { status, body } = await call("/api/db", { method: "POST", body: "Milk", headers: { cookie: data.cookie("env-app", member) } });
+    const { status, body } = await call("/api/db", {
+      method: "POST",
+      body: "Milk",
+      headers: { cookie: data.cookie("env-app", member) },
+    });
     expect(status).toBe(200);
     expect(body.added).toMatchObject({ title: "Milk", done: false, createdBy: owner.email });
     expect(body.read).toEqual(body.added);
     expect(body.changed).toMatchObject({ id: body.added.id, done: true });
     expect(body.count).toBe(1);
-    const [row] = await t.ctx.db.select().from(documents).where(and(eq(documents.appId, app.id), eq(documents.id, body.added.id)));
+    const [row] = await t.ctx.db
+      .select()
+      .from(documents)
+      .where(and(eq(documents.appId, app.id), eq(documents.id, body.added.id)));
     expect(row?.createdBy).toBe(owner.sub);
     expect((await call("/api/db-remove")).body).toMatchObject({ removed: true });
   });
@@ -120,15 +137,31 @@ describe("server code: env", () => {
     const { body } = await call("/api/api", { headers: { cookie: data.cookie("env-app", member) } });
     expect(body).toEqual({ status: 202, type: "application/json", body: { temp: 21 } });
     const [made] = outbound.apiCalls;
-    expect(made).toMatchObject({ name: "weather", path: "/now?city=Paris", init: { method: "POST", headers: { "x-a": "1" } }, caller: { source: "server", viewer: { email: member.email } } });
+    expect(made).toMatchObject({
+      name: "weather",
+      path: "/now?city=Paris",
+      init: { method: "POST", headers: { "x-a": "1" } },
+      caller: { source: "server", viewer: { email: member.email } },
+    });
     expect(new TextDecoder().decode(made!.init.body!)).toBe("ping");
-    expect((await call("/api/api-refused")).body).toMatchObject({ code: "not_found", message: 'This app declares no API "nope" in service.json apis.' });
+    expect((await call("/api/api-refused")).body).toMatchObject({
+      code: "not_found",
+      message: 'This app declares no API "nope" in service.json apis.',
+    });
   });
 
   test("env.ai.chat goes through Outbound; a bad request is refused before it", async () => {
-    expect((await call("/api/ai")).body).toEqual({ content: "hello!", model: "tiny", usage: { inputTokens: 3, outputTokens: 2 } });
+    expect((await call("/api/ai")).body).toEqual({
+      content: "hello!",
+      model: "tiny",
+      usage: { inputTokens: 3, outputTokens: 2 },
+    });
     // An anonymous request's AI calls count against that viewer's address, not one allowance shared by the app.
-    expect(outbound.aiCalls.at(-1)?.caller).toEqual({ source: "server", viewer: null, rateKey: expect.stringMatching(/ a:127\.0\.0\.1$/) });
+    expect(outbound.aiCalls.at(-1)?.caller).toEqual({
+      source: "server",
+      viewer: null,
+      rateKey: expect.stringMatching(/ a:127\.0\.0\.1$/),
+    });
     const bad = (await call("/api/ai-bad")).body;
     expect(bad.code).toBe("invalid");
     expect(bad.message).toContain("env.ai.chat");
@@ -162,7 +195,10 @@ describe("app log writer", () => {
     const a = await seedApp(t.ctx, ownerSeed);
     const b = await seedApp(t.ctx, ownerSeed);
     const writer = new AppLogWriter(t.ctx.db, t.ctx.logger, { kept: 5, flushMs: 60_000 });
-    writer.request(a.id, Array.from({ length: 8 }, (_, i) => ["info", `a${i}`] as ["info", string]));
+    writer.request(
+      a.id,
+      Array.from({ length: 8 }, (_, i) => ["info", `a${i}`] as ["info", string]),
+    );
     writer.add(b.id, "warn", "x".repeat(5000));
     await writer.flush();
     writer.add(a.id, "error", "a-last");

@@ -62,8 +62,21 @@ describe("server code: the sandbox on the app host", () => {
     t = await startTestHost({ serverCode: { limits: { wallMs: 400 }, workers: 2 } });
     data = new DataClient(t);
     const config = { server: "api/index.js" };
-    app = await seedApp(t.ctx, { ...ownerSeed, address: "sandboxed", files: { "index.html": "<h1>hi</h1>", "api/index.js": HANDLER }, config });
-    other = await seedApp(t.ctx, { ...ownerSeed, address: "bystander", files: { "index.html": "<h1>other</h1>", "server.js": `export default { fetch: () => new Response("still here") }` }, config: { server: "server.js" } });
+    app = await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "sandboxed",
+      files: { "index.html": "<h1>hi</h1>", "api/index.js": HANDLER },
+      config,
+    });
+    other = await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "bystander",
+      files: {
+        "index.html": "<h1>other</h1>",
+        "server.js": `export default { fetch: () => new Response("still here") }`,
+      },
+      config: { server: "server.js" },
+    });
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -89,11 +102,25 @@ describe("server code: the sandbox on the app host", () => {
 
   test("the request carries method, body and headers; Hatch's viewer cookie is taken out; env.viewer is the verified viewer", async () => {
     const cookie = `${data.cookie("sandboxed", member)}; theme=dark`;
-    const answer = await get("/api/echo", { method: "POST", body: "some text", headers: { cookie, "content-type": "text/plain" } });
+    const answer = await get("/api/echo", {
+      method: "POST",
+      body: "some text",
+      headers: { cookie, "content-type": "text/plain" },
+    });
     const body = (await answer.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ method: "POST", body: "some text", type: "text/plain", cookie: "theme=dark", viewer: { email: member.email } });
+    expect(body).toMatchObject({
+      method: "POST",
+      body: "some text",
+      type: "text/plain",
+      cookie: "theme=dark",
+      viewer: { email: member.email },
+    });
     // From another origin the request still runs, without the viewer.
-    const foreign = await get("/api/echo", { method: "POST", body: "x", headers: { cookie, origin: "https://elsewhere.example" } });
+    const foreign = await get("/api/echo", {
+      method: "POST",
+      body: "x",
+      headers: { cookie, origin: "https://elsewhere.example" },
+    });
     expect(((await foreign.json()) as { viewer: unknown }).viewer).toBeNull();
   });
 
@@ -114,13 +141,21 @@ describe("server code: the sandbox on the app host", () => {
       unbase64: "hi!",
       uuid: true,
       random: 8,
-      headers: [["a", "1"], ["b", "2"]],
+      headers: [
+        ["a", "1"],
+        ["b", "2"],
+      ],
       waited: "yes",
     });
   });
 
   test("process, require, Bun and Deno do not exist; require and fetch fail with a message", async () => {
-    expect(await (await get("/api/forbidden")).json()).toEqual({ process: "undefined", require: "undefined", Bun: "undefined", Deno: "undefined" });
+    expect(await (await get("/api/forbidden")).json()).toEqual({
+      process: "undefined",
+      require: "undefined",
+      Bun: "undefined",
+      Deno: "undefined",
+    });
     const required = await get("/api/require");
     expect(required.status).toBe(500);
     const fetched = await get("/api/fetch");
@@ -129,8 +164,12 @@ describe("server code: the sandbox on the app host", () => {
     expect(body.error.message).toContain("tool_logs");
     expect(JSON.stringify(body)).not.toContain("at fetch");
     const lines = await logs();
-    expect(lines.some((l) => l.startsWith("error GET /api/require: uncaught ReferenceError") && l.includes("require"))).toBe(true);
-    expect(lines.some((l) => l.includes("fetch is not available in Hatch server code") && l.includes("env.api"))).toBe(true);
+    expect(
+      lines.some((l) => l.startsWith("error GET /api/require: uncaught ReferenceError") && l.includes("require")),
+    ).toBe(true);
+    expect(lines.some((l) => l.includes("fetch is not available in Hatch server code") && l.includes("env.api"))).toBe(
+      true,
+    );
   });
 
   test("an uncaught error is a 500 without a stack for the browser and an error line with the stack for the owner", async () => {
@@ -156,7 +195,15 @@ describe("server code: the sandbox on the app host", () => {
   });
 
   test("a loop of expensive built-ins that starves QuickJS's interrupt check is stopped by the worker watchdog", async () => {
-    const hog = await seedApp(t.ctx, { ...ownerSeed, address: "hog", files: { "index.html": "x", "s.js": `export default { fetch() { const a = []; while (true) a.push("x".repeat(1 << 20) + a.length); } }` }, config: { server: "s.js" } });
+    const hog = await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "hog",
+      files: {
+        "index.html": "x",
+        "s.js": `export default { fetch() { const a = []; while (true) a.push("x".repeat(1 << 20) + a.length); } }`,
+      },
+      config: { server: "s.js" },
+    });
     const stuck = t.get("hog", "/api");
     // The app host's own thread keeps serving pages meanwhile.
     expect((await get("/")).status).toBe(200);
@@ -171,7 +218,9 @@ describe("server code: the sandbox on the app host", () => {
     const never = await get("/api/never");
     expect(never.status).toBe(500);
     const lines = await logs();
-    expect(lines).toContain("error GET /api/timers: stopped after 0.4 s: the request took longer than its time limit (its timers never fire).");
+    expect(lines).toContain(
+      "error GET /api/timers: stopped after 0.4 s: the request took longer than its time limit (its timers never fire).",
+    );
     expect(lines.some((l) => l.startsWith("error GET /api/never: fetch's promise can never settle"))).toBe(true);
   });
 
@@ -192,19 +241,31 @@ describe("server code: the sandbox on the app host", () => {
     await get("/api/chatty");
     await t.host.flushLogs();
     const after = (await readAppLogs(t.ctx.db, app.id, undefined, 100)).lines.map((l) => l.message);
-    expect(after.at(-1)).toBe("50 more log lines of this request were dropped (at most 100 lines per request are kept).");
+    expect(after.at(-1)).toBe(
+      "50 more log lines of this request were dropped (at most 100 lines per request are kept).",
+    );
     expect(after.at(-2)).toBe("line 99");
   });
 
   test("the server module is not served as a file; without server code /api paths are files as before", async () => {
     expect((await t.get("bystander", "/server.js")).status).toBe(404);
-    const plain = await seedApp(t.ctx, { ...ownerSeed, address: "plain-api", files: { "index.html": "x", "api/data.json": '{"a":1}' } });
+    const plain = await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "plain-api",
+      files: { "index.html": "x", "api/data.json": '{"a":1}' },
+    });
     expect(await (await t.get(plain.address, "/api/data.json")).json()).toEqual({ a: 1 });
     expect((await t.get(plain.address, "/api/other", { method: "POST" })).status).toBe(405);
   });
 
   test("a non-public app's /api needs a viewer who may open it (JSON 403, no redirect)", async () => {
-    await seedApp(t.ctx, { ...ownerSeed, address: "private-api", visibility: "private", files: { "index.html": "x", "s.js": `export default { fetch: (r, env) => Response.json(env.viewer) }` }, config: { server: "s.js" } });
+    await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "private-api",
+      visibility: "private",
+      files: { "index.html": "x", "s.js": `export default { fetch: (r, env) => Response.json(env.viewer) }` },
+      config: { server: "s.js" },
+    });
     const anonymous = await t.get("private-api", "/api/me");
     expect(anonymous.status).toBe(403);
     expect(((await anonymous.json()) as { error: { code: string } }).error.code).toBe("forbidden");
@@ -213,11 +274,21 @@ describe("server code: the sandbox on the app host", () => {
   });
 
   test("an import is refused with a message when the module loads", async () => {
-    const importer = await seedApp(t.ctx, { ...ownerSeed, address: "importer", files: { "index.html": "x", "s.js": `import fs from "node:fs"; export default { fetch: () => new Response("x") }` }, config: { server: "s.js" } });
+    const importer = await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "importer",
+      files: {
+        "index.html": "x",
+        "s.js": `import fs from "node:fs"; export default { fetch: () => new Response("x") }`,
+      },
+      config: { server: "s.js" },
+    });
     const answer = await t.get("importer", "/api");
     expect(answer.status).toBe(500);
     const lines = await logs(importer.id);
-    expect(lines.some((l) => l.includes('import "node:fs" is not available: Hatch server code is one file'))).toBe(true);
+    expect(lines.some((l) => l.includes('import "node:fs" is not available: Hatch server code is one file'))).toBe(
+      true,
+    );
   });
 
   test("other apps' lines never mix in", async () => {

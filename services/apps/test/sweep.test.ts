@@ -10,7 +10,9 @@ let db: Database;
 
 beforeAll(async () => {
   pglite = await openEmbeddedPostgres();
-  db = (await openServiceDatabase({ kind: "pglite", client: pglite }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS })).db;
+  db = (
+    await openServiceDatabase({ kind: "pglite", client: pglite }, { schema: "apps", migrationsFolder: APPS_MIGRATIONS })
+  ).db;
 }, 60_000);
 afterAll(async () => {
   await pglite?.close();

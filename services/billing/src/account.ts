@@ -1,4 +1,13 @@
-import { AccountStorageSchema, callRpc, effectivePlan, PLAN_TABLE, rpcMethods, ToolError, type CallContext, type Money } from "@hatch/shared";
+import {
+  AccountStorageSchema,
+  callRpc,
+  effectivePlan,
+  PLAN_TABLE,
+  rpcMethods,
+  ToolError,
+  type CallContext,
+  type Money,
+} from "@hatch/shared";
 import { and, eq, gte, lt, sql } from "drizzle-orm";
 import { settingsUrl, type BillingContext } from "./context.ts";
 import { accounts, charges, usage } from "./db/schema.ts";
@@ -16,7 +25,8 @@ export interface Payer {
 /** Personal billing is its owner's; a company's is for its owner, admins and members with the `billing` permission. */
 export function payerOf(ctx: CallContext | null): Payer & { ctx: CallContext } {
   if (!ctx) throw new ToolError("forbidden", "Sign in to see billing.");
-  if (!ctx.account || !ctx.accountKind) throw new ToolError("unavailable", "Your account is not resolved yet; try again in a moment.");
+  if (!ctx.account || !ctx.accountKind)
+    throw new ToolError("unavailable", "Your account is not resolved yet; try again in a moment.");
   const allowed = ctx.role === "owner" || ctx.role === "admin" || ctx.permissions.includes("billing");
   if (!allowed) {
     throw new ToolError(
@@ -33,8 +43,15 @@ export function payerOf(ctx: CallContext | null): Payer & { ctx: CallContext } {
 export async function ensureAccount(billing: BillingContext, payer: Payer & { ctx: CallContext }): Promise<AccountRow> {
   const [row] = await billing.db.select().from(accounts).where(eq(accounts.accountId, payer.accountId));
   if (row) return row;
-  const customerId = await billing.provider.createCustomer({ accountId: payer.accountId, email: payer.ctx.email, name: payer.ctx.name });
-  await billing.db.insert(accounts).values({ accountId: payer.accountId, provider: billing.provider.kind, customerId }).onConflictDoNothing();
+  const customerId = await billing.provider.createCustomer({
+    accountId: payer.accountId,
+    email: payer.ctx.email,
+    name: payer.ctx.name,
+  });
+  await billing.db
+    .insert(accounts)
+    .values({ accountId: payer.accountId, provider: billing.provider.kind, customerId })
+    .onConflictDoNothing();
   const [created] = await billing.db.select().from(accounts).where(eq(accounts.accountId, payer.accountId));
   if (!created) throw new Error("billing account row missing after insert");
   return created;
@@ -55,11 +72,21 @@ export function money(amountMinor: number): Money {
 /** This month's usage and what it costs so far: the plan's price plus the one-off charges made this month. */
 export async function usageOf(billing: BillingContext, account: AccountRow) {
   const { start, end } = monthBounds();
-  const [counted] = await billing.db.select().from(usage).where(and(eq(usage.accountId, account.accountId), eq(usage.month, isoDate(start))));
+  const [counted] = await billing.db
+    .select()
+    .from(usage)
+    .where(and(eq(usage.accountId, account.accountId), eq(usage.month, isoDate(start))));
   const [charged] = await billing.db
     .select({ total: sql<string | null>`sum(${charges.amountMinor})` })
     .from(charges)
-    .where(and(eq(charges.accountId, account.accountId), eq(charges.status, "charged"), gte(charges.createdAt, start), lt(charges.createdAt, end)));
+    .where(
+      and(
+        eq(charges.accountId, account.accountId),
+        eq(charges.status, "charged"),
+        gte(charges.createdAt, start),
+        lt(charges.createdAt, end),
+      ),
+    );
   const info = PLAN_TABLE[effectivePlan(account.plan, account.state)];
   const planCents = (info.monthlyCents ?? 0) * (info.perSeat ? account.seats : 1);
   return {
@@ -76,7 +103,11 @@ export async function usageOf(billing: BillingContext, account: AccountRow) {
 /** What the account's apps store now, asked of apps; 0 while apps cannot answer (the rest of the answer still helps). */
 async function storageOf(billing: BillingContext, accountId: string): Promise<number> {
   try {
-    return (await callRpc(billing.bus, "apps", rpcMethods.apps.storage, { accountId }, AccountStorageSchema, { timeoutMs: 2_000 })).bytes;
+    return (
+      await callRpc(billing.bus, "apps", rpcMethods.apps.storage, { accountId }, AccountStorageSchema, {
+        timeoutMs: 2_000,
+      })
+    ).bytes;
   } catch (error) {
     billing.logger.warn("storage of an account unreadable; shown as 0", { accountId, error });
     return 0;
@@ -84,7 +115,10 @@ async function storageOf(billing: BillingContext, accountId: string): Promise<nu
 }
 
 /** AI tokens paid with the company's key this month (from apps.ai.used), as the plan's limit counts them. */
-export async function companyAiTokensThisMonth(billing: Pick<BillingContext, "db">, accountId: string): Promise<number> {
+export async function companyAiTokensThisMonth(
+  billing: Pick<BillingContext, "db">,
+  accountId: string,
+): Promise<number> {
   const [row] = await billing.db
     .select({ tokens: usage.companyAiTokens })
     .from(usage)
@@ -96,7 +130,13 @@ export async function companyAiTokensThisMonth(billing: Pick<BillingContext, "db
 export const upgradePlan = (payer: Payer): "pro" | "team" => (payer.accountKind === "company" ? "team" : "pro");
 
 /** Where a button or an answer sends the person; ChatGPT clients only ever get the settings page. */
-export async function linkFor(billing: BillingContext, ctx: CallContext, account: AccountRow, to: "checkout" | "portal", plan?: "pro" | "team"): Promise<string> {
+export async function linkFor(
+  billing: BillingContext,
+  ctx: CallContext,
+  account: AccountRow,
+  to: "checkout" | "portal",
+  plan?: "pro" | "team",
+): Promise<string> {
   if (ctx.client.kind === "chatgpt") return settingsUrl(billing.config);
   const back = settingsUrl(billing.config);
   if (to === "portal") return billing.provider.portalUrl(account.customerId, back);

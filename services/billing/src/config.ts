@@ -22,10 +22,19 @@ export interface StripeSettings {
 const BillingEnvSchema = CommonEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, "must be a Stripe secret key (sk_test_… or sk_live_…)").optional(),
+  STRIPE_SECRET_KEY: z
+    .string()
+    .regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]+$/, "must be a Stripe secret key (sk_test_… or sk_live_…)")
+    .optional(),
   STRIPE_API_URL: z.url({ protocol: /^https?$/ }).optional(),
-  STRIPE_PRICE_PRO: z.string().regex(/^price_[A-Za-z0-9]+$/).optional(),
-  STRIPE_PRICE_TEAM: z.string().regex(/^price_[A-Za-z0-9]+$/).optional(),
+  STRIPE_PRICE_PRO: z
+    .string()
+    .regex(/^price_[A-Za-z0-9]+$/)
+    .optional(),
+  STRIPE_PRICE_TEAM: z
+    .string()
+    .regex(/^price_[A-Za-z0-9]+$/)
+    .optional(),
   BILLING_ENFORCE_LIMITS: z.enum(["true", "false"]).default("true"),
 });
 
@@ -33,7 +42,8 @@ const BillingEnvSchema = CommonEnvSchema.extend({
 export function loadBillingConfig(env: Record<string, string | undefined>): BillingConfig {
   const parsed = loadConfig(
     BillingEnvSchema.refine((e) => !e.STRIPE_SECRET_KEY || (e.STRIPE_PRICE_PRO && e.STRIPE_PRICE_TEAM), {
-      message: "STRIPE_SECRET_KEY needs STRIPE_PRICE_PRO and STRIPE_PRICE_TEAM (the price ids of the Pro and Team plans)",
+      message:
+        "STRIPE_SECRET_KEY needs STRIPE_PRICE_PRO and STRIPE_PRICE_TEAM (the price ids of the Pro and Team plans)",
       path: ["STRIPE_SECRET_KEY"],
     }),
     env,
@@ -42,7 +52,11 @@ export function loadBillingConfig(env: Record<string, string | undefined>): Bill
     baseUrl: (parsed.BASE_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, ""),
     enforceLimits: parsed.BILLING_ENFORCE_LIMITS === "true",
     stripe: parsed.STRIPE_SECRET_KEY
-      ? { secretKey: parsed.STRIPE_SECRET_KEY, apiUrl: parsed.STRIPE_API_URL ?? null, prices: { pro: parsed.STRIPE_PRICE_PRO!, team: parsed.STRIPE_PRICE_TEAM! } }
+      ? {
+          secretKey: parsed.STRIPE_SECRET_KEY,
+          apiUrl: parsed.STRIPE_API_URL ?? null,
+          prices: { pro: parsed.STRIPE_PRICE_PRO!, team: parsed.STRIPE_PRICE_TEAM! },
+        }
       : null,
   };
 }

@@ -1,4 +1,12 @@
-import { createOutboxRelay, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import {
+  createOutboxRelay,
+  eventStreamFor,
+  rpcMethods,
+  startService,
+  TOOL_CONTRACTS,
+  type RunningService,
+  type ServiceDeps,
+} from "@hatch/shared";
 import { loadBillingConfig } from "./config.ts";
 import type { BillingContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
@@ -25,7 +33,13 @@ export interface BillingService extends RunningService {
  */
 export async function startBillingService(deps: ServiceDeps): Promise<BillingService> {
   const config = loadBillingConfig(deps.env);
-  const ctx: BillingContext = { db: deps.db, config, provider: createProvider(config, deps.db), logger: deps.logger, bus: deps.bus };
+  const ctx: BillingContext = {
+    db: deps.db,
+    config,
+    provider: createProvider(config, deps.db),
+    logger: deps.logger,
+    bus: deps.bus,
+  };
   const service = await startService({
     name: "billing",
     version: BILLING_VERSION,

@@ -1,4 +1,11 @@
-import { eventStreamFor, type Bus, type Database, type EventConsumer, type HatchEvent, type Logger } from "@hatch/shared";
+import {
+  eventStreamFor,
+  type Bus,
+  type Database,
+  type EventConsumer,
+  type HatchEvent,
+  type Logger,
+} from "@hatch/shared";
 import { sql } from "drizzle-orm";
 import { countedEvents, usage } from "./db/schema.ts";
 
@@ -15,7 +22,8 @@ interface Counts {
   domains?: number;
 }
 
-const whole = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
+const whole = (value: unknown) =>
+  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 
 /** What an event adds to its account's usage, and the day it counts on; null when it is not usage. */
 export function usageOf(event: HatchEvent): { accountId: string; day: string; counts: Counts } | null {
@@ -25,14 +33,19 @@ export function usageOf(event: HatchEvent): { accountId: string; day: string; co
   switch (kind) {
     case "apps.app.opened": {
       const opens = whole(event.details.opens);
-      const counted = typeof event.details.day === "string" && /^\d{4}-\d{2}-\d{2}$/.test(event.details.day) ? event.details.day : day;
+      const counted =
+        typeof event.details.day === "string" && /^\d{4}-\d{2}-\d{2}$/.test(event.details.day)
+          ? event.details.day
+          : day;
       return opens > 0 ? { accountId: event.account, day: counted, counts: { opens } } : null;
     }
     case "apps.ai.used": {
       const tokens = whole(event.details.inputTokens) + whole(event.details.outputTokens);
       const payer = event.details.payer as { scope?: unknown } | undefined;
       const company = payer?.scope === "company" ? tokens : 0;
-      return tokens > 0 ? { accountId: event.account, day, counts: { aiTokens: tokens, companyAiTokens: company } } : null;
+      return tokens > 0
+        ? { accountId: event.account, day, counts: { aiTokens: tokens, companyAiTokens: company } }
+        : null;
     }
     case "domains.domain.bought":
       return { accountId: event.account, day, counts: { domains: 1 } };
@@ -48,7 +61,11 @@ export async function countUsage(db: Database, event: HatchEvent): Promise<boole
   const month = `${found.day.slice(0, 7)}-01`;
   const { opens = 0, aiTokens = 0, companyAiTokens = 0, domains = 0 } = found.counts;
   return db.transaction(async (tx) => {
-    const fresh = await tx.insert(countedEvents).values({ eventId: event.id }).onConflictDoNothing().returning({ id: countedEvents.eventId });
+    const fresh = await tx
+      .insert(countedEvents)
+      .values({ eventId: event.id })
+      .onConflictDoNothing()
+      .returning({ id: countedEvents.eventId });
     if (fresh.length === 0) return false;
     await tx
       .insert(usage)

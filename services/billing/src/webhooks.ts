@@ -18,7 +18,8 @@ import type { BillingUpdate } from "./provider/types.ts";
 export function webhookRpc(ctx: BillingContext): RpcBinding {
   const prices = ctx.config.stripe?.prices;
   // Prices of other products of the same Stripe account are not Hatch plans: their subscriptions change nothing.
-  const planOfPrice = (priceId: string): Plan | null => (priceId === prices?.pro ? "pro" : priceId === prices?.team ? "team" : null);
+  const planOfPrice = (priceId: string): Plan | null =>
+    priceId === prices?.pro ? "pro" : priceId === prices?.team ? "team" : null;
   return bindRpc(
     ProviderWebhookInputSchema,
     async ({ input, log }) => {
@@ -30,7 +31,11 @@ export function webhookRpc(ctx: BillingContext): RpcBinding {
       const { id, type } = event.data;
       const update = await toBillingUpdate(ctx, event.data, planOfPrice);
       if (!update) {
-        const recorded = await ctx.db.insert(providerEvents).values({ id, type }).onConflictDoNothing().returning({ id: providerEvents.id });
+        const recorded = await ctx.db
+          .insert(providerEvents)
+          .values({ id, type })
+          .onConflictDoNothing()
+          .returning({ id: providerEvents.id });
         log.info("stripe event recorded, nothing to change", { event: id, type });
         return { handled: false, duplicate: recorded.length === 0 };
       }
@@ -47,7 +52,10 @@ const EventSchema = z.object({
   id: z.string().min(1),
   type: z.string().min(1),
   created: z.number(),
-  data: z.object({ object: z.record(z.string(), z.unknown()), previous_attributes: z.record(z.string(), z.unknown()).optional() }),
+  data: z.object({
+    object: z.record(z.string(), z.unknown()),
+    previous_attributes: z.record(z.string(), z.unknown()).optional(),
+  }),
 });
 type StripeEvent = z.infer<typeof EventSchema>;
 
@@ -57,7 +65,13 @@ const SubscriptionSchema = z.object({
   status: z.string(),
   current_period_end: z.number().nullish(),
   items: z.object({
-    data: z.array(z.object({ price: z.object({ id: z.string() }), quantity: z.number().int().nullish(), current_period_end: z.number().nullish() })),
+    data: z.array(
+      z.object({
+        price: z.object({ id: z.string() }),
+        quantity: z.number().int().nullish(),
+        current_period_end: z.number().nullish(),
+      }),
+    ),
   }),
 });
 
@@ -73,7 +87,11 @@ const STATES: Record<string, BillingState | null> = {
   incomplete: null,
 };
 
-async function toBillingUpdate(ctx: BillingContext, event: StripeEvent, planOfPrice: (priceId: string) => Plan | null): Promise<BillingUpdate | null> {
+async function toBillingUpdate(
+  ctx: BillingContext,
+  event: StripeEvent,
+  planOfPrice: (priceId: string) => Plan | null,
+): Promise<BillingUpdate | null> {
   const object = event.data.object;
   const base = { id: event.id, type: event.type, at: new Date(event.created * 1000) };
   switch (event.type) {
@@ -95,7 +113,13 @@ async function toBillingUpdate(ctx: BillingContext, event: StripeEvent, planOfPr
       return {
         ...base,
         customerId: sub.data.customer,
-        subscription: { id: sub.data.id, plan, state, seats: Math.max(1, item?.quantity ?? 1), currentPeriodEnd: periodEnd ? new Date(periodEnd * 1000) : null },
+        subscription: {
+          id: sub.data.id,
+          plan,
+          state,
+          seats: Math.max(1, item?.quantity ?? 1),
+          currentPeriodEnd: periodEnd ? new Date(periodEnd * 1000) : null,
+        },
       };
     }
     case "invoice.paid":
@@ -119,7 +143,11 @@ async function toBillingUpdate(ctx: BillingContext, event: StripeEvent, planOfPr
  * An invoice of the account's subscription moves its state (paid → active, failed → past_due); plan and seats stay
  * what billing has (the invoice does not say them). Invoices of other subscriptions (or one-off ones) change nothing.
  */
-async function invoiceUpdate(ctx: BillingContext, event: StripeEvent, base: Pick<BillingUpdate, "id" | "type" | "at">): Promise<BillingUpdate | null> {
+async function invoiceUpdate(
+  ctx: BillingContext,
+  event: StripeEvent,
+  base: Pick<BillingUpdate, "id" | "type" | "at">,
+): Promise<BillingUpdate | null> {
   const object = event.data.object;
   const customer = idOf(object.customer);
   const parent = object.parent as { subscription_details?: { subscription?: unknown } } | null | undefined;
@@ -130,12 +158,23 @@ async function invoiceUpdate(ctx: BillingContext, event: StripeEvent, base: Pick
   if (!account) return { ...base, customerId: customer };
   if (account.subscriptionId !== subscription) return null;
   const state: BillingState = event.type === "invoice.paid" ? "active" : "past_due";
-  return { ...base, customerId: customer, subscription: { id: subscription, plan: account.plan, state, seats: account.seats, currentPeriodEnd: account.currentPeriodEnd } };
+  return {
+    ...base,
+    customerId: customer,
+    subscription: {
+      id: subscription,
+      plan: account.plan,
+      state,
+      seats: account.seats,
+      currentPeriodEnd: account.currentPeriodEnd,
+    },
+  };
 }
 
 /** Stripe sends either an id or an expanded object. */
 function idOf(value: unknown): string | null {
   if (typeof value === "string" && value) return value;
-  if (value && typeof value === "object" && typeof (value as { id?: unknown }).id === "string") return (value as { id: string }).id;
+  if (value && typeof value === "object" && typeof (value as { id?: unknown }).id === "string")
+    return (value as { id: string }).id;
   return null;
 }

@@ -13,7 +13,12 @@ let fake: FakeStripe;
 let provider: StripeProvider;
 
 beforeAll(() => {
-  fake = new FakeStripe({ secretKey: SECRET_KEY, apiVersion: STRIPE_API_VERSION, webhookSecret: "whsec_provider", prices: { price_pro: 1200, price_team: 2000 } });
+  fake = new FakeStripe({
+    secretKey: SECRET_KEY,
+    apiVersion: STRIPE_API_VERSION,
+    webhookSecret: "whsec_provider",
+    prices: { price_pro: 1200, price_team: 2000 },
+  });
   provider = new StripeProvider({ secretKey: SECRET_KEY, apiUrl: fake.url, prices: PRICES });
 });
 afterAll(() => fake.stop());
@@ -22,7 +27,12 @@ const account = (n: string) => ({ accountId: `acc_${n}`, email: `${n}@example.co
 
 async function customerWithCard(n: string): Promise<string> {
   const customer = await provider.createCustomer(account(n));
-  const url = await provider.checkoutUrl({ customerId: customer, mode: "setup", successUrl: "http://h/ok", cancelUrl: "http://h/no" });
+  const url = await provider.checkoutUrl({
+    customerId: customer,
+    mode: "setup",
+    successUrl: "http://h/ok",
+    cancelUrl: "http://h/no",
+  });
   await fake.completeCheckout(url.split("/").pop()!);
   return customer;
 }
@@ -34,46 +44,102 @@ describe("StripeProvider against the fake", () => {
     expect(first).toMatch(/^cus_/);
     expect(again).toBe(first);
     expect(fake.customers.get(first)?.metadata).toEqual({ hatch_account: "acc_a" });
-    expect(fake.requests.filter((r) => r.path === "/v1/customers").every((r) => r.version === STRIPE_API_VERSION && r.idempotencyKey === "hatch-customer-acc_a")).toBe(true);
+    expect(
+      fake.requests
+        .filter((r) => r.path === "/v1/customers")
+        .every((r) => r.version === STRIPE_API_VERSION && r.idempotencyKey === "hatch-customer-acc_a"),
+    ).toBe(true);
   });
 
   test("checkoutUrl in setup mode opens a setup session for the customer", async () => {
     const customer = await provider.createCustomer(account("b"));
-    const url = await provider.checkoutUrl({ customerId: customer, mode: "setup", successUrl: "http://h/ok", cancelUrl: "http://h/no" });
+    const url = await provider.checkoutUrl({
+      customerId: customer,
+      mode: "setup",
+      successUrl: "http://h/ok",
+      cancelUrl: "http://h/no",
+    });
     const session = fake.sessions.get(url.split("/").pop()!)!;
     expect(session).toMatchObject({ mode: "setup", customer, status: "open", success_url: "http://h/ok" });
   });
 
   test("checkoutUrl in subscription mode sells the plan's price; team by seat", async () => {
     const customer = await provider.createCustomer(account("c"));
-    const pro = fake.sessions.get((await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "pro", seats: 7, successUrl: "http://h/ok", cancelUrl: "http://h/no" })).split("/").pop()!)!;
+    const pro = fake.sessions.get(
+      (
+        await provider.checkoutUrl({
+          customerId: customer,
+          mode: "subscription",
+          plan: "pro",
+          seats: 7,
+          successUrl: "http://h/ok",
+          cancelUrl: "http://h/no",
+        })
+      )
+        .split("/")
+        .pop()!,
+    )!;
     expect(pro.line_items).toEqual([{ price: "price_pro", quantity: "1" }]);
-    const team = fake.sessions.get((await provider.checkoutUrl({ customerId: customer, mode: "subscription", plan: "team", seats: 7, successUrl: "http://h/ok", cancelUrl: "http://h/no" })).split("/").pop()!)!;
+    const team = fake.sessions.get(
+      (
+        await provider.checkoutUrl({
+          customerId: customer,
+          mode: "subscription",
+          plan: "team",
+          seats: 7,
+          successUrl: "http://h/ok",
+          cancelUrl: "http://h/no",
+        })
+      )
+        .split("/")
+        .pop()!,
+    )!;
     expect(team.line_items).toEqual([{ price: "price_team", quantity: "7" }]);
   });
 
   test("checkoutUrl for an unknown customer fails (Stripe's resource_missing)", async () => {
-    await expect(provider.checkoutUrl({ customerId: "cus_nobody", mode: "setup", successUrl: "http://h/ok", cancelUrl: "http://h/no" })).rejects.toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
+    await expect(
+      provider.checkoutUrl({
+        customerId: "cus_nobody",
+        mode: "setup",
+        successUrl: "http://h/ok",
+        cancelUrl: "http://h/no",
+      }),
+    ).rejects.toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
   });
 
   test("portalUrl returns a portal session for the customer", async () => {
     const customer = await provider.createCustomer(account("d"));
     const url = await provider.portalUrl(customer, "http://h/back");
     expect(url.startsWith(`${fake.url}/portal/`)).toBe(true);
-    expect([...fake.portalSessions.values()].some((s) => s.customer === customer && s.return_url === "http://h/back")).toBe(true);
+    expect(
+      [...fake.portalSessions.values()].some((s) => s.customer === customer && s.return_url === "http://h/back"),
+    ).toBe(true);
   });
 
   test("charge without a card is refused (no_card) and never reaches PaymentIntents", async () => {
     const customer = await provider.createCustomer(account("e"));
     const before = fake.paymentIntents.size;
-    const outcome = await provider.charge({ customerId: customer, amountMinor: 1500, currency: "USD", description: "domain", idempotencyKey: "charge-e-0001" });
+    const outcome = await provider.charge({
+      customerId: customer,
+      amountMinor: 1500,
+      currency: "USD",
+      description: "domain",
+      idempotencyKey: "charge-e-0001",
+    });
     expect(outcome).toMatchObject({ status: "refused", reason: "no_card" });
     expect(fake.paymentIntents.size).toBe(before);
   });
 
   test("charge with a card on file charges off-session once per key", async () => {
     const customer = await customerWithCard("f");
-    const charge = { customerId: customer, amountMinor: 1500, currency: "USD" as const, description: "domain example.com", idempotencyKey: "charge-f-0001" };
+    const charge = {
+      customerId: customer,
+      amountMinor: 1500,
+      currency: "USD" as const,
+      description: "domain example.com",
+      idempotencyKey: "charge-f-0001",
+    };
     const first = await provider.charge(charge);
     const replay = await provider.charge(charge);
     expect(first).toMatchObject({ status: "charged" });
@@ -85,8 +151,20 @@ describe("StripeProvider against the fake", () => {
 
   test("the same key with another amount is Stripe's idempotency_error: failed, nothing charged", async () => {
     const customer = await customerWithCard("g");
-    await provider.charge({ customerId: customer, amountMinor: 1500, currency: "USD", description: "domain", idempotencyKey: "charge-g-0001" });
-    const conflict = await provider.charge({ customerId: customer, amountMinor: 9900, currency: "USD", description: "domain", idempotencyKey: "charge-g-0001" });
+    await provider.charge({
+      customerId: customer,
+      amountMinor: 1500,
+      currency: "USD",
+      description: "domain",
+      idempotencyKey: "charge-g-0001",
+    });
+    const conflict = await provider.charge({
+      customerId: customer,
+      amountMinor: 9900,
+      currency: "USD",
+      description: "domain",
+      idempotencyKey: "charge-g-0001",
+    });
     expect(conflict.status).toBe("failed");
     expect([...fake.paymentIntents.values()].filter((pi) => pi.customer === customer)).toHaveLength(1);
   });
@@ -94,25 +172,46 @@ describe("StripeProvider against the fake", () => {
   test("a declined card is refused (declined) with a message naming no card detail", async () => {
     const customer = await customerWithCard("h");
     fake.declining.add(customer);
-    const outcome = await provider.charge({ customerId: customer, amountMinor: 1500, currency: "USD", description: "domain", idempotencyKey: "charge-h-0001" });
+    const outcome = await provider.charge({
+      customerId: customer,
+      amountMinor: 1500,
+      currency: "USD",
+      description: "domain",
+      idempotencyKey: "charge-h-0001",
+    });
     expect(outcome).toMatchObject({ status: "refused", reason: "declined" });
     expect(JSON.stringify(outcome)).not.toContain("4242");
   });
 
   test("refund refunds the PaymentIntent; a replay of the same key does not refund twice", async () => {
     const customer = await customerWithCard("i");
-    const outcome = await provider.charge({ customerId: customer, amountMinor: 2500, currency: "USD", description: "domain", idempotencyKey: "charge-i-0001" });
+    const outcome = await provider.charge({
+      customerId: customer,
+      amountMinor: 2500,
+      currency: "USD",
+      description: "domain",
+      idempotencyKey: "charge-i-0001",
+    });
     if (outcome.status !== "charged") throw new Error("expected a charge");
     await provider.refund(outcome.chargeId, "refund-i-0001");
     await provider.refund(outcome.chargeId, "refund-i-0001");
     expect([...fake.refunds.values()].filter((r) => r.payment_intent === outcome.chargeId)).toHaveLength(1);
     // A second refund under another key is Stripe's charge_already_refunded.
-    await expect(provider.refund(outcome.chargeId, "refund-i-0002")).rejects.toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
+    await expect(provider.refund(outcome.chargeId, "refund-i-0002")).rejects.toBeInstanceOf(
+      Stripe.errors.StripeInvalidRequestError,
+    );
   });
 
   test("the fake refuses a wrong API version and a wrong key (so the checks above mean something)", async () => {
-    const old = new Stripe(SECRET_KEY, { host: "127.0.0.1", port: Number(new URL(fake.url).port), protocol: "http", apiVersion: "2020-08-27" as typeof STRIPE_API_VERSION });
-    await expect(old.customers.create({ email: "x@example.com" })).rejects.toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
+    const old = new Stripe(SECRET_KEY, {
+      host: "127.0.0.1",
+      port: Number(new URL(fake.url).port),
+      protocol: "http",
+      apiVersion: "2020-08-27" as typeof STRIPE_API_VERSION,
+    });
+    await expect(old.customers.create({ email: "x@example.com" })).rejects.toBeInstanceOf(
+      Stripe.errors.StripeInvalidRequestError,
+    );
     const wrongKey = new StripeProvider({ secretKey: "sk_test_other", apiUrl: fake.url, prices: PRICES });
     await expect(wrongKey.createCustomer(account("z"))).rejects.toBeInstanceOf(Stripe.errors.StripeAuthenticationError);
   });

@@ -36,25 +36,45 @@ export interface DomainsConfig {
 }
 
 export type RegistrarSettings =
-  | { kind: "simulated"; /** How long each simulated stage takes (SIMULATED_REGISTRAR_STEP_MS, default 5 s). */ stepMs: number }
+  | {
+      kind: "simulated" /** How long each simulated stage takes (SIMULATED_REGISTRAR_STEP_MS, default 5 s). */;
+      stepMs: number;
+    }
   | { kind: "namecom"; apiUrl: string; username: string; token: string };
 
 const list = z
   .string()
-  .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
+  .transform((v) =>
+    v
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .optional();
 
 const DomainsEnvSchema = CommonEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   APP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
-  APPS_DOMAIN: z.string().regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port").optional(),
+  APPS_DOMAIN: z
+    .string()
+    .regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port")
+    .optional(),
   APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
-  DNS_SERVERS: list.refine((v) => !v || v.every((s) => /^[0-9a-fA-F.:[\]]+$/.test(s)), "must be IP addresses with optional ports, comma-separated (e.g. 1.1.1.1,127.0.0.1:5353)"),
-  EDGE_CNAME_TARGET: z.string().regex(/^[a-z0-9.-]+$/, "must be a host name").optional(),
+  DNS_SERVERS: list.refine(
+    (v) => !v || v.every((s) => /^[0-9a-fA-F.:[\]]+$/.test(s)),
+    "must be IP addresses with optional ports, comma-separated (e.g. 1.1.1.1,127.0.0.1:5353)",
+  ),
+  EDGE_CNAME_TARGET: z
+    .string()
+    .regex(/^[a-z0-9.-]+$/, "must be a host name")
+    .optional(),
   EDGE_IPV4: list.refine((v) => !v || v.every((s) => isIP(s) === 4), "must be IPv4 addresses, comma-separated"),
   EDGE_IPV6: list.refine((v) => !v || v.every((s) => isIP(s) === 6), "must be IPv6 addresses, comma-separated"),
-  EDGE_TLS_ADDRESS: z.string().regex(/^[a-z0-9.-]+:\d{1,5}$/, "must be host:port, e.g. edge:443").optional(),
+  EDGE_TLS_ADDRESS: z
+    .string()
+    .regex(/^[a-z0-9.-]+:\d{1,5}$/, "must be host:port, e.g. edge:443")
+    .optional(),
   EDGE_CA_FILE: z.string().min(1).optional(),
   DOMAINS_HTTP_HOST: z.string().min(1).default("127.0.0.1"),
   DOMAINS_HTTP_PORT: z.coerce.number().int().min(0).max(65535).optional(),
@@ -93,7 +113,12 @@ export function loadDomainsConfig(env: Record<string, string | undefined>): Doma
     httpPort: parsed.DOMAINS_HTTP_PORT ?? null,
     registrar:
       parsed.REGISTRAR === "namecom"
-        ? { kind: "namecom", apiUrl: parsed.NAMECOM_API_URL.replace(/\/+$/, ""), username: parsed.NAMECOM_USERNAME!, token: parsed.NAMECOM_TOKEN! }
+        ? {
+            kind: "namecom",
+            apiUrl: parsed.NAMECOM_API_URL.replace(/\/+$/, ""),
+            username: parsed.NAMECOM_USERNAME!,
+            token: parsed.NAMECOM_TOKEN!,
+          }
         : { kind: "simulated", stepMs: parsed.SIMULATED_REGISTRAR_STEP_MS },
     jobPollMs: parsed.DOMAINS_JOB_POLL_MS,
     jobLeaseMs: parsed.DOMAINS_JOB_LEASE_MS,

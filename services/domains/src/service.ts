@@ -1,4 +1,15 @@
-import { bindRpc, createOutboxRelay, EntitlementsCache, eventStreamFor, RpcRequestSchema, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import {
+  bindRpc,
+  createOutboxRelay,
+  EntitlementsCache,
+  eventStreamFor,
+  RpcRequestSchema,
+  rpcMethods,
+  startService,
+  TOOL_CONTRACTS,
+  type RunningService,
+  type ServiceDeps,
+} from "@hatch/shared";
 import { loadDomainsConfig } from "./config.ts";
 import { domainsConfirmKey, type DomainsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
@@ -29,11 +40,20 @@ export interface DomainsServiceOptions {
  * Answers the domains tools and `host.resolve` on the bus, runs this copy's share of the stage work (the job queue:
  * any number of copies may run), and serves the edge's TLS `ask` when DOMAINS_HTTP_PORT is set.
  */
-export async function startDomainsService(deps: ServiceDeps, options: DomainsServiceOptions = {}): Promise<DomainsService> {
+export async function startDomainsService(
+  deps: ServiceDeps,
+  options: DomainsServiceOptions = {},
+): Promise<DomainsService> {
   const config = loadDomainsConfig(deps.env);
   let ctx: DomainsContext | undefined;
   const kinds = { ...jobKinds(() => ctx!), ...options.extraJobKinds };
-  const jobs = new JobQueue({ db: deps.db, logger: deps.logger, kinds, pollMs: config.jobPollMs, leaseMs: config.jobLeaseMs });
+  const jobs = new JobQueue({
+    db: deps.db,
+    logger: deps.logger,
+    kinds,
+    pollMs: config.jobPollMs,
+    leaseMs: config.jobLeaseMs,
+  });
   ctx = {
     db: deps.db,
     config,
@@ -57,7 +77,11 @@ export async function startDomainsService(deps: ServiceDeps, options: DomainsSer
     rpc: {
       // The runtime's health answer plus this copy's id (its job claims carry it in `locked_by`): with several copies
       // running, an operator (and the two-copies test) sees which one answered.
-      health: bindRpc(RpcRequestSchema.shape.input, async () => ({ service: "domains", version: DOMAINS_VERSION, copy: jobs.copyId }), { requiresContext: false }),
+      health: bindRpc(
+        RpcRequestSchema.shape.input,
+        async () => ({ service: "domains", version: DOMAINS_VERSION, copy: jobs.copyId }),
+        { requiresContext: false },
+      ),
       [rpcMethods.domains.resolveHost]: resolveHostRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
@@ -66,7 +90,11 @@ export async function startDomainsService(deps: ServiceDeps, options: DomainsSer
   const http = startDomainsHttp(ctx);
   const appDeleted = startAppDeletedConsumer(ctx);
   jobs.start();
-  deps.logger.info("domains copy started", { copy: jobs.copyId, httpPort: http?.port ?? null, jobKinds: Object.keys(kinds) });
+  deps.logger.info("domains copy started", {
+    copy: jobs.copyId,
+    httpPort: http?.port ?? null,
+    jobKinds: Object.keys(kinds),
+  });
   return {
     name: "domains",
     context: ctx,

@@ -5,7 +5,11 @@ import { apexUnsupported, edgeZoneRecords, recordsOut, wantedRecords } from "../
 
 // Which hostnames a person may point at Hatch, and the records Hatch asks for.
 
-const config = { appsDomain: "hatchapps.net", baseUrl: "https://hatch.example.org", edgeCnameTarget: "edge.hatchapps.net" };
+const config = {
+  appsDomain: "hatchapps.net",
+  baseUrl: "https://hatch.example.org",
+  edgeCnameTarget: "edge.hatchapps.net",
+};
 const edge = { edgeCnameTarget: "edge.hatchapps.net", edgeIpv4: ["203.0.113.10"], edgeIpv6: ["2001:db8::10"] };
 
 function refusal(raw: string): string {
@@ -26,7 +30,8 @@ describe("hostname rules", () => {
   });
 
   test("IP addresses are refused as such", () => {
-    for (const ip of ["192.168.1.10", "127.0.0.1", "::1", "[2001:db8::1]", "10.0.0.1."]) expect(refusal(ip)).toContain("is an IP address");
+    for (const ip of ["192.168.1.10", "127.0.0.1", "::1", "[2001:db8::1]", "10.0.0.1."])
+      expect(refusal(ip)).toContain("is an IP address");
   });
 
   test("empty labels (..) are refused", () => {
@@ -35,7 +40,16 @@ describe("hostname rules", () => {
   });
 
   test("names that are not hostnames are refused with what to give instead", () => {
-    for (const bad of ["https://todo.example.com", "todo.example.com/path", "todo", "-todo.example.com", "to_do.example.com", "todo.example.c", "a b.example.com", ""]) {
+    for (const bad of [
+      "https://todo.example.com",
+      "todo.example.com/path",
+      "todo",
+      "-todo.example.com",
+      "to_do.example.com",
+      "todo.example.c",
+      "a b.example.com",
+      "",
+    ]) {
       expect(refusal(bad)).toContain("invalid_input");
     }
     expect(refusal("https://todo.example.com")).toContain("without https://");
@@ -68,25 +82,48 @@ describe("records asked for", () => {
   test("a subdomain: the TXT proof and a CNAME to the edge, each with its purpose", () => {
     const records = recordsOut("todo.example.com", wantedRecords("custom", "todo.example.com", "tok", edge));
     expect(records).toEqual([
-      { type: "TXT", name: "_hatch-challenge.todo", value: "tok", ttl: 300, status: "missing", purpose: expect.stringContaining("proves you control") },
-      { type: "CNAME", name: "todo", value: "edge.hatchapps.net", ttl: 3600, status: "missing", purpose: expect.stringContaining("Hatch's edge") },
+      {
+        type: "TXT",
+        name: "_hatch-challenge.todo",
+        value: "tok",
+        ttl: 300,
+        status: "missing",
+        purpose: expect.stringContaining("proves you control"),
+      },
+      {
+        type: "CNAME",
+        name: "todo",
+        value: "edge.hatchapps.net",
+        ttl: 3600,
+        status: "missing",
+        purpose: expect.stringContaining("Hatch's edge"),
+      },
     ]);
   });
 
   test("an apex: the TXT proof and A/AAAA to the edge's addresses; without addresses an apex is refused", () => {
     const records = wantedRecords("custom", "example.com", "tok", edge);
-    expect(records.map((r) => `${r.type} ${r.name} ${r.value}`)).toEqual(["TXT _hatch-challenge.example.com tok", "A example.com 203.0.113.10", "AAAA example.com 2001:db8::10"]);
+    expect(records.map((r) => `${r.type} ${r.name} ${r.value}`)).toEqual([
+      "TXT _hatch-challenge.example.com tok",
+      "A example.com 203.0.113.10",
+      "AAAA example.com 2001:db8::10",
+    ]);
     expect(apexUnsupported("example.com", { ...edge, edgeIpv4: [], edgeIpv6: [] })).toBe(true);
     expect(apexUnsupported("www.example.com", { ...edge, edgeIpv4: [], edgeIpv6: [] })).toBe(false);
   });
 
   test("a company domain: the TXT proof and a wildcard CNAME; a bought domain: routing only", () => {
-    expect(wantedRecords("company", "apps.acme.com", "tok", edge).map((r) => `${r.type} ${r.name}`)).toEqual(["TXT _hatch-challenge.apps.acme.com", "CNAME *.apps.acme.com"]);
+    expect(wantedRecords("company", "apps.acme.com", "tok", edge).map((r) => `${r.type} ${r.name}`)).toEqual([
+      "TXT _hatch-challenge.apps.acme.com",
+      "CNAME *.apps.acme.com",
+    ]);
     expect(wantedRecords("bought", "acme.dev", "", edge).map((r) => r.type)).toEqual(["A", "AAAA"]);
     expect(edgeZoneRecords("acme.dev", edge)).toEqual([
       { type: "A", host: "", value: "203.0.113.10" },
       { type: "AAAA", host: "", value: "2001:db8::10" },
     ]);
-    expect(edgeZoneRecords("acme.dev", { ...edge, edgeIpv4: [], edgeIpv6: [] })).toEqual([{ type: "CNAME", host: "", value: "edge.hatchapps.net" }]);
+    expect(edgeZoneRecords("acme.dev", { ...edge, edgeIpv4: [], edgeIpv6: [] })).toEqual([
+      { type: "CNAME", host: "", value: "edge.hatchapps.net" },
+    ]);
   });
 });

@@ -42,7 +42,8 @@ export async function acceptInvitation(orgs: OrgsContext, ctx: CallContext, key:
   return orgs.db.transaction(async (tx) => {
     const where = "id" in key ? eq(invitations.id, key.id) : eq(invitations.tokenHash, hashToken(key.token));
     const [invitation] = await tx.select().from(invitations).where(where).limit(1).for("update");
-    if (!invitation || ("id" in key && invitation.email !== person.email.toLowerCase())) throw new ToolError("not_found", NOT_FOUND);
+    if (!invitation || ("id" in key && invitation.email !== person.email.toLowerCase()))
+      throw new ToolError("not_found", NOT_FOUND);
     const [org] = await tx.select().from(accounts).where(eq(accounts.id, invitation.accountId)).limit(1);
     if (!org) throw new ToolError("not_found", NOT_FOUND);
     const status = invitationStatus(invitation);
@@ -50,8 +51,16 @@ export async function acceptInvitation(orgs: OrgsContext, ctx: CallContext, key:
       throw new ToolError("conflict", `You already accepted this invitation: you are in ${org.name}.`);
     }
     if (status !== "pending") {
-      const why = status === "expired" ? `expired on ${invitation.expiresAt.toISOString().slice(0, 10)}` : status === "revoked" ? "was revoked" : "was already used";
-      throw new ToolError("conflict", `This invitation to ${org.name} ${why}. Ask ${invitation.invitedByEmail} to invite you again.`);
+      const why =
+        status === "expired"
+          ? `expired on ${invitation.expiresAt.toISOString().slice(0, 10)}`
+          : status === "revoked"
+            ? "was revoked"
+            : "was already used";
+      throw new ToolError(
+        "conflict",
+        `This invitation to ${org.name} ${why}. Ask ${invitation.invitedByEmail} to invite you again.`,
+      );
     }
     const current = await findPersonIn(tx, person.userId);
     if (current?.accountKind === "company") {
@@ -64,9 +73,14 @@ export async function acceptInvitation(orgs: OrgsContext, ctx: CallContext, key:
       );
     }
     const role = asRole(invitation.role);
-    await tx.insert(members).values({ accountId: org.id, userId: person.userId, role, permissions: invitation.permissions });
+    await tx
+      .insert(members)
+      .values({ accountId: org.id, userId: person.userId, role, permissions: invitation.permissions });
     await tx.update(people).set({ activeAccountId: org.id }).where(eq(people.userId, person.userId));
-    await tx.update(invitations).set({ acceptedAt: new Date(), acceptedBy: person.userId }).where(eq(invitations.id, invitation.id));
+    await tx
+      .update(invitations)
+      .set({ acceptedAt: new Date(), acceptedBy: person.userId })
+      .where(eq(invitations.id, invitation.id));
     await recordOrgEvent(tx, ctx, org.id, {
       entity: "member",
       verb: "joined",
@@ -74,6 +88,11 @@ export async function acceptInvitation(orgs: OrgsContext, ctx: CallContext, key:
       details: { member: { userId: person.userId, email: person.email }, role, invitation: invitation.id },
       affectedUsers: [person.userId],
     });
-    return { org: { id: org.id, name: org.name }, role, permissions: effectivePermissions(role, invitation.permissions), invitedEmail: invitation.email };
+    return {
+      org: { id: org.id, name: org.name },
+      role,
+      permissions: effectivePermissions(role, invitation.permissions),
+      invitedEmail: invitation.email,
+    };
   });
 }

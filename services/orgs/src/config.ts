@@ -29,12 +29,16 @@ const OrgsEnvSchema = CommonEnvSchema.extend({
   SMTP_URL: z
     .string()
     .refine((v) => URL.canParse(v) && ["smtp:", "smtps:"].includes(new URL(v).protocol) && new URL(v).hostname !== "", {
-      message: "must be smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps://… (TLS), e.g. smtp://mail.example.com:587",
+      message:
+        "must be smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps://… (TLS), e.g. smtp://mail.example.com:587",
     })
     .optional(),
   MAIL_FROM: z
     .string()
-    .regex(/^[^\r\n]*<[^<>\s@]+@[^<>\s@]+>$|^[^<>\s@]+@[^<>\s@]+$/, "must be an address, optionally with a name: Hatch <no-reply@example.com>")
+    .regex(
+      /^[^\r\n]*<[^<>\s@]+@[^<>\s@]+>$|^[^<>\s@]+@[^<>\s@]+$/,
+      "must be an address, optionally with a name: Hatch <no-reply@example.com>",
+    )
     .optional(),
   INVITATION_TTL_DAYS: z.coerce.number().int().min(1).max(30).default(7),
 });

@@ -1,4 +1,16 @@
-import { deriveKey, newEvent, signContext, writeEvent, type Bus, type CallContext, type Database, type EntitlementsCache, type HatchEvent, type Logger, type NewEventFields } from "@hatch/shared";
+import {
+  deriveKey,
+  newEvent,
+  signContext,
+  writeEvent,
+  type Bus,
+  type CallContext,
+  type Database,
+  type EntitlementsCache,
+  type HatchEvent,
+  type Logger,
+  type NewEventFields,
+} from "@hatch/shared";
 import type { OrgsConfig } from "./config.ts";
 import type { Tx } from "./db/accounts.ts";
 import type { OrgCaller } from "./db/members.ts";
@@ -50,9 +62,19 @@ export interface OrgEventFields extends Omit<NewEventFields, "account" | "org"> 
 }
 
 /** Records an event about an organization inside the caller's transaction. */
-export async function recordOrgEvent(tx: Tx, ctx: CallContext | null, orgId: string, fields: OrgEventFields): Promise<HatchEvent> {
+export async function recordOrgEvent(
+  tx: Tx,
+  ctx: CallContext | null,
+  orgId: string,
+  fields: OrgEventFields,
+): Promise<HatchEvent> {
   const { affectedUsers, details, ...rest } = fields;
-  const event = newEvent("orgs", ctx, { ...rest, account: orgId, org: orgId, details: { ...details, ...(affectedUsers ? { affectedUsers } : {}) } });
+  const event = newEvent("orgs", ctx, {
+    ...rest,
+    account: orgId,
+    org: orgId,
+    details: { ...details, ...(affectedUsers ? { affectedUsers } : {}) },
+  });
   await writeEvent(tx, outbox, event);
   return event;
 }

@@ -27,7 +27,8 @@ const appList = (apps: OwnedApps["apps"]) => apps.map((a) => `${a.name} (${a.add
 /** Who may receive the apps: every other member. The default is the caller, or the owner when the caller leaves. */
 function recipientsOf(all: MemberView[], target: MemberView, me: OrgCaller): { emails: string[]; fallback: string } {
   const others = all.filter((m) => m.userId !== target.userId);
-  const fallback = target.userId !== me.userId ? me.email : (others.find((m) => m.role === "owner") ?? others[0])?.email;
+  const fallback =
+    target.userId !== me.userId ? me.email : (others.find((m) => m.role === "owner") ?? others[0])?.email;
   if (!fallback) throw new ToolError("conflict", "Nobody else is in the organization to receive the apps.");
   return { emails: others.map((m) => m.email.toLowerCase()), fallback: fallback.toLowerCase() };
 }
@@ -35,7 +36,11 @@ function recipientsOf(all: MemberView[], target: MemberView, me: OrgCaller): { e
 function pickRecipient(candidate: unknown, emails: string[], what: string): string | undefined {
   if (candidate === undefined || candidate === null || candidate === "") return undefined;
   const email = typeof candidate === "string" ? candidate.toLowerCase() : "";
-  if (!emails.includes(email)) throw new ToolError("invalid_input", `${what} must be another member of the organization (one of: ${emails.join(", ")}). Nothing was changed.`);
+  if (!emails.includes(email))
+    throw new ToolError(
+      "invalid_input",
+      `${what} must be another member of the organization (one of: ${emails.join(", ")}). Nothing was changed.`,
+    );
   return email;
 }
 
@@ -44,16 +49,36 @@ function pickRecipient(candidate: unknown, emails: string[], what: string): stri
  * who receives them. On the confirmed answer the apps move (apps service, one transaction), then the
  * membership ends (here, one transaction that also spends the confirmation).
  */
-export async function removeMember(orgs: OrgsContext, call: ToolCall<Input>, me: OrgCaller, target: MemberView): Promise<ToolOutcome<Output>> {
+export async function removeMember(
+  orgs: OrgsContext,
+  call: ToolCall<Input>,
+  me: OrgCaller,
+  target: MemberView,
+): Promise<ToolOutcome<Output>> {
   const { ctx, input } = call;
-  if (target.role === "owner") throw new ToolError("forbidden", `${target.email} is the owner and cannot be removed. The owner can transfer ownership first (action transfer_ownership).`);
-  if (!canManage(me.role, target.role)) throw new ToolError("forbidden", `As ${me.role} you cannot remove ${target.email}, who is ${target.role}. Ask the owner or an admin.`);
+  if (target.role === "owner")
+    throw new ToolError(
+      "forbidden",
+      `${target.email} is the owner and cannot be removed. The owner can transfer ownership first (action transfer_ownership).`,
+    );
+  if (!canManage(me.role, target.role))
+    throw new ToolError(
+      "forbidden",
+      `As ${me.role} you cannot remove ${target.email}, who is ${target.role}. Ask the owner or an admin.`,
+    );
   const all = await listMembers(orgs.db, me.accountId);
   const { emails, fallback } = recipientsOf(all, target, me);
   const given = pickRecipient(input.appsRecipient, emails, "appsRecipient");
   const signed = contextFor(orgs, ctx, me);
   const rpc = { ctx: signed, requestId: call.requestId };
-  const owned = await callRpc(orgs.bus, "apps", rpcMethods.apps.listOwned, { accountId: me.accountId, userId: target.userId }, OwnedAppsSchema, rpc);
+  const owned = await callRpc(
+    orgs.bus,
+    "apps",
+    rpcMethods.apps.listOwned,
+    { accountId: me.accountId, userId: target.userId },
+    OwnedAppsSchema,
+    rpc,
+  );
 
   if (!call.confirmation) {
     const moving = owned.apps.length
@@ -67,7 +92,15 @@ export async function removeMember(orgs: OrgsContext, call: ToolCall<Input>, me:
         // Accepting the form (or pressing Confirm on the page) is the confirmation; the one field is the choice
         // of recipient, or a bare yes when there is nothing to move.
         properties: owned.apps.length
-          ? { appsRecipient: { type: "string", title: "Who receives the apps", description: "The member who will own them", enum: emails, default: given ?? fallback } }
+          ? {
+              appsRecipient: {
+                type: "string",
+                title: "Who receives the apps",
+                description: "The member who will own them",
+                enum: emails,
+                default: given ?? fallback,
+              },
+            }
           : { confirm: { type: "boolean", title: `Remove ${target.email}`, description: "Remove them now" } },
         required: [owned.apps.length ? "appsRecipient" : "confirm"],
         fallback: "link",
@@ -87,15 +120,23 @@ export async function removeMember(orgs: OrgsContext, call: ToolCall<Input>, me:
     orgs.bus,
     "apps",
     rpcMethods.apps.moveOwned,
-    { accountId: me.accountId, fromUserId: target.userId, to: { userId: recipient.userId, email: recipient.email, name: recipient.name } },
+    {
+      accountId: me.accountId,
+      fromUserId: target.userId,
+      to: { userId: recipient.userId, email: recipient.email, name: recipient.name },
+    },
     OwnedAppsSchema,
     rpc,
   );
   await orgs.db.transaction(async (tx) => {
     await consumeConfirm(tx, confirmUses, call.confirmation!);
     await findPersonIn(tx, target.userId);
-    const gone = await tx.delete(members).where(and(eq(members.accountId, me.accountId), eq(members.userId, target.userId))).returning({ userId: members.userId });
-    if (gone.length === 0) throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
+    const gone = await tx
+      .delete(members)
+      .where(and(eq(members.accountId, me.accountId), eq(members.userId, target.userId)))
+      .returning({ userId: members.userId });
+    if (gone.length === 0)
+      throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
     await returnToPersonalAccount(tx, target);
     await recordOrgEvent(tx, ctx, me.accountId, {
       entity: "member",
@@ -103,14 +144,20 @@ export async function removeMember(orgs: OrgsContext, call: ToolCall<Input>, me:
       summary:
         `${me.name} <${me.email}> removed ${target.email} from ${me.accountName}` +
         (moved.apps.length ? `; ${moved.apps.length} app(s) moved to ${recipient.email}` : ""),
-      details: { member: { userId: target.userId, email: target.email }, appsRecipient: recipient.email, movedApps: moved.apps.map((a) => a.address) },
+      details: {
+        member: { userId: target.userId, email: target.email },
+        appsRecipient: recipient.email,
+        movedApps: moved.apps.map((a) => a.address),
+      },
       affectedUsers: [target.userId],
     });
   });
   return {
     text:
       `Removed ${target.email} from ${me.accountName}; they lose access on their next call.` +
-      (moved.apps.length ? ` Their apps now belong to ${recipient.email}: ${appList(moved.apps)}.` : " They owned no apps here."),
+      (moved.apps.length
+        ? ` Their apps now belong to ${recipient.email}: ${appList(moved.apps)}.`
+        : " They owned no apps here."),
     data: { status: "removed", member: null, appsToMove: moved.apps, appsRecipient: recipient.email },
   };
 }

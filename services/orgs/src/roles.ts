@@ -62,7 +62,10 @@ export function canAssign(actor: Role, role: Role): boolean {
 }
 
 /** The permissions in `wanted` that `actor` does not hold and so may not give. */
-export function permissionsBeyond(actor: { role: Role; extras: readonly string[] }, wanted: readonly string[]): string[] {
+export function permissionsBeyond(
+  actor: { role: Role; extras: readonly string[] },
+  wanted: readonly string[],
+): string[] {
   const held = new Set<string>(effectivePermissions(actor.role, actor.extras));
   return wanted.filter((p) => !held.has(p));
 }

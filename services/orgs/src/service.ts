@@ -1,4 +1,13 @@
-import { createOutboxRelay, EntitlementsCache, eventStreamFor, rpcMethods, startService, TOOL_CONTRACTS, type RunningService, type ServiceDeps } from "@hatch/shared";
+import {
+  createOutboxRelay,
+  EntitlementsCache,
+  eventStreamFor,
+  rpcMethods,
+  startService,
+  TOOL_CONTRACTS,
+  type RunningService,
+  type ServiceDeps,
+} from "@hatch/shared";
 import { startActivityConsumer } from "./activity.ts";
 import { loadOrgsConfig } from "./config.ts";
 import { orgsConfirmKey, type OrgsContext } from "./context.ts";
@@ -17,10 +26,21 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
   const config = loadOrgsConfig(deps.env);
   const logger = deps.logger;
   if (!config.smtp && deps.env.NODE_ENV === "production") {
-    logger.warn("SMTP_URL is not set: invitation and verification emails are not sent, only kept for the dev outbox (which only `bun run dev` serves)");
+    logger.warn(
+      "SMTP_URL is not set: invitation and verification emails are not sent, only kept for the dev outbox (which only `bun run dev` serves)",
+    );
   }
   const mailer = createMailer({ db: deps.db, config, logger });
-  const orgs: OrgsContext = { db: deps.db, config, bus: deps.bus, contextKey: deps.contextKey, confirmKey: orgsConfirmKey(deps.secret), mailer, logger, entitlements: new EntitlementsCache(deps.bus, logger) };
+  const orgs: OrgsContext = {
+    db: deps.db,
+    config,
+    bus: deps.bus,
+    contextKey: deps.contextKey,
+    confirmKey: orgsConfirmKey(deps.secret),
+    mailer,
+    logger,
+    entitlements: new EntitlementsCache(deps.bus, logger),
+  };
   const service = await startService({
     name: "orgs",
     version: ORGS_VERSION,

@@ -15,7 +15,8 @@ describe("mailer", () => {
   const logger = createLogger({ level: "silent" });
   beforeAll(async () => {
     client = await openEmbeddedPostgres();
-    db = (await openServiceDatabase({ kind: "pglite", client }, { schema: "orgs", migrationsFolder: ORGS_MIGRATIONS })).db;
+    db = (await openServiceDatabase({ kind: "pglite", client }, { schema: "orgs", migrationsFolder: ORGS_MIGRATIONS }))
+      .db;
   });
   afterAll(async () => client?.close());
 
@@ -37,7 +38,9 @@ describe("mailer", () => {
     const port = freePort();
     const config = loadOrgsConfig({ SMTP_URL: `smtp://127.0.0.1:${port}`, BASE_URL: "https://hatch.example" });
     const mailer = createMailer({ db, config, logger });
-    await db.transaction((tx) => mailer.queue(tx, [{ to: "later@example.com", subject: "Later", body: "https://hatch.example/invite/abc" }]));
+    await db.transaction((tx) =>
+      mailer.queue(tx, [{ to: "later@example.com", subject: "Later", body: "https://hatch.example/invite/abc" }]),
+    );
     await mailer.kick();
     const [failed] = await db.select().from(mails).where(eq(mails.to, "later@example.com"));
     expect(failed).toMatchObject({ status: "pending", attempts: 1 });
@@ -49,7 +52,10 @@ describe("mailer", () => {
       fake = await startFakeSmtp({ port });
       await mailer.kick();
       expect(fake.received).toHaveLength(0); // not due yet
-      await db.update(mails).set({ nextAttemptAt: new Date(Date.now() - 1000) }).where(eq(mails.to, "later@example.com"));
+      await db
+        .update(mails)
+        .set({ nextAttemptAt: new Date(Date.now() - 1000) })
+        .where(eq(mails.to, "later@example.com"));
       await mailer.kick();
       expect(fake.received.map((r) => r.to)).toEqual([["later@example.com"]]);
       expect(parseMail(fake.received[0]!.data).headers.from).toBe("Hatch <no-reply@hatch.example>");

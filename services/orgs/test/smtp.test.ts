@@ -3,7 +3,14 @@ import { createServer } from "node:net";
 import type { SmtpSettings } from "../src/config.ts";
 import { loadOrgsConfig } from "../src/config.ts";
 import { createSmtpSender, type OutgoingMail, type SmtpOptions, type SmtpSender } from "../src/mail/smtp.ts";
-import { decodeHeader, makeTestCert, parseMail, startFakeSmtp, type FakeSmtp, type TestCert } from "../../../test/support/fake-smtp.ts";
+import {
+  decodeHeader,
+  makeTestCert,
+  parseMail,
+  startFakeSmtp,
+  type FakeSmtp,
+  type TestCert,
+} from "../../../test/support/fake-smtp.ts";
 
 const settings = (fake: FakeSmtp, extra: Partial<SmtpSettings> = {}): SmtpSettings => ({
   host: "127.0.0.1",
@@ -13,7 +20,13 @@ const settings = (fake: FakeSmtp, extra: Partial<SmtpSettings> = {}): SmtpSettin
   ...extra,
 });
 
-const mail = (id: string, to: string, body = "Hello\n.dot line\nbye"): OutgoingMail => ({ id, from: "Hatch <no-reply@hatch.test>", to, subject: "Hi", body });
+const mail = (id: string, to: string, body = "Hello\n.dot line\nbye"): OutgoingMail => ({
+  id,
+  from: "Hatch <no-reply@hatch.test>",
+  to,
+  subject: "Hi",
+  body,
+});
 
 // Every sender a test opens is closed after it, so no pooled connection outlives its test.
 const senders: SmtpSender[] = [];
@@ -32,14 +45,21 @@ describe("SMTP sender against a local SMTP server", () => {
   let fake: FakeSmtp;
   const login = { user: "hatch", password: "s3cret pass" };
   beforeAll(async () => {
-    fake = await startFakeSmtp({ credentials: login, refuse: (to) => to.startsWith("nobody@"), defer: (to) => to.startsWith("busy@") });
+    fake = await startFakeSmtp({
+      credentials: login,
+      refuse: (to) => to.startsWith("nobody@"),
+      defer: (to) => to.startsWith("busy@"),
+    });
   });
   afterAll(async () => fake?.close());
 
   test("authenticates, sends each message in its own transaction, and dot-stuffing survives the trip", async () => {
     fake.received.length = 0;
     const outcomes = await open(settings(fake, login)).send([mail("m1", "a@example.com"), mail("m2", "b@example.com")]);
-    expect(outcomes).toEqual([{ id: "m1", ok: true }, { id: "m2", ok: true }]);
+    expect(outcomes).toEqual([
+      { id: "m1", ok: true },
+      { id: "m2", ok: true },
+    ]);
     expect(byRecipient(fake).map((r) => [r.from, r.to, r.auth])).toEqual([
       ["no-reply@hatch.test", ["a@example.com"], "hatch"],
       ["no-reply@hatch.test", ["b@example.com"], "hatch"],
@@ -75,13 +95,25 @@ describe("SMTP sender against a local SMTP server", () => {
   test("AUTH LOGIN works as well as PLAIN (the fake offers both)", async () => {
     // Through nodemailer directly: Hatch's sender lets it choose, and it chooses PLAIN.
     const { createTransport } = await import("nodemailer");
-    const transport = createTransport({ host: "127.0.0.1", port: fake.port, auth: { user: login.user, pass: login.password }, authMethod: "LOGIN" });
+    const transport = createTransport({
+      host: "127.0.0.1",
+      port: fake.port,
+      auth: { user: login.user, pass: login.password },
+      authMethod: "LOGIN",
+    });
     fake.received.length = 0;
     try {
       await transport.sendMail({ from: "no-reply@hatch.test", to: "login@example.com", text: "x" });
       expect(fake.received.map((r) => [r.to[0], r.auth])).toEqual([["login@example.com", "hatch"]]);
-      const wrong = createTransport({ host: "127.0.0.1", port: fake.port, auth: { user: login.user, pass: "nope" }, authMethod: "LOGIN" });
-      await expect(wrong.sendMail({ from: "no-reply@hatch.test", to: "login@example.com", text: "x" })).rejects.toThrow("535");
+      const wrong = createTransport({
+        host: "127.0.0.1",
+        port: fake.port,
+        auth: { user: login.user, pass: "nope" },
+        authMethod: "LOGIN",
+      });
+      await expect(wrong.sendMail({ from: "no-reply@hatch.test", to: "login@example.com", text: "x" })).rejects.toThrow(
+        "535",
+      );
       wrong.close();
     } finally {
       transport.close();
@@ -90,7 +122,11 @@ describe("SMTP sender against a local SMTP server", () => {
 
   test("a refused recipient fails alone, permanently; a deferred one temporarily; the others still go", async () => {
     fake.received.length = 0;
-    const outcomes = await open(settings(fake, login)).send([mail("m1", "nobody@example.com"), mail("m2", "c@example.com"), mail("m3", "busy@example.com")]);
+    const outcomes = await open(settings(fake, login)).send([
+      mail("m1", "nobody@example.com"),
+      mail("m2", "c@example.com"),
+      mail("m3", "busy@example.com"),
+    ]);
     expect(outcomes[0]).toMatchObject({ id: "m1", ok: false, permanent: true });
     expect(outcomes[0]!.ok ? "" : outcomes[0]!.error).toContain("550");
     expect(outcomes[1]).toEqual({ id: "m2", ok: true });
@@ -100,7 +136,10 @@ describe("SMTP sender against a local SMTP server", () => {
   });
 
   test("a wrong password fails every message of the batch for now (retried), naming the login, never the password", async () => {
-    const outcomes = await open(settings(fake, { user: "hatch", password: "wrong" })).send([mail("m1", "a@example.com"), mail("m2", "b@example.com")]);
+    const outcomes = await open(settings(fake, { user: "hatch", password: "wrong" })).send([
+      mail("m1", "a@example.com"),
+      mail("m2", "b@example.com"),
+    ]);
     for (const o of outcomes) {
       expect(o).toMatchObject({ ok: false, permanent: false });
       expect(o.ok ? "" : o.error).toContain("login failed");
@@ -137,7 +176,9 @@ describe("SMTP sender against a local SMTP server", () => {
 
   test("a line break in a subject or an address cannot add a header", async () => {
     fake.received.length = 0;
-    await open(settings(fake, login)).send([{ ...mail("m1", "a@example.com"), subject: "Hi\r\nBcc: evil@example.com" }]);
+    await open(settings(fake, login)).send([
+      { ...mail("m1", "a@example.com"), subject: "Hi\r\nBcc: evil@example.com" },
+    ]);
     const parsed = parseMail(fake.received[0]!.data);
     expect(parsed.headers.bcc).toBeUndefined();
     expect(fake.received[0]!.to).toEqual(["a@example.com"]);
@@ -155,7 +196,14 @@ describe("SMTP sender against a local SMTP server", () => {
     });
     await new Promise<void>((r) => plain.listen(0, "127.0.0.2", r));
     const port = (plain.address() as { port: number }).port;
-    const [outcome] = await open({ host: "127.0.0.2", port, implicitTls: false, heloName: "x", user: "u", password: "p" }).send([mail("m1", "a@example.com")]);
+    const [outcome] = await open({
+      host: "127.0.0.2",
+      port,
+      implicitTls: false,
+      heloName: "x",
+      user: "u",
+      password: "p",
+    }).send([mail("m1", "a@example.com")]);
     expect(outcome).toMatchObject({ ok: false, permanent: false });
     expect(outcome!.ok ? "" : outcome!.error).toContain("offers no working STARTTLS");
     expect(seen.join("")).not.toContain("AUTH");
@@ -173,7 +221,9 @@ describe("SMTP sender over TLS", () => {
   test("smtp:// upgrades with STARTTLS when the server offers it, before the password is sent", async () => {
     const fake = await startFakeSmtp({ credentials: login, tls: cert });
     try {
-      const outcomes = await open(settings(fake, login), { tls: { ca: cert.cert } }).send([mail("m1", "a@example.com")]);
+      const outcomes = await open(settings(fake, login), { tls: { ca: cert.cert } }).send([
+        mail("m1", "a@example.com"),
+      ]);
       expect(outcomes).toEqual([{ id: "m1", ok: true }]);
       expect(fake.received.map((r) => [r.to[0], r.auth, r.secure])).toEqual([["a@example.com", "hatch", true]]);
     } finally {
@@ -185,7 +235,9 @@ describe("SMTP sender over TLS", () => {
     const fake = await startFakeSmtp({ credentials: login, tls: cert, implicitTls: true });
     try {
       expect(fake.url.startsWith("smtps://")).toBe(true);
-      const outcomes = await open(settings(fake, { ...login, implicitTls: true }), { tls: { ca: cert.cert } }).send([mail("m1", "a@example.com")]);
+      const outcomes = await open(settings(fake, { ...login, implicitTls: true }), { tls: { ca: cert.cert } }).send([
+        mail("m1", "a@example.com"),
+      ]);
       expect(outcomes).toEqual([{ id: "m1", ok: true }]);
       expect(fake.received.map((r) => [r.auth, r.secure])).toEqual([["hatch", true]]);
     } finally {
@@ -207,8 +259,18 @@ describe("SMTP sender over TLS", () => {
 
 describe("orgs mail settings", () => {
   test("SMTP_URL gives host, port, TLS mode and credentials; bad values are named", () => {
-    const config = loadOrgsConfig({ SMTP_URL: "smtps://me%40x.com:p%3Ass@mail.example.com", BASE_URL: "https://hatch.example" });
-    expect(config.smtp).toEqual({ host: "mail.example.com", port: 465, implicitTls: true, user: "me@x.com", password: "p:ss", heloName: "hatch.example" });
+    const config = loadOrgsConfig({
+      SMTP_URL: "smtps://me%40x.com:p%3Ass@mail.example.com",
+      BASE_URL: "https://hatch.example",
+    });
+    expect(config.smtp).toEqual({
+      host: "mail.example.com",
+      port: 465,
+      implicitTls: true,
+      user: "me@x.com",
+      password: "p:ss",
+      heloName: "hatch.example",
+    });
     expect(config.mailFrom).toBe("Hatch <no-reply@hatch.example>");
     expect(loadOrgsConfig({ SMTP_URL: "smtp://mail.example.com" }).smtp?.port).toBe(587);
     expect(loadOrgsConfig({}).smtp).toBeNull();

@@ -68,18 +68,37 @@ const NoCreatorRule = RuleSchema.refine((rule) => rule !== "creator", {
 });
 
 export const CollectionRulesSchema = z
-  .object({ read: RuleSchema.optional(), create: NoCreatorRule.optional(), update: RuleSchema.optional(), delete: RuleSchema.optional() })
+  .object({
+    read: RuleSchema.optional(),
+    create: NoCreatorRule.optional(),
+    update: RuleSchema.optional(),
+    delete: RuleSchema.optional(),
+  })
   .strict();
 export type CollectionRules = z.infer<typeof CollectionRulesSchema>;
 
 /** `maxFileSize`: bytes as a number, or a size like "5 MB" / "500 KB". */
 const FileSizeSchema = z
-  .union([z.number().int().positive(), z.string().regex(/^\s*\d+(\.\d+)?\s*(B|KB|MB)\s*$/i, { error: 'write a size like "5 MB" or "500 KB", or a number of bytes' })])
+  .union([
+    z.number().int().positive(),
+    z
+      .string()
+      .regex(/^\s*\d+(\.\d+)?\s*(B|KB|MB)\s*$/i, {
+        error: 'write a size like "5 MB" or "500 KB", or a number of bytes',
+      }),
+  ])
   .transform((value) => (typeof value === "number" ? value : parseSize(value)))
-  .refine((bytes) => bytes <= DATA_LIMITS.maxFileSize, { error: `maxFileSize may be at most ${formatBytes(DATA_LIMITS.maxFileSize)}` });
+  .refine((bytes) => bytes <= DATA_LIMITS.maxFileSize, {
+    error: `maxFileSize may be at most ${formatBytes(DATA_LIMITS.maxFileSize)}`,
+  });
 
 export const BucketRulesSchema = z
-  .object({ read: RuleSchema.optional(), create: NoCreatorRule.optional(), delete: RuleSchema.optional(), maxFileSize: FileSizeSchema.optional() })
+  .object({
+    read: RuleSchema.optional(),
+    create: NoCreatorRule.optional(),
+    delete: RuleSchema.optional(),
+    maxFileSize: FileSizeSchema.optional(),
+  })
   .strict();
 export type BucketRules = z.infer<typeof BucketRulesSchema>;
 

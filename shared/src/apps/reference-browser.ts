@@ -10,7 +10,8 @@ const code = (lang: string, text: string) => `${FENCE}${lang}\n${text}\n${FENCE}
 const n = (value: number) => value.toLocaleString("en-US");
 
 const RULE_WHO: Record<(typeof DATA_RULES)[number], string> = {
-  anyone: "whoever can open the app: on a public app also people who are not signed in; on any other app only the signed-in people it is shared with",
+  anyone:
+    "whoever can open the app: on a public app also people who are not signed in; on any other app only the signed-in people it is shared with",
   signed_in: "any viewer signed in to Hatch (who can open the app)",
   creator: "the signed-in viewer who created the document or file; for `read`, each viewer sees only their own",
   org: "signed-in members of the organization the app belongs to (for an app of a personal account: its owner)",

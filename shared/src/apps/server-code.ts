@@ -48,11 +48,9 @@ export const SecretNameSchema = z
 export const AI_PROVIDER_NAME = /^[a-z0-9-]{1,40}$/;
 
 /** `server`: the one ES module whose default export has `fetch(request, env)`; relative to the folder's root. */
-export const ServerModuleSchema = z
-  .string()
-  .regex(/^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_./-]+\.(?:js|mjs)$/, {
-    error: 'server is the path of one .js or .mjs file in the folder, e.g. "api/index.js"',
-  });
+export const ServerModuleSchema = z.string().regex(/^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_./-]+\.(?:js|mjs)$/, {
+  error: 'server is the path of one .js or .mjs file in the folder, e.g. "api/index.js"',
+});
 
 const HEADER_NAME = /^[A-Za-z0-9-]{1,64}$/;
 const QUERY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -62,7 +60,11 @@ export const ApiPlacementSchema = z.union([
   z
     .object({
       header: z.string().regex(HEADER_NAME, { error: "header is a header name, e.g. Authorization or X-Api-Key" }),
-      prefix: z.string().max(32).regex(/^[\x20-\x7e]*$/, { error: "prefix is plain text, e.g. \"Bearer \"" }).optional(),
+      prefix: z
+        .string()
+        .max(32)
+        .regex(/^[\x20-\x7e]*$/, { error: 'prefix is plain text, e.g. "Bearer "' })
+        .optional(),
     })
     .strict(),
   z.object({ query: z.string().regex(QUERY_NAME, { error: "query is a query parameter name, e.g. appid" }) }).strict(),
@@ -78,15 +80,22 @@ export const ApiSchema = z
       .url({ protocol: /^https?$/, error: "url is the API's base address, e.g. https://api.example.com/v1" })
       .refine((url) => !url.includes("?") && !url.includes("#"), { error: "url is a base address without ? or #" }),
     secret: SecretNameSchema.describe("The secret's name; the owner sets its value on the page tool_secret gives"),
-    in: ApiPlacementSchema.optional().describe('Where the secret goes; default { "header": "Authorization", "prefix": "Bearer " }'),
-    browser: DataRuleSchema.optional().describe("Who may call this API from the app's pages (hatch.api); default anyone. Server code always may"),
+    in: ApiPlacementSchema.optional().describe(
+      'Where the secret goes; default { "header": "Authorization", "prefix": "Bearer " }',
+    ),
+    browser: DataRuleSchema.optional().describe(
+      "Who may call this API from the app's pages (hatch.api); default anyone. Server code always may",
+    ),
   })
   .strict();
 export type ApiDeclaration = z.infer<typeof ApiSchema>;
 
 export const MAX_APIS = 20;
 export const ApisSchema = z
-  .record(z.string().regex(DATA_NAME, { error: "API names start with a letter and hold at most 64 letters, digits, _ or -" }), ApiSchema)
+  .record(
+    z.string().regex(DATA_NAME, { error: "API names start with a letter and hold at most 64 letters, digits, _ or -" }),
+    ApiSchema,
+  )
   .refine((map) => Object.keys(map).length <= MAX_APIS, { error: `at most ${MAX_APIS} apis` });
 
 /** An API as the app host uses it: every default filled in. */
@@ -98,7 +107,12 @@ export interface ApiRule {
 }
 
 export function apiRule(written: ApiDeclaration): ApiRule {
-  return { url: written.url.replace(/\/+$/, ""), secret: written.secret, in: written.in ?? DEFAULT_API_PLACEMENT, browser: written.browser ?? "anyone" };
+  return {
+    url: written.url.replace(/\/+$/, ""),
+    secret: written.secret,
+    in: written.in ?? DEFAULT_API_PLACEMENT,
+    browser: written.browser ?? "anyone",
+  };
 }
 
 /** `hatch.ai.chat` / `env.ai.chat` input: OpenAI-style chat messages; the host adds the key. */
@@ -115,7 +129,11 @@ export const AiChatRequestSchema = z
       )
       .min(1, { error: "messages needs at least one message" })
       .max(AI_LIMITS.maxMessages, { error: `at most ${AI_LIMITS.maxMessages} messages` }),
-    model: z.string().min(1).max(100).regex(/^[A-Za-z0-9._:/@-]+$/, { error: "model is a model name such as gpt-4o-mini" }),
+    model: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[A-Za-z0-9._:/@-]+$/, { error: "model is a model name such as gpt-4o-mini" }),
     provider: z.string().regex(AI_PROVIDER_NAME).optional(),
     temperature: z.number().min(0).max(2).optional(),
     maxTokens: z.number().int().min(1).max(32_000).optional(),

@@ -20,11 +20,15 @@ export const ServiceJsonSchema = z
       .string()
       .regex(/^[^/\\].*\.html$/, { error: "notFound is the path of an .html file in the folder, e.g. 404.html" })
       .optional()
-      .describe("The page shown (with status 404) for a path that matches no file; default 404.html when the folder has it"),
+      .describe(
+        "The page shown (with status 404) for a path that matches no file; default 404.html when the folder has it",
+      ),
     collections: CollectionsSchema.optional().describe(
       "The app's data collections (hatch.db(name)) and who may read, create, update and delete their documents",
     ),
-    buckets: BucketsSchema.optional().describe("The app's file buckets (hatch.files(name)), who may read, upload and delete, and maxFileSize"),
+    buckets: BucketsSchema.optional().describe(
+      "The app's file buckets (hatch.files(name)), who may read, upload and delete, and maxFileSize",
+    ),
     server: ServerModuleSchema.optional().describe(
       "The app's server code: one ES module whose default export has fetch(request, env); it answers every request under /api/",
     ),

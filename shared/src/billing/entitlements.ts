@@ -40,11 +40,19 @@ export class EntitlementsCache {
     const hit = this.cache.get(accountId);
     if (hit && hit.expires > Date.now()) return hit.value;
     try {
-      const value = await callRpc(this.bus, "billing", rpcMethods.billing.entitlements, { accountId }, EntitlementsSchema, { timeoutMs: 2_000 });
+      const value = await callRpc(
+        this.bus,
+        "billing",
+        rpcMethods.billing.entitlements,
+        { accountId },
+        EntitlementsSchema,
+        { timeoutMs: 2_000 },
+      );
       this.remember(accountId, value, TTL_MS);
       return value;
     } catch (error) {
-      if (!isToolError(error) || error.code !== "unavailable") this.logger.warn("entitlements unreadable; limits not enforced", { accountId, error });
+      if (!isToolError(error) || error.code !== "unavailable")
+        this.logger.warn("entitlements unreadable; limits not enforced", { accountId, error });
       else this.logger.warn("billing unavailable; limits not enforced", { accountId });
       this.remember(accountId, null, UNKNOWN_TTL_MS);
       return null;

@@ -150,7 +150,10 @@ export type RefundResult = z.infer<typeof RefundResultSchema>;
  * billing `webhook` (rpc from the gateway): a payment provider's event the gateway verified (Stripe's signature) and
  * forwards as received. Billing processes each event id once.
  */
-export const ProviderWebhookInputSchema = z.object({ provider: z.literal("stripe"), event: z.record(z.string(), z.unknown()) });
+export const ProviderWebhookInputSchema = z.object({
+  provider: z.literal("stripe"),
+  event: z.record(z.string(), z.unknown()),
+});
 export const ProviderWebhookResultSchema = z.object({ handled: z.boolean(), duplicate: z.boolean() });
 
 /** apps `storage` (rpc, from billing): bytes of documents and files an account's apps hold now. */
@@ -158,8 +161,14 @@ export const AccountStorageInputSchema = z.object({ accountId: z.string().min(1)
 export const AccountStorageSchema = z.object({ bytes: z.number().int().min(0) });
 
 const count = (n: number | null, unit = "") => (n === null ? "no limit" : `${n.toLocaleString("en-US")}${unit}`);
-const size = (bytes: number | null) => (bytes === null ? "no limit" : bytes >= GB ? `${bytes / GB} GB` : `${Math.round(bytes / 1024 / 1024)} MB`);
-const price = (info: PlanInfo) => (info.monthlyCents === null ? "by agreement" : info.monthlyCents === 0 ? "free" : `$${(info.monthlyCents / 100).toFixed(0)} a month${info.perSeat ? " per seat" : ""}`);
+const size = (bytes: number | null) =>
+  bytes === null ? "no limit" : bytes >= GB ? `${bytes / GB} GB` : `${Math.round(bytes / 1024 / 1024)} MB`;
+const price = (info: PlanInfo) =>
+  info.monthlyCents === null
+    ? "by agreement"
+    : info.monthlyCents === 0
+      ? "free"
+      : `$${(info.monthlyCents / 100).toFixed(0)} a month${info.perSeat ? " per seat" : ""}`;
 
 /** The plan table in Markdown: the developer reference prints it, and the billing tool points to it. */
 export function planTableMarkdown(): string {

@@ -1,4 +1,11 @@
-import { connect, errors, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import {
+  connect,
+  errors,
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+} from "@nats-io/transport-node";
 import { formatBytes } from "../apps/limits.ts";
 import { ToolError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
@@ -75,7 +82,10 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
    * that. Refuse here with a message the AI can act on (the only large calls are inline publishes).
    */
   const checkSize = (data: Uint8Array, headers: Record<string, string> | undefined) => {
-    const limit = Math.min(nc.info?.max_payload ?? Number.POSITIVE_INFINITY, options.maxPayloadBytes ?? Number.POSITIVE_INFINITY);
+    const limit = Math.min(
+      nc.info?.max_payload ?? Number.POSITIVE_INFINITY,
+      options.maxPayloadBytes ?? Number.POSITIVE_INFINITY,
+    );
     const size = data.byteLength + headerBytes(headers);
     if (size <= limit) return;
     throw new ToolError(
@@ -87,7 +97,11 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
 
   const handle = async (handler: BusHandler, msg: Msg): Promise<void> => {
     try {
-      const reply = await handler({ subject: withoutPrefix(prefix, msg.subject), data: msg.data, headers: fromHeaders(msg.headers) });
+      const reply = await handler({
+        subject: withoutPrefix(prefix, msg.subject),
+        data: msg.data,
+        headers: fromHeaders(msg.headers),
+      });
       if (reply && msg.reply) msg.respond(toBytes(reply.data), { headers: toHeaders(lowerKeys(reply.headers)) });
     } catch (error) {
       options.logger?.error("bus handler failed", { subject: msg.subject, error });
@@ -103,7 +117,10 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
       const bytes = toBytes(data);
       checkSize(bytes, opts.headers);
       try {
-        const msg = await nc.request(full, bytes, { timeout: opts.timeoutMs, headers: toHeaders(lowerKeys(opts.headers)) });
+        const msg = await nc.request(full, bytes, {
+          timeout: opts.timeoutMs,
+          headers: toHeaders(lowerKeys(opts.headers)),
+        });
         return { subject, data: msg.data, headers: fromHeaders(msg.headers) };
       } catch (error) {
         throw mapError(error, subject);
@@ -149,14 +166,18 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
 function headerBytes(record: Record<string, string> | undefined): number {
   const entries = Object.entries(record ?? {});
   if (entries.length === 0) return 0;
-  return entries.reduce((sum, [key, value]) => sum + Buffer.byteLength(`${key}: ${value}\r\n`), "NATS/1.0\r\n\r\n".length);
+  return entries.reduce(
+    (sum, [key, value]) => sum + Buffer.byteLength(`${key}: ${value}\r\n`),
+    "NATS/1.0\r\n\r\n".length,
+  );
 }
 
 function mapError(error: unknown, subject: string): Error {
   if (error instanceof errors.RequestError && error.isNoResponders()) return new BusError("no_responders", subject);
   if (error instanceof errors.NoRespondersError) return new BusError("no_responders", subject);
   if (error instanceof errors.TimeoutError) return new BusError("timeout", subject);
-  if (error instanceof errors.RequestError && error.cause instanceof errors.TimeoutError) return new BusError("timeout", subject);
+  if (error instanceof errors.RequestError && error.cause instanceof errors.TimeoutError)
+    return new BusError("timeout", subject);
   if (error instanceof errors.ClosedConnectionError || error instanceof errors.DrainingConnectionError) {
     return new BusError("closed", subject);
   }

@@ -18,7 +18,9 @@ export const tool_secret = defineTool({
   input: z
     .object({
       address: AppRefSchema,
-      name: SecretNameSchema.describe("The secret's name as service.json's apis refers to it, e.g. WEATHER_KEY. Never its value"),
+      name: SecretNameSchema.describe(
+        "The secret's name as service.json's apis refers to it, e.g. WEATHER_KEY. Never its value",
+      ),
       action: z
         .enum(["link", "delete"])
         .default("link")

@@ -66,7 +66,10 @@ export const publish = defineTool({
             .object({
               path: FilePathSchema,
               content: z.string().describe("The file's content, encoded as encoding says"),
-              encoding: z.enum(["utf8", "base64"]).default("utf8").describe("utf8 (default) for text; base64 for images, fonts, binaries"),
+              encoding: z
+                .enum(["utf8", "base64"])
+                .default("utf8")
+                .describe("utf8 (default) for text; base64 for images, fonts, binaries"),
             })
             .strict(),
         )
@@ -91,7 +94,10 @@ export const publish = defineTool({
         .max(20_000)
         .optional()
         .describe("Every file by path, sha256 and size (SDKs, CI); only files Hatch lacks are uploaded"),
-      upload: z.boolean().optional().describe("Get a one-time URL and a tar | curl command that uploads and publishes the folder"),
+      upload: z
+        .boolean()
+        .optional()
+        .describe("Get a one-time URL and a tar | curl command that uploads and publishes the folder"),
       uploadId: z.string().max(64).optional().describe("Finish a manifest publish once its files are uploaded"),
     })
     .strict(),
@@ -195,7 +201,9 @@ export const share = defineTool({
         .array(EmailSchema)
         .max(100)
         .optional()
-        .describe("Emails of people who may open the app (with visibility people); they sign in with that email to open it"),
+        .describe(
+          "Emails of people who may open the app (with visibility people); they sign in with that email to open it",
+        ),
       remove: z.array(EmailSchema).max(100).optional().describe("Emails of people who may no longer open the app"),
       aiDiscoverable: z
         .boolean()

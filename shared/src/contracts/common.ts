@@ -18,7 +18,9 @@ export const AppAddressSchema = z
  * How a tool's input names an app: its address, its URL or its exact name (the apps service resolves it to the address
  * before the tool runs). Outputs always carry the address (AppAddressSchema).
  */
-export const AppRefSchema = plainText(300).describe("The app: its address (e.g. my-todo), its URL or its exact name; list_tools shows them");
+export const AppRefSchema = plainText(300).describe(
+  "The app: its address (e.g. my-todo), its URL or its exact name; list_tools shows them",
+);
 
 // One email rule for sign-up, sign-in and every tool that takes an email: plain ASCII (an international domain in
 // its xn-- form), a dot-atom before the @ and a domain name after it. Lookalike letters from other alphabets, zero-width
@@ -30,7 +32,8 @@ const TLD = "(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})";
 export const EMAIL_PATTERN = new RegExp(`^(?=[^@]{1,64}@)${ATEXT}+(?:\\.${ATEXT}+)*@(?:${LABEL}\\.)+${TLD}$`);
 export const EMAIL_MAX_LENGTH = 254;
 /** Zero-width, format (bidi, soft hyphen, tags), other invisible fillers and control characters. */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0]|[\u{e0100}-\u{e01ef}]/u;
+const INVISIBLE =
+  /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0]|[\u{e0100}-\u{e01ef}]/u;
 
 /** Why `email` is not an address Hatch accepts, in words a person or an AI can act on; null when it is fine. */
 export function emailProblem(email: string): string | null {
@@ -59,7 +62,10 @@ export function emailProblem(email: string): string | null {
 }
 
 export const EmailSchema = z
-  .email({ pattern: EMAIL_PATTERN, error: (issue) => emailProblem(String(issue.input)) ?? "Enter an email address such as ada@example.com" })
+  .email({
+    pattern: EMAIL_PATTERN,
+    error: (issue) => emailProblem(String(issue.input)) ?? "Enter an email address such as ada@example.com",
+  })
   .max(EMAIL_MAX_LENGTH);
 
 /**

@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { AppAddressSchema, AppRefSchema, DnsRecordSchema, DomainNameSchema, MoneySchema, UserActionSchema } from "./common.ts";
+import {
+  AppAddressSchema,
+  AppRefSchema,
+  DnsRecordSchema,
+  DomainNameSchema,
+  MoneySchema,
+  UserActionSchema,
+} from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
 // Tools owned by services/domains: the company's address for apps, apps' custom domains, and bought domains.
@@ -151,7 +158,7 @@ export const find_domain = defineTool({
         .array(z.string().regex(/^[a-z0-9-]{2,63}$/))
         .max(10)
         .optional()
-        .describe("Endings to try, without the dot, e.g. [\"com\", \"dev\"]; leave out for the usual ones"),
+        .describe('Endings to try, without the dot, e.g. ["com", "dev"]; leave out for the usual ones'),
       limit: z.number().int().min(1).max(20).default(10).describe("How many results at most"),
     })
     .strict(),

@@ -7,9 +7,26 @@ export const TOOL_GROUPS = {
   apps: ["publish", "list_tools", "share", "rollback", "delete_tool", "tool_stats"],
   data: ["tool_data", "tool_logs"],
   runtime: ["tool_secret", "ai_key", "tool_ai"],
-  domains: ["company_domain", "company_domain_set", "custom_domains", "custom_domain", "find_domain", "buy_domain", "domain_status"],
+  domains: [
+    "company_domain",
+    "company_domain_set",
+    "custom_domains",
+    "custom_domain",
+    "find_domain",
+    "buy_domain",
+    "domain_status",
+  ],
   billing: ["billing"],
-  orgs: ["org", "org_setup", "org_invite", "org_members", "org_member_update", "org_apps", "org_app_pause", "org_activity"],
+  orgs: [
+    "org",
+    "org_setup",
+    "org_invite",
+    "org_members",
+    "org_member_update",
+    "org_apps",
+    "org_app_pause",
+    "org_activity",
+  ],
 } as const satisfies Record<string, readonly ToolName[]>;
 
 export type ToolGroup = keyof typeof TOOL_GROUPS;
@@ -30,7 +47,10 @@ export function groupOf(tool: string): ToolGroup | null {
  */
 export function parseFeatures(values: string[]): { groups: ToolGroup[] | null } | { unknown: string[] } {
   if (values.length === 0) return { groups: null };
-  const names = values.flatMap((v) => v.split(",")).map((v) => v.trim().toLowerCase()).filter(Boolean);
+  const names = values
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim().toLowerCase())
+    .filter(Boolean);
   const unknown = names.filter((n) => !(TOOL_GROUP_NAMES as string[]).includes(n));
   if (unknown.length > 0) return { unknown };
   return { groups: TOOL_GROUP_NAMES.filter((g) => names.includes(g)) };

@@ -203,7 +203,14 @@ export {
   type ToolStatsInput,
   type ToolStatsOutput,
 } from "./apps-insight.ts";
-export { type AiKeyInput, type AiKeyOutput, type ToolAiInput, type ToolAiOutput, type ToolSecretInput, type ToolSecretOutput } from "./apps-keys.ts";
+export {
+  type AiKeyInput,
+  type AiKeyOutput,
+  type ToolAiInput,
+  type ToolAiOutput,
+  type ToolSecretInput,
+  type ToolSecretOutput,
+} from "./apps-keys.ts";
 export { type OrgAppPauseInput, type OrgAppPauseOutput, type OrgAppsInput, type OrgAppsOutput } from "./apps-org.ts";
 
 export {

@@ -215,8 +215,10 @@ export const org_member_update = defineTool({
       email: EmailSchema.describe("Email of the member to change"),
       action: z
         .enum(["update", "remove", "transfer_ownership"])
-        .describe("update = change role and permissions; remove = take out of the organization; " +
-          "transfer_ownership = make them the owner"),
+        .describe(
+          "update = change role and permissions; remove = take out of the organization; " +
+            "transfer_ownership = make them the owner",
+        ),
       role: AssignableRoleSchema.optional().describe("For update: the new role"),
       permissions: z
         .array(OrgPermissionSchema)
@@ -229,10 +231,12 @@ export const org_member_update = defineTool({
     })
     .strict(),
   output: z.object({
-    status: z.enum(["updated", "removed", "transferred", "choose_recipient", "needs_user"]).describe(
-      "choose_recipient = nothing changed yet; show appsToMove, ask who receives them, call again with " +
-        "appsRecipient",
-    ),
+    status: z
+      .enum(["updated", "removed", "transferred", "choose_recipient", "needs_user"])
+      .describe(
+        "choose_recipient = nothing changed yet; show appsToMove, ask who receives them, call again with " +
+          "appsRecipient",
+      ),
     member: MemberSchema.nullable().describe("The member after the change; null once removed"),
     appsToMove: z
       .array(z.object({ address: z.string(), name: z.string() }))

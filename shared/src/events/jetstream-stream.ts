@@ -13,7 +13,13 @@ import {
 import { withoutPrefix, withPrefix } from "../bus/types.ts";
 import type { NatsBus } from "../bus/nats.ts";
 import { HatchEventSchema, eventSubject, type HatchEvent } from "./event.ts";
-import { CONSUMER_NAME, redeliveryDelayMs, type ConsumeOptions, type EventConsumer, type EventStream } from "./stream.ts";
+import {
+  CONSUMER_NAME,
+  redeliveryDelayMs,
+  type ConsumeOptions,
+  type EventConsumer,
+  type EventStream,
+} from "./stream.ts";
 
 const NANOS_PER_MS = 1_000_000;
 /** How long the stream keeps events: a consumer down longer than this would miss the oldest. */
@@ -72,10 +78,14 @@ export function createJetStreamEventStream(bus: NatsBus): EventStream {
     async publish(event: HatchEvent): Promise<void> {
       await ensureStream();
       const data = new TextEncoder().encode(JSON.stringify(event));
-      await js.publish(withPrefix(bus.prefix, eventSubject(event)), data, { msgID: event.id, timeout: PUBLISH_TIMEOUT_MS });
+      await js.publish(withPrefix(bus.prefix, eventSubject(event)), data, {
+        msgID: event.id,
+        timeout: PUBLISH_TIMEOUT_MS,
+      });
     },
     consume(options: ConsumeOptions): EventConsumer {
-      if (!CONSUMER_NAME.test(options.name)) throw new Error(`consumer name "${options.name}" must be letters, digits, - or _`);
+      if (!CONSUMER_NAME.test(options.name))
+        throw new Error(`consumer name "${options.name}" must be letters, digits, - or _`);
       const filter = withPrefix(bus.prefix, options.filter ?? "events.>");
       const log = options.logger.child({ consumer: options.name });
       let stopped = false;
@@ -94,7 +104,11 @@ export function createJetStreamEventStream(bus: NatsBus): EventStream {
           await options.handler(parsed.data);
           msg.ack();
         } catch (error) {
-          log.warn("event handler failed; it will be offered again", { event: parsed.data.id, deliveries: msg.info.deliveryCount, error });
+          log.warn("event handler failed; it will be offered again", {
+            event: parsed.data.id,
+            deliveries: msg.info.deliveryCount,
+            error,
+          });
           msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
         }
       };

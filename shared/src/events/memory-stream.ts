@@ -1,6 +1,12 @@
 import { encodeJson, subjectMatches, type Bus } from "../bus/types.ts";
 import { eventSubject, type HatchEvent } from "./event.ts";
-import { CONSUMER_NAME, redeliveryDelayMs, type ConsumeOptions, type EventConsumer, type EventStream } from "./stream.ts";
+import {
+  CONSUMER_NAME,
+  redeliveryDelayMs,
+  type ConsumeOptions,
+  type EventConsumer,
+  type EventStream,
+} from "./stream.ts";
 
 /** How many events the embedded stream keeps (like a stream's max_msgs): the oldest go first. */
 export const MEMORY_STREAM_MAX_EVENTS = 10_000;
@@ -67,7 +73,12 @@ export function createMemoryEventStream(bus: Bus, options: { maxEvents?: number 
           await consumer.handler(structuredClone(stored.event));
           state.unacked.delete(seq);
         } catch (error) {
-          consumer.logger.warn("event handler failed; it will be offered again", { consumer: consumer.name, event: stored.event.id, deliveries, error });
+          consumer.logger.warn("event handler failed; it will be offered again", {
+            consumer: consumer.name,
+            event: stored.event.id,
+            deliveries,
+            error,
+          });
           const timer = setTimeout(() => {
             state.timers.delete(timer);
             state.ready.push(seq);
@@ -101,11 +112,20 @@ export function createMemoryEventStream(bus: Bus, options: { maxEvents?: number 
       }
     },
     consume(options: ConsumeOptions): EventConsumer {
-      if (!CONSUMER_NAME.test(options.name)) throw new Error(`consumer name "${options.name}" must be letters, digits, - or _`);
+      if (!CONSUMER_NAME.test(options.name))
+        throw new Error(`consumer name "${options.name}" must be letters, digits, - or _`);
       const filter = options.filter ?? "events.>";
       let state = consumers.get(options.name);
       if (!state) {
-        state = { filter, offeredUpTo: 0, unacked: new Map(), ready: [], attached: null, running: null, timers: new Set() };
+        state = {
+          filter,
+          offeredUpTo: 0,
+          unacked: new Map(),
+          ready: [],
+          attached: null,
+          running: null,
+          timers: new Set(),
+        };
         consumers.set(options.name, state);
       } else if (state.filter !== filter) {
         throw new Error(`consumer "${options.name}" already exists with filter ${state.filter}`);

@@ -95,7 +95,11 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         }
       }
       if (sent.length > 0) await tx.update(table).set({ sentAt: new Date() }).where(inArray(table.seq, sent));
-      if (failure) log.warn("publishing events failed; they stay in the outbox and are retried", { pending: rows.length - sent.length, error: failure });
+      if (failure)
+        log.warn("publishing events failed; they stay in the outbox and are retried", {
+          pending: rows.length - sent.length,
+          error: failure,
+        });
       return failure === null && rows.length === batch;
     });
   }

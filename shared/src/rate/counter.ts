@@ -27,7 +27,8 @@ export interface RateCounter {
 }
 
 const windowOf = (now: number, windowMs: number) => Math.floor(now / windowMs);
-const retryAfter = (now: number, windowMs: number) => Math.max(1, Math.ceil(((windowOf(now, windowMs) + 1) * windowMs - now) / 1000));
+const retryAfter = (now: number, windowMs: number) =>
+  Math.max(1, Math.ceil(((windowOf(now, windowMs) + 1) * windowMs - now) / 1000));
 
 /** In one process: a map of the current windows, bounded (a flood of keys forgets the oldest). */
 export class MemoryRateCounter implements RateCounter {
@@ -154,7 +155,8 @@ const bucketName = (bus: NatsBus) => (bus.prefix ? `hatch_rate_${bus.prefix}` : 
 function isLostRace(error: unknown): boolean {
   return (
     error instanceof JetStreamApiError &&
-    (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+    (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
+      error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
   );
 }
 

@@ -107,7 +107,10 @@ new Gauge({
 let reading: Promise<Array<[string, OutboxLag]>> | null = null;
 function readOutboxes(): Promise<Array<[string, OutboxLag]>> {
   reading ??= Promise.all(
-    [...outboxSources.values()].map(async ({ service, lag }) => [service, await lag().catch(() => ({ pending: Number.NaN, oldestSeconds: Number.NaN }))] as [string, OutboxLag]),
+    [...outboxSources.values()].map(
+      async ({ service, lag }) =>
+        [service, await lag().catch(() => ({ pending: Number.NaN, oldestSeconds: Number.NaN }))] as [string, OutboxLag],
+    ),
   ).finally(() => queueMicrotask(() => (reading = null)));
   return reading;
 }
@@ -134,7 +137,10 @@ export async function metricsResponse(request: Request, token: string | undefine
     return new Response(await metricsRegistry.metrics(), { headers: { "Content-Type": metricsRegistry.contentType } });
   } catch (error) {
     log?.error("collecting metrics failed", { error });
-    return new Response("Collecting metrics failed; see the log.\n", { status: 500, headers: { "Content-Type": "text/plain" } });
+    return new Response("Collecting metrics failed; see the log.\n", {
+      status: 500,
+      headers: { "Content-Type": "text/plain" },
+    });
   }
 }
 
@@ -150,12 +156,19 @@ export interface MetricsListener {
 }
 
 /** A process without an HTTP server of its own (a service started alone) serves /metrics here. */
-export function serveMetrics(options: { port: number; hostname?: string; token?: string; logger?: Logger }): MetricsListener {
+export function serveMetrics(options: {
+  port: number;
+  hostname?: string;
+  token?: string;
+  logger?: Logger;
+}): MetricsListener {
   const server = Bun.serve({
     port: options.port,
     hostname: options.hostname ?? "127.0.0.1",
     fetch: (request) =>
-      new URL(request.url).pathname === "/metrics" ? metricsResponse(request, options.token, options.logger) : new Response("Not found: metrics are at /metrics.\n", { status: 404 }),
+      new URL(request.url).pathname === "/metrics"
+        ? metricsResponse(request, options.token, options.logger)
+        : new Response("Not found: metrics are at /metrics.\n", { status: 404 }),
   });
   options.logger?.info("metrics listening", { port: server.port, path: "/metrics" });
   return { port: server.port ?? options.port, stop: () => server.stop(true) };

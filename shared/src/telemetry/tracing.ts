@@ -1,4 +1,13 @@
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Span } from "@opentelemetry/api";
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Span,
+} from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -53,9 +62,14 @@ export function startTracing(options: TracingOptions): Tracing {
   if (!endpoint) return { enabled: false, endpoint: null, flush: async () => {}, shutdown: async () => {} };
   if (provider) throw new Error("tracing is already started in this process");
   const mine = new TracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName, [ATTR_SERVICE_VERSION]: options.version ?? "0.1.0" }),
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: options.serviceName,
+      [ATTR_SERVICE_VERSION]: options.version ?? "0.1.0",
+    }),
     // The JSON encoding of OTLP over HTTP (this exporter's), so a collector or a test can read it without protobuf.
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint }), scheduledDelayMillis: 1_000 })],
+    spanProcessors: [
+      new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint }), scheduledDelayMillis: 1_000 }),
+    ],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(mine);
@@ -91,10 +105,16 @@ export interface SpanOptions {
  * Runs `fn` in a span (active for anything it awaits, so its SQL nests under it) and ends it after. `fn` gets the
  * traceparent to send onwards: this span's with tracing on, a fresh child id of the same trace with it off.
  */
-export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: SpanHandle, traceparent: string) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  options: SpanOptions,
+  fn: (span: SpanHandle, traceparent: string) => Promise<T>,
+): Promise<T> {
   if (!provider) return fn(NO_SPAN, childTraceparent(options.parent ?? activeTraceparent()));
   const parentContext = options.parent ? contextOf(options.parent) : context.active();
-  const span = trace.getTracer(TRACER).startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parentContext);
+  const span = trace
+    .getTracer(TRACER)
+    .startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parentContext);
   const handle = spanHandle(span);
   try {
     return await context.with(trace.setSpan(parentContext, span), () => fn(handle, traceparentOf(span)));
@@ -136,7 +156,12 @@ function traceparentOf(span: Span): string {
 function contextOf(traceparent: string) {
   const match = TRACEPARENT.exec(traceparent);
   if (!match || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true });
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: match[1]!,
+    spanId: match[2]!,
+    traceFlags: Number.parseInt(match[3]!, 16),
+    isRemote: true,
+  });
 }
 
 type QueryWithCache = (queryString: string, params: unknown[], query: () => Promise<unknown>) => Promise<unknown>;
@@ -157,7 +182,10 @@ function traceSqlQueries(): void {
     const operation = /^\s*(\w+)/.exec(queryString)?.[1]?.toUpperCase() ?? "SQL";
     return inSpan(
       operation,
-      { kind: SpanKind.CLIENT, attributes: { "db.system.name": "postgresql", "db.operation.name": operation, "db.query.text": queryString } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { "db.system.name": "postgresql", "db.operation.name": operation, "db.query.text": queryString },
+      },
       () => original.call(this, queryString, params, query),
     );
   };

@@ -1,4 +1,12 @@
-import { AI_LIMITS, AiChatRequestSchema, describeIssues, newEvent, writeEvent, type AiChatReply, type AiChatRequest } from "@hatch/shared";
+import {
+  AI_LIMITS,
+  AiChatRequestSchema,
+  describeIssues,
+  newEvent,
+  writeEvent,
+  type AiChatReply,
+  type AiChatRequest,
+} from "@hatch/shared";
 import type { AppsContext } from "../context.ts";
 import { DataError, RateLimiter } from "../data/access.ts";
 import { outbox } from "../db/schema.ts";
@@ -31,7 +39,8 @@ export function createAiChat(apps: AppsContext, options: AiChatOptions = {}): Ai
     const parsed = AiChatRequestSchema.safeParse(request);
     if (!parsed.success) throw new DataError("invalid", `hatch.ai.chat: ${describeIssues(parsed.error)}`);
     const input = parsed.data;
-    if (app.ai.choice === "none") throw new DataError("forbidden", "AI calls are off for this app; its owner picks a key with tool_ai.");
+    if (app.ai.choice === "none")
+      throw new DataError("forbidden", "AI calls are off for this app; its owner picks a key with tool_ai.");
     takeCall(limiter, `${app.id} ${caller.viewer ? `u:${caller.viewer.sub}` : (caller.rateKey ?? "anonymous")}`);
     if (app.ai.choice === "company") await checkCompanyTokens(apps, app.accountId);
     const opened = await openKeyFor(apps, app, input.provider);
@@ -53,8 +62,14 @@ async function checkCompanyTokens(apps: AppsContext, accountId: string): Promise
   if (!entitlements || limit === null || limit === undefined) return;
   const used = entitlements.companyAiTokensThisMonth ?? 0;
   if (used < limit) return;
-  const allowed = limit === 0 ? "does not include AI calls through the company's key" : `includes ${limit.toLocaleString("en-US")} AI tokens a month through the company's key, and they are used up`;
-  throw new DataError("needs_payment", `This organization's ${entitlements.plan} plan ${allowed}. An admin can upgrade at ${entitlements.settingsUrl}, or the app's owner can choose another key with tool_ai.`);
+  const allowed =
+    limit === 0
+      ? "does not include AI calls through the company's key"
+      : `includes ${limit.toLocaleString("en-US")} AI tokens a month through the company's key, and they are used up`;
+  throw new DataError(
+    "needs_payment",
+    `This organization's ${entitlements.plan} plan ${allowed}. An admin can upgrade at ${entitlements.settingsUrl}, or the app's owner can choose another key with tool_ai.`,
+  );
 }
 
 function takeCall(limiter: RateLimiter, key: string): void {
@@ -63,12 +78,21 @@ function takeCall(limiter: RateLimiter, key: string): void {
   } catch (error) {
     if (!(error instanceof DataError)) throw error;
     const wait = error.headers["Retry-After"] ?? "60";
-    throw new DataError("limit_exceeded", `Too many AI calls: at most ${AI_LIMITS.callsPerViewerPerMinute} a minute per viewer of this app. Try again in ${wait} s.`, error.headers);
+    throw new DataError(
+      "limit_exceeded",
+      `Too many AI calls: at most ${AI_LIMITS.callsPerViewerPerMinute} a minute per viewer of this app. Try again in ${wait} s.`,
+      error.headers,
+    );
   }
 }
 
 /** POST {base}/chat/completions in the OpenAI wire format, the provider's failures turned into DataErrors. */
-async function callProvider(opened: OpenedKey, input: AiChatRequest, timeoutMs: number, log: AppsContext["logger"]): Promise<AiChatReply> {
+async function callProvider(
+  opened: OpenedKey,
+  input: AiChatRequest,
+  timeoutMs: number,
+  log: AppsContext["logger"],
+): Promise<AiChatReply> {
   const body: Record<string, unknown> = { model: input.model, messages: input.messages, stream: false };
   if (input.temperature !== undefined) body.temperature = input.temperature;
   if (input.maxTokens !== undefined) body.max_tokens = input.maxTokens;
@@ -78,7 +102,11 @@ async function callProvider(opened: OpenedKey, input: AiChatRequest, timeoutMs: 
   try {
     response = await fetch(`${opened.baseUrl}/chat/completions`, {
       method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json", Authorization: `Bearer ${opened.key}` },
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json",
+        Authorization: `Bearer ${opened.key}`,
+      },
       body: JSON.stringify(body),
       redirect: "error",
       signal: AbortSignal.timeout(timeoutMs),
@@ -89,7 +117,9 @@ async function callProvider(opened: OpenedKey, input: AiChatRequest, timeoutMs: 
     log.warn("AI provider not reached", { provider: name, timedOut });
     throw new DataError(
       "unavailable",
-      timedOut ? `The AI provider ${name} did not answer within ${Math.round(timeoutMs / 1000)} s. Try again, or ask for fewer tokens (maxTokens).` : `The AI provider ${name} could not be reached. Try again in a moment.`,
+      timedOut
+        ? `The AI provider ${name} did not answer within ${Math.round(timeoutMs / 1000)} s. Try again, or ask for fewer tokens (maxTokens).`
+        : `The AI provider ${name} could not be reached. Try again in a moment.`,
       { "Retry-After": "10" },
     );
   }
@@ -97,10 +127,17 @@ async function callProvider(opened: OpenedKey, input: AiChatRequest, timeoutMs: 
   const reply = parseCompletion(text, input.model);
   if (!reply) {
     log.warn("AI provider answer unreadable", { provider: name, status: response.status });
-    throw new DataError("unavailable", `The AI provider ${name} answered in a shape Hatch cannot read (not an OpenAI-style chat completion).`);
+    throw new DataError(
+      "unavailable",
+      `The AI provider ${name} answered in a shape Hatch cannot read (not an OpenAI-style chat completion).`,
+    );
   }
   // Should a provider ever repeat the key back, it still never reaches the page.
-  return { ...reply, content: reply.content.replaceAll(opened.key, "[secret]"), model: reply.model.includes(opened.key) ? input.model : reply.model };
+  return {
+    ...reply,
+    content: reply.content.replaceAll(opened.key, "[secret]"),
+    model: reply.model.includes(opened.key) ? input.model : reply.model,
+  };
 }
 
 async function readCapped(response: Response): Promise<string> {
@@ -120,28 +157,54 @@ function errorCodeOf(text: string): string | null {
   }
 }
 
-function providerRefusal(name: string, model: string, response: Response, text: string, log: AppsContext["logger"]): DataError {
+function providerRefusal(
+  name: string,
+  model: string,
+  response: Response,
+  text: string,
+  log: AppsContext["logger"],
+): DataError {
   const status = response.status;
   const code = errorCodeOf(text);
   const said = code ? ` (${code})` : "";
   log.warn("AI provider refused", { provider: name, status, code });
   if (status === 401 || status === 403) {
-    return new DataError("forbidden", `The AI provider ${name} refused this app's key (HTTP ${status}${said}). Its owner adds a new ${name} key with ai_key.`);
+    return new DataError(
+      "forbidden",
+      `The AI provider ${name} refused this app's key (HTTP ${status}${said}). Its owner adds a new ${name} key with ai_key.`,
+    );
   }
   if (status === 429) {
     const retry = response.headers.get("retry-after");
     const wait = retry && /^\d{1,5}$/.test(retry) ? retry : "30";
-    return new DataError("limit_exceeded", `The AI provider ${name} says the key's rate limit or quota is used up${said}. Try again in ${wait} s, or check the plan with ${name}.`, { "Retry-After": wait });
+    return new DataError(
+      "limit_exceeded",
+      `The AI provider ${name} says the key's rate limit or quota is used up${said}. Try again in ${wait} s, or check the plan with ${name}.`,
+      { "Retry-After": wait },
+    );
   }
-  if (status === 404) return new DataError("invalid", `The AI provider ${name} does not know the model "${model}"${said}. Use one of its model names.`);
+  if (status === 404)
+    return new DataError(
+      "invalid",
+      `The AI provider ${name} does not know the model "${model}"${said}. Use one of its model names.`,
+    );
   if (status >= 400 && status < 500) {
-    return new DataError("invalid", `The AI provider ${name} refused the request (HTTP ${status}${said}). Check model, messages, temperature and maxTokens.`);
+    return new DataError(
+      "invalid",
+      `The AI provider ${name} refused the request (HTTP ${status}${said}). Check model, messages, temperature and maxTokens.`,
+    );
   }
-  return new DataError("unavailable", `The AI provider ${name} failed (HTTP ${status}). Try again in a moment.`, { "Retry-After": "10" });
+  return new DataError("unavailable", `The AI provider ${name} failed (HTTP ${status}). Try again in a moment.`, {
+    "Retry-After": "10",
+  });
 }
 
 function parseCompletion(text: string, asked: string): AiChatReply | null {
-  let data: { model?: unknown; choices?: { message?: { content?: unknown } }[]; usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } };
+  let data: {
+    model?: unknown;
+    choices?: { message?: { content?: unknown } }[];
+    usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+  };
   try {
     data = JSON.parse(text);
   } catch {
@@ -177,5 +240,7 @@ function usageEvent(app: HostedApp, caller: OutboundCaller, opened: OpenedKey, r
     },
   });
   const viewer = caller.viewer;
-  return viewer ? { ...event, actor: { userId: viewer.sub, email: viewer.email, name: viewer.name ?? viewer.email } } : event;
+  return viewer
+    ? { ...event, actor: { userId: viewer.sub, email: viewer.email, name: viewer.name ?? viewer.email } }
+    : event;
 }

@@ -20,28 +20,52 @@ export interface ApiCallerOptions {
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 /** Request headers a caller may set; anything else (cookies, authorization, proxy and hop-by-hop headers) is dropped. */
-const FORWARDED = new Set(["accept", "accept-language", "content-type", "content-language", "if-match", "if-none-match", "if-modified-since", "prefer"]);
+const FORWARDED = new Set([
+  "accept",
+  "accept-language",
+  "content-type",
+  "content-language",
+  "if-match",
+  "if-none-match",
+  "if-modified-since",
+  "prefer",
+]);
 /** Response headers passed back besides those of rate limits; never Set-Cookie or the API's own caching rules. */
 const PASSED_BACK = new Set(["content-type", "content-language", "etag", "last-modified", "retry-after"]);
 const NO_BODY = new Set([101, 204, 205, 304]);
 const REDACTED = "[secret]";
 
-export function createApiCaller(apps: Pick<AppsContext, "db" | "sealer" | "config" | "logger">, options: ApiCallerOptions = {}): Outbound["callApi"] {
+export function createApiCaller(
+  apps: Pick<AppsContext, "db" | "sealer" | "config" | "logger">,
+  options: ApiCallerOptions = {},
+): Outbound["callApi"] {
   const timeoutMs = options.timeoutMs ?? SERVER_LIMITS.apiTimeoutSeconds * 1000;
   const maxResponse = options.maxResponseBytes ?? SERVER_LIMITS.maxApiResponseBytes;
   const maxRequest = options.maxRequestBytes ?? SERVER_LIMITS.maxRequestBytes;
   const resolveHost = options.resolveHost ?? resolveHostAddresses;
   const log = apps.logger.child({ component: "api-call" });
 
-  return async function callApi(app: HostedApp, name: string, path: string, init: ApiCallInit, caller: OutboundCaller): Promise<ApiCallResult> {
+  return async function callApi(
+    app: HostedApp,
+    name: string,
+    path: string,
+    init: ApiCallInit,
+    caller: OutboundCaller,
+  ): Promise<ApiCallResult> {
     const api = declaredApi(app, name);
     if (caller.source === "browser") {
       // "creator" has no meaning for an API: it lets any signed-in viewer through, as signed_in does.
-      if (!allows(api.browser, { app, viewer: caller.viewer, rateKey: "" })) throw refusal(api.browser, { app, viewer: caller.viewer, rateKey: "" }, `call the API ${name}`);
+      if (!allows(api.browser, { app, viewer: caller.viewer, rateKey: "" }))
+        throw refusal(api.browser, { app, viewer: caller.viewer, rateKey: "" }, `call the API ${name}`);
     }
     const method = init.method.toUpperCase();
-    if (!METHODS.has(method)) throw new DataError("invalid", `The method ${init.method.slice(0, 20)} is not allowed; use ${[...METHODS].join(", ")}.`);
-    if (init.body && init.body.byteLength > maxRequest) throw new DataError("too_large", `A request to an API may carry at most ${maxRequest} bytes.`);
+    if (!METHODS.has(method))
+      throw new DataError(
+        "invalid",
+        `The method ${init.method.slice(0, 20)} is not allowed; use ${[...METHODS].join(", ")}.`,
+      );
+    if (init.body && init.body.byteLength > maxRequest)
+      throw new DataError("too_large", `A request to an API may carry at most ${maxRequest} bytes.`);
     const url = apiUrl(name, api, path);
     const headers = forwardedHeaders(name, api, init.headers);
     const to = await destination(name, url, apps.config.apiPrivateHosts, resolveHost);
@@ -50,7 +74,11 @@ export function createApiCaller(apps: Pick<AppsContext, "db" | "sealer" | "confi
     if ("header" in api.in) {
       const value = (api.in.prefix ?? "") + secret;
       // A value Headers would refuse; Bun's error would quote it, so it is checked here first.
-      if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(value)) throw new DataError("unavailable", `The value of ${api.secret} cannot be sent in a header (it has line breaks or other control characters). The app's owner should set it again with tool_secret.`);
+      if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(value))
+        throw new DataError(
+          "unavailable",
+          `The value of ${api.secret} cannot be sent in a header (it has line breaks or other control characters). The app's owner should set it again with tool_secret.`,
+        );
       headers.set(api.in.header, value);
     } else {
       to.url.search = `${to.url.search ? `${to.url.search}&` : "?"}${encodeURIComponent(api.in.query)}=${encodeURIComponent(secret)}`;
@@ -71,15 +99,34 @@ export function createApiCaller(apps: Pick<AppsContext, "db" | "sealer" | "confi
         signal,
         ...(to.host ? { tls: { serverName: to.host.serverName } } : {}),
       });
-      body = NO_BODY.has(response.status) || method === "HEAD" ? new Uint8Array() : await readCapped(response, maxResponse, name);
+      body =
+        NO_BODY.has(response.status) || method === "HEAD"
+          ? new Uint8Array()
+          : await readCapped(response, maxResponse, name);
     } catch (error) {
       if (error instanceof DataError) throw error;
       // The error's message may quote the URL, whose query may carry the secret: only its name is logged.
       const timedOut = signal.aborted;
-      log.warn("declared API call failed", { address: app.address, api: name, error: error instanceof Error ? error.name : "unknown", timedOut });
-      throw new DataError("unavailable", timedOut ? `The API ${name} did not answer within ${Math.round(timeoutMs / 100) / 10} s.` : `The API ${name} could not be reached.`);
+      log.warn("declared API call failed", {
+        address: app.address,
+        api: name,
+        error: error instanceof Error ? error.name : "unknown",
+        timedOut,
+      });
+      throw new DataError(
+        "unavailable",
+        timedOut
+          ? `The API ${name} did not answer within ${Math.round(timeoutMs / 100) / 10} s.`
+          : `The API ${name} could not be reached.`,
+      );
     }
-    log.info("declared API call", { address: app.address, api: name, source: caller.source, status: response.status, ms: Math.round(performance.now() - started) });
+    log.info("declared API call", {
+      address: app.address,
+      api: name,
+      source: caller.source,
+      status: response.status,
+      ms: Math.round(performance.now() - started),
+    });
     return { status: response.status, headers: passedBack(response.headers, secret), body: redact(body, secret) };
   };
 }
@@ -102,9 +149,15 @@ function forwardedHeaders(name: string, api: ApiRule, given: Record<string, stri
   for (const [key, value] of Object.entries(given)) {
     const lower = key.toLowerCase();
     if ("header" in api.in && lower === api.in.header.toLowerCase()) {
-      throw new DataError("invalid", `Do not set the header ${api.in.header} for the API ${name}: Hatch adds the secret ${api.secret} there.`);
+      throw new DataError(
+        "invalid",
+        `Do not set the header ${api.in.header} for the API ${name}: Hatch adds the secret ${api.secret} there.`,
+      );
     }
-    if (FORWARDED.has(lower) || (lower.startsWith("x-") && !lower.startsWith("x-forwarded-") && lower !== "x-real-ip")) {
+    if (
+      FORWARDED.has(lower) ||
+      (lower.startsWith("x-") && !lower.startsWith("x-forwarded-") && lower !== "x-real-ip")
+    ) {
       try {
         headers.set(key, value);
       } catch {
@@ -115,16 +168,31 @@ function forwardedHeaders(name: string, api: ApiRule, given: Record<string, stri
   return headers;
 }
 
-async function secretValue(apps: Pick<AppsContext, "db" | "sealer">, app: HostedApp, api: ApiRule, name: string, log: { error(msg: string, fields?: Record<string, unknown>): void }): Promise<string> {
+async function secretValue(
+  apps: Pick<AppsContext, "db" | "sealer">,
+  app: HostedApp,
+  api: ApiRule,
+  name: string,
+  log: { error(msg: string, fields?: Record<string, unknown>): void },
+): Promise<string> {
   let value: string | null;
   try {
     value = await openSecret(apps, app.id, api.secret);
   } catch {
-    log.error("a secret did not open (its key is no longer in SECRETS_KEYS, or the row was altered)", { address: app.address, secret: api.secret });
-    throw new DataError("unavailable", `The secret ${api.secret} of this app could not be read. The app's owner should set it again with tool_secret.`);
+    log.error("a secret did not open (its key is no longer in SECRETS_KEYS, or the row was altered)", {
+      address: app.address,
+      secret: api.secret,
+    });
+    throw new DataError(
+      "unavailable",
+      `The secret ${api.secret} of this app could not be read. The app's owner should set it again with tool_secret.`,
+    );
   }
   if (value === null) {
-    throw new DataError("unavailable", `The secret ${api.secret} is not set, so the API ${name} cannot be called. The app's owner sets it with tool_secret (name ${api.secret}).`);
+    throw new DataError(
+      "unavailable",
+      `The secret ${api.secret} is not set, so the API ${name} cannot be called. The app's owner sets it with tool_secret (name ${api.secret}).`,
+    );
   }
   return value;
 }
@@ -161,14 +229,17 @@ export async function readAtMost(stream: ReadableStream<Uint8Array> | null, limi
 function passedBack(headers: Headers, secret: string): Record<string, string> {
   const out: Record<string, string> = {};
   headers.forEach((value, key) => {
-    if (PASSED_BACK.has(key) || key.startsWith("x-ratelimit-") || key.startsWith("ratelimit")) out[key] = redactText(value, secret);
+    if (PASSED_BACK.has(key) || key.startsWith("x-ratelimit-") || key.startsWith("ratelimit"))
+      out[key] = redactText(value, secret);
   });
   return out;
 }
 
 /** The forms a secret may come back in: as it is and as a URL would carry it. */
 function formsOf(secret: string): string[] {
-  return [...new Set([secret, encodeURIComponent(secret)])].filter((form) => form.length > 0).sort((a, b) => b.length - a.length);
+  return [...new Set([secret, encodeURIComponent(secret)])]
+    .filter((form) => form.length > 0)
+    .sort((a, b) => b.length - a.length);
 }
 
 function redactText(text: string, secret: string): string {

@@ -33,27 +33,53 @@ function headersOf(request: Request): Record<string, string> {
  * another origin, a sibling app included, is refused. A top-level GET opened by the person (Sec-Fetch-Site none) is
  * fine; requests without these headers are not from a browser page and carry no one else's cookie.
  */
-function checkFromOwnPages(request: Request, config: Pick<AppsConfig, "appsProtocol" | "appsDomain">, address: string): void {
+function checkFromOwnPages(
+  request: Request,
+  config: Pick<AppsConfig, "appsProtocol" | "appsDomain">,
+  address: string,
+): void {
   const site = request.headers.get("sec-fetch-site");
   const origin = request.headers.get("origin");
   const safe = request.method === "GET" || request.method === "HEAD";
-  if ((site !== null && site !== "same-origin" && !(safe && site === "none")) || (origin !== null && origin !== appOrigin(config, address))) {
+  if (
+    (site !== null && site !== "same-origin" && !(safe && site === "none")) ||
+    (origin !== null && origin !== appOrigin(config, address))
+  ) {
     throw new DataError("forbidden", "This app's APIs can only be called from the app's own pages.");
   }
 }
 
 /** Answers one hatch.api() call; `rest` is the path after /_hatch/api/. Throws DataError for the caller to answer. */
-export async function answerApi(outbound: Outbound, config: Pick<AppsConfig, "appsProtocol" | "appsDomain">, request: Request, url: URL, rest: string, caller: DataCaller): Promise<Response> {
+export async function answerApi(
+  outbound: Outbound,
+  config: Pick<AppsConfig, "appsProtocol" | "appsDomain">,
+  request: Request,
+  url: URL,
+  rest: string,
+  caller: DataCaller,
+): Promise<Response> {
   checkFromOwnPages(request, config, caller.app.address);
   const slash = rest.indexOf("/");
   const name = slash === -1 ? rest : rest.slice(0, slash);
-  if (!DATA_NAME.test(name)) throw new DataError("not_found", "Call an API as /_hatch/api/<name>/<path>, with a name from service.json apis.");
+  if (!DATA_NAME.test(name))
+    throw new DataError("not_found", "Call an API as /_hatch/api/<name>/<path>, with a name from service.json apis.");
   const path = (slash === -1 ? "" : rest.slice(slash)) + url.search;
   const hasBody = request.method !== "GET" && request.method !== "HEAD";
   const limit = SERVER_LIMITS.maxRequestBytes;
-  const body = !hasBody ? null : Number(request.headers.get("content-length") ?? "0") > limit ? null : await readAtMost(request.body, limit);
-  if (hasBody && body === null) throw new DataError("too_large", `A request to an API may carry at most ${limit} bytes.`);
-  const result = await outbound.callApi(caller.app, name, path, { method: request.method, headers: headersOf(request), body: body && body.byteLength ? body : null }, { source: "browser", viewer: caller.viewer });
+  const body = !hasBody
+    ? null
+    : Number(request.headers.get("content-length") ?? "0") > limit
+      ? null
+      : await readAtMost(request.body, limit);
+  if (hasBody && body === null)
+    throw new DataError("too_large", `A request to an API may carry at most ${limit} bytes.`);
+  const result = await outbound.callApi(
+    caller.app,
+    name,
+    path,
+    { method: request.method, headers: headersOf(request), body: body && body.byteLength ? body : null },
+    { source: "browser", viewer: caller.viewer },
+  );
   const headers = new Headers(result.headers);
   headers.set("Cache-Control", "no-store");
   headers.set("X-Content-Type-Options", "nosniff");

@@ -13,7 +13,8 @@ export async function resolveHostAddresses(hostname: string): Promise<string[]> 
   return (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 }
 
-const invalid = (name: string, why: string) => new DataError("invalid", `The path for the API ${name} ${why}. Pass a path under its base url, e.g. "/items?q=1".`);
+const invalid = (name: string, why: string) =>
+  new DataError("invalid", `The path for the API ${name} ${why}. Pass a path under its base url, e.g. "/items?q=1".`);
 
 /**
  * The full URL of a call: `path` (with an optional query) appended to the API's base url, or DataError invalid. The
@@ -34,17 +35,22 @@ export function apiUrl(name: string, api: ApiRule, path: string): URL {
     } catch {
       throw invalid(name, "has a broken %-escape");
     }
-    if (decoded === "." || decoded === ".." || (decoded !== segment && /[/\\]/.test(decoded))) throw invalid(name, "must not climb out of the API's base url (. or .. segments, encoded / or \\)");
+    if (decoded === "." || decoded === ".." || (decoded !== segment && /[/\\]/.test(decoded)))
+      throw invalid(name, "must not climb out of the API's base url (. or .. segments, encoded / or \\)");
   }
   const base = new URL(api.url);
-  if (base.protocol !== "https:" && base.protocol !== "http:") throw new DataError("invalid", `The API ${name} must use http or https.`);
+  if (base.protocol !== "https:" && base.protocol !== "http:")
+    throw new DataError("invalid", `The API ${name} must use http or https.`);
   const url = new URL(base.href.replace(/\/+$/, "") + pathPart + (query ? `?${query}` : ""));
   const basePath = base.pathname.replace(/\/+$/, "");
   if (url.origin !== base.origin || (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))) {
     throw invalid(name, "must stay under the API's base url");
   }
   if ("query" in api.in && new URLSearchParams(query).has(api.in.query)) {
-    throw new DataError("invalid", `Do not pass the query parameter ${api.in.query} to the API ${name}: Hatch adds the secret ${api.secret} there.`);
+    throw new DataError(
+      "invalid",
+      `Do not pass the query parameter ${api.in.query} to the API ${name}: Hatch adds the secret ${api.secret} there.`,
+    );
   }
   return url;
 }
@@ -59,16 +65,25 @@ export interface Destination {
  * Checks the host unless private hosts are allowed, and pins the connection to a checked address. Refuses with
  * `forbidden` a host on a loopback, private, link-local (cloud metadata) or other special-purpose address.
  */
-export async function destination(name: string, url: URL, allowPrivate: boolean, resolveHost: (hostname: string) => Promise<string[]>): Promise<Destination> {
+export async function destination(
+  name: string,
+  url: URL,
+  allowPrivate: boolean,
+  resolveHost: (hostname: string) => Promise<string[]>,
+): Promise<Destination> {
   if (allowPrivate) return { url };
-  const refused = new DataError("forbidden", `The API ${name} is on a private or special-purpose address, which apps may not call.`);
+  const refused = new DataError(
+    "forbidden",
+    `The API ${name} is on a private or special-purpose address, which apps may not call.`,
+  );
   const literal = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(literal)) {
     if (isSpecialPurposeAddress(literal)) throw refused;
     return { url };
   }
   const addresses = await resolveHost(url.hostname).catch(() => []);
-  if (addresses.length === 0) throw new DataError("unavailable", `The host of the API ${name} (${url.hostname}) does not resolve.`);
+  if (addresses.length === 0)
+    throw new DataError("unavailable", `The host of the API ${name} (${url.hostname}) does not resolve.`);
   if (addresses.some(isSpecialPurposeAddress)) throw refused;
   const address = addresses[0]!;
   const pinned = new URL(url.href);

@@ -25,9 +25,20 @@ export async function forgetUnusedBlobs(tx: Tx, shas: readonly string[]): Promis
   const gone: string[] = [];
   for (let i = 0; i < sorted.length; i += CHUNK) {
     const chunk = sorted.slice(i, i + CHUNK);
-    await tx.select({ sha256: blobs.sha256 }).from(blobs).where(inArray(blobs.sha256, chunk)).orderBy(asc(blobs.sha256)).for("update");
-    const inVersion = tx.select({ one: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.sha256, blobs.sha256));
-    const inBucket = tx.select({ one: bucketFiles.sha256 }).from(bucketFiles).where(eq(bucketFiles.sha256, blobs.sha256));
+    await tx
+      .select({ sha256: blobs.sha256 })
+      .from(blobs)
+      .where(inArray(blobs.sha256, chunk))
+      .orderBy(asc(blobs.sha256))
+      .for("update");
+    const inVersion = tx
+      .select({ one: versionFiles.sha256 })
+      .from(versionFiles)
+      .where(eq(versionFiles.sha256, blobs.sha256));
+    const inBucket = tx
+      .select({ one: bucketFiles.sha256 })
+      .from(bucketFiles)
+      .where(eq(bucketFiles.sha256, blobs.sha256));
     const rows = await tx
       .delete(blobs)
       .where(and(inArray(blobs.sha256, chunk), notExists(inVersion), notExists(inBucket)))
@@ -56,7 +67,12 @@ export async function registerBlob(tx: Tx, sha256: string, size: number): Promis
  * Puts content in the store and registers it, under the content's lock, so a removal of the same content running
  * at the same moment cannot delete the bytes under a row that then exists. `more` runs in the same transaction.
  */
-export async function storeBlob(app: Pick<AppsContext, "db" | "blobs">, sha256: string, bytes: Uint8Array, more?: (tx: Tx) => Promise<void>): Promise<void> {
+export async function storeBlob(
+  app: Pick<AppsContext, "db" | "blobs">,
+  sha256: string,
+  bytes: Uint8Array,
+  more?: (tx: Tx) => Promise<void>,
+): Promise<void> {
   await app.db.transaction(async (tx) => {
     await lockBlobContent(tx, sha256);
     await app.blobs.put(sha256, bytes);
@@ -75,7 +91,10 @@ export async function lockBlobContent(tx: Tx, sha256: string): Promise<void> {
  * back meanwhile (an upload of the same content). Also cleans up after a failed upload. Never throws: a blob left
  * behind costs space, not correctness, so failures are logged.
  */
-export async function removeStoredBlobs(app: Pick<AppsContext, "db" | "blobs" | "logger">, shas: readonly string[]): Promise<number> {
+export async function removeStoredBlobs(
+  app: Pick<AppsContext, "db" | "blobs" | "logger">,
+  shas: readonly string[],
+): Promise<number> {
   let removed = 0;
   for (const sha256 of shas) {
     try {

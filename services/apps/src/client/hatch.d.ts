@@ -4,7 +4,14 @@
 // the global, and import its types: `import type { HatchDocument } from "./hatch"`.
 
 /** The codes every failure carries as `error.code`. */
-export type HatchErrorCode = "forbidden" | "not_found" | "invalid" | "too_large" | "limit_exceeded" | "needs_payment" | "unavailable";
+export type HatchErrorCode =
+  | "forbidden"
+  | "not_found"
+  | "invalid"
+  | "too_large"
+  | "limit_exceeded"
+  | "needs_payment"
+  | "unavailable";
 
 /** What every promise of the library rejects with: an Error with the server's message and a code. */
 export interface HatchError extends Error {

@@ -19,7 +19,8 @@ interface ClientFile {
   gzip: Representation;
 }
 
-const BANNER = "// Hatch browser library. Types: /_hatch/client.d.ts. Reference: service_docs, topic browser_library.\n";
+const BANNER =
+  "// Hatch browser library. Types: /_hatch/client.d.ts. Reference: service_docs, topic browser_library.\n";
 /** The one export statement hatch-client.ts ends with; the classic script drops it and sets window.hatch instead. */
 const EXPORTS = /\nexport \{ hatch as default(?:, \w+)* \};\s*$/;
 const CACHE_CONTROL = "public, max-age=300";
@@ -33,7 +34,8 @@ export function buildClientFiles(): ReadonlyMap<string, ClientFile> {
   const module = new Bun.Transpiler({ loader: "ts", target: "browser" }).transformSync(source);
   const body = module.replace(EXPORTS, "\n");
   // The library must run as it is in a browser: no import, and no export but the last line.
-  if (body === module || /^\s*(import|export)\b/m.test(body)) throw new Error("hatch-client.ts must end with its one export statement and import nothing at run time");
+  if (body === module || /^\s*(import|export)\b/m.test(body))
+    throw new Error("hatch-client.ts must end with its one export statement and import nothing at run time");
   const script = `${BANNER}(() => {\n"use strict";\n${body}\nwindow.hatch = hatch;\n})();\n`;
   const javascript = "text/javascript; charset=utf-8";
   return new Map([
@@ -47,16 +49,28 @@ function clientFile(text: string, contentType: string): ClientFile {
   const body = new TextEncoder().encode(text);
   const hash = createHash("sha256").update(body).digest("base64url").slice(0, 27);
   // Each encoding is its own representation with its own strong ETag.
-  return { contentType, plain: { body, etag: `"${hash}"` }, gzip: { body: Bun.gzipSync(body, { level: 9 }), etag: `"${hash}-gz"` } };
+  return {
+    contentType,
+    plain: { body, etag: `"${hash}"` },
+    gzip: { body: Bun.gzipSync(body, { level: 9 }), etag: `"${hash}-gz"` },
+  };
 }
 
 /** `name` is the path after /_hatch/, e.g. "client.js". */
 export function answerClientFile(request: Request, name: string): Response {
   built ??= buildClientFiles();
   const file = built.get(name);
-  if (!file) return dataErrorResponse(new DataError("not_found", "The browser library is /_hatch/client.js (script), /_hatch/client.mjs (module) or /_hatch/client.d.ts (types)."));
+  if (!file)
+    return dataErrorResponse(
+      new DataError(
+        "not_found",
+        "The browser library is /_hatch/client.js (script), /_hatch/client.mjs (module) or /_hatch/client.d.ts (types).",
+      ),
+    );
   if (request.method !== "GET" && request.method !== "HEAD") {
-    return json({ error: { code: "invalid", message: "The browser library answers GET and HEAD only." } }, 405, { Allow: "GET, HEAD" });
+    return json({ error: { code: "invalid", message: "The browser library answers GET and HEAD only." } }, 405, {
+      Allow: "GET, HEAD",
+    });
   }
   const gzip = acceptsGzip(request.headers.get("accept-encoding"));
   const chosen = gzip ? file.gzip : file.plain;
@@ -69,7 +83,8 @@ export function answerClientFile(request: Request, name: string): Response {
   };
   if (gzip) headers["Content-Encoding"] = "gzip";
   const match = request.headers.get("if-none-match");
-  if (etagMatches(match, file.plain.etag) || etagMatches(match, file.gzip.etag)) return new Response(null, { status: 304, headers });
+  if (etagMatches(match, file.plain.etag) || etagMatches(match, file.gzip.etag))
+    return new Response(null, { status: 304, headers });
   headers["Content-Length"] = String(chosen.body.byteLength);
   return new Response(request.method === "HEAD" ? null : chosen.body, { headers });
 }

@@ -1,4 +1,11 @@
-import { addressKey, DATA_ERROR_STATUS, isToolError, type DataErrorCode, type DataRule, type Logger } from "@hatch/shared";
+import {
+  addressKey,
+  DATA_ERROR_STATUS,
+  isToolError,
+  type DataErrorCode,
+  type DataRule,
+  type Logger,
+} from "@hatch/shared";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { canView, readViewerSession, type Viewer } from "../host/access.ts";
 import type { HostedApp } from "../host/site.ts";
@@ -20,7 +27,11 @@ export class DataError extends Error {
   }
 }
 
-const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
+const JSON_HEADERS = {
+  "Content-Type": "application/json; charset=utf-8",
+  "Cache-Control": "no-store",
+  "X-Content-Type-Options": "nosniff",
+};
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
@@ -34,10 +45,16 @@ export function dataErrorResponse(error: DataError): Response {
 export function answerFailure(error: unknown, log: Logger, what: string): Response {
   if (error instanceof DataError) return dataErrorResponse(error);
   if (isToolError(error) && error.code === "unavailable") {
-    return dataErrorResponse(new DataError("unavailable", "Hatch could not check who you are right now. Try again in a minute.", { "Retry-After": "30" }));
+    return dataErrorResponse(
+      new DataError("unavailable", "Hatch could not check who you are right now. Try again in a minute.", {
+        "Retry-After": "30",
+      }),
+    );
   }
   log.error(`${what} failed`, { error });
-  return dataErrorResponse(new DataError("unavailable", "Hatch could not do this right now. Try again in a moment.", { "Retry-After": "5" }));
+  return dataErrorResponse(
+    new DataError("unavailable", "Hatch could not do this right now. Try again in a moment.", { "Retry-After": "5" }),
+  );
 }
 
 /** Who makes a data request to one app: the verified viewer (null when not signed in) and a key for rate limits. */
@@ -61,21 +78,34 @@ export interface CallerDeps {
  * may not open the app, and with `unavailable` a paused app (only to those who may open it, as its pages do: a
  * stranger learns nothing about a non-public app).
  */
-export async function dataCaller(deps: CallerDeps, request: Request, app: HostedApp, remoteAddress: string): Promise<DataCaller> {
+export async function dataCaller(
+  deps: CallerDeps,
+  request: Request,
+  app: HostedApp,
+  remoteAddress: string,
+): Promise<DataCaller> {
   const session = readViewerSession(request, deps.viewerKey, deps.cookieName, app.address);
   const viewer = session ? await deps.viewers.check(session) : null;
   if (!canView(app, viewer)) {
     throw new DataError(
       "forbidden",
-      viewer ? `You are signed in as ${viewer.email}, and this app is not shared with that account.` : "Sign in to use this app (hatch.signIn()).",
+      viewer
+        ? `You are signed in as ${viewer.email}, and this app is not shared with that account.`
+        : "Sign in to use this app (hatch.signIn()).",
     );
   }
-  if (app.paused) throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
+  if (app.paused)
+    throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
   // The last X-Forwarded-For entry is the one our proxy added; earlier ones are whatever the client sent.
-  const forwarded = deps.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
-  return { app, viewer, rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey((forwarded || remoteAddress).slice(0, 64))}`}` };
+  const forwarded = deps.config.trustProxy
+    ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim()
+    : undefined;
+  return {
+    app,
+    viewer,
+    rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey((forwarded || remoteAddress).slice(0, 64))}`}`,
+  };
 }
-
 
 /**
  * Whether a rule lets the caller do something. `creator` answers "creator": allowed for a signed-in viewer, on their
@@ -107,7 +137,10 @@ export function refusal(rule: DataRule, caller: DataCaller, action: string): Dat
     org: "members of the app owner's organization",
     owner: "the app's owner",
   };
-  return new DataError("forbidden", `Only ${who[rule]} may ${action} here; you are signed in as ${caller.viewer.email}.`);
+  return new DataError(
+    "forbidden",
+    `Only ${who[rule]} may ${action} here; you are signed in as ${caller.viewer.email}.`,
+  );
 }
 
 /**
@@ -115,7 +148,11 @@ export function refusal(rule: DataRule, caller: DataCaller, action: string): Dat
  * viewer cookie goes along) or any other origin is refused. Requests without Origin and Sec-Fetch-Site headers are
  * not from a browser page and carry no one else's cookie.
  */
-export function checkSameOrigin(request: Request, config: Pick<AppsConfig, "appsProtocol" | "appsDomain">, address: string): void {
+export function checkSameOrigin(
+  request: Request,
+  config: Pick<AppsConfig, "appsProtocol" | "appsDomain">,
+  address: string,
+): void {
   const site = request.headers.get("sec-fetch-site");
   const origin = request.headers.get("origin");
   const ownOrigin = appOrigin(config, address);
@@ -155,7 +192,11 @@ export class RateLimiter {
     }
     if (++window.count > this.perMinute) {
       const wait = Math.max(1, Math.ceil((window.start + 60_000 - now) / 1000));
-      throw new DataError("limit_exceeded", `Too many requests: at most ${this.perMinute} a minute. Try again in ${wait} s.`, { "Retry-After": String(wait) });
+      throw new DataError(
+        "limit_exceeded",
+        `Too many requests: at most ${this.perMinute} a minute. Try again in ${wait} s.`,
+        { "Retry-After": String(wait) },
+      );
     }
   }
 

@@ -1,4 +1,11 @@
-import { DATA_LIMITS, DATA_NAME, formatBytes, hasControlChars, type BucketOperation, type DataRule } from "@hatch/shared";
+import {
+  DATA_LIMITS,
+  DATA_NAME,
+  formatBytes,
+  hasControlChars,
+  type BucketOperation,
+  type DataRule,
+} from "@hatch/shared";
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
 import { etagMatches } from "../host/paths.ts";
 import { allows, checkSameOrigin, DataError, json, refusal, type DataCaller } from "./access.ts";
@@ -12,7 +19,8 @@ import { getFile, isFileId, listFiles, readUpload, removeFile, saveFile, type St
 type BucketRules = Record<BucketOperation, DataRule> & { maxFileSize: number };
 
 /** No script, no plugin, no form, no navigation out: an uploaded HTML or SVG file opened directly can do nothing. */
-export const FILE_CSP = "sandbox; default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'";
+export const FILE_CSP =
+  "sandbox; default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'";
 
 export async function answerBuckets(req: DataRequest): Promise<Response> {
   const { request, rest, caller } = req;
@@ -39,7 +47,9 @@ function requireBucket(caller: DataCaller, name: string): BucketRules {
   if (rules) return rules;
   const declared = [...buckets.keys()].sort();
   const which = DATA_NAME.test(name) ? `no bucket "${name}"` : "no such bucket";
-  const known = declared.length ? `Its service.json declares: ${declared.join(", ")}.` : "Its service.json declares no buckets (add `buckets` to service.json and publish).";
+  const known = declared.length
+    ? `Its service.json declares: ${declared.join(", ")}.`
+    : "Its service.json declares no buckets (add `buckets` to service.json and publish).";
   throw new DataError("not_found", `This app has ${which}. ${known}`);
 }
 
@@ -56,7 +66,14 @@ async function upload(req: DataRequest, bucket: string, rules: BucketRules): Pro
   const body = await readUpload(request.body, rules.maxFileSize);
   if (!body) throw new DataError("too_large", `This file is larger than that. ${tooLarge}`);
   await checkStorageLimit(req.deps.ctx, caller.app.accountId, body.bytes.byteLength);
-  const file = await saveFile(req.deps.ctx, { appId: caller.app.id, bucket, name, contentType, ...body, viewer: caller.viewer });
+  const file = await saveFile(req.deps.ctx, {
+    appId: caller.app.id,
+    bucket,
+    name,
+    contentType,
+    ...body,
+    viewer: caller.viewer,
+  });
   return json(wireFile(bucket, file), 201);
 }
 
@@ -66,7 +83,13 @@ async function list(req: DataRequest, bucket: string, rules: BucketRules): Promi
   if (!allowed) throw refusal(rules.read, caller, "see the files of this bucket");
   const limit = listLimit(url.searchParams.get("limit"));
   const createdBy = allowed === "creator" ? caller.viewer!.sub : undefined;
-  const page = await listFiles(req.deps.ctx.db, { appId: caller.app.id, bucket, createdBy, limit, after: url.searchParams.get("after") });
+  const page = await listFiles(req.deps.ctx.db, {
+    appId: caller.app.id,
+    bucket,
+    createdBy,
+    limit,
+    after: url.searchParams.get("after"),
+  });
   return json({ files: page.files.map((file) => wireFile(bucket, file)), next: page.next });
 }
 
@@ -77,11 +100,16 @@ async function serve(req: DataRequest, bucket: string, rules: BucketRules, id: s
   const file = await getFile(deps.ctx.db, caller.app.id, bucket, id);
   // Under `creator` someone else's file is as good as missing.
   if (!file || (allowed === "creator" && file.createdBy !== caller.viewer!.sub)) {
-    throw new DataError("not_found", `There is no file with this id in the bucket "${bucket}" (it may have been removed).`);
+    throw new DataError(
+      "not_found",
+      `There is no file with this id in the bucket "${bucket}" (it may have been removed).`,
+    );
   }
   const headers = fileHeaders(file);
-  if (etagMatches(request.headers.get("if-none-match"), headers.ETag)) return new Response(null, { status: 304, headers });
-  if (request.method === "HEAD") return new Response(null, { headers: { ...headers, "Content-Length": String(file.size) } });
+  if (etagMatches(request.headers.get("if-none-match"), headers.ETag))
+    return new Response(null, { status: 304, headers });
+  if (request.method === "HEAD")
+    return new Response(null, { headers: { ...headers, "Content-Length": String(file.size) } });
   const blob = await deps.ctx.blobs.get(file.sha256);
   if (!blob) {
     deps.log.error("bucket file missing from the store", { sha256: file.sha256, file: file.id });
@@ -97,10 +125,17 @@ async function remove(req: DataRequest, bucket: string, rules: BucketRules, id: 
   if (!allowed) throw refusal(rules.delete, caller, "remove files from this bucket");
   const removed = await removeFile(req.deps.ctx, caller.app.id, bucket, id, (file) => {
     if (allowed === "creator" && file.createdBy !== caller.viewer!.sub) {
-      throw new DataError("forbidden", `Only whoever uploaded a file may remove it from "${bucket}", and this one is not yours.`);
+      throw new DataError(
+        "forbidden",
+        `Only whoever uploaded a file may remove it from "${bucket}", and this one is not yours.`,
+      );
     }
   });
-  if (!removed) throw new DataError("not_found", `There is no file with this id in the bucket "${bucket}" (it may have been removed already).`);
+  if (!removed)
+    throw new DataError(
+      "not_found",
+      `There is no file with this id in the bucket "${bucket}" (it may have been removed already).`,
+    );
   return json({ id, removed: true });
 }
 
@@ -118,10 +153,18 @@ function wireFile(bucket: string, file: StoredFile) {
 
 function fileName(given: string | null): string {
   const name = given?.trim() ?? "";
-  if (!name) throw new DataError("invalid", "Name the file: upload(file, { name: \"photo.jpg\" }) (the `name` query parameter).");
-  if (hasControlChars(name)) throw new DataError("invalid", "The file name must not contain control characters (line breaks, tabs and the like).");
+  if (!name)
+    throw new DataError("invalid", 'Name the file: upload(file, { name: "photo.jpg" }) (the `name` query parameter).');
+  if (hasControlChars(name))
+    throw new DataError(
+      "invalid",
+      "The file name must not contain control characters (line breaks, tabs and the like).",
+    );
   if ([...name].length > DATA_LIMITS.maxFileNameLength) {
-    throw new DataError("invalid", `The file name is longer than ${DATA_LIMITS.maxFileNameLength} characters; use a shorter one.`);
+    throw new DataError(
+      "invalid",
+      `The file name is longer than ${DATA_LIMITS.maxFileNameLength} characters; use a shorter one.`,
+    );
   }
   return name;
 }
@@ -134,7 +177,11 @@ const CHARSET = /;\s*charset=("?)([A-Za-z0-9._:-]{1,40})\1\s*(?:;|$)/i;
 function mediaType(header: string | null): string {
   if (header === null || header.trim() === "") return "application/octet-stream";
   const match = header.length <= 200 ? MEDIA_TYPE.exec(header.trim()) : null;
-  if (!match) throw new DataError("invalid", "The Content-Type header must be a media type such as image/png (the Blob's or File's type).");
+  if (!match)
+    throw new DataError(
+      "invalid",
+      "The Content-Type header must be a media type such as image/png (the Blob's or File's type).",
+    );
   const charset = CHARSET.exec(match[2] ?? "");
   return `${match[1]!.toLowerCase()}${charset ? `; charset=${charset[2]!.toLowerCase()}` : ""}`;
 }

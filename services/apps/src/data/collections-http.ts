@@ -1,7 +1,17 @@
 import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/shared";
 import { allows, checkSameOrigin, dataCaller, DataError, json, refusal, type DataCaller } from "./access.ts";
 import { checkStorageLimit } from "./storage-limit.ts";
-import { addDocument, appFields, documentBytes, getDocument, listDocuments, removeDocument, updateDocument, type ListedDocument, type StoredDocument } from "./documents.ts";
+import {
+  addDocument,
+  appFields,
+  documentBytes,
+  getDocument,
+  listDocuments,
+  removeDocument,
+  updateDocument,
+  type ListedDocument,
+  type StoredDocument,
+} from "./documents.ts";
 import type { ChangeType } from "./live.ts";
 import { DOCUMENT_ID, parseListQuery } from "./query.ts";
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
@@ -70,7 +80,11 @@ function wire(document: StoredDocument): Record<string, unknown> {
   };
 }
 
-const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
+const JSON_HEADERS = {
+  "Content-Type": "application/json; charset=utf-8",
+  "Cache-Control": "no-store",
+  "X-Content-Type-Options": "nosniff",
+};
 
 /** A list page as JSON text: each document's fields are copied from Postgres's JSON text, never parsed (the hot path). */
 function listAnswer(documents: ListedDocument[], next: string | null): Response {
@@ -83,7 +97,14 @@ function listAnswer(documents: ListedDocument[], next: string | null): Response 
 }
 
 /** Tells open streams (on every instance) about a committed change. */
-function announce(req: DataRequest, collection: string, type: ChangeType, id: string, creator: string | null, document?: Record<string, unknown>): void {
+function announce(
+  req: DataRequest,
+  collection: string,
+  type: ChangeType,
+  id: string,
+  creator: string | null,
+  document?: Record<string, unknown>,
+): void {
   req.deps.live.publish({ appId: req.caller.app.id, collection, type, id, creator, ...(document ? { document } : {}) });
 }
 
@@ -122,7 +143,13 @@ async function update(req: DataRequest, name: string, rules: Rules, id: string):
   // A patch can only grow a document by about its own size: counted as that (a shrink frees room at the next sum).
   await checkStorageLimit(req.deps.ctx, caller.app.accountId, documentBytes(patch));
   const onlyCreator = allowed === "creator" ? caller.viewer!.sub : null;
-  const result = await updateDocument(req.deps.ctx.db, { appId: caller.app.id, collection: name }, id, patch, onlyCreator);
+  const result = await updateDocument(
+    req.deps.ctx.db,
+    { appId: caller.app.id, collection: name },
+    id,
+    patch,
+    onlyCreator,
+  );
   if (typeof result === "string") throw refusedChange(result, rules, caller, name, id, "change this document");
   const answer = wire(result);
   announce(req, name, "updated", id, result.createdBy, answer);
@@ -141,7 +168,14 @@ async function remove(req: DataRequest, name: string, rules: Rules, id: string):
 }
 
 /** Someone else's document under a `creator` rule: forbidden when the viewer may read it, else as if missing. */
-function refusedChange(result: "missing" | "not_creator", rules: Rules, caller: DataCaller, name: string, id: string, action: string): DataError {
+function refusedChange(
+  result: "missing" | "not_creator",
+  rules: Rules,
+  caller: DataCaller,
+  name: string,
+  id: string,
+  action: string,
+): DataError {
   if (result === "not_creator" && allows(rules.read, caller) === true) return refusal("creator", caller, action);
   return missing(name, id);
 }
@@ -171,7 +205,10 @@ function changes(req: DataRequest, name: string, rules: Rules): Response {
 
 /** The request's JSON object, read up to a bound: a bigger body is too_large without being read. */
 async function readObject(request: Request): Promise<Record<string, unknown>> {
-  const tooLarge = new DataError("too_large", `A document may be at most ${DATA_LIMITS.maxDocumentBytes} bytes as JSON. Keep big things in a file bucket and store its id.`);
+  const tooLarge = new DataError(
+    "too_large",
+    `A document may be at most ${DATA_LIMITS.maxDocumentBytes} bytes as JSON. Keep big things in a file bucket and store its id.`,
+  );
   if (Number(request.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) throw tooLarge;
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -189,7 +226,10 @@ async function readObject(request: Request): Promise<Record<string, unknown>> {
     throw new DataError("invalid", 'The body is not JSON: send a JSON object like {"title": "Milk", "done": false}.');
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new DataError("invalid", 'A document is a JSON object like {"title": "Milk", "done": false}, not an array, string, number or null.');
+    throw new DataError(
+      "invalid",
+      'A document is a JSON object like {"title": "Milk", "done": false}, not an array, string, number or null.',
+    );
   }
   return body as Record<string, unknown>;
 }

@@ -2,7 +2,15 @@ import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
 import { appsTable, dataUsage, documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
-import { afterCondition, conditionsSql, cursorAfter, listShape, listValues, sortExpression, type ListQuery } from "./query.ts";
+import {
+  afterCondition,
+  conditionsSql,
+  cursorAfter,
+  listShape,
+  listValues,
+  sortExpression,
+  type ListQuery,
+} from "./query.ts";
 
 // The documents of an app's collections. Each change is one transaction that also keeps the app's document count in
 // data_usage, so the per-app limit is one conditional update, never a count. Reads are one statement, kept prepared:
@@ -37,7 +45,7 @@ export interface DocumentKey {
 /** A change's outcome when the document is not there, or not the caller's under the `creator` rule. */
 export type Refused = "missing" | "not_creator";
 
-const MICROS = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'";
+const MICROS = '\'YYYY-MM-DD"T"HH24:MI:SS.US"Z"\'';
 const META_COLUMNS = {
   id: documents.id,
   createdBy: documents.createdBy,
@@ -58,7 +66,10 @@ export function appFields(body: Record<string, unknown>): Record<string, unknown
   const entries = Object.entries(body).filter(([name]) => !META.has(name));
   for (const [name] of entries) {
     if (!DOCUMENT_FIELD.test(name)) {
-      throw new DataError("invalid", `The field name "${name.slice(0, 64)}" cannot be used: top-level names are letters, digits and _, at most 64, not starting with a digit.`);
+      throw new DataError(
+        "invalid",
+        `The field name "${name.slice(0, 64)}" cannot be used: top-level names are letters, digits and _, at most 64, not starting with a digit.`,
+      );
     }
   }
   // fromEntries defines own properties: a field called __proto__ stays a field.
@@ -73,9 +84,14 @@ function checkStorable(root: unknown): void {
   while (stack.length) {
     const [value, depth] = stack.pop()!;
     if (typeof value === "string") {
-      if (!isStorableText(value)) throw new DataError("invalid", "A document's text may not contain NUL characters or broken Unicode (lone surrogates).");
+      if (!isStorableText(value))
+        throw new DataError(
+          "invalid",
+          "A document's text may not contain NUL characters or broken Unicode (lone surrogates).",
+        );
     } else if (typeof value === "object" && value !== null) {
-      if (depth >= MAX_DEPTH) throw new DataError("invalid", `A document may nest objects and arrays at most ${MAX_DEPTH} levels deep.`);
+      if (depth >= MAX_DEPTH)
+        throw new DataError("invalid", `A document may nest objects and arrays at most ${MAX_DEPTH} levels deep.`);
       const entries = Array.isArray(value) ? value : Object.entries(value).flat();
       for (const item of entries) stack.push([item, depth + 1]);
     }
@@ -90,7 +106,10 @@ function isStorableText(text: string): boolean {
 export function documentBytes(fields: Record<string, unknown>): number {
   const bytes = Buffer.byteLength(JSON.stringify(fields));
   if (bytes > DATA_LIMITS.maxDocumentBytes) {
-    throw new DataError("too_large", `This document is ${bytes} bytes as JSON; a document may be at most ${DATA_LIMITS.maxDocumentBytes} bytes. Keep big things in a file bucket and store its id.`);
+    throw new DataError(
+      "too_large",
+      `This document is ${bytes} bytes as JSON; a document may be at most ${DATA_LIMITS.maxDocumentBytes} bytes. Keep big things in a file bucket and store its id.`,
+    );
   }
   return bytes;
 }
@@ -101,12 +120,25 @@ function newDocumentId(): string {
   return id.startsWith("_") ? `d${id.slice(1)}` : id;
 }
 
-export async function addDocument(db: Database, key: DocumentKey, fields: Record<string, unknown>, author: Author | null): Promise<StoredDocument> {
+export async function addDocument(
+  db: Database,
+  key: DocumentKey,
+  fields: Record<string, unknown>,
+  author: Author | null,
+): Promise<StoredDocument> {
   const bytes = documentBytes(fields);
   return db.transaction(async (tx) => {
     const [row] = await tx
       .insert(documents)
-      .values({ appId: key.appId, collection: key.collection, id: newDocumentId(), data: fields, bytes, createdBy: author?.sub ?? null, createdByEmail: author?.email ?? null })
+      .values({
+        appId: key.appId,
+        collection: key.collection,
+        id: newDocumentId(),
+        data: fields,
+        bytes,
+        createdBy: author?.sub ?? null,
+        createdByEmail: author?.email ?? null,
+      })
       .returning(COLUMNS);
     // Counted last: the app's usage row stays locked (adds of one app wait for each other) only until the commit.
     const counted = await tx
@@ -146,7 +178,12 @@ const MAX_SHAPES = 256;
  * The statement of a shape, built on first use. `named`: kept prepared in Postgres too (postgres.js keeps a named
  * statement per connection for the connection's life, and Postgres may settle on one generic plan for it).
  */
-function statement<T extends Rows>(db: Database, shape: string, named: boolean, build: () => { prepare(name?: string): Prepared<T> }): Prepared<T> {
+function statement<T extends Rows>(
+  db: Database,
+  shape: string,
+  named: boolean,
+  build: () => { prepare(name?: string): Prepared<T> },
+): Prepared<T> {
   let shapes = prepared.get(db);
   if (!shapes) prepared.set(db, (shapes = new Map()));
   let found = shapes.get(shape);
@@ -160,7 +197,11 @@ function statement<T extends Rows>(db: Database, shape: string, named: boolean, 
   return found as Prepared<T>;
 }
 
-const byIdSql = and(eq(documents.appId, sql.placeholder("app")), eq(documents.collection, sql.placeholder("collection")), eq(documents.id, sql.placeholder("id")));
+const byIdSql = and(
+  eq(documents.appId, sql.placeholder("app")),
+  eq(documents.collection, sql.placeholder("collection")),
+  eq(documents.id, sql.placeholder("id")),
+);
 
 export async function getDocument(db: Database, key: DocumentKey, id: string): Promise<StoredDocument | null> {
   const get = statement(db, "get", true, () => db.select(COLUMNS).from(documents).where(byIdSql).limit(1));
@@ -198,16 +239,32 @@ export function keptPrepared(query: ListQuery): boolean {
 }
 
 /** The values of a list statement's placeholders. */
-export function listStatementValues(key: DocumentKey, query: ListQuery, onlyCreator: string | null): Record<string, unknown> {
-  return { ...listValues(query), app: key.appId, collection: key.collection, ...(onlyCreator === null ? {} : { creator: onlyCreator }) };
+export function listStatementValues(
+  key: DocumentKey,
+  query: ListQuery,
+  onlyCreator: string | null,
+): Record<string, unknown> {
+  return {
+    ...listValues(query),
+    app: key.appId,
+    collection: key.collection,
+    ...(onlyCreator === null ? {} : { creator: onlyCreator }),
+  };
 }
 
 /**
  * One page of a list, in one statement (one row more than asked tells whether there is a next page). `onlyCreator`:
  * the `creator` read rule, the viewer's user id.
  */
-export async function listDocuments(db: Database, key: DocumentKey, query: ListQuery, onlyCreator: string | null): Promise<{ documents: ListedDocument[]; next: string | null }> {
-  const list = statement(db, listShape(query, onlyCreator !== null), keptPrepared(query), () => listStatement(db, query, onlyCreator !== null));
+export async function listDocuments(
+  db: Database,
+  key: DocumentKey,
+  query: ListQuery,
+  onlyCreator: string | null,
+): Promise<{ documents: ListedDocument[]; next: string | null }> {
+  const list = statement(db, listShape(query, onlyCreator !== null), keptPrepared(query), () =>
+    listStatement(db, query, onlyCreator !== null),
+  );
   const rows = await list.execute(listStatementValues(key, query, onlyCreator));
   const more = rows.length > query.limit;
   if (more) rows.length = query.limit;
@@ -215,27 +272,53 @@ export async function listDocuments(db: Database, key: DocumentKey, query: ListQ
 }
 
 /** Sets the given fields (a shallow merge). `onlyCreator`: the `creator` rule, the viewer's user id. */
-export async function updateDocument(db: Database, key: DocumentKey, id: string, patch: Record<string, unknown>, onlyCreator: string | null): Promise<StoredDocument | Refused> {
+export async function updateDocument(
+  db: Database,
+  key: DocumentKey,
+  id: string,
+  patch: Record<string, unknown>,
+  onlyCreator: string | null,
+): Promise<StoredDocument | Refused> {
   return db.transaction(async (tx) => {
-    const [current] = await tx.select({ data: documents.data, createdBy: documents.createdBy }).from(documents).where(byId(key, id)).for("update");
+    const [current] = await tx
+      .select({ data: documents.data, createdBy: documents.createdBy })
+      .from(documents)
+      .where(byId(key, id))
+      .for("update");
     if (!current) return "missing";
     if (onlyCreator !== null && current.createdBy !== onlyCreator) return "not_creator";
     const data = { ...current.data, ...patch };
     const bytes = documentBytes(data);
-    const [row] = await tx.update(documents).set({ data, bytes, updatedAt: sql`now()` }).where(byId(key, id)).returning(COLUMNS);
+    const [row] = await tx
+      .update(documents)
+      .set({ data, bytes, updatedAt: sql`now()` })
+      .where(byId(key, id))
+      .returning(COLUMNS);
     return row!;
   });
 }
 
 /** Removes a document and counts it off; answers its creator (whose live streams hear of it under `creator`). */
-export async function removeDocument(db: Database, key: DocumentKey, id: string, onlyCreator: string | null): Promise<{ createdBy: string | null } | Refused> {
+export async function removeDocument(
+  db: Database,
+  key: DocumentKey,
+  id: string,
+  onlyCreator: string | null,
+): Promise<{ createdBy: string | null } | Refused> {
   return db.transaction(async (tx) => {
     // The app row first, as delete_tool takes it: otherwise this document's lock and the app's data_usage row could be
     // taken in opposite orders by the two (a deadlock Postgres would end by failing one of them).
-    const [app] = await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, key.appId)).for("key share");
+    const [app] = await tx
+      .select({ id: appsTable.id })
+      .from(appsTable)
+      .where(eq(appsTable.id, key.appId))
+      .for("key share");
     if (!app) return "missing";
     const mine = onlyCreator === null ? undefined : eq(documents.createdBy, onlyCreator);
-    const [removed] = await tx.delete(documents).where(and(byId(key, id), mine)).returning({ createdBy: documents.createdBy });
+    const [removed] = await tx
+      .delete(documents)
+      .where(and(byId(key, id), mine))
+      .returning({ createdBy: documents.createdBy });
     if (!removed) {
       if (onlyCreator === null) return "missing";
       const [exists] = await tx.select({ id: documents.id }).from(documents).where(byId(key, id)).limit(1);

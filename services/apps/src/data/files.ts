@@ -40,7 +40,10 @@ export interface Upload {
  * Reads a request body of at most `max` bytes, hashing as it goes; null as soon as it is longer (the chunk that
  * goes over is not kept, and the rest is never read). A body that breaks off is `invalid`.
  */
-export async function readUpload(body: ReadableStream<Uint8Array> | null, max: number): Promise<{ bytes: Uint8Array; sha256: string } | null> {
+export async function readUpload(
+  body: ReadableStream<Uint8Array> | null,
+  max: number,
+): Promise<{ bytes: Uint8Array; sha256: string } | null> {
   const hasher = new Bun.CryptoHasher("sha256");
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -104,7 +107,10 @@ async function recordFile(app: FilesContext, tx: Tx, upload: Upload): Promise<St
   if (counted.length === 0) {
     const [usage] = await tx.select().from(dataUsage).where(eq(dataUsage.appId, upload.appId));
     checkLimits(usage ?? { files: 0, fileBytes: 0 }, size);
-    throw new DataError("limit_exceeded", "This app holds as many files as it may. Remove files it no longer needs first.");
+    throw new DataError(
+      "limit_exceeded",
+      "This app holds as many files as it may. Remove files it no longer needs first.",
+    );
   }
   const [row] = await tx
     .insert(bucketFiles)
@@ -125,7 +131,10 @@ async function recordFile(app: FilesContext, tx: Tx, upload: Upload): Promise<St
 
 function checkLimits(usage: { files: number; fileBytes: number }, size: number): void {
   if (usage.files >= DATA_LIMITS.maxFilesPerApp) {
-    throw new DataError("limit_exceeded", `This app already holds ${DATA_LIMITS.maxFilesPerApp} files, the most it may. Remove files it no longer needs first.`);
+    throw new DataError(
+      "limit_exceeded",
+      `This app already holds ${DATA_LIMITS.maxFilesPerApp} files, the most it may. Remove files it no longer needs first.`,
+    );
   }
   if (usage.fileBytes + size > DATA_LIMITS.maxFileBytesPerApp) {
     const left = Math.max(0, DATA_LIMITS.maxFileBytesPerApp - usage.fileBytes);
@@ -142,7 +151,12 @@ async function requireApp(tx: Tx, appId: string): Promise<void> {
   if (!row) throw new DataError("not_found", "This app no longer exists.");
 }
 
-export async function getFile(db: FilesContext["db"], appId: string, bucket: string, id: string): Promise<StoredFile | null> {
+export async function getFile(
+  db: FilesContext["db"],
+  appId: string,
+  bucket: string,
+  id: string,
+): Promise<StoredFile | null> {
   const [row] = await db
     .select()
     .from(bucketFiles)
@@ -154,7 +168,13 @@ export async function getFile(db: FilesContext["db"], appId: string, bucket: str
  * Removes a file: its row and counters in one transaction; then its bytes, when nothing else uses them. `check`
  * sees the row (locked) and throws to refuse. False when there is no such file.
  */
-export async function removeFile(app: FilesContext, appId: string, bucket: string, id: string, check: (file: StoredFile) => void): Promise<boolean> {
+export async function removeFile(
+  app: FilesContext,
+  appId: string,
+  bucket: string,
+  id: string,
+  check: (file: StoredFile) => void,
+): Promise<boolean> {
   const gone = await app.db.transaction(async (tx) => {
     await requireApp(tx, appId);
     const [file] = await tx
@@ -168,7 +188,10 @@ export async function removeFile(app: FilesContext, appId: string, bucket: strin
     await tx.delete(bucketFiles).where(eq(bucketFiles.id, file.id));
     await tx
       .update(dataUsage)
-      .set({ files: sql`greatest(${dataUsage.files} - 1, 0)`, fileBytes: sql`greatest(${dataUsage.fileBytes} - ${file.size}, 0)` })
+      .set({
+        files: sql`greatest(${dataUsage.files} - 1, 0)`,
+        fileBytes: sql`greatest(${dataUsage.fileBytes} - ${file.size}, 0)`,
+      })
       .where(eq(dataUsage.appId, appId));
     return forgetUnusedBlobs(tx, [file.sha256]);
   });
@@ -194,14 +217,18 @@ export async function listFiles(
     conditions.push(sql`(${bucketFiles.createdAt}, ${bucketFiles.id}) < (${cursor.at}::timestamptz, ${cursor.id})`);
   }
   const rows = await db
-    .select({ file: bucketFiles, at: sql<string>`to_char(${bucketFiles.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')` })
+    .select({
+      file: bucketFiles,
+      at: sql<string>`to_char(${bucketFiles.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    })
     .from(bucketFiles)
     .where(and(...conditions))
     .orderBy(desc(bucketFiles.createdAt), desc(bucketFiles.id))
     .limit(query.limit + 1);
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
-  const next = rows.length > query.limit && last ? writeCursor({ b: query.bucket, at: last.at, id: last.file.id }) : null;
+  const next =
+    rows.length > query.limit && last ? writeCursor({ b: query.bucket, at: last.at, id: last.file.id }) : null;
   return { files: page.map((r) => r.file), next };
 }
 
@@ -234,7 +261,11 @@ function readCursor(text: string, bucket: string): Cursor {
     isExactTime(cursor.at) &&
     typeof cursor.id === "string" &&
     FILE_ID.test(cursor.id);
-  if (!valid) throw new DataError("invalid", "This `after` cursor does not belong to this bucket's list. Pass the `next` value of the previous page, or leave `after` out to start over.");
+  if (!valid)
+    throw new DataError(
+      "invalid",
+      "This `after` cursor does not belong to this bucket's list. Pass the `next` value of the previous page, or leave `after` out to start over.",
+    );
   return cursor as Cursor;
 }
 

@@ -1,4 +1,12 @@
-import { DATA_LIMITS, decodeJson, encodeJson, subjects, type Bus, type BusSubscription, type Logger } from "@hatch/shared";
+import {
+  DATA_LIMITS,
+  decodeJson,
+  encodeJson,
+  subjects,
+  type Bus,
+  type BusSubscription,
+  type Logger,
+} from "@hatch/shared";
 import { DataError } from "./access.ts";
 
 // Live changes of collections (`GET /_hatch/db/<c>/_changes`, server-sent events). A change is published on the bus
@@ -133,7 +141,11 @@ export class LiveChanges {
     return new Response(body, { headers: STREAM_HEADERS });
   }
 
-  private add(key: string, options: LiveStreamOptions, controller: ReadableStreamDefaultController<Uint8Array>): Stream {
+  private add(
+    key: string,
+    options: LiveStreamOptions,
+    controller: ReadableStreamDefaultController<Uint8Array>,
+  ): Stream {
     let set = this.streams.get(key);
     if (!set) this.streams.set(key, (set = new Set()));
     const streams = set;

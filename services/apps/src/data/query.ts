@@ -63,16 +63,27 @@ export function parseListQuery(params: URLSearchParams): ListQuery {
   const where = parseWhere(params.get("where"));
   const order = parseOrder(params.get("orderBy"));
   const limit = parseLimit(params.get("limit"));
-  const shape = createHash("sha256").update(`${order.desc ? "-" : ""}${order.field}\n${where.canonical}`).digest("base64url").slice(0, 16);
+  const shape = createHash("sha256")
+    .update(`${order.desc ? "-" : ""}${order.field}\n${where.canonical}`)
+    .digest("base64url")
+    .slice(0, 16);
   const cursor = params.get("after");
-  return { conditions: where.conditions, order, limit, shape, after: cursor ? parseCursor(cursor, shape, order) : null };
+  return {
+    conditions: where.conditions,
+    order,
+    limit,
+    shape,
+    after: cursor ? parseCursor(cursor, shape, order) : null,
+  };
 }
 
 function parseLimit(text: string | null): number {
   if (text === null || text === "") return DATA_LIMITS.defaultListLimit;
   const limit = /^\d{1,4}$/.test(text) ? Number(text) : NaN;
   if (!(limit >= 1 && limit <= DATA_LIMITS.maxListLimit)) {
-    throw invalid(`limit must be a whole number from 1 to ${DATA_LIMITS.maxListLimit}; page on with the answer's next cursor.`);
+    throw invalid(
+      `limit must be a whole number from 1 to ${DATA_LIMITS.maxListLimit}; page on with the answer's next cursor.`,
+    );
   }
   return limit;
 }
@@ -83,7 +94,9 @@ function parseOrder(text: string | null): ListOrder {
   const field = desc ? text.slice(1) : text;
   if (field === "createdAt" || field === "updatedAt") return { field, meta: field, desc };
   if (field === "id" || field === "createdBy" || !DOCUMENT_FIELD.test(field)) {
-    throw invalid(`orderBy cannot be "${field.slice(0, 64)}": name a top-level field of letters, digits and _, or createdAt or updatedAt; put - in front for descending order.`);
+    throw invalid(
+      `orderBy cannot be "${field.slice(0, 64)}": name a top-level field of letters, digits and _, or createdAt or updatedAt; put - in front for descending order.`,
+    );
   }
   return { field, meta: null, desc };
 }
@@ -97,14 +110,18 @@ export function sortExpression(order: ListOrder): SQL {
 
 /** The condition that starts a page after the cursor's row (placeholders `afterKey`, `afterId`); id breaks ties. */
 export function afterCondition(order: ListOrder): SQL {
-  const key = order.meta ? sql`${sql.placeholder("afterKey")}::timestamptz` : sql`${sql.placeholder("afterKey")}::jsonb`;
+  const key = order.meta
+    ? sql`${sql.placeholder("afterKey")}::timestamptz`
+    : sql`${sql.placeholder("afterKey")}::jsonb`;
   return sql`(${sortExpression(order)}, ${documents.id}) ${sql.raw(order.desc ? "<" : ">")} (${key}, ${sql.placeholder("afterId")}::text)`;
 }
 
 /** The conditions' SQL, their values in placeholders c0, c1, … */
 export function conditionsSql(conditions: Condition[]): SQL[] {
   let next = 0;
-  return conditions.map((condition) => condition.render(condition.values.map(() => sql`${sql.placeholder(`c${next++}`)}`)));
+  return conditions.map((condition) =>
+    condition.render(condition.values.map(() => sql`${sql.placeholder(`c${next++}`)}`)),
+  );
 }
 
 /** The values of a list statement's placeholders (besides app, collection and the creator). */
@@ -127,9 +144,17 @@ export function listShape(query: ListQuery, onlyCreator: boolean): string {
 }
 
 /** The cursor that continues after this row: base64url JSON of [shape, sort key, id]. */
-export function cursorAfter(query: ListQuery, row: { id: string; dataJson: string; createdAt: string; updatedAt: string }): string {
+export function cursorAfter(
+  query: ListQuery,
+  row: { id: string; dataJson: string; createdAt: string; updatedAt: string },
+): string {
   const { meta, field } = query.order;
-  const key = meta === "createdAt" ? row.createdAt : meta === "updatedAt" ? row.updatedAt : ((JSON.parse(row.dataJson) as Record<string, unknown>)[field] ?? null);
+  const key =
+    meta === "createdAt"
+      ? row.createdAt
+      : meta === "updatedAt"
+        ? row.updatedAt
+        : ((JSON.parse(row.dataJson) as Record<string, unknown>)[field] ?? null);
   return Buffer.from(JSON.stringify([query.shape, key, row.id])).toString("base64url");
 }
 
@@ -144,7 +169,10 @@ function parseCursor(text: string, shape: string, order: ListOrder): { key: unkn
     throw invalid("after is not a cursor Hatch made: pass the next value of the previous page as it came.");
   }
   const [madeFor, key, id] = parsed as [unknown, unknown, string];
-  if (madeFor !== shape) throw invalid("This cursor belongs to a list with another where or orderBy: page on with the same where and orderBy, or start again without after.");
+  if (madeFor !== shape)
+    throw invalid(
+      "This cursor belongs to a list with another where or orderBy: page on with the same where and orderBy, or start again without after.",
+    );
   if (order.meta ? typeof key !== "string" || !CURSOR_TIME.test(key) : key === undefined) {
     throw invalid("after is not a cursor Hatch made: pass the next value of the previous page as it came.");
   }
@@ -166,7 +194,8 @@ function parseWhere(text: string | null): ParsedWhere {
   }
   if (!isPlainObject(where)) throw invalid('where must be a JSON object of field → value, like {"done":false}.');
   const fields = Object.keys(where).sort();
-  if (fields.length > DATA_LIMITS.maxWhereFields) throw invalid(`where may name at most ${DATA_LIMITS.maxWhereFields} fields; it names ${fields.length}.`);
+  if (fields.length > DATA_LIMITS.maxWhereFields)
+    throw invalid(`where may name at most ${DATA_LIMITS.maxWhereFields} fields; it names ${fields.length}.`);
   const contains: Record<string, unknown> = {};
   const conditions: Condition[] = [];
   const canonical: Record<string, unknown> = {};
@@ -176,7 +205,11 @@ function parseWhere(text: string | null): ParsedWhere {
     conditions.push(...fieldConditions(field, operations, contains));
   }
   if (Object.keys(contains).length) {
-    conditions.push({ token: "@>", values: [JSON.stringify(contains)], render: ([json]) => sql`${documents.data} @> ${json}::jsonb` });
+    conditions.push({
+      token: "@>",
+      values: [JSON.stringify(contains)],
+      render: ([json]) => sql`${documents.data} @> ${json}::jsonb`,
+    });
   }
   conditions.sort((a, b) => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0));
   return { conditions, canonical: JSON.stringify(canonical) };
@@ -186,20 +219,35 @@ function parseWhere(text: string | null): ParsedWhere {
 function operationsOf(field: string, condition: unknown): [string, unknown][] {
   if (!isPlainObject(condition)) return [["==", scalar(field, condition)]];
   const operators = Object.keys(condition).sort();
-  if (!operators.length) throw invalid(`where.${field} is an empty object: give a value, or operators like {">=": 1, "<": 5}.`);
+  if (!operators.length)
+    throw invalid(`where.${field} is an empty object: give a value, or operators like {">=": 1, "<": 5}.`);
   return operators.map((operator) => {
-    if (!OPERATORS.includes(operator)) throw invalid(`where.${field} has the operator "${operator.slice(0, 8)}": use ==, <, <=, > or >=.`);
+    if (!OPERATORS.includes(operator))
+      throw invalid(`where.${field} has the operator "${operator.slice(0, 8)}": use ==, <, <=, > or >=.`);
     return [operator, scalar(field, condition[operator])];
   });
 }
 
 function scalar(field: string, value: unknown): string | number | boolean | null {
-  if (value === null || typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) return value;
-  throw invalid(`where.${field}: compare with a string, number, boolean or null (objects and arrays cannot be compared).`);
+  if (
+    value === null ||
+    typeof value === "string" ||
+    typeof value === "boolean" ||
+    (typeof value === "number" && Number.isFinite(value))
+  )
+    return value;
+  throw invalid(
+    `where.${field}: compare with a string, number, boolean or null (objects and arrays cannot be compared).`,
+  );
 }
 
-function fieldConditions(field: string, operations: [string, unknown][], contains: Record<string, unknown>): Condition[] {
-  if (field === "createdAt" || field === "updatedAt") return operations.map(([operator, value]) => timeCondition(field, operator, value));
+function fieldConditions(
+  field: string,
+  operations: [string, unknown][],
+  contains: Record<string, unknown>,
+): Condition[] {
+  if (field === "createdAt" || field === "updatedAt")
+    return operations.map(([operator, value]) => timeCondition(field, operator, value));
   if (field === "createdBy") return operations.map(([operator, value]) => creatorCondition(operator, value));
   if (field === "id") throw invalid("where cannot name id: read one document with get(id).");
   if (!DOCUMENT_FIELD.test(field)) throw invalid(`where names "${field.slice(0, 64)}": ${FIELD_HELP}.`);
@@ -218,7 +266,8 @@ function fieldConditions(field: string, operations: [string, unknown][], contain
     conditions.push({
       token: `r${operator}`,
       values: [field, type, JSON.stringify(value)],
-      render: ([name, kind, bound]) => sql`(jsonb_typeof(${documents.data} -> ${name}::text) = ${kind}::text and ${documents.data} -> ${name}::text ${compare} ${bound}::jsonb)`,
+      render: ([name, kind, bound]) =>
+        sql`(jsonb_typeof(${documents.data} -> ${name}::text) = ${kind}::text and ${documents.data} -> ${name}::text ${compare} ${bound}::jsonb)`,
     });
   }
   return conditions;
@@ -230,14 +279,19 @@ function fieldConditions(field: string, operations: [string, unknown][], contain
  */
 function timeCondition(field: MetaSort, operator: string, value: unknown): Condition {
   const ms = typeof value === "string" && ISO_TIME.test(value) ? Date.parse(value) : NaN;
-  if (!Number.isFinite(ms)) throw invalid(`where.${field}: compare with a time like "2026-01-31T12:00:00.000Z" (a document's ${field}).`);
+  if (!Number.isFinite(ms))
+    throw invalid(`where.${field}: compare with a time like "2026-01-31T12:00:00.000Z" (a document's ${field}).`);
   const column = field === "createdAt" ? documents.createdAt : documents.updatedAt;
   const at = new Date(ms).toISOString();
   const next = new Date(ms + 1).toISOString();
   const token = `t${field}${operator}`;
   switch (operator) {
     case "==":
-      return { token, values: [at, next], render: ([from, to]) => sql`(${column} >= ${from}::timestamptz and ${column} < ${to}::timestamptz)` };
+      return {
+        token,
+        values: [at, next],
+        render: ([from, to]) => sql`(${column} >= ${from}::timestamptz and ${column} < ${to}::timestamptz)`,
+      };
     case "<":
       return { token, values: [at], render: ([bound]) => sql`${column} < ${bound}::timestamptz` };
     case "<=":
@@ -250,8 +304,14 @@ function timeCondition(field: MetaSort, operator: string, value: unknown): Condi
 }
 
 function creatorCondition(operator: string, value: unknown): Condition {
-  if (operator !== "==") throw invalid("where.createdBy compares with == only (an email, or null for documents added without signing in).");
+  if (operator !== "==")
+    throw invalid("where.createdBy compares with == only (an email, or null for documents added without signing in).");
   if (value === null) return { token: "b0", values: [], render: () => sql`${documents.createdByEmail} is null` };
-  if (typeof value !== "string") throw invalid("where.createdBy: compare with an email, or null for documents added without signing in.");
-  return { token: "b=", values: [value.toLowerCase()], render: ([email]) => sql`lower(${documents.createdByEmail}) = ${email}::text` };
+  if (typeof value !== "string")
+    throw invalid("where.createdBy: compare with an email, or null for documents added without signing in.");
+  return {
+    token: "b=",
+    values: [value.toLowerCase()],
+    render: ([email]) => sql`lower(${documents.createdByEmail}) = ${email}::text`,
+  };
 }

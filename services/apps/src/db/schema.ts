@@ -1,5 +1,18 @@
 import { confirmUsesTable, outboxTable, type AiKeyChoice, type AiKeyScope } from "@hatch/shared";
-import { bigint, bigserial, boolean, date, index, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  bigserial,
+  boolean,
+  date,
+  index,
+  integer,
+  jsonb,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
 
 /** The apps service's own schema. Rows stay inside the service; tools map them to contract types. */
 export const apps = pgSchema("apps");
@@ -21,7 +34,10 @@ export const appsTable = apps.table(
   "apps",
   {
     id: text("id").primaryKey(),
-    address: text("address").notNull().unique().references(() => addresses.address),
+    address: text("address")
+      .notNull()
+      .unique()
+      .references(() => addresses.address),
     name: text("name").notNull(),
     accountId: text("account_id").notNull(),
     ownerId: text("owner_id").notNull(),
@@ -49,7 +65,9 @@ export const appsTable = apps.table(
 export const versions = apps.table(
   "versions",
   {
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     number: integer("number").notNull(),
     publishedBy: text("published_by").notNull(),
     publisherEmail: text("publisher_email").notNull(),
@@ -72,10 +90,7 @@ export const versionFiles = apps.table(
     size: bigint("size", { mode: "number" }).notNull(),
     contentType: text("content_type").notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.appId, t.version, t.path] }),
-    index("version_files_sha").on(t.sha256),
-  ],
+  (t) => [primaryKey({ columns: [t.appId, t.version, t.path] }), index("version_files_sha").on(t.sha256)],
 );
 
 /** Blobs the store holds (by sha256), so a manifest can be answered without asking the store file by file. */
@@ -133,7 +148,9 @@ export const folderUploads = apps.table("folder_uploads", {
 export const appPeople = apps.table(
   "app_people",
   {
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     /** Lower-cased. */
     email: text("email").notNull(),
     addedAt: created(),
@@ -145,7 +162,9 @@ export const appPeople = apps.table(
 export const dailyOpens = apps.table(
   "daily_opens",
   {
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     day: date("day").notNull(),
     opens: integer("opens").notNull().default(0),
   },
@@ -159,7 +178,9 @@ export const dailyOpens = apps.table(
 export const dailyViewers = apps.table(
   "daily_viewers",
   {
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     day: date("day").notNull(),
     viewer: text("viewer").notNull(),
   },
@@ -174,7 +195,9 @@ export const dailyViewers = apps.table(
 export const documents = apps.table(
   "documents",
   {
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     collection: text("collection").notNull(),
     id: text("id").notNull(),
     data: jsonb("data").$type<Record<string, unknown>>().notNull(),
@@ -201,7 +224,9 @@ export const bucketFiles = apps.table(
   "bucket_files",
   {
     id: text("id").primaryKey(),
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     bucket: text("bucket").notNull(),
     name: text("name").notNull(),
     contentType: text("content_type").notNull(),
@@ -211,7 +236,10 @@ export const bucketFiles = apps.table(
     createdByEmail: text("created_by_email"),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 6 }).notNull().defaultNow(),
   },
-  (t) => [index("bucket_files_by_created").on(t.appId, t.bucket, t.createdAt, t.id), index("bucket_files_sha").on(t.sha256)],
+  (t) => [
+    index("bucket_files_by_created").on(t.appId, t.bucket, t.createdAt, t.id),
+    index("bucket_files_sha").on(t.sha256),
+  ],
 );
 
 /**
@@ -219,7 +247,9 @@ export const bucketFiles = apps.table(
  * conditional update instead of a count.
  */
 export const dataUsage = apps.table("data_usage", {
-  appId: text("app_id").primaryKey().references(() => appsTable.id, { onDelete: "cascade" }),
+  appId: text("app_id")
+    .primaryKey()
+    .references(() => appsTable.id, { onDelete: "cascade" }),
   documents: integer("documents").notNull().default(0),
   files: integer("files").notNull().default(0),
   fileBytes: bigint("file_bytes", { mode: "number" }).notNull().default(0),
@@ -230,7 +260,9 @@ export const appLogs = apps.table(
   "app_logs",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     at: timestamp("at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     level: text("level").$type<"debug" | "info" | "warn" | "error">().notNull(),
     message: text("message").notNull(),
@@ -245,7 +277,9 @@ export const appLogs = apps.table(
 export const secrets = apps.table(
   "secrets",
   {
-    appId: text("app_id").notNull().references(() => appsTable.id, { onDelete: "cascade" }),
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     keyId: text("key_id").notNull(),
     sealed: text("sealed").notNull(),
@@ -278,7 +312,6 @@ export const aiKeys = apps.table(
 );
 
 export const confirmUses = confirmUsesTable(apps);
-
 
 /** Events of this service's changes, written in the same transaction (see src/events.ts); the relay publishes them. */
 export const outbox = outboxTable(apps);

@@ -34,8 +34,21 @@ export function viewerCookieName(config: Pick<AppsConfig, "appsProtocol">): stri
   return config.appsProtocol === "https:" ? "__Host-hatch_viewer" : "hatch_viewer";
 }
 
-export function viewerCookie(key: Buffer, config: Pick<AppsConfig, "appsProtocol">, viewer: ViewerSession, address: string, nowMs = Date.now()): string {
-  const claims = { v: 2, typ: "viewer-cookie", sub: viewer.sub, session: viewer.session, address, exp: Math.floor(nowMs / 1000) + VIEWER_COOKIE_SECONDS };
+export function viewerCookie(
+  key: Buffer,
+  config: Pick<AppsConfig, "appsProtocol">,
+  viewer: ViewerSession,
+  address: string,
+  nowMs = Date.now(),
+): string {
+  const claims = {
+    v: 2,
+    typ: "viewer-cookie",
+    sub: viewer.sub,
+    session: viewer.session,
+    address,
+    exp: Math.floor(nowMs / 1000) + VIEWER_COOKIE_SECONDS,
+  };
   return cookieLine(config, `${viewerCookieName(config)}=${signPayload(claims, key)}`, VIEWER_COOKIE_SECONDS);
 }
 
@@ -51,7 +64,13 @@ function cookieLine(config: Pick<AppsConfig, "appsProtocol">, pair: string, maxA
 }
 
 /** The session this app's cookie names; null when absent, forged, expired or for another app. Not yet checked live. */
-export function readViewerSession(request: Request, key: Buffer, name: string, address: string, nowMs = Date.now()): ViewerSession | null {
+export function readViewerSession(
+  request: Request,
+  key: Buffer,
+  name: string,
+  address: string,
+  nowMs = Date.now(),
+): ViewerSession | null {
   const value = cookieValue(request.headers.get("cookie"), name);
   if (!value) return null;
   const claims = CookieClaimsSchema.safeParse(openPayload(value, key));

@@ -1,4 +1,16 @@
-import { BusError, decodeJson, encodeJson, HostResolvedSchema, RpcReplySchema, rpcMethods, subjects, type Bus, type BusSubscription, type HostResolved, type Logger } from "@hatch/shared";
+import {
+  BusError,
+  decodeJson,
+  encodeJson,
+  HostResolvedSchema,
+  RpcReplySchema,
+  rpcMethods,
+  subjects,
+  type Bus,
+  type BusSubscription,
+  type HostResolved,
+  type Logger,
+} from "@hatch/shared";
 import { isIP } from "node:net";
 
 // Hostnames outside the apps domain (a custom domain, `<address>.<company domain>`): the domains service says which
@@ -12,7 +24,10 @@ const NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]
 /** The hostname a Host header names (lower case, no port, no trailing dot), or null for IP literals and non-names. */
 export function hostnameOfHost(host: string | null): string | null {
   if (!host || host.length > 261 || host.startsWith("[")) return null;
-  const name = host.toLowerCase().replace(/:\d{1,5}$/, "").replace(/\.$/, "");
+  const name = host
+    .toLowerCase()
+    .replace(/:\d{1,5}$/, "")
+    .replace(/\.$/, "");
   if (!NAME.test(name) || isIP(name) !== 0 || /^[\d.]+$/.test(name)) return null;
   return name;
 }

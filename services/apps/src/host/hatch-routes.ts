@@ -1,7 +1,16 @@
 import type { Logger } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
-import { answerFailure, dataCaller, DataError, dataErrorResponse, json, RateLimiter, type CallerDeps, type DataCaller } from "../data/access.ts";
+import {
+  answerFailure,
+  dataCaller,
+  DataError,
+  dataErrorResponse,
+  json,
+  RateLimiter,
+  type CallerDeps,
+  type DataCaller,
+} from "../data/access.ts";
 import { answerBuckets } from "../data/buckets-http.ts";
 import { answerCollections } from "../data/collections-http.ts";
 import type { LiveChanges } from "../data/live.ts";
@@ -45,7 +54,14 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
   const limiter = new RateLimiter(deps.ctx.config.dataRequestsPerMinute);
 
   /** `marked`: Hatch's own failures carry HATCH_ERROR_HEADER (routes whose answers are otherwise someone else's). */
-  async function withCaller(request: Request, url: URL, address: string, remoteAddress: string, answer: (caller: DataCaller) => Response | Promise<Response>, marked = false): Promise<Response> {
+  async function withCaller(
+    request: Request,
+    url: URL,
+    address: string,
+    remoteAddress: string,
+    answer: (caller: DataCaller) => Response | Promise<Response>,
+    marked = false,
+  ): Promise<Response> {
     try {
       const app = await deps.loadApp(address);
       if (!app) throw new DataError("not_found", `There is no app called "${address}".`);
@@ -62,43 +78,71 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
   /** `/api` and `/api/…` of an app whose current version has server code (any method): the data routes' checks first. */
   function answerServerCode(request: Request, url: URL, address: string, remoteAddress: string): Promise<Response> {
     return withCaller(request, url, address, remoteAddress, (caller) => {
-      if (!deps.serverCode || !caller.app.site?.server) throw new DataError("not_found", "This app has no server code.");
+      if (!deps.serverCode || !caller.app.site?.server)
+        throw new DataError("not_found", "This app has no server code.");
       return deps.serverCode.answer(request, url, caller, deps);
     });
   }
 
   /** Answers a path under /_hatch/ on an app's origin (any method). */
-  return Object.assign(function answerHatch(request: Request, url: URL, address: string, remoteAddress: string): Response | Promise<Response> {
-    const path = url.pathname;
-    if (path.startsWith("/_hatch/client.")) return answerClientFile(request, path.slice("/_hatch/".length));
-    if (path === "/_hatch/signin") {
-      // hatch.signIn(): through the gateway's sign-in and back to the page (only ever a path on this origin).
-      const origin = appOrigin(deps.ctx.config, address);
-      const back = sameOriginTarget(url.searchParams.get("path"), origin).slice(origin.length);
-      return new Response(null, { status: 302, headers: { Location: signInUrl(deps.ctx.config.gatewayUrl, address, back), "Cache-Control": "no-store" } });
-    }
-    if (path === "/_hatch/me") {
-      if (request.method !== "GET") return methodNotAllowed("GET");
-      return withCaller(request, url, address, remoteAddress, ({ viewer }) => json(viewer ? { email: viewer.email, name: viewer.name ?? null } : null));
-    }
-    if (path.startsWith("/_hatch/api/")) {
-      const rest = path.slice("/_hatch/api/".length);
-      return withCaller(request, url, address, remoteAddress, (caller) => answerApi(deps.outbound, deps.ctx.config, request, url, rest, caller), true);
-    }
-    if (path === "/_hatch/ai/chat") return withCaller(request, url, address, remoteAddress, (caller) => answerAiChat(request, caller, deps));
-    for (const [prefix, answer] of [
-      ["/_hatch/db/", answerCollections],
-      ["/_hatch/files/", answerBuckets],
-    ] as const) {
-      if (path.startsWith(prefix)) {
-        const rest = path.slice(prefix.length);
-        return withCaller(request, url, address, remoteAddress, (caller) => answer({ request, url, rest, caller, deps }));
+  return Object.assign(
+    function answerHatch(
+      request: Request,
+      url: URL,
+      address: string,
+      remoteAddress: string,
+    ): Response | Promise<Response> {
+      const path = url.pathname;
+      if (path.startsWith("/_hatch/client.")) return answerClientFile(request, path.slice("/_hatch/".length));
+      if (path === "/_hatch/signin") {
+        // hatch.signIn(): through the gateway's sign-in and back to the page (only ever a path on this origin).
+        const origin = appOrigin(deps.ctx.config, address);
+        const back = sameOriginTarget(url.searchParams.get("path"), origin).slice(origin.length);
+        return new Response(null, {
+          status: 302,
+          headers: { Location: signInUrl(deps.ctx.config.gatewayUrl, address, back), "Cache-Control": "no-store" },
+        });
       }
-    }
-    return dataErrorResponse(new DataError("not_found", "Hatch has nothing at this /_hatch/ path. See service_docs, topic browser_library."));
-  }, { serverCode: answerServerCode });
+      if (path === "/_hatch/me") {
+        if (request.method !== "GET") return methodNotAllowed("GET");
+        return withCaller(request, url, address, remoteAddress, ({ viewer }) =>
+          json(viewer ? { email: viewer.email, name: viewer.name ?? null } : null),
+        );
+      }
+      if (path.startsWith("/_hatch/api/")) {
+        const rest = path.slice("/_hatch/api/".length);
+        return withCaller(
+          request,
+          url,
+          address,
+          remoteAddress,
+          (caller) => answerApi(deps.outbound, deps.ctx.config, request, url, rest, caller),
+          true,
+        );
+      }
+      if (path === "/_hatch/ai/chat")
+        return withCaller(request, url, address, remoteAddress, (caller) => answerAiChat(request, caller, deps));
+      for (const [prefix, answer] of [
+        ["/_hatch/db/", answerCollections],
+        ["/_hatch/files/", answerBuckets],
+      ] as const) {
+        if (path.startsWith(prefix)) {
+          const rest = path.slice(prefix.length);
+          return withCaller(request, url, address, remoteAddress, (caller) =>
+            answer({ request, url, rest, caller, deps }),
+          );
+        }
+      }
+      return dataErrorResponse(
+        new DataError("not_found", "Hatch has nothing at this /_hatch/ path. See service_docs, topic browser_library."),
+      );
+    },
+    { serverCode: answerServerCode },
+  );
 }
 
 export function methodNotAllowed(allowed: string): Response {
-  return json({ error: { code: "invalid", message: `This address answers ${allowed} only.` } }, 405, { Allow: allowed });
+  return json({ error: { code: "invalid", message: `This address answers ${allowed} only.` } }, 405, {
+    Allow: allowed,
+  });
 }

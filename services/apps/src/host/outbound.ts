@@ -38,7 +38,13 @@ export interface OutboundCaller {
 
 export interface Outbound {
   /** `path` is what follows the API's base url (a path and an optional query), e.g. "/weather?q=Paris". */
-  callApi(app: HostedApp, name: string, path: string, init: ApiCallInit, caller: OutboundCaller): Promise<ApiCallResult>;
+  callApi(
+    app: HostedApp,
+    name: string,
+    path: string,
+    init: ApiCallInit,
+    caller: OutboundCaller,
+  ): Promise<ApiCallResult>;
   aiChat(app: HostedApp, request: AiChatRequest, caller: OutboundCaller): Promise<AiChatReply>;
 }
 

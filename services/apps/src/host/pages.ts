@@ -22,13 +22,16 @@ interface PageOptions {
 
 export function hostPage(options: PageOptions): Response {
   const body = options.lines.map((line) => `<p>${escapeHtml(line)}</p>`).join("");
-  const link = options.link ? `<p><a href="${escapeHtml(options.link.href)}">${escapeHtml(options.link.text)}</a></p>` : "";
+  const link = options.link
+    ? `<p><a href="${escapeHtml(options.link.href)}">${escapeHtml(options.link.text)}</a></p>`
+    : "";
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(options.title)}</title><style>${STYLE}</style></head><body><main><h1>${escapeHtml(options.title)}</h1>${body}${link}<p class="muted">Served by Hatch</p></main></body></html>`;
   return new Response(html, {
     status: options.status,
     headers: {
       "Content-Type": "text/html; charset=utf-8",
-      "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+      "Content-Security-Policy":
+        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
       "X-Content-Type-Options": "nosniff",
       "Referrer-Policy": "no-referrer",
       "Cache-Control": "no-store",
@@ -40,31 +43,79 @@ export function hostPage(options: PageOptions): Response {
 export const pages = {
   unknownHost: () => hostPage({ status: 404, title: "Not found", lines: ["There is nothing at this address."] }),
   root: (example: string) =>
-    hostPage({ status: 404, title: "Hatch apps", lines: [`Apps published with Hatch open on their own address, like ${example}.`] }),
+    hostPage({
+      status: 404,
+      title: "Hatch apps",
+      lines: [`Apps published with Hatch open on their own address, like ${example}.`],
+    }),
   noApp: (address: string) =>
-    hostPage({ status: 404, title: "App not found", lines: [`There is no app called "${address}". Check the address, or ask whoever sent it to you.`] }),
+    hostPage({
+      status: 404,
+      title: "App not found",
+      lines: [`There is no app called "${address}". Check the address, or ask whoever sent it to you.`],
+    }),
   nothingPublished: () =>
-    hostPage({ status: 404, title: "Nothing published yet", lines: ["This app exists, but nothing has been published to it yet. Check back soon."] }),
+    hostPage({
+      status: 404,
+      title: "Nothing published yet",
+      lines: ["This app exists, but nothing has been published to it yet. Check back soon."],
+    }),
   paused: () =>
-    hostPage({ status: 503, title: "This app is paused", lines: ["The organization that owns this app has paused it, so it cannot be opened right now.", "If you need it, ask the app's owner or an organization manager."] }),
+    hostPage({
+      status: 503,
+      title: "This app is paused",
+      lines: [
+        "The organization that owns this app has paused it, so it cannot be opened right now.",
+        "If you need it, ask the app's owner or an organization manager.",
+      ],
+    }),
   notFound: () => hostPage({ status: 404, title: "Page not found", lines: ["This app has no page at this address."] }),
   forbidden: (email: string, switchHref: string) =>
     hostPage({
       status: 403,
       title: "You don't have access to this app",
-      lines: [`You are signed in as ${email}, and this app is not shared with that account.`, "Ask the app's owner to share it with you, or sign in with another account."],
+      lines: [
+        `You are signed in as ${email}, and this app is not shared with that account.`,
+        "Ask the app's owner to share it with you, or sign in with another account.",
+      ],
       link: { href: switchHref, text: "Sign in as someone else" },
     }),
-  badTicket: (message: string, retryHref: string) => hostPage({ status: 400, title: "Sign-in did not complete", lines: [message], link: { href: retryHref, text: "Try signing in again" } }),
+  badTicket: (message: string, retryHref: string) =>
+    hostPage({
+      status: 400,
+      title: "Sign-in did not complete",
+      lines: [message],
+      link: { href: retryHref, text: "Try signing in again" },
+    }),
   badRequest: () => hostPage({ status: 400, title: "Bad request", lines: ["This address is not valid."] }),
-  methodNotAllowed: () => hostPage({ status: 405, title: "Method not allowed", lines: ["Published apps answer GET and HEAD requests only."], headers: { Allow: "GET, HEAD" } }),
+  methodNotAllowed: () =>
+    hostPage({
+      status: 405,
+      title: "Method not allowed",
+      lines: ["Published apps answer GET and HEAD requests only."],
+      headers: { Allow: "GET, HEAD" },
+    }),
   viewerUnknown: () =>
     hostPage({
       status: 503,
       title: "Hatch could not check who you are",
-      lines: ["Hatch could not check who you are; try again in a minute.", "This app is not public, so it is only shown once Hatch knows you may see it."],
+      lines: [
+        "Hatch could not check who you are; try again in a minute.",
+        "This app is not public, so it is only shown once Hatch knows you may see it.",
+      ],
       headers: { "Retry-After": "30" },
     }),
-  unavailable: () => hostPage({ status: 503, title: "Temporarily unavailable", lines: ["This app cannot be served right now. Try again in a moment."], headers: { "Retry-After": "5" } }),
-  failed: () => hostPage({ status: 500, title: "Something went wrong", lines: ["This app could not be served. Try again; if it keeps happening, tell the app's owner."] }),
+  unavailable: () =>
+    hostPage({
+      status: 503,
+      title: "Temporarily unavailable",
+      lines: ["This app cannot be served right now. Try again in a moment."],
+      headers: { "Retry-After": "5" },
+    }),
+  failed: () =>
+    hostPage({
+      status: 500,
+      title: "Something went wrong",
+      lines: ["This app could not be served. Try again; if it keeps happening, tell the app's owner."],
+    }),
 };

@@ -16,23 +16,41 @@ export interface Served {
  * 404) or a plain one. ETag is the quoted sha256, so a matching If-None-Match answers 304 without reading the blob.
  * Synchronous when the bytes are cached (the hot path allocates no promise).
  */
-export function serveSite(blobs: BlobCache, logger: Logger, request: Request, site: Site, path: string, isPublic: boolean): Served | Promise<Served> {
+export function serveSite(
+  blobs: BlobCache,
+  logger: Logger,
+  request: Request,
+  site: Site,
+  path: string,
+  isPublic: boolean,
+): Served | Promise<Served> {
   let file = findFile(site, path);
   if (!file && site.spa && !hasExtension(path)) file = site.files.get("index.html");
   if (!file) {
     if (!site.notFound) return { response: pages.notFound(), document: false };
-    return notFoundPage(blobs, logger, request, site.notFound, isPublic).then((response) => ({ response, document: false }));
+    return notFoundPage(blobs, logger, request, site.notFound, isPublic).then((response) => ({
+      response,
+      document: false,
+    }));
   }
   if (etagMatches(request.headers.get("if-none-match"), file.headers.ETag!)) {
     return { response: new Response(null, { status: 304, headers: file.headers }), document: file.html };
   }
   if (request.method === "HEAD") {
-    return { response: new Response(null, { headers: { ...file.headers, "Content-Length": String(file.size) } }), document: false };
+    return {
+      response: new Response(null, { headers: { ...file.headers, "Content-Length": String(file.size) } }),
+      document: false,
+    };
   }
   const found = file;
   const body = blobs.get(found.sha256, found.size);
-  if (body instanceof Uint8Array) return { response: new Response(body, { headers: found.headers }), document: found.html };
-  return body.then((bytes) => (bytes ? { response: new Response(bytes, { headers: found.headers }), document: found.html } : { response: missingBlob(logger, found), document: false }));
+  if (body instanceof Uint8Array)
+    return { response: new Response(body, { headers: found.headers }), document: found.html };
+  return body.then((bytes) =>
+    bytes
+      ? { response: new Response(bytes, { headers: found.headers }), document: found.html }
+      : { response: missingBlob(logger, found), document: false },
+  );
 }
 
 function findFile(site: Site, path: string): SiteFile | undefined {
@@ -43,13 +61,20 @@ function findFile(site: Site, path: string): SiteFile | undefined {
   return undefined;
 }
 
-async function notFoundPage(blobs: BlobCache, logger: Logger, request: Request, file: SiteFile, isPublic: boolean): Promise<Response> {
+async function notFoundPage(
+  blobs: BlobCache,
+  logger: Logger,
+  request: Request,
+  file: SiteFile,
+  isPublic: boolean,
+): Promise<Response> {
   const headers = {
     "Content-Type": file.headers["Content-Type"]!,
     "Cache-Control": isPublic ? "no-cache" : "private, no-cache",
     "X-Content-Type-Options": "nosniff",
   };
-  if (request.method === "HEAD") return new Response(null, { status: 404, headers: { ...headers, "Content-Length": String(file.size) } });
+  if (request.method === "HEAD")
+    return new Response(null, { status: 404, headers: { ...headers, "Content-Length": String(file.size) } });
   const body = await blobs.get(file.sha256, file.size);
   if (!body) return missingBlob(logger, file);
   return new Response(body, { status: 404, headers });

@@ -147,7 +147,13 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       const pick = (app: HostedApp | null): Response | Promise<Response> => {
         if (!app || app.accountId !== resolved.accountId) return pages.unknownHost();
         if (app.visibility !== "public" || url.pathname === "/_hatch/auth") {
-          return new Response(null, { status: 302, headers: { Location: `${appOrigin(ctx.config, address)}${url.pathname}${url.search}`, "Cache-Control": "no-store" } });
+          return new Response(null, {
+            status: 302,
+            headers: {
+              Location: `${appOrigin(ctx.config, address)}${url.pathname}${url.search}`,
+              "Cache-Control": "no-store",
+            },
+          });
         }
         return route(request, server, url, address);
       };
@@ -175,14 +181,25 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     if (url.pathname === "/api" || url.pathname.startsWith("/api/")) {
       // An app with server code answers /api itself, any method; without, these are paths of its files.
       const ip = server.requestIP(request)?.address ?? "";
-      const pick = (app: HostedApp | null) => (app?.site?.server ? hatch.serverCode(request, url, address, ip) : answerFiles(request, server, url, address));
+      const pick = (app: HostedApp | null) =>
+        app?.site?.server ? hatch.serverCode(request, url, address, ip) : answerFiles(request, server, url, address);
       const cached = cache.get(address);
-      return cached instanceof Promise ? cached.then(pick, (error: unknown) => (log.error("app could not be loaded", { address, error }), pages.unavailable())) : pick(cached);
+      return cached instanceof Promise
+        ? cached.then(
+            pick,
+            (error: unknown) => (log.error("app could not be loaded", { address, error }), pages.unavailable()),
+          )
+        : pick(cached);
     }
     return answerFiles(request, server, url, address);
   }
 
-  function answerFiles(request: Request, server: Server<undefined>, url: URL, address: string): Response | Promise<Response> {
+  function answerFiles(
+    request: Request,
+    server: Server<undefined>,
+    url: URL,
+    address: string,
+  ): Response | Promise<Response> {
     if (request.method !== "GET" && request.method !== "HEAD") return pages.methodNotAllowed();
     if (url.pathname === "/_hatch/auth") return answerAuthReturn(ctx, url, address);
     const cached = cache.get(address);
@@ -196,12 +213,20 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     );
   }
 
-  function answerApp(request: Request, server: Server<undefined>, url: URL, app: HostedApp): Response | Promise<Response> {
+  function answerApp(
+    request: Request,
+    server: Server<undefined>,
+    url: URL,
+    app: HostedApp,
+  ): Response | Promise<Response> {
     if (app.visibility === "public") return serveApp(request, server, url, app, null);
     const back = url.pathname + url.search;
     const session = readViewerSession(request, ctx.keys.viewer, cookieName, app.address);
     const toSignIn = (clear: boolean): Response => {
-      const headers: Record<string, string> = { Location: signInUrl(ctx.config.gatewayUrl, app.address, back), "Cache-Control": "no-store" };
+      const headers: Record<string, string> = {
+        Location: signInUrl(ctx.config.gatewayUrl, app.address, back),
+        "Cache-Control": "no-store",
+      };
       if (clear) headers["Set-Cookie"] = clearedViewerCookie(ctx.config);
       return new Response(null, { status: 302, headers });
     };
@@ -209,7 +234,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     const decide = (viewer: Viewer | null): Response | Promise<Response> => {
       // The Hatch session behind the cookie ended (sign-out) or is no longer this person's: sign in again.
       if (!viewer) return toSignIn(true);
-      if (!canView(app, viewer)) return pages.forbidden(viewer.email, signInUrl(ctx.config.gatewayUrl, app.address, back, true));
+      if (!canView(app, viewer))
+        return pages.forbidden(viewer.email, signInUrl(ctx.config.gatewayUrl, app.address, back, true));
       return serveApp(request, server, url, app, viewer);
     };
     let live: ReturnType<LiveViewers["check"]>;
@@ -227,7 +253,13 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     return pages.viewerUnknown();
   }
 
-  function serveApp(request: Request, server: Server<undefined>, url: URL, app: HostedApp, viewer: Viewer | null): Response | Promise<Response> {
+  function serveApp(
+    request: Request,
+    server: Server<undefined>,
+    url: URL,
+    app: HostedApp,
+    viewer: Viewer | null,
+  ): Response | Promise<Response> {
     const isPublic = app.visibility === "public";
     if (app.paused) return pages.paused();
     if (!app.site) return pages.nothingPublished();
@@ -237,7 +269,9 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     const finish = (served: Served): Response => {
       if (served.document && request.method === "GET" && isNavigation(request)) {
         // A public app's viewer is counted by the cookie's user, unchecked: only statistics, and no bus call.
-        const sub = viewer?.sub ?? (isPublic ? readViewerSession(request, ctx.keys.viewer, cookieName, app.address)?.sub : undefined);
+        const sub =
+          viewer?.sub ??
+          (isPublic ? readViewerSession(request, ctx.keys.viewer, cookieName, app.address)?.sub : undefined);
         stats.count(app.id, whoIsViewing(request, server, sub ?? null));
       }
       return served.response;
@@ -258,7 +292,9 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   function whoIsViewing(request: Request, server: Server<undefined>, sub: string | null): string {
     if (sub) return `u:${sub}`;
     // The last entry is the one our proxy added; the ones before it are whatever the client wrote.
-    const forwarded = ctx.config.trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
+    const forwarded = ctx.config.trustProxy
+      ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim()
+      : undefined;
     const ip = forwarded || server.requestIP(request)?.address || "";
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
@@ -283,7 +319,9 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       const started = performance.now();
       try {
         const response = handle(request, server);
-        return response instanceof Promise ? response.catch(failed).then((r) => counted(r, started)) : counted(response, started);
+        return response instanceof Promise
+          ? response.catch(failed).then((r) => counted(r, started))
+          : counted(response, started);
       } catch (error) {
         return counted(failed(error), started);
       }

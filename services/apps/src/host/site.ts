@@ -1,5 +1,18 @@
 import { and, eq } from "drizzle-orm";
-import { apiRule, bucketRules, collectionRules, type AiKeyChoice, type ApiDeclaration, type ApiRule, type BucketOperation, type BucketRules, type CollectionOperation, type CollectionRules, type Database, type DataRule } from "@hatch/shared";
+import {
+  apiRule,
+  bucketRules,
+  collectionRules,
+  type AiKeyChoice,
+  type ApiDeclaration,
+  type ApiRule,
+  type BucketOperation,
+  type BucketRules,
+  type CollectionOperation,
+  type CollectionRules,
+  type Database,
+  type DataRule,
+} from "@hatch/shared";
 import { appPeople, appsTable, versionFiles, versions } from "../db/schema.ts";
 import { cacheControlOf, isHtml } from "./paths.ts";
 
@@ -74,10 +87,25 @@ export async function loadHostedApp(db: Database, address: string): Promise<Host
   if (!app) return null;
   const people =
     app.visibility === "people"
-      ? new Set((await db.select({ email: appPeople.email }).from(appPeople).where(eq(appPeople.appId, app.id))).map((p) => p.email.toLowerCase()))
+      ? new Set(
+          (await db.select({ email: appPeople.email }).from(appPeople).where(eq(appPeople.appId, app.id))).map((p) =>
+            p.email.toLowerCase(),
+          ),
+        )
       : new Set<string>();
-  const site = app.currentVersion === null ? null : await loadSite(db, app.id, app.currentVersion, app.visibility === "public");
-  return { id: app.id, address: app.address, accountId: app.accountId, ownerId: app.ownerId, visibility: app.visibility, paused: app.paused, people, site, ai: { choice: app.aiChoice, payerId: app.aiPayerId } };
+  const site =
+    app.currentVersion === null ? null : await loadSite(db, app.id, app.currentVersion, app.visibility === "public");
+  return {
+    id: app.id,
+    address: app.address,
+    accountId: app.accountId,
+    ownerId: app.ownerId,
+    visibility: app.visibility,
+    paused: app.paused,
+    people,
+    site,
+    ai: { choice: app.aiChoice, payerId: app.aiPayerId },
+  };
 }
 
 async function loadSite(db: Database, appId: string, number: number, isPublic: boolean): Promise<Site | null> {
@@ -88,7 +116,12 @@ async function loadSite(db: Database, appId: string, number: number, isPublic: b
     .limit(1);
   if (!version) return null;
   const rows: FileRow[] = await db
-    .select({ path: versionFiles.path, sha256: versionFiles.sha256, size: versionFiles.size, contentType: versionFiles.contentType })
+    .select({
+      path: versionFiles.path,
+      sha256: versionFiles.sha256,
+      size: versionFiles.size,
+      contentType: versionFiles.contentType,
+    })
     .from(versionFiles)
     .where(and(eq(versionFiles.appId, appId), eq(versionFiles.version, number)));
   return buildSite(number, version.config, rows, isPublic);
@@ -103,10 +136,22 @@ export function buildSite(version: number, config: Record<string, unknown>, rows
     spa: config.spa === true,
     notFound: (named ? files.get(named) : undefined) ?? files.get("404.html") ?? null,
     files,
-    collections: new Map(Object.entries((config.collections ?? {}) as Record<string, CollectionRules>).map(([name, rules]) => [name, collectionRules(rules)])),
-    buckets: new Map(Object.entries((config.buckets ?? {}) as Record<string, BucketRules>).map(([name, rules]) => [name, bucketRules(rules)])),
+    collections: new Map(
+      Object.entries((config.collections ?? {}) as Record<string, CollectionRules>).map(([name, rules]) => [
+        name,
+        collectionRules(rules),
+      ]),
+    ),
+    buckets: new Map(
+      Object.entries((config.buckets ?? {}) as Record<string, BucketRules>).map(([name, rules]) => [
+        name,
+        bucketRules(rules),
+      ]),
+    ),
     server: typeof config.server === "string" ? (files.get(config.server) ?? null) : null,
-    apis: new Map(Object.entries((config.apis ?? {}) as Record<string, ApiDeclaration>).map(([name, api]) => [name, apiRule(api)])),
+    apis: new Map(
+      Object.entries((config.apis ?? {}) as Record<string, ApiDeclaration>).map(([name, api]) => [name, apiRule(api)]),
+    ),
   };
 }
 

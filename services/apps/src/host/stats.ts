@@ -85,14 +85,20 @@ export class StatsCounter {
     }
   }
 
-  private async insert(openRows: { appId: string; day: string; opens: number }[], viewerRows: { appId: string; day: string; viewer: string }[]): Promise<void> {
+  private async insert(
+    openRows: { appId: string; day: string; opens: number }[],
+    viewerRows: { appId: string; day: string; viewer: string }[],
+  ): Promise<void> {
     if (openRows.length > 0) {
       // The counts and their usage events (billing counts opens from them) in one transaction: both or neither.
       await this.db.transaction(async (tx) => {
         await tx
           .insert(dailyOpens)
           .values(openRows)
-          .onConflictDoUpdate({ target: [dailyOpens.appId, dailyOpens.day], set: { opens: sql`${dailyOpens.opens} + excluded.opens` } });
+          .onConflictDoUpdate({
+            target: [dailyOpens.appId, dailyOpens.day],
+            set: { opens: sql`${dailyOpens.opens} + excluded.opens` },
+          });
         const apps = await tx
           .select({ id: appsTable.id, address: appsTable.address, accountId: appsTable.accountId })
           .from(appsTable)
@@ -102,12 +108,27 @@ export class StatsCounter {
           const app = byId.get(row.appId);
           if (!app) continue;
           const summary = `${row.opens} opens of ${app.address} on ${row.day}`;
-          await writeEvent(tx, outbox, newEvent("apps", null, { entity: "app", verb: "opened", summary, app: app.address, account: app.accountId, org: null, details: { opens: row.opens, day: row.day } }));
+          await writeEvent(
+            tx,
+            outbox,
+            newEvent("apps", null, {
+              entity: "app",
+              verb: "opened",
+              summary,
+              app: app.address,
+              account: app.accountId,
+              org: null,
+              details: { opens: row.opens, day: row.day },
+            }),
+          );
         }
       });
     }
     for (let i = 0; i < viewerRows.length; i += 1_000) {
-      await this.db.insert(dailyViewers).values(viewerRows.slice(i, i + 1_000)).onConflictDoNothing();
+      await this.db
+        .insert(dailyViewers)
+        .values(viewerRows.slice(i, i + 1_000))
+        .onConflictDoNothing();
     }
   }
 
@@ -128,8 +149,10 @@ export class StatsCounter {
         if (await this.appGone(appId)) continue;
         // The database is down or busy: keep this app's counts for the next flush.
         this.logger.warn("stats not written; will retry", { appId, error });
-        for (const [key, count] of opens) if (key.startsWith(`${appId}\n`)) this.opens.set(key, (this.opens.get(key) ?? 0) + count);
-        for (const key of viewers) if (key.startsWith(`${appId}\n`) && this.viewers.size < this.maxPendingViewers) this.viewers.add(key);
+        for (const [key, count] of opens)
+          if (key.startsWith(`${appId}\n`)) this.opens.set(key, (this.opens.get(key) ?? 0) + count);
+        for (const key of viewers)
+          if (key.startsWith(`${appId}\n`) && this.viewers.size < this.maxPendingViewers) this.viewers.add(key);
       }
     }
   }

@@ -106,9 +106,16 @@ export class LiveViewers {
 
   private async fetch(key: string, asked: ViewerSession): Promise<ViewerIdentity | null> {
     const drops = this.drops;
-    const { viewer } = await callRpc(this.bus, "gateway", rpcMethods.gateway.viewerCheck, { check: signViewerCheck(this.key, asked) }, ViewerCheckSchema, {
-      timeoutMs: this.timeoutMs,
-    });
+    const { viewer } = await callRpc(
+      this.bus,
+      "gateway",
+      rpcMethods.gateway.viewerCheck,
+      { check: signViewerCheck(this.key, asked) },
+      ViewerCheckSchema,
+      {
+        timeoutMs: this.timeoutMs,
+      },
+    );
     // The gateway answers for the session asked about; anything else is not this viewer.
     const answer = viewer && viewer.sub === asked.sub ? viewer : null;
     if (drops !== this.drops) return answer;

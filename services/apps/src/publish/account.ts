@@ -15,8 +15,13 @@ export async function checkAppLimit(app: AppsContext, accountId: string): Promis
  * The account an app belongs to, as the caller knows it: `personal`, or the organization's id (an organization's
  * account id is its org id). `label` reads in a sentence ("your personal account", "the organization org_…").
  */
-export function accountOfApp(ctx: Pick<CallContext, "account" | "accountKind" | "org">, accountId: string): { value: string; label: string } {
-  if (accountId === ctx.account && ctx.accountKind === "personal") return { value: "personal", label: "your personal account" };
-  if (accountId === ctx.account) return { value: ctx.org ?? accountId, label: `the organization ${ctx.org ?? accountId}` };
+export function accountOfApp(
+  ctx: Pick<CallContext, "account" | "accountKind" | "org">,
+  accountId: string,
+): { value: string; label: string } {
+  if (accountId === ctx.account && ctx.accountKind === "personal")
+    return { value: "personal", label: "your personal account" };
+  if (accountId === ctx.account)
+    return { value: ctx.org ?? accountId, label: `the organization ${ctx.org ?? accountId}` };
   return { value: accountId, label: `the account ${accountId}` };
 }

@@ -1,4 +1,13 @@
-import { consumeConfirm, randomId, ToolError, type CallContext, type ConfirmClaims, type Database, type ServiceJson, type Visibility } from "@hatch/shared";
+import {
+  consumeConfirm,
+  randomId,
+  ToolError,
+  type CallContext,
+  type ConfirmClaims,
+  type Database,
+  type ServiceJson,
+  type Visibility,
+} from "@hatch/shared";
 import { eq, sql, type SQL } from "drizzle-orm";
 import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
 import { addresses, appsTable, blobs, confirmUses, versionFiles, versions } from "../db/schema.ts";
@@ -49,7 +58,10 @@ export async function commitVersion(
     if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
     await before?.(tx);
     await lockBlobs(tx, entries);
-    const { app, created } = target.kind === "new" ? { app: await createApp(tx, ctx, target), created: true } : { app: await lockForPublish(tx, ctx, target), created: false };
+    const { app, created } =
+      target.kind === "new"
+        ? { app: await createApp(tx, ctx, target), created: true }
+        : { app: await lockForPublish(tx, ctx, target), created: false };
     const version = app.lastVersion + 1;
     await tx.insert(versions).values({
       appId: app.id,
@@ -73,7 +85,12 @@ export async function commitVersion(
       .set({ currentVersion: version, lastVersion: version, updatedAt: new Date() })
       .where(eq(appsTable.id, app.id))
       .returning();
-    await appEvent(tx, ctx, "published", app, { summary: created ? `version ${version} (new app)` : `version ${version}`, version, files: entries.length, created });
+    await appEvent(tx, ctx, "published", app, {
+      summary: created ? `version ${version} (new app)` : `version ${version}`,
+      version,
+      files: entries.length,
+      created,
+    });
     return { app: updated!, version, created };
   });
 }
@@ -82,15 +99,26 @@ async function lockBlobs(tx: Tx, entries: readonly FolderEntry[]): Promise<void>
   const wanted = [...new Set(entries.map((e) => e.sha256))];
   let found = 0;
   for (let i = 0; i < wanted.length; i += CHUNK) {
-    const rows = await tx.select({ sha256: blobs.sha256 }).from(blobs).where(sql`${blobs.sha256} = any(${textList(wanted.slice(i, i + CHUNK))})`).for("share");
+    const rows = await tx
+      .select({ sha256: blobs.sha256 })
+      .from(blobs)
+      .where(sql`${blobs.sha256} = any(${textList(wanted.slice(i, i + CHUNK))})`)
+      .for("share");
     found += rows.length;
   }
   if (found !== wanted.length) {
-    throw new ToolError("conflict", "Some files were removed while this version was being published. Call publish again; it will ask for the missing files.");
+    throw new ToolError(
+      "conflict",
+      "Some files were removed while this version was being published. Call publish again; it will ask for the missing files.",
+    );
   }
 }
 
-async function lockForPublish(tx: Tx, ctx: CallContext, target: { address: string; expectedVersion?: number }): Promise<AppRow> {
+async function lockForPublish(
+  tx: Tx,
+  ctx: CallContext,
+  target: { address: string; expectedVersion?: number },
+): Promise<AppRow> {
   const app = await requireOwnedApp(tx, ctx, target.address, { forUpdate: true });
   if (target.expectedVersion !== undefined && app.currentVersion !== target.expectedVersion) {
     throw new ToolError(
@@ -101,12 +129,25 @@ async function lockForPublish(tx: Tx, ctx: CallContext, target: { address: strin
   return app;
 }
 
-async function createApp(tx: Tx, ctx: CallContext, target: { name: string; visibility: Visibility; account: string }): Promise<AppRow> {
+async function createApp(
+  tx: Tx,
+  ctx: CallContext,
+  target: { name: string; visibility: Visibility; account: string },
+): Promise<AppRow> {
   const id = `app_${randomId(12)}`;
   const address = await reserveAddress(tx, id, target.name);
   const [app] = await tx
     .insert(appsTable)
-    .values({ id, address, name: target.name, accountId: target.account, ownerId: ctx.sub, ownerEmail: ctx.email, ownerName: ctx.name, visibility: target.visibility })
+    .values({
+      id,
+      address,
+      name: target.name,
+      accountId: target.account,
+      ownerId: ctx.sub,
+      ownerEmail: ctx.email,
+      ownerName: ctx.name,
+      visibility: target.visibility,
+    })
     .returning();
   return app!;
 }
@@ -117,7 +158,11 @@ async function reserveAddress(tx: Tx, appId: string, name: string): Promise<stri
   const candidates = [base, ...[2, 3, 4, 5, 6, 7, 8, 9].map((n) => `${base}-${n}`)];
   for (let attempt = 0; attempt < 20; attempt++) {
     const address = candidates[attempt] ?? `${base}-${Math.random().toString(36).slice(2, 7)}`;
-    const rows = await tx.insert(addresses).values({ address, appId }).onConflictDoNothing().returning({ address: addresses.address });
+    const rows = await tx
+      .insert(addresses)
+      .values({ address, appId })
+      .onConflictDoNothing()
+      .returning({ address: addresses.address });
     if (rows.length > 0) return address;
   }
   throw new ToolError("conflict", "Hatch could not find a free address for this name. Try a more specific name.");
@@ -134,4 +179,3 @@ export function addressBase(name: string): string {
     .replace(/-+$/g, "");
   return slug || "app";
 }
-

@@ -1,4 +1,14 @@
-import { consumeConfirm, formatBytes, isToolError, PUBLISH_LIMITS, randomId, ToolError, type CallContext, type ConfirmClaims, type ErrorCode } from "@hatch/shared";
+import {
+  consumeConfirm,
+  formatBytes,
+  isToolError,
+  PUBLISH_LIMITS,
+  randomId,
+  ToolError,
+  type CallContext,
+  type ConfirmClaims,
+  type ErrorCode,
+} from "@hatch/shared";
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { appUrl } from "../apps-repo.ts";
@@ -9,7 +19,14 @@ import { blobs, confirmUses, folderUploads, uploads } from "../db/schema.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { accountOfApp, checkAppLimit } from "./account.ts";
 import { commitVersion, textList, type Tx, type VersionTarget } from "./commit.ts";
-import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "./folder.ts";
+import {
+  checkFolder,
+  checkNotFoundPage,
+  contentTypeOf,
+  parseServiceJson,
+  SERVICE_JSON_PATH,
+  type FolderEntry,
+} from "./folder.ts";
 import { checkServerFile, checkServerModule } from "./server-module.ts";
 import { gunzipAtMost, isGzip, readTar } from "./tar.ts";
 
@@ -74,13 +91,21 @@ export function manifestUploadUrl(app: AppsContext, row: Pick<FolderUploadRow, "
 
 /** Marks the folder upload used inside the publish's transaction; a second use (even a concurrent one) is refused. */
 export async function spendFolderUpload(tx: Tx, id: string): Promise<void> {
-  const rows = await tx.update(folderUploads).set({ usedAt: new Date() }).where(and(eq(folderUploads.id, id), isNull(folderUploads.usedAt))).returning({ id: folderUploads.id });
-  if (rows.length === 0) throw new ToolError("conflict", "This upload was already used to publish. Call publish again for a new one.");
+  const rows = await tx
+    .update(folderUploads)
+    .set({ usedAt: new Date() })
+    .where(and(eq(folderUploads.id, id), isNull(folderUploads.usedAt)))
+    .returning({ id: folderUploads.id });
+  if (rows.length === 0)
+    throw new ToolError("conflict", "This upload was already used to publish. Call publish again for a new one.");
 }
 
 /** The manifest entries of a stored manifest upload. */
 export function manifestEntries(row: FolderUploadRow): FolderEntry[] {
-  return ((row.manifest ?? []) as { path: string; sha256: string; size: number }[]).map((m) => ({ ...m, contentType: contentTypeOf(m.path) }));
+  return ((row.manifest ?? []) as { path: string; sha256: string; size: number }[]).map((m) => ({
+    ...m,
+    contentType: contentTypeOf(m.path),
+  }));
 }
 
 /**
@@ -88,7 +113,12 @@ export function manifestEntries(row: FolderUploadRow): FolderEntry[] {
  * the contents the store lacks, publishes, and answers one line a person reads in a terminal.
  */
 export async function receiveTar(app: AppsContext, request: Request, row: FolderUploadRow): Promise<Response> {
-  if (request.method !== "PUT") return plain(405, "Upload with HTTP PUT and the folder as a tar as the body: tar -C dist -cf - . | curl -sS -T - <this url>", { Allow: "PUT" });
+  if (request.method !== "PUT")
+    return plain(
+      405,
+      "Upload with HTTP PUT and the folder as a tar as the body: tar -C dist -cf - . | curl -sS -T - <this url>",
+      { Allow: "PUT" },
+    );
   const refused = usable(row);
   if (refused) return refused;
   try {
@@ -99,7 +129,8 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
     const data = isGzip(raw) ? gunzipAtMost(raw, TAR_MAX_BYTES) : raw;
     if (!data) return tooLarge(null);
     const files = readTar(data);
-    if (files.length > PUBLISH_LIMITS.maxFiles) checkFolder(files.map((f) => ({ path: f.path, size: f.bytes.byteLength })));
+    if (files.length > PUBLISH_LIMITS.maxFiles)
+      checkFolder(files.map((f) => ({ path: f.path, size: f.bytes.byteLength })));
 
     const bytes = new Map<string, Uint8Array>();
     const entries: FolderEntry[] = files.map((file) => {
@@ -123,16 +154,29 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       fresh = await storeNewBlobs(app, tx, bytes);
     });
     announceAppChanged(app, done.app.address);
-    app.logger.info("published", { address: done.app.address, version: done.version, files: entries.length, created: done.created, upload: "tar", stored: fresh });
+    app.logger.info("published", {
+      address: done.app.address,
+      version: done.version,
+      files: entries.length,
+      created: done.created,
+      upload: "tar",
+      stored: fresh,
+    });
     const total = entries.reduce((sum, e) => sum + e.size, 0);
     const account = accountOfApp(ctx, done.app.accountId).value;
-    const what = done.created ? `Created the app "${done.app.name}" at ${done.app.address}, version ${done.version}` : `Published ${done.app.address} version ${done.version}`;
+    const what = done.created
+      ? `Created the app "${done.app.name}" at ${done.app.address}, version ${done.version}`
+      : `Published ${done.app.address} version ${done.version}`;
     return plain(
       201,
       `${what}: ${appUrl(app.config, done.app.address)} (${done.app.visibility}, account ${account}; ${entries.length} files, ${formatBytes(total)}, ${fresh} new to Hatch)`,
     );
   } catch (error) {
-    return failed(app, error, "Run the same command again once it is fixed; the URL stays valid until it is used or expires.");
+    return failed(
+      app,
+      error,
+      "Run the same command again once it is fixed; the URL stays valid until it is used or expires.",
+    );
   }
 }
 
@@ -140,27 +184,52 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
  * `PUT /_hatch/uploads/<token>/<path>`: one missing file of a manifest publish, its raw bytes. They must match the
  * manifest's size and sha256. A file already received answers 200 again; a failed attempt can be repeated.
  */
-export async function receiveManifestFile(app: AppsContext, request: Request, token: string, path: string): Promise<Response> {
-  if (request.method !== "PUT") return plain(405, "Upload with HTTP PUT and the file's raw bytes as the body.", { Allow: "PUT" });
+export async function receiveManifestFile(
+  app: AppsContext,
+  request: Request,
+  token: string,
+  path: string,
+): Promise<Response> {
+  if (request.method !== "PUT")
+    return plain(405, "Upload with HTTP PUT and the file's raw bytes as the body.", { Allow: "PUT" });
   const [found] = await app.db
-    .select({ file: uploads, batch: { kind: folderUploads.kind, usedAt: folderUploads.usedAt, expiresAt: folderUploads.expiresAt } })
+    .select({
+      file: uploads,
+      batch: { kind: folderUploads.kind, usedAt: folderUploads.usedAt, expiresAt: folderUploads.expiresAt },
+    })
     .from(folderUploads)
     .leftJoin(uploads, and(eq(uploads.batch, folderUploads.id), eq(uploads.path, path)))
     .where(eq(folderUploads.token, token));
-  if (!found || found.batch.kind !== "manifest") return plain(404, "This upload URL is unknown. Call publish with the manifest again to get a fresh one.");
+  if (!found || found.batch.kind !== "manifest")
+    return plain(404, "This upload URL is unknown. Call publish with the manifest again to get a fresh one.");
   const refused = usable(found.batch);
   if (refused) return refused;
   const file = found.file;
-  if (!file) return plain(404, `"${path}" is not one of the files this publish is missing. Upload only the paths its answer listed, each to the base URL followed by its path.`);
+  if (!file)
+    return plain(
+      404,
+      `"${path}" is not one of the files this publish is missing. Upload only the paths its answer listed, each to the base URL followed by its path.`,
+    );
   if (file.usedAt) return plain(200, "Already stored.");
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > file.size) return plain(413, `The manifest says "${path}" is ${file.size} bytes, but ${declared} bytes were sent. Send the file's exact raw bytes.`);
+  if (Number.isFinite(declared) && declared > file.size)
+    return plain(
+      413,
+      `The manifest says "${path}" is ${file.size} bytes, but ${declared} bytes were sent. Send the file's exact raw bytes.`,
+    );
   const bytes = await readAtMost(request, file.size);
   if (!bytes || bytes.byteLength !== file.size) {
-    return plain(400, `The manifest says "${path}" is ${file.size} bytes, but another size was sent. Send the file's exact raw bytes.`);
+    return plain(
+      400,
+      `The manifest says "${path}" is ${file.size} bytes, but another size was sent. Send the file's exact raw bytes.`,
+    );
   }
   const sha256 = new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-  if (sha256 !== file.sha256) return plain(400, `The bytes sent for "${path}" hash to ${sha256}, not to the manifest's ${file.sha256}. Send the file's raw bytes (no encoding) or fix the manifest.`);
+  if (sha256 !== file.sha256)
+    return plain(
+      400,
+      `The bytes sent for "${path}" hash to ${sha256}, not to the manifest's ${file.sha256}. Send the file's raw bytes (no encoding) or fix the manifest.`,
+    );
   await storeBlob(app, sha256, bytes, async (tx) => {
     await tx.update(uploads).set({ usedAt: new Date() }).where(eq(uploads.token, file.token));
   });
@@ -169,9 +238,13 @@ export async function receiveManifestFile(app: AppsContext, request: Request, to
 
 /** Expired or used: 410 with what to do. */
 function usable(row: Pick<FolderUploadRow, "usedAt" | "expiresAt" | "kind">): Response | null {
-  const again = row.kind === "tar" ? "Call publish with upload: true for a new URL." : "Call publish with the manifest again for new URLs.";
+  const again =
+    row.kind === "tar"
+      ? "Call publish with upload: true for a new URL."
+      : "Call publish with the manifest again for new URLs.";
   if (row.usedAt) return plain(410, `This upload URL was already used to publish. ${again}`);
-  if (row.expiresAt.getTime() <= Date.now()) return plain(410, `This upload URL expired at ${row.expiresAt.toISOString()}. ${again}`);
+  if (row.expiresAt.getTime() <= Date.now())
+    return plain(410, `This upload URL expired at ${row.expiresAt.toISOString()}. ${again}`);
   return null;
 }
 
@@ -181,7 +254,10 @@ function refuseNestedIndex(entries: readonly FolderEntry[]): void {
   const nested = entries.filter((e) => e.path.endsWith("/index.html")).sort((a, b) => a.path.length - b.path.length)[0];
   if (!nested) return;
   const folder = nested.path.slice(0, -"/index.html".length);
-  throw new ToolError("invalid_input", `The archive has ${nested.path} but no index.html at its root. Archive the folder's content: tar -C ${folder} -cf - . | curl -sS -T - <url>`);
+  throw new ToolError(
+    "invalid_input",
+    `The archive has ${nested.path} but no index.html at its root. Archive the folder's content: tar -C ${folder} -cf - . | curl -sS -T - <url>`,
+  );
 }
 
 /**
@@ -204,7 +280,9 @@ async function storeNewBlobs(app: AppsContext, tx: Tx, bytes: ReadonlyMap<string
   // The per-content locks of lockBlobContent (blobs/unused.ts), in hash order, in one statement per chunk.
   for (let i = 0; i < fresh.length; i += 5000) {
     const keys = fresh.slice(i, i + 5000).map((sha256) => `hatch:blob:${sha256}`);
-    await tx.execute(sql`select count(pg_advisory_xact_lock(hashtext(k))) from unnest(${textList(keys)}) with ordinality as v(k, n)`);
+    await tx.execute(
+      sql`select count(pg_advisory_xact_lock(hashtext(k))) from unnest(${textList(keys)}) with ordinality as v(k, n)`,
+    );
   }
   for (let i = 0; i < fresh.length; i += PUT_CONCURRENCY) {
     await Promise.all(fresh.slice(i, i + PUT_CONCURRENCY).map((sha256) => app.blobs.put(sha256, bytes.get(sha256)!)));
@@ -234,7 +312,14 @@ function tooLarge(declared: number | null): Response {
   );
 }
 
-const STATUS_OF: Partial<Record<ErrorCode, number>> = { invalid_input: 400, limit_exceeded: 413, needs_payment: 402, forbidden: 403, not_found: 404, conflict: 409 };
+const STATUS_OF: Partial<Record<ErrorCode, number>> = {
+  invalid_input: 400,
+  limit_exceeded: 413,
+  needs_payment: 402,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+};
 
 function failed(app: AppsContext, error: unknown, next: string): Response {
   if (isToolError(error)) {
@@ -243,7 +328,10 @@ function failed(app: AppsContext, error: unknown, next: string): Response {
   }
   const requestId = randomId(10);
   app.logger.error("folder upload failed", { requestId, error });
-  return plain(500, `Hatch could not publish this upload (internal error, request ${requestId}). Nothing was published; run the command again.`);
+  return plain(
+    500,
+    `Hatch could not publish this upload (internal error, request ${requestId}). Nothing was published; run the command again.`,
+  );
 }
 
 export function plain(status: number, message: string, headers: Record<string, string> = {}): Response {

@@ -1,4 +1,12 @@
-import { describeIssues, formatBytes, PUBLISH_LIMITS, SERVICE_JSON_KEYS, ServiceJsonSchema, ToolError, type ServiceJson } from "@hatch/shared";
+import {
+  describeIssues,
+  formatBytes,
+  PUBLISH_LIMITS,
+  SERVICE_JSON_KEYS,
+  ServiceJsonSchema,
+  ToolError,
+  type ServiceJson,
+} from "@hatch/shared";
 
 /** One file of a version: where it is served, which blob holds it, and how it is served. */
 export interface FolderEntry {
@@ -16,27 +24,43 @@ const SERVICE_JSON = "service.json";
  */
 export function checkFolder(entries: readonly { path: string; size: number }[]): void {
   if (entries.length > PUBLISH_LIMITS.maxFiles) {
-    throw new ToolError("limit_exceeded", `The folder has ${entries.length} files; a version may have at most ${PUBLISH_LIMITS.maxFiles}. Publish only the built output (e.g. dist/), not node_modules or sources.`);
+    throw new ToolError(
+      "limit_exceeded",
+      `The folder has ${entries.length} files; a version may have at most ${PUBLISH_LIMITS.maxFiles}. Publish only the built output (e.g. dist/), not node_modules or sources.`,
+    );
   }
   const seen = new Set<string>();
   let total = 0;
   for (const entry of entries) {
     if (!isSafePath(entry.path)) {
-      throw new ToolError("invalid_input", `The path "${entry.path}" is not allowed: paths are relative to the built folder, with no .. parts, .git folders or control characters, e.g. assets/app.js.`);
+      throw new ToolError(
+        "invalid_input",
+        `The path "${entry.path}" is not allowed: paths are relative to the built folder, with no .. parts, .git folders or control characters, e.g. assets/app.js.`,
+      );
     }
     const key = entry.path.normalize("NFC");
-    if (seen.has(key)) throw new ToolError("invalid_input", `The path "${entry.path}" is listed twice. List each file once.`);
+    if (seen.has(key))
+      throw new ToolError("invalid_input", `The path "${entry.path}" is listed twice. List each file once.`);
     seen.add(key);
     if (entry.size > PUBLISH_LIMITS.maxFileBytes) {
-      throw new ToolError("limit_exceeded", `"${entry.path}" is ${formatBytes(entry.size)}; one file may be at most ${formatBytes(PUBLISH_LIMITS.maxFileBytes)}.`);
+      throw new ToolError(
+        "limit_exceeded",
+        `"${entry.path}" is ${formatBytes(entry.size)}; one file may be at most ${formatBytes(PUBLISH_LIMITS.maxFileBytes)}.`,
+      );
     }
     total += entry.size;
   }
   if (total > PUBLISH_LIMITS.maxTotalBytes) {
-    throw new ToolError("limit_exceeded", `The folder holds ${formatBytes(total)}; a version may hold at most ${formatBytes(PUBLISH_LIMITS.maxTotalBytes)}.`);
+    throw new ToolError(
+      "limit_exceeded",
+      `The folder holds ${formatBytes(total)}; a version may hold at most ${formatBytes(PUBLISH_LIMITS.maxTotalBytes)}.`,
+    );
   }
   if (!seen.has("index.html")) {
-    throw new ToolError("invalid_input", "The folder has no index.html at its root. Publish the built output folder (the one that contains index.html, e.g. dist/), with paths relative to it.");
+    throw new ToolError(
+      "invalid_input",
+      "The folder has no index.html at its root. Publish the built output folder (the one that contains index.html, e.g. dist/), with paths relative to it.",
+    );
   }
 }
 
@@ -62,18 +86,27 @@ export function parseServiceJson(bytes: Uint8Array | null): ServiceJson {
   try {
     raw = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch {
-    throw new ToolError("invalid_input", `${SERVICE_JSON} is not valid JSON. Fix it (it must be one JSON object, e.g. {"spa": true}) and publish again.`);
+    throw new ToolError(
+      "invalid_input",
+      `${SERVICE_JSON} is not valid JSON. Fix it (it must be one JSON object, e.g. {"spa": true}) and publish again.`,
+    );
   }
   const parsed = ServiceJsonSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new ToolError("invalid_input", `${SERVICE_JSON} is not valid: ${describeIssues(parsed.error)}. Known keys: ${SERVICE_JSON_KEYS.join(", ")} (see service_docs, topic service_json).`);
+    throw new ToolError(
+      "invalid_input",
+      `${SERVICE_JSON} is not valid: ${describeIssues(parsed.error)}. Known keys: ${SERVICE_JSON_KEYS.join(", ")} (see service_docs, topic service_json).`,
+    );
   }
   return parsed.data;
 }
 
 export function checkNotFoundPage(config: ServiceJson, paths: ReadonlySet<string>): void {
   if (config.notFound && !paths.has(config.notFound)) {
-    throw new ToolError("invalid_input", `${SERVICE_JSON} names "${config.notFound}" as its notFound page, but the folder has no such file.`);
+    throw new ToolError(
+      "invalid_input",
+      `${SERVICE_JSON} names "${config.notFound}" as its notFound page, but the folder has no such file.`,
+    );
   }
 }
 

@@ -28,7 +28,10 @@ function decode(file: InlineFile): Uint8Array {
   if (file.encoding === "utf8") return new TextEncoder().encode(file.content);
   const cleaned = file.content.replace(/\s+/g, "");
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(cleaned) || cleaned.length % 4 === 1) {
-    throw new ToolError("invalid_input", `"${file.path}" is marked base64 but its content is not valid base64. Send text files with encoding utf8.`);
+    throw new ToolError(
+      "invalid_input",
+      `"${file.path}" is marked base64 but its content is not valid base64. Send text files with encoding utf8.`,
+    );
   }
   return Buffer.from(cleaned, "base64");
 }

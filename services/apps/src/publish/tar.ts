@@ -28,13 +28,20 @@ export function gunzipAtMost(data: Uint8Array, maxBytes: number): Uint8Array | n
     return gunzipSync(data, { maxOutputLength: maxBytes });
   } catch (error) {
     if (error instanceof RangeError || (error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") return null;
-    throw new ToolError("invalid_input", "The upload looks like gzip but could not be unpacked (cut off or damaged). Run the command again; nothing was published.");
+    throw new ToolError(
+      "invalid_input",
+      "The upload looks like gzip but could not be unpacked (cut off or damaged). Run the command again; nothing was published.",
+    );
   }
 }
 
 /** The files of a tar archive, in archive order. Folders and macOS `._` resource files are skipped. */
 export function readTar(data: Uint8Array): TarFile[] {
-  if (data.byteLength === 0) throw new ToolError("invalid_input", "The upload is empty. Send the built folder as a tar: tar -C dist -cf - . | curl -sS -T - <url>");
+  if (data.byteLength === 0)
+    throw new ToolError(
+      "invalid_input",
+      "The upload is empty. Send the built folder as a tar: tar -C dist -cf - . | curl -sS -T - <url>",
+    );
   const files: TarFile[] = [];
   let offset = 0;
   let pax: Record<string, string> = {};
@@ -49,14 +56,25 @@ export function readTar(data: Uint8Array): TarFile[] {
     const header = data.subarray(offset, offset + BLOCK);
     if (header.every((b) => b === 0)) break;
     if (!checksumOk(header)) {
-      if (entries === 0) throw new ToolError("invalid_input", "The upload is not a tar archive (plain or gzip). Send the built folder with: tar -C dist -cf - . | curl -sS -T - <url>");
-      throw new ToolError("invalid_input", `The tar archive is damaged after ${entries} entries. Run the command again; nothing was published.`);
+      if (entries === 0)
+        throw new ToolError(
+          "invalid_input",
+          "The upload is not a tar archive (plain or gzip). Send the built folder with: tar -C dist -cf - . | curl -sS -T - <url>",
+        );
+      throw new ToolError(
+        "invalid_input",
+        `The tar archive is damaged after ${entries} entries. Run the command again; nothing was published.`,
+      );
     }
     entries++;
     const type = String.fromCharCode(header[156] || 0x30);
     const meta = type === "x" || type === "g" || type === "L" || type === "K";
     const size = !meta && pax.size !== undefined ? Number(pax.size) : readNumber(header.subarray(124, 136));
-    if (!Number.isSafeInteger(size) || size < 0) throw new ToolError("invalid_input", "The tar archive has an entry with an invalid size. Create it again with tar.");
+    if (!Number.isSafeInteger(size) || size < 0)
+      throw new ToolError(
+        "invalid_input",
+        "The tar archive has an entry with an invalid size. Create it again with tar.",
+      );
     const start = offset + BLOCK;
     const end = start + size;
     if (end > data.byteLength) throw cutOff();
@@ -80,13 +98,22 @@ export function readTar(data: Uint8Array): TarFile[] {
     if (type === "5") continue;
     if (type === "V") continue; // volume label
     if (type === "1" || type === "2") {
-      throw new ToolError("invalid_input", `"${rawName}" is a ${type === "2" ? "symbolic" : "hard"} link; Hatch publishes files only. Copy the file in its place, or add -h to tar (it follows links), and run the command again.`);
+      throw new ToolError(
+        "invalid_input",
+        `"${rawName}" is a ${type === "2" ? "symbolic" : "hard"} link; Hatch publishes files only. Copy the file in its place, or add -h to tar (it follows links), and run the command again.`,
+      );
     }
     if (type === "3" || type === "4" || type === "6") {
-      throw new ToolError("invalid_input", `"${rawName}" is a ${type === "6" ? "named pipe" : "device"}, not a file. Publish only the built folder (e.g. dist/).`);
+      throw new ToolError(
+        "invalid_input",
+        `"${rawName}" is a ${type === "6" ? "named pipe" : "device"}, not a file. Publish only the built folder (e.g. dist/).`,
+      );
     }
     if (type !== "0" && type !== "7") {
-      throw new ToolError("invalid_input", `"${rawName}" has tar entry type "${type}", which Hatch does not accept (only files and folders). Create the archive with plain tar -cf.`);
+      throw new ToolError(
+        "invalid_input",
+        `"${rawName}" has tar entry type "${type}", which Hatch does not accept (only files and folders). Create the archive with plain tar -cf.`,
+      );
     }
     if (path === null) continue; // the folder itself (".")
     if (isAppleDouble(path, body)) continue;
@@ -96,17 +123,26 @@ export function readTar(data: Uint8Array): TarFile[] {
 }
 
 function cutOff(): ToolError {
-  return new ToolError("invalid_input", "The tar archive ends in the middle of a file: the upload was cut off. Run the command again; nothing was published.");
+  return new ToolError(
+    "invalid_input",
+    "The tar archive ends in the middle of a file: the upload was cut off. Run the command again; nothing was published.",
+  );
 }
 
 /** The entry's path relative to the folder, or null for the folder itself; refuses absolute paths and `..`. */
 function tarPath(name: string): string | null {
   if (name.startsWith("/") || /^[A-Za-z]:[\\/]/.test(name)) {
-    throw new ToolError("invalid_input", `The archive holds the absolute path "${name}". Archive from inside the built folder: tar -C dist -cf - . (the dot is the folder's content).`);
+    throw new ToolError(
+      "invalid_input",
+      `The archive holds the absolute path "${name}". Archive from inside the built folder: tar -C dist -cf - . (the dot is the folder's content).`,
+    );
   }
   const parts = name.split("/").filter((p) => p !== "" && p !== ".");
   if (parts.includes("..")) {
-    throw new ToolError("invalid_input", `The archive holds the path "${name}", which leaves the folder (..). Archive from inside the built folder: tar -C dist -cf - .`);
+    throw new ToolError(
+      "invalid_input",
+      `The archive holds the path "${name}", which leaves the folder (..). Archive from inside the built folder: tar -C dist -cf - .`,
+    );
   }
   return parts.length === 0 ? null : parts.join("/");
 }
@@ -159,7 +195,10 @@ function parsePax(body: Uint8Array): Record<string, string> {
     if (space === -1) break;
     const length = Number.parseInt(decoder.decode(body.subarray(offset, space)), 10);
     if (!Number.isSafeInteger(length) || length <= 0 || offset + length > body.byteLength) {
-      throw new ToolError("invalid_input", "The tar archive has a damaged extended (pax) header. Create it again with tar.");
+      throw new ToolError(
+        "invalid_input",
+        "The tar archive has a damaged extended (pax) header. Create it again with tar.",
+      );
     }
     const record = decoder.decode(body.subarray(space + 1, offset + length - 1));
     const eq = record.indexOf("=");
@@ -172,5 +211,12 @@ function parsePax(body: Uint8Array): Record<string, string> {
 /** macOS tar adds `._name` files holding extended attributes (AppleDouble, magic 00 05 16 07): not part of the app. */
 function isAppleDouble(path: string, body: Uint8Array): boolean {
   const base = path.slice(path.lastIndexOf("/") + 1);
-  return base.startsWith("._") && body.byteLength >= 4 && body[0] === 0x00 && body[1] === 0x05 && body[2] === 0x16 && body[3] === 0x07;
+  return (
+    base.startsWith("._") &&
+    body.byteLength >= 4 &&
+    body[0] === 0x00 &&
+    body[1] === 0x05 &&
+    body[2] === 0x16 &&
+    body[3] === 0x07
+  );
 }

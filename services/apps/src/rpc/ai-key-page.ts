@@ -1,4 +1,11 @@
-import { AiKeySetInputSchema, AiKeyTargetSchema, bindRpc, ToolError, type AiKeyPage, type CallContext } from "@hatch/shared";
+import {
+  AiKeySetInputSchema,
+  AiKeyTargetSchema,
+  bindRpc,
+  ToolError,
+  type AiKeyPage,
+  type CallContext,
+} from "@hatch/shared";
 import { keysOf, resolveKeyOwner, setAiKey, type KeyOwner } from "../ai/keys.ts";
 import type { AppsContext } from "../context.ts";
 
@@ -34,10 +41,14 @@ export function aiKeySetRpc(apps: AppsContext) {
     AiKeySetInputSchema,
     async ({ ctx, input }): Promise<AiKeyPage> => {
       const caller = signedIn(ctx);
-      if (caller.scope === "read") throw new ToolError("forbidden", "This session is read-only; sign in again to add a key.");
+      if (caller.scope === "read")
+        throw new ToolError("forbidden", "This session is read-only; sign in again to add a key.");
       const owner = await resolveKeyOwner(apps.db, caller, input.scope, input.address);
       if (!apps.config.aiProviders.has(input.provider)) {
-        throw new ToolError("invalid_input", `Hatch does not offer the AI provider "${input.provider}". Pick one of: ${[...apps.config.aiProviders.keys()].join(", ")}.`);
+        throw new ToolError(
+          "invalid_input",
+          `Hatch does not offer the AI provider "${input.provider}". Pick one of: ${[...apps.config.aiProviders.keys()].join(", ")}.`,
+        );
       }
       await setAiKey(apps, caller, owner, input.provider, input.key);
       apps.logger.info("AI key set", { scope: owner.scope, owner: owner.ownerId, provider: input.provider });

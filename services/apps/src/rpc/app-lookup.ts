@@ -12,6 +12,13 @@ export function appLookupRpc(apps: AppsContext): RpcBinding {
   return bindRpc(AppLookupInputSchema, async ({ ctx, input }): Promise<AppLookup> => {
     if (!ctx) throw new ToolError("forbidden", "Sign in first.");
     const app = await requireManagedApp(apps.db, ctx, await resolveAppRef(apps.db, ctx, input.address));
-    return { appId: app.id, address: app.address, name: app.name, accountId: app.accountId, ownerId: app.ownerId, url: appOrigin(apps.config, app.address) };
+    return {
+      appId: app.id,
+      address: app.address,
+      name: app.name,
+      accountId: app.accountId,
+      ownerId: app.ownerId,
+      url: appOrigin(apps.config, app.address),
+    };
   });
 }

@@ -1,4 +1,11 @@
-import { bindRpc, OwnedAppsListInputSchema, OwnedAppsMoveInputSchema, ToolError, type CallContext, type OwnedApps } from "@hatch/shared";
+import {
+  bindRpc,
+  OwnedAppsListInputSchema,
+  OwnedAppsMoveInputSchema,
+  ToolError,
+  type CallContext,
+  type OwnedApps,
+} from "@hatch/shared";
 import { and, asc, eq, inArray } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
@@ -36,7 +43,13 @@ export function moveOwnedRpc(apps: AppsContext) {
       const caller = requireManagerOf(ctx, input.accountId);
       const moved = await apps.db.transaction(async (tx) => {
         const owned = await tx
-          .select({ id: appsTable.id, address: appsTable.address, name: appsTable.name, accountId: appsTable.accountId, ownerEmail: appsTable.ownerEmail })
+          .select({
+            id: appsTable.id,
+            address: appsTable.address,
+            name: appsTable.name,
+            accountId: appsTable.accountId,
+            ownerEmail: appsTable.ownerEmail,
+          })
           .from(appsTable)
           .where(and(eq(appsTable.accountId, input.accountId), eq(appsTable.ownerId, input.fromUserId)))
           .orderBy(asc(appsTable.name), asc(appsTable.address))
@@ -44,10 +57,24 @@ export function moveOwnedRpc(apps: AppsContext) {
         if (owned.length === 0) return { apps: [] };
         await tx
           .update(appsTable)
-          .set({ ownerId: input.to.userId, ownerEmail: input.to.email, ownerName: input.to.name, updatedAt: new Date() })
-          .where(inArray(appsTable.id, owned.map((a) => a.id)));
+          .set({
+            ownerId: input.to.userId,
+            ownerEmail: input.to.email,
+            ownerName: input.to.name,
+            updatedAt: new Date(),
+          })
+          .where(
+            inArray(
+              appsTable.id,
+              owned.map((a) => a.id),
+            ),
+          );
         for (const app of owned) {
-          await appEvent(tx, caller, "moved", app, { from: app.ownerEmail, to: input.to.email, summary: `from ${app.ownerEmail} to ${input.to.email}` });
+          await appEvent(tx, caller, "moved", app, {
+            from: app.ownerEmail,
+            to: input.to.email,
+            summary: `from ${app.ownerEmail} to ${input.to.email}`,
+          });
         }
         return { apps: owned.map((a) => ({ address: a.address, name: a.name })) };
       });

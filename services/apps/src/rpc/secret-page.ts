@@ -1,4 +1,11 @@
-import { bindRpc, SecretPageInputSchema, SecretSetInputSchema, ToolError, type CallContext, type SecretPage } from "@hatch/shared";
+import {
+  bindRpc,
+  SecretPageInputSchema,
+  SecretSetInputSchema,
+  ToolError,
+  type CallContext,
+  type SecretPage,
+} from "@hatch/shared";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { secretStatus, setSecret, type SecretStatus } from "../secrets/store.ts";
@@ -31,7 +38,8 @@ export function secretSetRpc(apps: AppsContext) {
     SecretSetInputSchema,
     async ({ ctx, input, log }): Promise<SecretPage> => {
       const caller = requireContext(ctx);
-      if (caller.scope !== "write") throw new ToolError("forbidden", "This page was opened read-only; reload it and try again.");
+      if (caller.scope !== "write")
+        throw new ToolError("forbidden", "This page was opened read-only; reload it and try again.");
       const app = await requireManagedApp(apps.db, caller, input.address);
       const status = await setSecret(apps, caller, app, input.name, input.value);
       log.info("secret set", { address: app.address, secret: input.name, user: caller.sub });

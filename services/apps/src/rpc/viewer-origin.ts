@@ -9,7 +9,11 @@ import type { AppsContext } from "../context.ts";
  * may see it: a stranger learns no more than the app host's own redirect to the sign-in page already shows.
  */
 export function viewerOriginRpc(ctx: AppsContext): RpcBinding {
-  return bindRpc(ViewerOriginInputSchema, async ({ input }): Promise<ViewerOrigin> => ({ origin: appOrigin(ctx.config, input.address) }), {
-    requiresContext: true,
-  });
+  return bindRpc(
+    ViewerOriginInputSchema,
+    async ({ input }): Promise<ViewerOrigin> => ({ origin: appOrigin(ctx.config, input.address) }),
+    {
+      requiresContext: true,
+    },
+  );
 }

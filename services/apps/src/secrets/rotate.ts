@@ -18,7 +18,11 @@ export interface RotationCounts {
 const BATCH = 100;
 
 /** Re-seals secrets and AI keys not under the sealer's current key. */
-export async function resealStaleRows(apps: Pick<AppsContext, "db" | "sealer">, log: Logger, batchSize = BATCH): Promise<{ secrets: RotationCounts; aiKeys: RotationCounts }> {
+export async function resealStaleRows(
+  apps: Pick<AppsContext, "db" | "sealer">,
+  log: Logger,
+  batchSize = BATCH,
+): Promise<{ secrets: RotationCounts; aiKeys: RotationCounts }> {
   const current = apps.sealer.currentKeyId;
   // Rows that fail stay under their old key, so each table is paged by its primary key (never re-read from the
   // start, which would read the failed rows forever).
@@ -26,23 +30,49 @@ export async function resealStaleRows(apps: Pick<AppsContext, "db" | "sealer">, 
     const rows = await apps.db
       .select({ appId: secrets.appId, name: secrets.name, keyId: secrets.keyId, sealed: secrets.sealed })
       .from(secrets)
-      .where(and(ne(secrets.keyId, current), after ? sql`(${secrets.appId}, ${secrets.name}) > (${after.appId}, ${after.name})` : undefined))
+      .where(
+        and(
+          ne(secrets.keyId, current),
+          after ? sql`(${secrets.appId}, ${secrets.name}) > (${after.appId}, ${after.name})` : undefined,
+        ),
+      )
       .orderBy(asc(secrets.appId), asc(secrets.name))
       .limit(batchSize);
-    const failed = await resealEach(apps, rows, (row) => secretAad(row.appId, row.name), (row, fresh) =>
-      apps.db.update(secrets).set(fresh).where(and(eq(secrets.appId, row.appId), eq(secrets.name, row.name), eq(secrets.sealed, row.sealed))),
+    const failed = await resealEach(
+      apps,
+      rows,
+      (row) => secretAad(row.appId, row.name),
+      (row, fresh) =>
+        apps.db
+          .update(secrets)
+          .set(fresh)
+          .where(and(eq(secrets.appId, row.appId), eq(secrets.name, row.name), eq(secrets.sealed, row.sealed))),
     );
     return { count: rows.length, failed, next: rows.length < batchSize ? null : (rows.at(-1) ?? null) };
   });
   const keyCounts = await inBatches<string>(async (after) => {
     const rows = await apps.db
-      .select({ id: aiKeys.id, scope: aiKeys.scope, ownerId: aiKeys.ownerId, provider: aiKeys.provider, keyId: aiKeys.keyId, sealed: aiKeys.sealed })
+      .select({
+        id: aiKeys.id,
+        scope: aiKeys.scope,
+        ownerId: aiKeys.ownerId,
+        provider: aiKeys.provider,
+        keyId: aiKeys.keyId,
+        sealed: aiKeys.sealed,
+      })
       .from(aiKeys)
       .where(and(ne(aiKeys.keyId, current), after ? gt(aiKeys.id, after) : undefined))
       .orderBy(asc(aiKeys.id))
       .limit(batchSize);
-    const failed = await resealEach(apps, rows, (row) => aiKeyAad(row.scope, row.ownerId, row.provider), (row, fresh) =>
-      apps.db.update(aiKeys).set(fresh).where(and(eq(aiKeys.id, row.id), eq(aiKeys.sealed, row.sealed))),
+    const failed = await resealEach(
+      apps,
+      rows,
+      (row) => aiKeyAad(row.scope, row.ownerId, row.provider),
+      (row, fresh) =>
+        apps.db
+          .update(aiKeys)
+          .set(fresh)
+          .where(and(eq(aiKeys.id, row.id), eq(aiKeys.sealed, row.sealed))),
     );
     return { count: rows.length, failed, next: rows.length < batchSize ? null : (rows.at(-1)?.id ?? null) };
   });
@@ -51,7 +81,10 @@ export async function resealStaleRows(apps: Pick<AppsContext, "db" | "sealer">, 
     log.info("re-sealed secrets and AI keys under the current key", { keyId: current, ...flatten(result) });
   }
   if (secretCounts.failed + keyCounts.failed > 0) {
-    log.error("some sealed rows open with no configured key: keep their old key in SECRETS_KEYS or have them set again", flatten(result));
+    log.error(
+      "some sealed rows open with no configured key: keep their old key in SECRETS_KEYS or have them set again",
+      flatten(result),
+    );
   }
   return result;
 }
@@ -72,7 +105,11 @@ async function resealEach<R extends { keyId: string; sealed: string }>(
   return failed;
 }
 
-function reseal(apps: Pick<AppsContext, "sealer">, row: { keyId: string; sealed: string }, aad: string): { keyId: string; sealed: string } | null {
+function reseal(
+  apps: Pick<AppsContext, "sealer">,
+  row: { keyId: string; sealed: string },
+  aad: string,
+): { keyId: string; sealed: string } | null {
   let plain: string;
   try {
     plain = apps.sealer.open(row, aad);

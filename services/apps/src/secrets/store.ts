@@ -31,11 +31,23 @@ export async function secretStatus(db: Reader, appId: string, name: string): Pro
 }
 
 /** Stores (or replaces) a value, with its event, in one transaction. The event names the secret ("… set a secret of Weather (weather): WEATHER_KEY"), never the value. */
-export async function setSecret(apps: AppsContext, ctx: CallContext, app: AppRow, name: string, value: string): Promise<SecretStatus> {
+export async function setSecret(
+  apps: AppsContext,
+  ctx: CallContext,
+  app: AppRow,
+  name: string,
+  value: string,
+): Promise<SecretStatus> {
   const sealed = apps.sealer.seal(value, secretAad(app.id, name));
   const now = new Date();
   await apps.db.transaction(async (tx) => {
-    const row = { keyId: sealed.keyId, sealed: sealed.sealed, updatedBy: ctx.sub, updatedByEmail: ctx.email, updatedAt: now };
+    const row = {
+      keyId: sealed.keyId,
+      sealed: sealed.sealed,
+      updatedBy: ctx.sub,
+      updatedByEmail: ctx.email,
+      updatedAt: now,
+    };
     await tx
       .insert(secrets)
       .values({ appId: app.id, name, ...row })
@@ -49,7 +61,12 @@ export async function setSecret(apps: AppsContext, ctx: CallContext, app: AppRow
  * Deletes a secret inside the caller's transaction (tool_secret spends its confirmation there too); false when there
  * was none, and then no event is written.
  */
-export async function deleteSecret(tx: Pick<Database, "delete" | "insert">, ctx: CallContext, app: AppRow, name: string): Promise<boolean> {
+export async function deleteSecret(
+  tx: Pick<Database, "delete" | "insert">,
+  ctx: CallContext,
+  app: AppRow,
+  name: string,
+): Promise<boolean> {
   const gone = await tx
     .delete(secrets)
     .where(and(eq(secrets.appId, app.id), eq(secrets.name, name)))
@@ -63,7 +80,11 @@ export async function deleteSecret(tx: Pick<Database, "delete" | "insert">, ctx:
  * The plaintext of a secret, for injection into one outbound request; null when it is not set. Throws when the row
  * does not open (its key is no longer configured, or the row was tampered with): callers answer `unavailable`.
  */
-export async function openSecret(apps: Pick<AppsContext, "db" | "sealer">, appId: string, name: string): Promise<string | null> {
+export async function openSecret(
+  apps: Pick<AppsContext, "db" | "sealer">,
+  appId: string,
+  name: string,
+): Promise<string | null> {
   const [row] = await apps.db
     .select({ keyId: secrets.keyId, sealed: secrets.sealed })
     .from(secrets)

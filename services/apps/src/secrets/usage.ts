@@ -12,7 +12,11 @@ export interface SecretUse {
 }
 
 /** The apis of the app's current version that name this secret, by name; [] before the first publish. */
-export async function apisUsing(apps: Pick<AppsContext, "db">, app: Pick<AppRow, "id" | "currentVersion">, secret: string): Promise<SecretUse[]> {
+export async function apisUsing(
+  apps: Pick<AppsContext, "db">,
+  app: Pick<AppRow, "id" | "currentVersion">,
+  secret: string,
+): Promise<SecretUse[]> {
   if (app.currentVersion === null) return [];
   const [version] = await apps.db
     .select({ config: versions.config })

@@ -23,7 +23,11 @@ async function ownerOf(deps: HatchRouteDeps, app: HostedApp): Promise<Viewer> {
   const key = `${app.id}:${app.ownerId}`;
   const known = owners.get(key);
   if (known) return known;
-  const [row] = await deps.ctx.db.select({ email: appsTable.ownerEmail, name: appsTable.ownerName }).from(appsTable).where(eq(appsTable.id, app.id)).limit(1);
+  const [row] = await deps.ctx.db
+    .select({ email: appsTable.ownerEmail, name: appsTable.ownerName })
+    .from(appsTable)
+    .where(eq(appsTable.id, app.id))
+    .limit(1);
   if (!row) throw new HostCallError("not_found", "This app no longer exists.", 404);
   const owner: Viewer = { sub: app.ownerId, email: row.email, name: row.name ?? undefined, account: app.accountId };
   if (owners.size >= OWNERS_KEPT) owners.delete(owners.keys().next().value!);
@@ -35,7 +39,14 @@ async function ownerOf(deps: HatchRouteDeps, app: HostedApp): Promise<Viewer> {
  * Answers one host call of a request to `app`, whose verified viewer is `viewer`; `rateKey` is whose request it is
  * (the viewer, or the address of an anonymous one), so AI calls of anonymous viewers are limited each on their own.
  */
-export async function hostCall(deps: HatchRouteDeps, app: HostedApp, viewer: Viewer | null, op: Record<string, unknown>, body: Uint8Array | null, rateKey?: string): Promise<HostCallResult> {
+export async function hostCall(
+  deps: HatchRouteDeps,
+  app: HostedApp,
+  viewer: Viewer | null,
+  op: Record<string, unknown>,
+  body: Uint8Array | null,
+  rateKey?: string,
+): Promise<HostCallResult> {
   try {
     switch (op.op) {
       case "db":
@@ -56,12 +67,23 @@ export async function hostCall(deps: HatchRouteDeps, app: HostedApp, viewer: Vie
 
 const SEGMENT = /^[A-Za-z0-9_.-]{1,128}$/;
 
-async function dataCall(deps: HatchRouteDeps, app: HostedApp, op: Record<string, unknown>, body: Uint8Array | null): Promise<string> {
+async function dataCall(
+  deps: HatchRouteDeps,
+  app: HostedApp,
+  op: Record<string, unknown>,
+  body: Uint8Array | null,
+): Promise<string> {
   const kind = op.op === "db" ? "db" : "files";
   const name = String(op.name ?? "");
   const id = op.id === undefined ? null : String(op.id);
-  if (!SEGMENT.test(name)) throw new HostCallError("not_found", `There is no ${kind === "db" ? "collection" : "bucket"} "${name.slice(0, 64)}": names are letters, digits, _ and -.`, 404);
-  if (id !== null && (!SEGMENT.test(id) || id === "_changes")) throw new HostCallError("not_found", `There is no document or file "${id.slice(0, 64)}" in ${name}.`, 404);
+  if (!SEGMENT.test(name))
+    throw new HostCallError(
+      "not_found",
+      `There is no ${kind === "db" ? "collection" : "bucket"} "${name.slice(0, 64)}": names are letters, digits, _ and -.`,
+      404,
+    );
+  if (id !== null && (!SEGMENT.test(id) || id === "_changes"))
+    throw new HostCallError("not_found", `There is no document or file "${id.slice(0, 64)}" in ${name}.`, 404);
   const rest = id === null ? name : `${name}/${id}`;
   const query = typeof op.query === "string" && op.query ? `?${op.query}` : "";
   const url = new URL(`http://app.invalid/_hatch/${kind}/${rest}${query}`);
@@ -82,21 +104,47 @@ async function dataCall(deps: HatchRouteDeps, app: HostedApp, op: Record<string,
   const text = await response.text();
   if (response.status >= 400) {
     const failure = safeJson(text) as { error?: { code?: string; message?: string } } | null;
-    throw new HostCallError(failure?.error?.code ?? "unavailable", failure?.error?.message ?? "Hatch could not do this right now.", response.status);
+    throw new HostCallError(
+      failure?.error?.code ?? "unavailable",
+      failure?.error?.message ?? "Hatch could not do this right now.",
+      response.status,
+    );
   }
   return text;
 }
 
-async function apiCall(deps: HatchRouteDeps, app: HostedApp, caller: OutboundCaller, op: Record<string, unknown>, body: Uint8Array | null): Promise<HostCallResult> {
+async function apiCall(
+  deps: HatchRouteDeps,
+  app: HostedApp,
+  caller: OutboundCaller,
+  op: Record<string, unknown>,
+  body: Uint8Array | null,
+): Promise<HostCallResult> {
   const headers = Array.isArray(op.headers) ? Object.fromEntries((op.headers as unknown[]).filter(isPair)) : {};
   const path = String(op.path ?? "/");
-  const result = await deps.outbound.callApi(app, String(op.name ?? ""), path.startsWith("/") ? path : `/${path}`, { method: String(op.method ?? "GET"), headers, body }, caller);
+  const result = await deps.outbound.callApi(
+    app,
+    String(op.name ?? ""),
+    path.startsWith("/") ? path : `/${path}`,
+    { method: String(op.method ?? "GET"), headers, body },
+    caller,
+  );
   return [JSON.stringify({ status: result.status, headers: Object.entries(result.headers) }), result.body];
 }
 
-async function aiCall(deps: HatchRouteDeps, app: HostedApp, caller: OutboundCaller, op: Record<string, unknown>): Promise<string> {
+async function aiCall(
+  deps: HatchRouteDeps,
+  app: HostedApp,
+  caller: OutboundCaller,
+  op: Record<string, unknown>,
+): Promise<string> {
   const parsed = AiChatRequestSchema.safeParse(op.request);
-  if (!parsed.success) throw new HostCallError("invalid", `env.ai.chat: ${describeIssues(parsed.error)}. Pass { messages: [{ role: "user", content: "…" }], model: "…" }.`, 400);
+  if (!parsed.success)
+    throw new HostCallError(
+      "invalid",
+      `env.ai.chat: ${describeIssues(parsed.error)}. Pass { messages: [{ role: "user", content: "…" }], model: "…" }.`,
+      400,
+    );
   return JSON.stringify(await deps.outbound.aiChat(app, parsed.data, caller));
 }
 

@@ -47,12 +47,19 @@ export function hostObject(context: QuickJSContext, bound: RequestBoundFunctions
   define("btoa", (text) => {
     const value = context.getString(text);
     // Latin-1 is exactly what btoa takes.
-    if (!/^[\u0000-\u00ff]*$/.test(value)) return domError("InvalidCharacterError", "btoa takes Latin-1 text only; encode other text first (e.g. with TextEncoder)");
+    if (!/^[\u0000-\u00ff]*$/.test(value))
+      return domError(
+        "InvalidCharacterError",
+        "btoa takes Latin-1 text only; encode other text first (e.g. with TextEncoder)",
+      );
     return context.newString(Buffer.from(value, "latin1").toString("base64"));
   });
   define("atob", (text) => {
     const value = context.getString(text).replace(/[\t\n\f\r ]/g, "");
-    if (!BASE64.test(value) && !(value.length % 4 !== 1 && BASE64.test(value + "=".repeat((4 - (value.length % 4)) % 4)))) {
+    if (
+      !BASE64.test(value) &&
+      !(value.length % 4 !== 1 && BASE64.test(value + "=".repeat((4 - (value.length % 4)) % 4)))
+    ) {
       return domError("InvalidCharacterError", "atob was given text that is not base64");
     }
     return context.newString(Buffer.from(value, "base64").toString("latin1"));
@@ -61,7 +68,9 @@ export function hostObject(context: QuickJSContext, bound: RequestBoundFunctions
     const name = context.getString(level);
     bound.log(context.getNumber(seq), (LEVELS.has(name) ? name : "info") as LogLevel, context.getString(message));
   });
-  define("call", (seq, op, body) => bound.call(context.getNumber(seq), context.getString(op), context.typeof(body) === "object" ? bytesOf(body) : null));
+  define("call", (seq, op, body) =>
+    bound.call(context.getNumber(seq), context.getString(op), context.typeof(body) === "object" ? bytesOf(body) : null),
+  );
   define("timer", (seq, id, ms) => bound.timer(context.getNumber(seq), context.getNumber(id), context.getNumber(ms)));
   define("clearTimer", (seq, id) => bound.clearTimer(context.getNumber(seq), context.getNumber(id)));
   return H;

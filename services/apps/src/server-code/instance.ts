@@ -1,9 +1,24 @@
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten";
+import type {
+  QuickJSContext,
+  QuickJSDeferredPromise,
+  QuickJSHandle,
+  QuickJSRuntime,
+  QuickJSWASMModule,
+} from "quickjs-emscripten";
 import { hostObject } from "./host-functions.ts";
 import { describeError, readReply, rejectWith, toHandle } from "./marshal.ts";
 import { MemoryGuard } from "./memory-guard.ts";
 import { PRELUDE } from "./prelude-env.ts";
-import { HostCallError, ModuleLoadError, type HostCallResult, type LogLevel, type Outcome, type RequestHooks, type SandboxLimits, type SandboxRequest } from "./types.ts";
+import {
+  HostCallError,
+  ModuleLoadError,
+  type HostCallResult,
+  type LogLevel,
+  type Outcome,
+  type RequestHooks,
+  type SandboxLimits,
+  type SandboxRequest,
+} from "./types.ts";
 
 // One warm copy of an app version's server code: a QuickJS runtime (own heap, memory limit, interrupt handler) with
 // one context that holds the prelude and the evaluated module. It answers one request at a time (the pool sees to
@@ -52,12 +67,20 @@ export class Instance {
   }
 
   /** Evaluates the prelude and the app's module. Throws ModuleLoadError (the instance is then already freed). */
-  static create(module: QuickJSWASMModule, source: string, filename: string, limits: SandboxLimits, hooks: RequestHooks): Instance {
+  static create(
+    module: QuickJSWASMModule,
+    source: string,
+    filename: string,
+    limits: SandboxLimits,
+    hooks: RequestHooks,
+  ): Instance {
     const runtime = module.newRuntime();
     runtime.setMemoryLimit(limits.memoryBytes);
     runtime.setMaxStackSize(limits.stackBytes);
     runtime.setModuleLoader((name) => ({
-      error: new Error(`import "${name}" is not available: Hatch server code is one file. Bundle your code and its packages into it (e.g. bun build --target=browser --format=esm).`),
+      error: new Error(
+        `import "${name}" is not available: Hatch server code is one file. Bundle your code and its packages into it (e.g. bun build --target=browser --format=esm).`,
+      ),
     }));
     const instance = new Instance(module, runtime, runtime.newContext(), limits);
     runtime.setInterruptHandler(() => instance.shouldInterrupt());
@@ -87,20 +110,35 @@ export class Instance {
     const { context } = this;
     this.loading = { hooks, cpuLeft: this.limits.cpuMs };
     try {
-      const H = hostObject(context, { log: (seq, level, message) => this.log(seq, level, message), call: (seq, op, body) => this.call(seq, op, body), timer: (seq, id, ms) => this.timer(seq, id, ms), clearTimer: (seq, id) => this.clearTimer(seq, id) });
-      const prelude = this.unwrapLoad(this.enter(this.loading, () => context.evalCode(PRELUDE, "hatch:prelude", { type: "global", strict: true })));
-      const entry = this.unwrapLoad(this.enter(this.loading, () => context.callFunction(prelude, context.undefined, H)));
+      const H = hostObject(context, {
+        log: (seq, level, message) => this.log(seq, level, message),
+        call: (seq, op, body) => this.call(seq, op, body),
+        timer: (seq, id, ms) => this.timer(seq, id, ms),
+        clearTimer: (seq, id) => this.clearTimer(seq, id),
+      });
+      const prelude = this.unwrapLoad(
+        this.enter(this.loading, () => context.evalCode(PRELUDE, "hatch:prelude", { type: "global", strict: true })),
+      );
+      const entry = this.unwrapLoad(
+        this.enter(this.loading, () => context.callFunction(prelude, context.undefined, H)),
+      );
       prelude.dispose();
       H.dispose();
       this.entry = entry;
       this.dispatch = context.getProp(entry, "dispatch");
-      let exports = this.unwrapLoad(this.enter(this.loading, () => context.evalCode(source, filename, { type: "module" })));
+      let exports = this.unwrapLoad(
+        this.enter(this.loading, () => context.evalCode(source, filename, { type: "module" })),
+      );
       const state = context.getPromiseState(exports);
       if (!(state as { notAPromise?: boolean }).notAPromise) {
         this.unwrapLoad(this.enter(this.loading, () => this.runtime.executePendingJobs(-1)));
         const settled = context.getPromiseState(exports);
         exports.dispose();
-        if (settled.type === "pending") throw new ModuleLoadError("The module's top-level await waits for something that never comes while it loads (env and timers exist only inside fetch).", null);
+        if (settled.type === "pending")
+          throw new ModuleLoadError(
+            "The module's top-level await waits for something that never comes while it loads (env and timers exist only inside fetch).",
+            null,
+          );
         exports = this.unwrapLoad(settled.type === "fulfilled" ? { value: settled.value } : { error: settled.error });
       }
       const install = context.getProp(entry, "install");
@@ -108,7 +146,12 @@ export class Instance {
       install.dispose();
       exports.dispose();
       this.unwrapLoad(installed).dispose();
-      if (this.overMemory) throw new ModuleLoadError(`the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`, null, "memory");
+      if (this.overMemory)
+        throw new ModuleLoadError(
+          `the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`,
+          null,
+          "memory",
+        );
     } finally {
       this.loading = null;
     }
@@ -119,9 +162,22 @@ export class Instance {
     if (!result.error) return result.value as T;
     const failure = this.classify(result.error);
     result.error.dispose();
-    if (failure.kind === "cpu" || this.interrupted) throw new ModuleLoadError(`the module's top level ran longer than ${this.limits.cpuMs} ms of CPU time`, null, "cpu");
-    if (failure.kind === "memory") throw new ModuleLoadError(`the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`, null, "memory");
-    throw new ModuleLoadError(failure.kind === "error" ? failure.message : "the module could not be loaded", failure.kind === "error" ? failure.stack : null);
+    if (failure.kind === "cpu" || this.interrupted)
+      throw new ModuleLoadError(
+        `the module's top level ran longer than ${this.limits.cpuMs} ms of CPU time`,
+        null,
+        "cpu",
+      );
+    if (failure.kind === "memory")
+      throw new ModuleLoadError(
+        `the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`,
+        null,
+        "memory",
+      );
+    throw new ModuleLoadError(
+      failure.kind === "error" ? failure.message : "the module could not be loaded",
+      failure.kind === "error" ? failure.stack : null,
+    );
   }
 
   /** Runs one request to its end. Never rejects. */
@@ -143,8 +199,17 @@ export class Instance {
       };
       this.turn = turn;
       turn.wall = setTimeout(() => turn.finish({ kind: "timeout" }), this.limits.wallMs);
-      const meta = JSON.stringify({ method: request.method, url: request.url, headers: request.headers, viewer: request.viewer });
-      const args = [context.newNumber(turn.seq), context.newString(meta), request.body ? context.newArrayBuffer(request.body as unknown as ArrayBuffer) : context.null];
+      const meta = JSON.stringify({
+        method: request.method,
+        url: request.url,
+        headers: request.headers,
+        viewer: request.viewer,
+      });
+      const args = [
+        context.newNumber(turn.seq),
+        context.newString(meta),
+        request.body ? context.newArrayBuffer(request.body as unknown as ArrayBuffer) : context.null,
+      ];
       const result = this.enter(turn, () => context.callFunction(this.dispatch!, this.entry!, args));
       for (const arg of args) arg.dispose();
       if (result.error) {
@@ -257,8 +322,16 @@ export class Instance {
       rejectWith(this.context, deferred, new HostCallError(code, message));
       return handle;
     };
-    if (!turn) return refuse("invalid", "This env belongs to a request that has ended: use the env passed to the current fetch(request, env), not one kept from an earlier request.");
-    if (--turn.hostCallsLeft < 0) return refuse("limit_exceeded", `One request may make at most ${this.limits.hostCalls} env calls (env.db, env.files, env.api, env.ai).`);
+    if (!turn)
+      return refuse(
+        "invalid",
+        "This env belongs to a request that has ended: use the env passed to the current fetch(request, env), not one kept from an earlier request.",
+      );
+    if (--turn.hostCallsLeft < 0)
+      return refuse(
+        "limit_exceeded",
+        `One request may make at most ${this.limits.hostCalls} env calls (env.db, env.files, env.api, env.ai).`,
+      );
     turn.calls.add(deferred);
     turn.hooks.hostCall(JSON.parse(op) as Record<string, unknown>, body).then(
       (value) => this.answer(turn, deferred, value, null),
@@ -276,17 +349,26 @@ export class Instance {
 
   private timer(seq: number, id: number, ms: number): QuickJSHandle {
     const turn = this.active(seq);
-    if (!turn) throw new TypeError(seq === 0 ? "Timers exist only while a request runs: start them inside fetch(request, env)." : "This timer belongs to a request that has ended.");
-    if (turn.timers.size >= MAX_TIMERS) throw new RangeError(`One request may have at most ${MAX_TIMERS} timers pending at once.`);
+    if (!turn)
+      throw new TypeError(
+        seq === 0
+          ? "Timers exist only while a request runs: start them inside fetch(request, env)."
+          : "This timer belongs to a request that has ended.",
+      );
+    if (turn.timers.size >= MAX_TIMERS)
+      throw new RangeError(`One request may have at most ${MAX_TIMERS} timers pending at once.`);
     const deferred = this.context.newPromise();
     const handle = deferred.handle;
     // A timer never outlives its request: past the wall time the request has ended and the timer is cleared.
-    const timeout = setTimeout(() => {
-      if (turn.done || turn.timers.get(id)?.deferred !== deferred) return;
-      turn.timers.delete(id);
-      deferred.resolve();
-      this.pump(turn);
-    }, Math.min(Math.max(0, ms), this.limits.wallMs));
+    const timeout = setTimeout(
+      () => {
+        if (turn.done || turn.timers.get(id)?.deferred !== deferred) return;
+        turn.timers.delete(id);
+        deferred.resolve();
+        this.pump(turn);
+      },
+      Math.min(Math.max(0, ms), this.limits.wallMs),
+    );
     turn.timers.get(id)?.deferred.dispose();
     turn.timers.set(id, { timeout, deferred });
     return handle;

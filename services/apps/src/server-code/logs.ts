@@ -47,13 +47,23 @@ export class AppLogWriter {
     const kept = lines.slice(0, max);
     const dropped = droppedBefore + Math.max(0, lines.length - max);
     for (const [level, message] of kept) this.add(appId, level, message);
-    if (dropped > 0) this.add(appId, "warn", `${dropped} more log lines of this request were dropped (at most ${max} lines per request are kept).`);
+    if (dropped > 0)
+      this.add(
+        appId,
+        "warn",
+        `${dropped} more log lines of this request were dropped (at most ${max} lines per request are kept).`,
+      );
   }
 
   /** A line of its own (the app host's word about a request). */
   add(appId: string, level: LogLevel, message: string): void {
     const max = SERVER_LIMITS.logLineChars;
-    this.buffer.push({ appId, level, message: message.length > max ? `${message.slice(0, max - 1)}…` : message, at: new Date() });
+    this.buffer.push({
+      appId,
+      level,
+      message: message.length > max ? `${message.slice(0, max - 1)}…` : message,
+      at: new Date(),
+    });
     if (this.buffer.length >= this.maxBuffered) void this.flush();
   }
 
@@ -96,7 +106,12 @@ export class AppLogWriter {
 const SEVERITY: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 /** The newest `limit` lines of an app at `level` or more severe, oldest first; `truncated` when older ones exist. */
-export async function readAppLogs(db: Database, appId: string, level: LogLevel | undefined, limit: number): Promise<{ lines: LogLine[]; truncated: boolean }> {
+export async function readAppLogs(
+  db: Database,
+  appId: string,
+  level: LogLevel | undefined,
+  limit: number,
+): Promise<{ lines: LogLine[]; truncated: boolean }> {
   const levels = (Object.keys(SEVERITY) as LogLevel[]).filter((name) => SEVERITY[name] >= SEVERITY[level ?? "debug"]);
   const rows = await db
     .select()

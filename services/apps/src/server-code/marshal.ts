@@ -5,7 +5,10 @@ import { HostCallError, type HostCallResult, type Outcome, type SandboxReply } f
 
 /** The prelude's dispatch result `[metaJson, body]` read out (body: text, bytes or undefined). */
 export function readReply(context: QuickJSContext, value: QuickJSHandle): SandboxReply {
-  const meta = JSON.parse(context.getProp(value, 0).consume((h) => context.getString(h))) as { status: number; headers: [string, string][] };
+  const meta = JSON.parse(context.getProp(value, 0).consume((h) => context.getString(h))) as {
+    status: number;
+    headers: [string, string][];
+  };
   const body = context.getProp(value, 1).consume((h): string | Uint8Array | null => {
     const type = context.typeof(h);
     if (type === "string") return context.getString(h);
@@ -28,10 +31,17 @@ export function describeError(context: QuickJSContext, error: QuickJSHandle): Ou
   } catch {
     return { kind: "memory" };
   }
-  const shape = (typeof dumped === "object" && dumped !== null ? dumped : {}) as { name?: unknown; message?: unknown; stack?: unknown };
+  const shape = (typeof dumped === "object" && dumped !== null ? dumped : {}) as {
+    name?: unknown;
+    message?: unknown;
+    stack?: unknown;
+  };
   if (shape.name === "InternalError" && shape.message === "out of memory") return { kind: "memory" };
   const name = typeof shape.name === "string" ? shape.name : "Error";
-  const message = typeof shape.message === "string" ? `${name}: ${shape.message}` : `Uncaught ${typeof dumped === "string" ? dumped : (JSON.stringify(dumped) ?? String(dumped))}`;
+  const message =
+    typeof shape.message === "string"
+      ? `${name}: ${shape.message}`
+      : `Uncaught ${typeof dumped === "string" ? dumped : (JSON.stringify(dumped) ?? String(dumped))}`;
   return { kind: "error", message, stack: typeof shape.stack === "string" && shape.stack ? shape.stack : null };
 }
 
@@ -46,7 +56,10 @@ export function toHandle(context: QuickJSContext, value: HostCallResult): QuickJ
 
 /** Rejects a host call's promise with a HatchError (code, message, status); anything unexpected is `unavailable`. */
 export function rejectWith(context: QuickJSContext, deferred: QuickJSDeferredPromise, error: unknown): void {
-  const known = error instanceof HostCallError ? error : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
+  const known =
+    error instanceof HostCallError
+      ? error
+      : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
   const handle = context.newError({ name: "HatchError", message: known.message });
   context.newString(known.code).consume((h) => context.setProp(handle, "code", h));
   context.newNumber(known.status).consume((h) => context.setProp(handle, "status", h));

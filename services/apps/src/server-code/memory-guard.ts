@@ -28,7 +28,8 @@ export class MemoryGuard {
 
   /** Whether the runtime is over its limit; measures only when a measure is due. */
   over(now: number): boolean {
-    const due = wasmHeapBytes(this.module) > this.heapMark || this.cpuSinceMeasure + (now - this.entryStart) > MEASURE_EVERY_MS;
+    const due =
+      wasmHeapBytes(this.module) > this.heapMark || this.cpuSinceMeasure + (now - this.entryStart) > MEASURE_EVERY_MS;
     return due && this.measure(now);
   }
 

@@ -27,7 +27,17 @@ export interface ServerCode {
   stop(): Promise<void>;
 }
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authenticate", "proxy-authorization", "content-length"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "content-length",
+]);
 const SOURCES_KEPT = 32;
 
 export function createServerCode(ctx: AppsContext, log: Logger, options: ServerCodeOptions = {}): ServerCode {
@@ -41,7 +51,13 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
     ...options.limits,
   };
   const runner = new SandboxRunner(
-    { workers: options.workers ?? 2, limits, pool: { perVersion: 4, total: 200, idleMs: 5 * 60_000 }, logLinesPerRequest: SERVER_LIMITS.logLinesPerRequest, logLineChars: SERVER_LIMITS.logLineChars },
+    {
+      workers: options.workers ?? 2,
+      limits,
+      pool: { perVersion: 4, total: 200, idleMs: 5 * 60_000 },
+      logLinesPerRequest: SERVER_LIMITS.logLinesPerRequest,
+      logLineChars: SERVER_LIMITS.logLineChars,
+    },
     log,
   );
   const logs = new AppLogWriter(ctx.db, log, { flushMs: options.logFlushMs });
@@ -71,14 +87,29 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
       key: `${app.id}:${site.version}`,
       filename: file.path,
       loadSource: () => loadSource(file),
-      request: { method: request.method, url: origin + url.pathname + url.search, headers: requestHeaders(request, cookieName), body, viewer: viewer ? { email: viewer.email, name: viewer.name ?? null } : null },
+      request: {
+        method: request.method,
+        url: origin + url.pathname + url.search,
+        headers: requestHeaders(request, cookieName),
+        body,
+        viewer: viewer ? { email: viewer.email, name: viewer.name ?? null } : null,
+      },
       hostCall: (op, payload) => hostCall(deps, app, viewer, op, payload, caller.rateKey),
     });
     logs.request(app.id, done.logs, done.dropped);
     if (done.result.kind === "ok") {
-      const size = done.result.reply.body === null ? 0 : typeof done.result.reply.body === "string" ? Buffer.byteLength(done.result.reply.body) : done.result.reply.body.byteLength;
+      const size =
+        done.result.reply.body === null
+          ? 0
+          : typeof done.result.reply.body === "string"
+            ? Buffer.byteLength(done.result.reply.body)
+            : done.result.reply.body.byteLength;
       if (size <= limits.maxResponseBytes) return toResponse(done.result.reply, request.method);
-      logs.add(app.id, "error", `${request.method} ${url.pathname}: the response body is ${formatBytes(size)}; at most ${formatBytes(limits.maxResponseBytes)} may be sent.`);
+      logs.add(
+        app.id,
+        "error",
+        `${request.method} ${url.pathname}: the response body is ${formatBytes(size)}; at most ${formatBytes(limits.maxResponseBytes)} may be sent.`,
+      );
       return failed(500, "This app's server code answered with a body larger than Hatch sends.");
     }
     return failure(app.id, `${request.method} ${url.pathname}`, done.result);
@@ -87,23 +118,46 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
   function failure(appId: string, what: string, result: Exclude<RunResult, { kind: "ok" }>): Response {
     switch (result.kind) {
       case "error":
-        logs.add(appId, "error", `${what}: uncaught ${result.message}${result.stack ? `\n${result.stack.replace(/\n$/, "")}` : ""}`);
+        logs.add(
+          appId,
+          "error",
+          `${what}: uncaught ${result.message}${result.stack ? `\n${result.stack.replace(/\n$/, "")}` : ""}`,
+        );
         return failed(500, "This app's server code failed. Its owner can read why in the app's logs (tool_logs).");
       case "cpu":
         logs.add(appId, "error", `${what}: stopped after ${limits.cpuMs} ms of CPU time (the limit per request).`);
         return failed(500, "This app's server code ran too long and was stopped.");
       case "memory":
-        logs.add(appId, "error", `${what}: stopped: it used more than ${Math.round(limits.memoryBytes / 1024 / 1024)} MB of memory.`);
+        logs.add(
+          appId,
+          "error",
+          `${what}: stopped: it used more than ${Math.round(limits.memoryBytes / 1024 / 1024)} MB of memory.`,
+        );
         return failed(500, "This app's server code used too much memory and was stopped.");
       case "timeout":
-        logs.add(appId, "error", `${what}: stopped after ${limits.wallMs / 1000} s: the request took longer than its time limit (its timers never fire).`);
+        logs.add(
+          appId,
+          "error",
+          `${what}: stopped after ${limits.wallMs / 1000} s: the request took longer than its time limit (its timers never fire).`,
+        );
         return failed(504, "This app's server code did not answer in time.");
       case "stalled":
-        logs.add(appId, "error", `${what}: fetch's promise can never settle: it awaits something nothing will resolve (a promise never resolved, no timer or env call pending).`);
+        logs.add(
+          appId,
+          "error",
+          `${what}: fetch's promise can never settle: it awaits something nothing will resolve (a promise never resolved, no timer or env call pending).`,
+        );
         return failed(500, "This app's server code never answered.");
       case "load":
-        logs.add(appId, "error", `${what}: the server module could not be loaded: ${result.message}${result.stack ? `\n${result.stack.replace(/\n$/, "")}` : ""}`);
-        return failed(500, "This app's server code could not start. Its owner can read why in the app's logs (tool_logs).");
+        logs.add(
+          appId,
+          "error",
+          `${what}: the server module could not be loaded: ${result.message}${result.stack ? `\n${result.stack.replace(/\n$/, "")}` : ""}`,
+        );
+        return failed(
+          500,
+          "This app's server code could not start. Its owner can read why in the app's logs (tool_logs).",
+        );
       case "lost":
         return failed(503, "This app's server code was restarted while answering. Try again.", { "Retry-After": "1" });
     }
@@ -111,7 +165,11 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
 
   async function readBody(request: Request): Promise<Uint8Array | null> {
     if (request.method === "GET" || request.method === "HEAD" || !request.body) return null;
-    const tooLarge = () => new DataError("too_large", `A request to server code may carry at most ${formatBytes(SERVER_LIMITS.maxRequestBytes)}.`);
+    const tooLarge = () =>
+      new DataError(
+        "too_large",
+        `A request to server code may carry at most ${formatBytes(SERVER_LIMITS.maxRequestBytes)}.`,
+      );
     const declared = Number(request.headers.get("content-length") ?? 0);
     if (declared > SERVER_LIMITS.maxRequestBytes) throw tooLarge();
     const chunks: Uint8Array[] = [];
@@ -165,5 +223,8 @@ function toResponse(reply: SandboxReply, method: string): Response {
   }
   if (!headers.has("x-content-type-options")) headers.set("x-content-type-options", "nosniff");
   const noBody = method === "HEAD" || reply.status === 204 || reply.status === 304;
-  return new Response(noBody ? null : (reply.body as string | Uint8Array<ArrayBuffer> | null), { status: reply.status, headers });
+  return new Response(noBody ? null : (reply.body as string | Uint8Array<ArrayBuffer> | null), {
+    status: reply.status,
+    headers,
+  });
 }

@@ -95,8 +95,21 @@ export class SandboxRunner {
   private spawn(): Slot {
     const board = new SharedArrayBuffer(8);
     const worker = new Worker(WORKER_URL.href);
-    const slot: Slot = { worker, board: new Int32Array(board), runs: new Map(), sent: new Set(), seen: { counter: 0, since: 0 }, retired: false };
-    const setup: WorkerSetup = { limits: this.options.limits, pool: this.options.pool, board, logLinesPerRequest: this.options.logLinesPerRequest, logLineChars: this.options.logLineChars };
+    const slot: Slot = {
+      worker,
+      board: new Int32Array(board),
+      runs: new Map(),
+      sent: new Set(),
+      seen: { counter: 0, since: 0 },
+      retired: false,
+    };
+    const setup: WorkerSetup = {
+      limits: this.options.limits,
+      pool: this.options.pool,
+      board,
+      logLinesPerRequest: this.options.logLinesPerRequest,
+      logLineChars: this.options.logLineChars,
+    };
     worker.postMessage({ t: "setup", setup });
     worker.onmessage = (event: MessageEvent) => this.receive(slot, event.data as FromWorker);
     worker.onerror = (event) => {
@@ -146,9 +159,21 @@ export class SandboxRunner {
       running.spec.hostCall(message.op, message.body).then(
         (value) => this.post(slot, { t: "answer", run: message.run, call: message.call, ok: true, value }),
         (error: unknown) => {
-          const known = error instanceof HostCallError ? error : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
-          if (!(error instanceof HostCallError)) this.log.error("server code host call failed", { op: String(message.op.op), error });
-          this.post(slot, { t: "answer", run: message.run, call: message.call, ok: false, code: known.code, message: known.message, status: known.status });
+          const known =
+            error instanceof HostCallError
+              ? error
+              : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
+          if (!(error instanceof HostCallError))
+            this.log.error("server code host call failed", { op: String(message.op.op), error });
+          this.post(slot, {
+            t: "answer",
+            run: message.run,
+            call: message.call,
+            ok: false,
+            code: known.code,
+            message: known.message,
+            status: known.status,
+          });
         },
       );
       return;
@@ -196,7 +221,9 @@ export class SandboxRunner {
       if (running === 0 || counter !== slot.seen.counter) {
         slot.seen = { counter, since: now };
       } else if (now - slot.seen.since > stuckAfter) {
-        this.log.warn("server code worker stuck past the CPU limit: restarted", { key: slot.runs.get(running)?.spec.key ?? null });
+        this.log.warn("server code worker stuck past the CPU limit: restarted", {
+          key: slot.runs.get(running)?.spec.key ?? null,
+        });
         this.replace(slot, running);
         continue;
       }

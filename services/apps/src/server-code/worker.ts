@@ -52,13 +52,24 @@ function receive(message: ToWorker, options: WorkerSetup, module: Parameters<typ
   void run(message.run, message.key, known, message.request, options, module);
 }
 
-async function run(id: number, key: string, known: { source: string; filename: string }, request: Extract<ToWorker, { t: "run" }>["request"], options: WorkerSetup, module: Parameters<typeof wasmHeapBytes>[0]): Promise<void> {
+async function run(
+  id: number,
+  key: string,
+  known: { source: string; filename: string },
+  request: Extract<ToWorker, { t: "run" }>["request"],
+  options: WorkerSetup,
+  module: Parameters<typeof wasmHeapBytes>[0],
+): Promise<void> {
   const logs: [LogLevel, string][] = [];
   let dropped = 0;
   const hooks: RequestHooks = {
     log(level, message) {
       if (logs.length >= options.logLinesPerRequest) dropped++;
-      else logs.push([level, message.length > options.logLineChars ? `${message.slice(0, options.logLineChars - 1)}…` : message]);
+      else
+        logs.push([
+          level,
+          message.length > options.logLineChars ? `${message.slice(0, options.logLineChars - 1)}…` : message,
+        ]);
     },
     hostCall(op, body) {
       const call = ++nextCall;

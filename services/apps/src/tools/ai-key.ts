@@ -1,4 +1,12 @@
-import { ai_key, bindTool, buildQuestion, consumeConfirm, ToolError, type AiKeyOutput, type ToolOutcome } from "@hatch/shared";
+import {
+  ai_key,
+  bindTool,
+  buildQuestion,
+  consumeConfirm,
+  ToolError,
+  type AiKeyOutput,
+  type ToolOutcome,
+} from "@hatch/shared";
 import { aiKeyPageUrl, deleteAiKey, keysOf, resolveKeyOwner, visibleKeys, type KeyOwner } from "../ai/keys.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";
@@ -19,7 +27,10 @@ export function aiKeyTool(apps: AppsContext) {
   return bindTool(ai_key, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<AiKeyOutput>> => {
     const providers = [...apps.config.aiProviders.keys()];
     if (input.provider && !apps.config.aiProviders.has(input.provider)) {
-      throw new ToolError("invalid_input", `Hatch does not offer the AI provider "${input.provider}". Known providers: ${providers.join(", ")}.`);
+      throw new ToolError(
+        "invalid_input",
+        `Hatch does not offer the AI provider "${input.provider}". Known providers: ${providers.join(", ")}.`,
+      );
     }
     const owner = await resolveKeyOwner(apps.db, ctx, input.scope, input.address);
 
@@ -28,17 +39,26 @@ export function aiKeyTool(apps: AppsContext) {
       const message = `Open this page to add ${whose(owner)} ${input.provider ?? "AI provider"} key, then tell me when it is saved: ${url}`;
       return {
         text: `Give the user this link to add ${whose(owner)} ${input.provider ?? "AI provider"} key in their browser (never ask for the key in the chat): ${url}`,
-        data: { status: "link", url, keys: await visibleKeys(apps.db, ctx), userAction: { kind: "open_link", message, fields: [], url, expiresAt: null } },
+        data: {
+          status: "link",
+          url,
+          keys: await visibleKeys(apps.db, ctx),
+          userAction: { kind: "open_link", message, fields: [], url, expiresAt: null },
+        },
       };
     }
 
     const existing = await keysOf(apps.db, owner);
     if (!input.provider) {
-      const have = existing.length ? `Keys of this scope: ${existing.map((k) => k.provider).join(", ")}.` : "There are no keys of this scope.";
+      const have = existing.length
+        ? `Keys of this scope: ${existing.map((k) => k.provider).join(", ")}.`
+        : "There are no keys of this scope.";
       throw new ToolError("invalid_input", `Give provider to say which key to delete. ${have}`);
     }
     if (!existing.some((k) => k.provider === input.provider)) {
-      const have = existing.length ? `It has keys for: ${existing.map((k) => k.provider).join(", ")}.` : "It has no keys.";
+      const have = existing.length
+        ? `It has keys for: ${existing.map((k) => k.provider).join(", ")}.`
+        : "It has no keys.";
       throw new ToolError("not_found", `There is no ${input.provider} key in ${whose(owner)} keys. ${have}`);
     }
     if (!confirmation) {
@@ -58,11 +78,20 @@ export function aiKeyTool(apps: AppsContext) {
     }
     if (answer?.confirm !== true) {
       const message = `The user chose not to delete the ${input.provider} key.`;
-      return { text: `${message} Nothing changed.`, data: { status: "needs_user", url: null, keys: await visibleKeys(apps.db, ctx), userAction: { kind: "ask_user", message, fields: [], url: null, expiresAt: null } } };
+      return {
+        text: `${message} Nothing changed.`,
+        data: {
+          status: "needs_user",
+          url: null,
+          keys: await visibleKeys(apps.db, ctx),
+          userAction: { kind: "ask_user", message, fields: [], url: null, expiresAt: null },
+        },
+      };
     }
     await apps.db.transaction(async (tx) => {
       await consumeConfirm(tx, confirmUses, confirmation);
-      if (!(await deleteAiKey(tx, ctx, owner, input.provider!))) throw new ToolError("not_found", `The ${input.provider} key was already deleted.`);
+      if (!(await deleteAiKey(tx, ctx, owner, input.provider!)))
+        throw new ToolError("not_found", `The ${input.provider} key was already deleted.`);
     });
     apps.logger.info("AI key deleted", { scope: owner.scope, owner: owner.ownerId, provider: input.provider });
     return {

@@ -1,4 +1,11 @@
-import { bindTool, buildQuestion, consumeConfirm, delete_tool, type DeleteToolOutput, type ToolOutcome } from "@hatch/shared";
+import {
+  bindTool,
+  buildQuestion,
+  consumeConfirm,
+  delete_tool,
+  type DeleteToolOutput,
+  type ToolOutcome,
+} from "@hatch/shared";
 import { eq } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -27,20 +34,32 @@ export function deleteToolTool(app: AppsContext) {
       };
     }
     if (answer?.confirm !== true) {
-      return { text: `The user did not confirm, so ${target.address} was not deleted.`, data: { status: "needs_user", address: target.address, userAction: declined(target.address) } };
+      return {
+        text: `The user did not confirm, so ${target.address} was not deleted.`,
+        data: { status: "needs_user", address: target.address, userAction: declined(target.address) },
+      };
     }
     const orphans = await app.db.transaction(async (tx) => {
       await consumeConfirm(tx, confirmUses, confirmation);
       const locked = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true });
-      const inVersions = await tx.selectDistinct({ sha256: versionFiles.sha256 }).from(versionFiles).where(eq(versionFiles.appId, locked.id));
+      const inVersions = await tx
+        .selectDistinct({ sha256: versionFiles.sha256 })
+        .from(versionFiles)
+        .where(eq(versionFiles.appId, locked.id));
       // The bucket files go with the app (cascade); their content is collected first so it can be forgotten too.
-      const inBuckets = await tx.selectDistinct({ sha256: bucketFiles.sha256 }).from(bucketFiles).where(eq(bucketFiles.appId, locked.id));
+      const inBuckets = await tx
+        .selectDistinct({ sha256: bucketFiles.sha256 })
+        .from(bucketFiles)
+        .where(eq(bucketFiles.appId, locked.id));
       await tx.delete(versionFiles).where(eq(versionFiles.appId, locked.id));
       await tx.delete(appsTable).where(eq(appsTable.id, locked.id));
       await tx.update(addresses).set({ appId: null }).where(eq(addresses.address, locked.address));
       await appEvent(tx, ctx, "deleted", locked);
       // Content no other version or bucket file uses is forgotten here and removed from storage after the commit.
-      return forgetUnusedBlobs(tx, [...inVersions, ...inBuckets].map((r) => r.sha256));
+      return forgetUnusedBlobs(
+        tx,
+        [...inVersions, ...inBuckets].map((r) => r.sha256),
+      );
     });
     announceAppChanged(app, target.address);
     await removeStoredBlobs(app, orphans);
@@ -53,5 +72,11 @@ export function deleteToolTool(app: AppsContext) {
 }
 
 function declined(address: string): DeleteToolOutput["userAction"] {
-  return { kind: "ask_user", message: `The user chose not to delete ${address}.`, fields: [], url: null, expiresAt: null };
+  return {
+    kind: "ask_user",
+    message: `The user chose not to delete ${address}.`,
+    fields: [],
+    url: null,
+    expiresAt: null,
+  };
 }

@@ -11,10 +11,16 @@ import { opensByApp } from "../stats.ts";
  */
 export function listToolsTool(app: AppsContext) {
   return bindTool(list_tools, async ({ ctx, input }) => {
-    const mine = input.include !== "shared" ? await app.db.select().from(appsTable).where(eq(appsTable.ownerId, ctx.sub)) : [];
-    const shared = input.include !== "mine" ? await sharedWith(app, ctx.sub, ctx.emailVerified ? ctx.email : null, ctx.account) : [];
+    const mine =
+      input.include !== "shared" ? await app.db.select().from(appsTable).where(eq(appsTable.ownerId, ctx.sub)) : [];
+    const shared =
+      input.include !== "mine" ? await sharedWith(app, ctx.sub, ctx.emailVerified ? ctx.email : null, ctx.account) : [];
     const rows = [...mine, ...shared].sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime());
-    const opens = await opensByApp(app.db, rows.map((r) => r.id), 7);
+    const opens = await opensByApp(
+      app.db,
+      rows.map((r) => r.id),
+      7,
+    );
     const apps: ListToolsOutput["apps"] = rows.map((row) => ({
       address: row.address,
       name: row.name,
@@ -33,18 +39,30 @@ export function listToolsTool(app: AppsContext) {
   });
 }
 
-async function sharedWith(app: AppsContext, userId: string, email: string | null, account: string | undefined): Promise<AppRow[]> {
-  const byEmail = email ? app.db.select({ id: appPeople.appId }).from(appPeople).where(eq(appPeople.email, email.toLowerCase())) : null;
+async function sharedWith(
+  app: AppsContext,
+  userId: string,
+  email: string | null,
+  account: string | undefined,
+): Promise<AppRow[]> {
+  const byEmail = email
+    ? app.db.select({ id: appPeople.appId }).from(appPeople).where(eq(appPeople.email, email.toLowerCase()))
+    : null;
   const visibleToMe = or(
     byEmail ? and(eq(appsTable.visibility, "people"), inArray(appsTable.id, byEmail)) : sql`false`,
     account ? and(eq(appsTable.visibility, "org"), eq(appsTable.accountId, account)) : sql`false`,
   );
-  return app.db.select().from(appsTable).where(and(ne(appsTable.ownerId, userId), visibleToMe));
+  return app.db
+    .select()
+    .from(appsTable)
+    .where(and(ne(appsTable.ownerId, userId), visibleToMe));
 }
 
 function describe(a: ListToolsOutput["apps"][number]): string {
   const version = a.currentVersion === null ? "nothing published" : `v${a.currentVersion}`;
-  const flags = [a.sharedWithMe ? `shared by ${a.owner.email}` : null, a.paused ? "PAUSED" : null].filter(Boolean).join(", ");
+  const flags = [a.sharedWithMe ? `shared by ${a.owner.email}` : null, a.paused ? "PAUSED" : null]
+    .filter(Boolean)
+    .join(", ");
   return `- ${a.name} (${a.address}): ${a.url} — ${a.visibility}, ${version}, ${a.opens7d} opens in 7 days${flags ? `, ${flags}` : ""}`;
 }
 

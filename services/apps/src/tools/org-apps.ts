@@ -23,12 +23,24 @@ export function orgAppsTool(apps: AppsContext) {
     const where: SQL[] = [eq(appsTable.accountId, org)];
     if (input.owner) where.push(eq(sql`lower(${appsTable.ownerEmail})`, input.owner.toLowerCase()));
     if (input.paused !== undefined) where.push(eq(appsTable.paused, input.paused));
-    const rows = await apps.db.select().from(appsTable).where(and(...where)).orderBy(asc(appsTable.name), asc(appsTable.address));
+    const rows = await apps.db
+      .select()
+      .from(appsTable)
+      .where(and(...where))
+      .orderBy(asc(appsTable.name), asc(appsTable.address));
     const opens = rows.length
       ? await apps.db
           .select({ appId: dailyOpens.appId, opens: sum(dailyOpens.opens).mapWith(Number) })
           .from(dailyOpens)
-          .where(and(inArray(dailyOpens.appId, rows.map((r) => r.id)), gte(dailyOpens.day, sevenDaysAgo())))
+          .where(
+            and(
+              inArray(
+                dailyOpens.appId,
+                rows.map((r) => r.id),
+              ),
+              gte(dailyOpens.day, sevenDaysAgo()),
+            ),
+          )
           .groupBy(dailyOpens.appId)
       : [];
     const opensOf = new Map(opens.map((o) => [o.appId, o.opens]));
@@ -43,8 +55,13 @@ export function orgAppsTool(apps: AppsContext) {
       opens7d: opensOf.get(row.id) ?? 0,
       updatedAt: row.updatedAt.toISOString(),
     }));
-    const lines = list.map((a) => `- ${a.name} (${a.address}) by ${a.owner.email}, ${a.visibility}${a.paused ? ", PAUSED" : ""}, ${a.opens7d} opens in 7 days`);
-    const text = list.length ? `${list.length} app(s) in the organization:\n${lines.join("\n")}` : "No apps in the organization match.";
+    const lines = list.map(
+      (a) =>
+        `- ${a.name} (${a.address}) by ${a.owner.email}, ${a.visibility}${a.paused ? ", PAUSED" : ""}, ${a.opens7d} opens in 7 days`,
+    );
+    const text = list.length
+      ? `${list.length} app(s) in the organization:\n${lines.join("\n")}`
+      : "No apps in the organization match.";
     return { text, data: { apps: list } };
   });
 }

@@ -1,12 +1,41 @@
-import { bindTool, buildQuestion, CONTROL_CHARS_MESSAGE, hasControlChars, publish, PUBLISH_LIMITS, ToolError, VISIBILITIES, type CallContext, type ConfirmClaims, type PublishInput, type PublishOutput, type ToolCall, type ToolOutcome } from "@hatch/shared";
+import {
+  bindTool,
+  buildQuestion,
+  CONTROL_CHARS_MESSAGE,
+  hasControlChars,
+  publish,
+  PUBLISH_LIMITS,
+  ToolError,
+  VISIBILITIES,
+  type CallContext,
+  type ConfirmClaims,
+  type PublishInput,
+  type PublishOutput,
+  type ToolCall,
+  type ToolOutcome,
+} from "@hatch/shared";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, blobs, folderUploads, uploads, versionFiles } from "../db/schema.ts";
 import { accountOfApp, checkAppLimit } from "../publish/account.ts";
 import { commitVersion, type Tx } from "../publish/commit.ts";
-import { checkFolder, checkNotFoundPage, contentTypeOf, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
-import { createFolderUpload, manifestEntries, manifestUploadUrl, spendFolderUpload, type FolderUploadRow, type UploadTarget } from "../publish/folder-upload.ts";
+import {
+  checkFolder,
+  checkNotFoundPage,
+  contentTypeOf,
+  parseServiceJson,
+  SERVICE_JSON_PATH,
+  type FolderEntry,
+} from "../publish/folder.ts";
+import {
+  createFolderUpload,
+  manifestEntries,
+  manifestUploadUrl,
+  spendFolderUpload,
+  type FolderUploadRow,
+  type UploadTarget,
+} from "../publish/folder-upload.ts";
 import { decodeInline } from "../publish/inline.ts";
 import { normalisePaths } from "../publish/paths.ts";
 import { checkServerFile, checkServerModule } from "../publish/server-module.ts";
@@ -28,17 +57,25 @@ const ONE_WAY =
 export function publishTool(app: AppsContext) {
   return bindTool(publish, async (call): Promise<Outcome> => {
     const { ctx, input } = call;
-    const ways = [input.upload || undefined, input.files, input.manifest, input.uploadId].filter((w) => w !== undefined).length;
+    const ways = [input.upload || undefined, input.files, input.manifest, input.uploadId].filter(
+      (w) => w !== undefined,
+    ).length;
     if (ways !== 1) throw new ToolError("invalid_input", ONE_WAY);
     checkMayPublish(ctx);
     if (input.uploadId !== undefined) {
       if (input.address || input.name || input.visibility || input.expectedVersion !== undefined) {
-        throw new ToolError("invalid_input", "uploadId finishes the publish its first call described (address, or name and visibility): give uploadId alone.");
+        throw new ToolError(
+          "invalid_input",
+          "uploadId finishes the publish its first call described (address, or name and visibility): give uploadId alone.",
+        );
       }
       return finishManifest(app, call, input.uploadId);
     }
     if (input.address && (input.name || input.visibility)) {
-      throw new ToolError("invalid_input", "name and visibility are only for creating an app. To publish a new version of an existing app give its address alone; to change who can see it use share.");
+      throw new ToolError(
+        "invalid_input",
+        "name and visibility are only for creating an app. To publish a new version of an existing app give its address alone; to change who can see it use share.",
+      );
     }
     if (input.address) await requireOwnedApp(app.db, ctx, input.address);
     else await checkAppLimit(app, accountOf(ctx));
@@ -46,7 +83,12 @@ export function publishTool(app: AppsContext) {
 
     const normalised = input.files ? normalisePaths(input.files) : normalisePaths(input.manifest!);
     const folder = input.files ? decodeInline(normalised.items as NonNullable<PublishInput["files"]>) : null;
-    const entries: FolderEntry[] = folder?.entries ?? (normalised.items as NonNullable<PublishInput["manifest"]>).map((m) => ({ ...m, contentType: contentTypeOf(m.path) }));
+    const entries: FolderEntry[] =
+      folder?.entries ??
+      (normalised.items as NonNullable<PublishInput["manifest"]>).map((m) => ({
+        ...m,
+        contentType: contentTypeOf(m.path),
+      }));
     checkFolder(entries);
     const missing = folder ? [] : await missingBlobs(app, ctx, entries);
     // service.json is checked as early as its bytes are at hand: now when inline or already uploaded, else at the finish.
@@ -61,13 +103,21 @@ export function publishTool(app: AppsContext) {
     if (goesPublic) checkMayMakePublic(ctx);
 
     if (!folder && missing.length > 0) {
-      const ticket = await createFolderUpload(app, ctx, "manifest", target, { manifest: entries, missing, confirmation: call.confirmation });
+      const ticket = await createFolderUpload(app, ctx, "manifest", target, {
+        manifest: entries,
+        missing,
+        confirmation: call.confirmation,
+      });
       return needsUpload(ticket.url, ticket.id, ticket.expiresAt, missing, entries.length, normalised.note);
     }
     const gate = publicGate(app, call, target);
     if (gate) return gate;
     // Unreachable in practice: service.json's content is pending only while it is missing.
-    if (!config) throw new ToolError("conflict", "service.json has not been uploaded yet. Call publish again with the same manifest.");
+    if (!config)
+      throw new ToolError(
+        "conflict",
+        "service.json has not been uploaded yet. Call publish again with the same manifest.",
+      );
     await checkServerModule(config, entries, (sha256) => folder?.bytes.get(sha256) ?? requireStored(app, sha256));
     if (folder) {
       for (const [sha256, bytes] of folder.bytes) await storeBlob(app, sha256, bytes);
@@ -77,14 +127,23 @@ export function publishTool(app: AppsContext) {
 }
 
 /** The target of a new app or version; for a new app the user's own name and visibility, asked when missing. */
-function decideTarget(app: AppsContext, call: ToolCall<PublishInput>): UploadTarget | { ask: ReturnType<typeof buildQuestion> } {
+function decideTarget(
+  app: AppsContext,
+  call: ToolCall<PublishInput>,
+): UploadTarget | { ask: ReturnType<typeof buildQuestion> } {
   const { ctx, input, answer } = call;
   if (input.address) return { kind: "existing", address: input.address, expectedVersion: input.expectedVersion };
   const name = input.name ?? (call.confirmation ? stringAnswer(answer?.name) : undefined);
   const visibility = input.visibility ?? (call.confirmation ? visibilityAnswer(answer?.visibility) : undefined);
   if (name && visibility) {
     const chosenByUser = input.visibility === undefined && visibility === "public";
-    return { kind: "new", name: name.trim(), visibility, account: accountOf(ctx), ...(chosenByUser ? { chosenByUser } : {}) };
+    return {
+      kind: "new",
+      name: name.trim(),
+      visibility,
+      account: accountOf(ctx),
+      ...(chosenByUser ? { chosenByUser } : {}),
+    };
   }
   const question = buildQuestion(
     app.keys.confirm,
@@ -92,11 +151,16 @@ function decideTarget(app: AppsContext, call: ToolCall<PublishInput>): UploadTar
     {
       message: "This publishes a new app. What should it be called, and who may open it?",
       properties: {
-        name: { type: "string", title: "App name", description: "The app's name, as the user wants it (its address is made from it)" },
+        name: {
+          type: "string",
+          title: "App name",
+          description: "The app's name, as the user wants it (its address is made from it)",
+        },
         visibility: {
           type: "string",
           title: "Who can open it",
-          description: "private = only me; org = my organization; people = people I add by email; public = anyone with the link",
+          description:
+            "private = only me; org = my organization; people = people I add by email; public = anyone with the link",
           enum: [...VISIBILITIES],
         },
       },
@@ -110,10 +174,19 @@ function decideTarget(app: AppsContext, call: ToolCall<PublishInput>): UploadTar
 /** A new public app the AI (not the user's own form answer) chose public: the user confirms it. Null: go on. */
 function publicGate(app: AppsContext, call: ToolCall<PublishInput>, target: UploadTarget): Outcome | null {
   if (target.kind !== "new" || target.visibility !== "public") return null;
-  const gate = gateMakePublic(app, { ...call, tool: "publish", subject: `the new app "${target.name}"`, data: {}, chosenByUser: target.chosenByUser === true });
+  const gate = gateMakePublic(app, {
+    ...call,
+    tool: "publish",
+    subject: `the new app "${target.name}"`,
+    data: {},
+    chosenByUser: target.chosenByUser === true,
+  });
   if ("ask" in gate) return gate;
   if ("declined" in gate) {
-    throw new ToolError("forbidden", `The user did not confirm making "${target.name}" public, so nothing was published. Publish it as private, org or people, or ask the user and call again.`);
+    throw new ToolError(
+      "forbidden",
+      `The user did not confirm making "${target.name}" public, so nothing was published. Publish it as private, org or people, or ask the user and call again.`,
+    );
   }
   return null;
 }
@@ -151,13 +224,29 @@ async function offerTarUpload(app: AppsContext, call: ToolCall<PublishInput>): P
 /** publish { uploadId }: the manifest publish its first call described, once every missing file is uploaded. */
 async function finishManifest(app: AppsContext, call: ToolCall<PublishInput>, uploadId: string): Promise<Outcome> {
   const { ctx } = call;
-  const [row] = await app.db.select().from(folderUploads).where(and(eq(folderUploads.id, uploadId), eq(folderUploads.userId, ctx.sub)));
-  if (!row || row.kind !== "manifest") throw new ToolError("not_found", `There is no manifest upload ${uploadId} of yours. Call publish with the manifest to start one.`);
-  if (row.usedAt) throw new ToolError("conflict", `The upload ${uploadId} was already published. Call list_tools to see the app's current version.`);
-  if (row.expiresAt.getTime() <= Date.now()) throw new ToolError("conflict", `The upload ${uploadId} expired. Call publish with the manifest again; files already uploaded are not asked for again.`);
+  const [row] = await app.db
+    .select()
+    .from(folderUploads)
+    .where(and(eq(folderUploads.id, uploadId), eq(folderUploads.userId, ctx.sub)));
+  if (!row || row.kind !== "manifest")
+    throw new ToolError(
+      "not_found",
+      `There is no manifest upload ${uploadId} of yours. Call publish with the manifest to start one.`,
+    );
+  if (row.usedAt)
+    throw new ToolError(
+      "conflict",
+      `The upload ${uploadId} was already published. Call list_tools to see the app's current version.`,
+    );
+  if (row.expiresAt.getTime() <= Date.now())
+    throw new ToolError(
+      "conflict",
+      `The upload ${uploadId} expired. Call publish with the manifest again; files already uploaded are not asked for again.`,
+    );
   const entries = manifestEntries(row);
   const missing = await missingBlobs(app, ctx, entries);
-  if (missing.length > 0) return needsUpload(manifestUploadUrl(app, row), row.id, row.expiresAt, missing, entries.length, null);
+  if (missing.length > 0)
+    return needsUpload(manifestUploadUrl(app, row), row.id, row.expiresAt, missing, entries.length, null);
   const target = row.target as UploadTarget;
   if (target.kind === "existing") await requireOwnedApp(app.db, ctx, target.address);
   const config = await readConfig(app, entries);
@@ -170,7 +259,9 @@ async function finishManifest(app: AppsContext, call: ToolCall<PublishInput>, up
 /** service.json's checks, from the inline bytes or the store. */
 async function readConfig(app: AppsContext, entries: readonly FolderEntry[], inline?: ReadonlyMap<string, Uint8Array>) {
   const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
-  const bytes = configEntry ? (inline?.get(configEntry.sha256) ?? (await requireStored(app, configEntry.sha256))) : null;
+  const bytes = configEntry
+    ? (inline?.get(configEntry.sha256) ?? (await requireStored(app, configEntry.sha256)))
+    : null;
   const config = parseServiceJson(bytes);
   checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
   checkServerFile(config, entries);
@@ -192,15 +283,29 @@ async function finish(
   announceAppChanged(app, done.app.address);
   const url = appUrl(app.config, done.app.address);
   const account = accountOfApp(ctx, done.app.accountId);
-  const what = done.created ? `Created the app "${done.app.name}" (${done.app.address}) in ${account.label}` : `Published version ${done.version} of ${done.app.address}`;
-  app.logger.info("published", { address: done.app.address, version: done.version, files: entries.length, created: done.created });
+  const what = done.created
+    ? `Created the app "${done.app.name}" (${done.app.address}) in ${account.label}`
+    : `Published version ${done.version} of ${done.app.address}`;
+  app.logger.info("published", {
+    address: done.app.address,
+    version: done.version,
+    files: entries.length,
+    created: done.created,
+  });
   return {
     text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.value}).${note ? ` ${note}` : ""}`,
     data: { status: "published", address: done.app.address, url, version: done.version, account: account.value },
   };
 }
 
-function needsUpload(base: string, uploadId: string, expiresAt: Date, missing: readonly FolderEntry[], total: number, note: string | null): Outcome {
+function needsUpload(
+  base: string,
+  uploadId: string,
+  expiresAt: Date,
+  missing: readonly FolderEntry[],
+  total: number,
+  note: string | null,
+): Outcome {
   const paths = missing.map((m) => m.path);
   const example = paths[0]!;
   return {
@@ -220,7 +325,11 @@ const encodePath = (path: string) => path.split("/").map(encodeURIComponent).joi
  * as present only when the store holds it AND the caller has had it: in a version of an app they own, or in an
  * upload of their own. Knowing another user's file hash must not let anyone serve (or probe for) that file.
  */
-async function missingBlobs(app: AppsContext, ctx: CallContext, entries: readonly FolderEntry[]): Promise<FolderEntry[]> {
+async function missingBlobs(
+  app: AppsContext,
+  ctx: CallContext,
+  entries: readonly FolderEntry[],
+): Promise<FolderEntry[]> {
   const bySha = new Map<string, FolderEntry>();
   for (const e of entries) if (!bySha.has(e.sha256)) bySha.set(e.sha256, e);
   const shas = [...bySha.keys()];
@@ -238,7 +347,9 @@ async function missingBlobs(app: AppsContext, ctx: CallContext, entries: readonl
     const rows = await app.db
       .select({ sha256: blobs.sha256 })
       .from(blobs)
-      .where(and(inArray(blobs.sha256, chunk), or(inArray(blobs.sha256, inOwnVersion), inArray(blobs.sha256, inOwnUpload))));
+      .where(
+        and(inArray(blobs.sha256, chunk), or(inArray(blobs.sha256, inOwnVersion), inArray(blobs.sha256, inOwnUpload))),
+      );
     for (const row of rows) bySha.delete(row.sha256);
   }
   return [...bySha.values()];
@@ -247,14 +358,16 @@ async function missingBlobs(app: AppsContext, ctx: CallContext, entries: readonl
 /** The bytes of a file already in the store (the caller has had them). */
 async function requireStored(app: AppsContext, sha256: string): Promise<Uint8Array> {
   const blob = await app.blobs.get(sha256);
-  if (!blob) throw new ToolError("conflict", "A file was not found in storage. Call publish again; it will ask for the file.");
+  if (!blob)
+    throw new ToolError("conflict", "A file was not found in storage. Call publish again; it will ask for the file.");
   return new Uint8Array(await blob.arrayBuffer());
 }
 
 function stringAnswer(value: unknown): string | undefined {
   if (typeof value !== "string" || value.trim().length === 0) return undefined;
   // The form answer is not checked by the contract: the same rule as the name field (no control characters).
-  if (hasControlChars(value.trim())) throw new ToolError("invalid_input", `The app name ${CONTROL_CHARS_MESSAGE}. Ask the user for the name again.`);
+  if (hasControlChars(value.trim()))
+    throw new ToolError("invalid_input", `The app name ${CONTROL_CHARS_MESSAGE}. Ask the user for the name again.`);
   return value.trim().slice(0, PUBLISH_LIMITS.maxNameLength);
 }
 

@@ -1,4 +1,14 @@
-import { bindTool, buildQuestion, consumeConfirm, tool_ai, ToolError, type AiKeyChoice, type CallContext, type ToolAiOutput, type ToolOutcome } from "@hatch/shared";
+import {
+  bindTool,
+  buildQuestion,
+  consumeConfirm,
+  tool_ai,
+  ToolError,
+  type AiKeyChoice,
+  type CallContext,
+  type ToolAiOutput,
+  type ToolOutcome,
+} from "@hatch/shared";
 import { eq } from "drizzle-orm";
 import { aiKeyPageUrl, COMPANY_KEY_ROLES, hasKey } from "../ai/keys.ts";
 import { notFound, requireManagedApp, type AppRow } from "../apps-repo.ts";
@@ -21,8 +31,16 @@ const WORDS: Record<AiKeyChoice, string> = {
 function costWarningOf(app: AppRow, value: AiKeyChoice, ctx: CallContext): string | null {
   if (value === "none") return null;
   if (app.visibility === "private" && app.ownerId === ctx.sub) return null;
-  const who = app.visibility === "public" ? "anyone with the link" : app.visibility === "private" ? "its owner" : app.visibility === "org" ? "everyone in the organization" : "the people it is shared with";
-  const payer = value === "mine" ? "You pay" : value === "company" ? "The organization pays" : "Whoever owns the app's key pays";
+  const who =
+    app.visibility === "public"
+      ? "anyone with the link"
+      : app.visibility === "private"
+        ? "its owner"
+        : app.visibility === "org"
+          ? "everyone in the organization"
+          : "the people it is shared with";
+  const payer =
+    value === "mine" ? "You pay" : value === "company" ? "The organization pays" : "Whoever owns the app's key pays";
   return `${payer} for every AI call on ${app.address} made by ${who}, through ${WORDS[value].replace("your own", "your")}: provider charges can add up.`;
 }
 
@@ -33,12 +51,22 @@ export function toolAiTool(apps: AppsContext) {
     const value = input.value;
     if (value === "company") {
       if (ctx.account !== app.accountId) {
-        throw new ToolError("forbidden", `${app.address} belongs to another account than the one you act in now. Act in its organization to choose its key.`);
+        throw new ToolError(
+          "forbidden",
+          `${app.address} belongs to another account than the one you act in now. Act in its organization to choose its key.`,
+        );
       }
-      if (ctx.accountKind !== "company") throw new ToolError("invalid_input", `${app.address} is in a personal account, which has no company key. Choose mine or tool.`);
+      if (ctx.accountKind !== "company")
+        throw new ToolError(
+          "invalid_input",
+          `${app.address} is in a personal account, which has no company key. Choose mine or tool.`,
+        );
       // The organization's money: the same people who may add its key decide which apps spend it.
       if (!COMPANY_KEY_ROLES.includes(ctx.role ?? "")) {
-        throw new ToolError("forbidden", `Only the organization's owner or an admin may let its AI key pay for ${app.address}. Ask one of them, or choose mine or tool.`);
+        throw new ToolError(
+          "forbidden",
+          `Only the organization's owner or an admin may let its AI key pay for ${app.address}. Ask one of them, or choose mine or tool.`,
+        );
       }
     }
     const payerId = value === "mine" ? ctx.sub : null;
@@ -49,11 +77,21 @@ export function toolAiTool(apps: AppsContext) {
     const base = { address: app.address, value, keyAvailable, costWarning };
 
     // A client that can show forms asks the user itself: there the AI's own acceptCost counts for nothing.
-    const accepted = confirmation !== undefined ? answer?.acceptCost === true : !ctx.client.elicitation.form && input.acceptCost === true;
+    const accepted =
+      confirmation !== undefined
+        ? answer?.acceptCost === true
+        : !ctx.client.elicitation.form && input.acceptCost === true;
     if (costWarning && !unchanged && !accepted) {
       if (confirmation) {
         const message = `The user did not accept the cost, so ${app.address} keeps ${WORDS[app.aiChoice]}.`;
-        return { text: `${message} Nothing changed.`, data: { status: "needs_user", ...base, userAction: { kind: "ask_user", message, fields: [], url: null, expiresAt: null } } };
+        return {
+          text: `${message} Nothing changed.`,
+          data: {
+            status: "needs_user",
+            ...base,
+            userAction: { kind: "ask_user", message, fields: [], url: null, expiresAt: null },
+          },
+        };
       }
       return {
         ask: buildQuestion(
@@ -61,7 +99,13 @@ export function toolAiTool(apps: AppsContext) {
           { sub: ctx.sub, tool: "tool_ai", input },
           {
             message: `${costWarning} Do you accept?`,
-            properties: { acceptCost: { type: "boolean", title: "Yes, I accept this cost", description: "true only if the user accepts paying for other people's AI calls on this app" } },
+            properties: {
+              acceptCost: {
+                type: "boolean",
+                title: "Yes, I accept this cost",
+                description: "true only if the user accepts paying for other people's AI calls on this app",
+              },
+            },
             required: ["acceptCost"],
             fallback: "ask_ai",
             data: base,
@@ -73,21 +117,41 @@ export function toolAiTool(apps: AppsContext) {
     if (!unchanged) {
       await apps.db.transaction(async (tx) => {
         if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
-        const [locked] = await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, app.id)).for("update");
+        const [locked] = await tx
+          .select({ id: appsTable.id })
+          .from(appsTable)
+          .where(eq(appsTable.id, app.id))
+          .for("update");
         if (!locked) throw notFound(input.address);
-        await tx.update(appsTable).set({ aiChoice: value, aiPayerId: payerId, updatedAt: new Date() }).where(eq(appsTable.id, app.id));
-        await appEvent(tx, ctx, "ai_choice_changed", app, { from: app.aiChoice, to: value, summary: `AI calls paid by ${WORDS[value].replace("your own", "their own")}` });
+        await tx
+          .update(appsTable)
+          .set({ aiChoice: value, aiPayerId: payerId, updatedAt: new Date() })
+          .where(eq(appsTable.id, app.id));
+        await appEvent(tx, ctx, "ai_choice_changed", app, {
+          from: app.aiChoice,
+          to: value,
+          summary: `AI calls paid by ${WORDS[value].replace("your own", "their own")}`,
+        });
       });
       // App hosts keep the choice with the cached app (HostedApp.ai).
       announceAppChanged(apps, app.address);
       apps.logger.info("AI key choice changed", { address: app.address, from: app.aiChoice, to: value });
     }
     // A warning the user just accepted is not repeated in the text.
-    return { text: resultText(apps, app.address, value, keyAvailable, accepted ? null : costWarning), data: { status: "updated", ...base } };
+    return {
+      text: resultText(apps, app.address, value, keyAvailable, accepted ? null : costWarning),
+      data: { status: "updated", ...base },
+    };
   });
 }
 
-function resultText(apps: AppsContext, address: string, value: AiKeyChoice, keyAvailable: boolean, costWarning: string | null): string {
+function resultText(
+  apps: AppsContext,
+  address: string,
+  value: AiKeyChoice,
+  keyAvailable: boolean,
+  costWarning: string | null,
+): string {
   if (value === "none") return `${address} now makes no AI calls: hatch.ai.chat and env.ai.chat are refused.`;
   const lines = [`${address} now pays for its AI calls (hatch.ai.chat, env.ai.chat) with ${WORDS[value]}.`];
   if (!keyAvailable) {

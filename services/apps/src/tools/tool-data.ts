@@ -38,9 +38,13 @@ export function toolDataTool(apps: AppsContext) {
     const declaredBuckets = (config.buckets ?? {}) as Record<string, BucketRules>;
     const counts = await countsOf(apps, app.id, input.collection);
     const names = namesOf(Object.keys(declaredCollections), counts.documents);
-    if (input.collection !== undefined && !names.includes(input.collection)) throw unknownCollection(app.address, input.collection, Object.keys(declaredCollections));
+    if (input.collection !== undefined && !names.includes(input.collection))
+      throw unknownCollection(app.address, input.collection, Object.keys(declaredCollections));
     const shown = input.collection === undefined ? names : [input.collection];
-    const budget = Math.max(200, Math.min(PREVIEW_DOCUMENT_CHARS, Math.floor(PREVIEW_TOTAL_CHARS / Math.max(1, shown.length * input.recent))));
+    const budget = Math.max(
+      200,
+      Math.min(PREVIEW_DOCUMENT_CHARS, Math.floor(PREVIEW_TOTAL_CHARS / Math.max(1, shown.length * input.recent))),
+    );
     const collections = await Promise.all(
       shown.map(async (name): Promise<CollectionOut> => {
         const written = declaredCollections[name];
@@ -53,7 +57,12 @@ export function toolDataTool(apps: AppsContext) {
         };
       }),
     );
-    const buckets = input.collection !== undefined ? [] : namesOf(Object.keys(declaredBuckets), counts.files).map((name) => bucketOf(name, counts.files, declaredBuckets[name]));
+    const buckets =
+      input.collection !== undefined
+        ? []
+        : namesOf(Object.keys(declaredBuckets), counts.files).map((name) =>
+            bucketOf(name, counts.files, declaredBuckets[name]),
+          );
     const data = { address: app.address, collections, buckets: buckets.map(({ name, count }) => ({ name, count })) };
     return { text: summary(app.address, collections, buckets, input.collection !== undefined), data };
   });
@@ -70,13 +79,26 @@ async function currentConfig(apps: AppsContext, app: AppRow): Promise<Record<str
   return version?.config ?? {};
 }
 
-async function countsOf(apps: AppsContext, appId: string, only: string | undefined): Promise<{ documents: Map<string, number>; files: Map<string, number> }> {
-  const documentFilter = only === undefined ? eq(documents.appId, appId) : and(eq(documents.appId, appId), eq(documents.collection, only));
+async function countsOf(
+  apps: AppsContext,
+  appId: string,
+  only: string | undefined,
+): Promise<{ documents: Map<string, number>; files: Map<string, number> }> {
+  const documentFilter =
+    only === undefined ? eq(documents.appId, appId) : and(eq(documents.appId, appId), eq(documents.collection, only));
   const [documentCounts, fileCounts] = await Promise.all([
-    apps.db.select({ name: documents.collection, n: count() }).from(documents).where(documentFilter).groupBy(documents.collection),
+    apps.db
+      .select({ name: documents.collection, n: count() })
+      .from(documents)
+      .where(documentFilter)
+      .groupBy(documents.collection),
     only !== undefined
       ? Promise.resolve([])
-      : apps.db.select({ name: bucketFiles.bucket, n: count() }).from(bucketFiles).where(eq(bucketFiles.appId, appId)).groupBy(bucketFiles.bucket),
+      : apps.db
+          .select({ name: bucketFiles.bucket, n: count() })
+          .from(bucketFiles)
+          .where(eq(bucketFiles.appId, appId))
+          .groupBy(bucketFiles.bucket),
   ]);
   return {
     documents: new Map(documentCounts.map((row) => [row.name, Number(row.n)])),
@@ -101,9 +123,21 @@ function unknownCollection(address: string, name: string, declared: string[]): T
   return new ToolError("not_found", `The app ${address} has no collection "${name}". ${known}`);
 }
 
-async function recentOf(apps: AppsContext, appId: string, collection: string, limit: number, budget: number): Promise<RecentOut[]> {
+async function recentOf(
+  apps: AppsContext,
+  appId: string,
+  collection: string,
+  limit: number,
+  budget: number,
+): Promise<RecentOut[]> {
   const rows = await apps.db
-    .select({ id: documents.id, data: documents.data, createdBy: documents.createdByEmail, createdAt: documents.createdAt, updatedAt: documents.updatedAt })
+    .select({
+      id: documents.id,
+      data: documents.data,
+      createdBy: documents.createdByEmail,
+      createdAt: documents.createdAt,
+      updatedAt: documents.updatedAt,
+    })
     .from(documents)
     .where(and(eq(documents.appId, appId), eq(documents.collection, collection)))
     .orderBy(desc(documents.createdAt), desc(documents.id))
@@ -111,7 +145,13 @@ async function recentOf(apps: AppsContext, appId: string, collection: string, li
   return rows.map((row) => {
     const left = { chars: budget };
     const data = shorten(row.data, left) as Record<string, unknown>;
-    const out: RecentOut = { id: row.id, createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString(), createdBy: row.createdBy, data };
+    const out: RecentOut = {
+      id: row.id,
+      createdAt: row.createdAt.toISOString(),
+      updatedAt: row.updatedAt.toISOString(),
+      createdBy: row.createdBy,
+      data,
+    };
     if (left.chars < 0) out.truncated = true;
     return out;
   });
@@ -137,13 +177,16 @@ export function shorten(value: unknown, left: { chars: number }): unknown {
   }
   const more = entries.length - kept.length;
   if (more > 0) left.chars = Math.min(left.chars, -1);
-  if (Array.isArray(value)) return more > 0 ? [...kept.map(([, item]) => item), `… ${more} more items`] : kept.map(([, item]) => item);
+  if (Array.isArray(value))
+    return more > 0 ? [...kept.map(([, item]) => item), `… ${more} more items`] : kept.map(([, item]) => item);
   return Object.fromEntries(more > 0 ? [...kept, ["…", `${more} more fields`]] : kept);
 }
 
 function ruleWords(rules: Record<string, unknown>): string {
   return Object.entries(rules)
-    .map(([operation, rule]) => (operation === "maxFileSize" ? `files up to ${formatBytes(rule as number)}` : `${operation} ${String(rule)}`))
+    .map(([operation, rule]) =>
+      operation === "maxFileSize" ? `files up to ${formatBytes(rule as number)}` : `${operation} ${String(rule)}`,
+    )
     .join(", ");
 }
 
@@ -156,9 +199,14 @@ function summary(address: string, collections: CollectionOut[], buckets: BucketO
     );
   }
   const lines = [`${address}:`];
-  if (!filtered && collections.length === 0) lines.push("- no collections: declare them in service.json `collections` (service_docs, topic browser_library)");
-  for (const c of collections) lines.push(`- collection ${c.name}: ${c.count} documents; ${c.declared ? `rules: ${ruleWords(c.rules)}` : UNDECLARED}`);
-  for (const b of buckets) lines.push(`- bucket ${b.name}: ${b.count} files; ${b.rules ? `rules: ${ruleWords(b.rules)}` : UNDECLARED}`);
+  if (!filtered && collections.length === 0)
+    lines.push("- no collections: declare them in service.json `collections` (service_docs, topic browser_library)");
+  for (const c of collections)
+    lines.push(
+      `- collection ${c.name}: ${c.count} documents; ${c.declared ? `rules: ${ruleWords(c.rules)}` : UNDECLARED}`,
+    );
+  for (const b of buckets)
+    lines.push(`- bucket ${b.name}: ${b.count} files; ${b.rules ? `rules: ${ruleWords(b.rules)}` : UNDECLARED}`);
   const withDocuments = collections.filter((c) => c.recent.length > 0);
   if (withDocuments.length > 0) {
     lines.push("", USERS_DATA);

@@ -13,9 +13,16 @@ export function toolLogsTool(apps: AppsContext) {
     const [app] = await apps.db.select().from(appsTable).where(eq(appsTable.address, input.address));
     if (!app) throw notFound(input.address);
     if (app.ownerId !== ctx.sub) {
-      const manager = ctx.org !== null && ctx.org !== undefined && ctx.org === app.accountId && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
+      const manager =
+        ctx.org !== null &&
+        ctx.org !== undefined &&
+        ctx.org === app.accountId &&
+        ORG_MANAGER_ROLES.includes(ctx.role ?? "");
       if (!manager) throw notFound(input.address);
-      throw new ToolError("forbidden", `Only the owner of ${app.address} may read its logs (they can hold what its users sent). Ask ${app.ownerEmail} to read them.`);
+      throw new ToolError(
+        "forbidden",
+        `Only the owner of ${app.address} may read its logs (they can hold what its users sent). Ask ${app.ownerEmail} to read them.`,
+      );
     }
     // Lines this process still holds in memory are written first, so a line logged a moment ago is there.
     await apps.host?.flushLogs?.();

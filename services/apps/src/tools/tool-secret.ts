@@ -1,4 +1,11 @@
-import { bindTool, buildQuestion, consumeConfirm, tool_secret, type ToolOutcome, type ToolSecretOutput } from "@hatch/shared";
+import {
+  bindTool,
+  buildQuestion,
+  consumeConfirm,
+  tool_secret,
+  type ToolOutcome,
+  type ToolSecretOutput,
+} from "@hatch/shared";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";
@@ -16,7 +23,10 @@ export function secretPageUrl(gatewayUrl: string, address: string, name: string)
 export function toolSecretTool(apps: AppsContext) {
   return bindTool(tool_secret, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ToolSecretOutput>> => {
     const app = await requireManagedApp(apps.db, ctx, input.address);
-    const [status, uses] = await Promise.all([secretStatus(apps.db, app.id, input.name), apisUsing(apps, app, input.name)]);
+    const [status, uses] = await Promise.all([
+      secretStatus(apps.db, app.id, input.name),
+      apisUsing(apps, app, input.name),
+    ]);
     const base = { address: app.address, name: input.name, referencedBy: uses.map((u) => u.name) };
     if (input.action === "link") return link(apps, app, input.name, status, uses);
 
@@ -43,8 +53,17 @@ export function toolSecretTool(apps: AppsContext) {
       };
     }
     if (answer?.confirm !== true) {
-      const userAction = { kind: "ask_user" as const, message: `The user chose to keep ${input.name}.`, fields: [], url: null, expiresAt: null };
-      return { text: `The user did not confirm, so ${input.name} was kept.`, data: { status: "needs_user", ...base, url: null, isSet: true, userAction } };
+      const userAction = {
+        kind: "ask_user" as const,
+        message: `The user chose to keep ${input.name}.`,
+        fields: [],
+        url: null,
+        expiresAt: null,
+      };
+      return {
+        text: `The user did not confirm, so ${input.name} was kept.`,
+        data: { status: "needs_user", ...base, url: null, isSet: true, userAction },
+      };
     }
     const deleted = await apps.db.transaction(async (tx) => {
       await consumeConfirm(tx, confirmUses, confirmation);
@@ -58,9 +77,17 @@ export function toolSecretTool(apps: AppsContext) {
   });
 }
 
-function link(apps: AppsContext, app: AppRow, name: string, status: SecretStatus, uses: SecretUse[]): ToolOutcome<ToolSecretOutput> {
+function link(
+  apps: AppsContext,
+  app: AppRow,
+  name: string,
+  status: SecretStatus,
+  uses: SecretUse[],
+): ToolOutcome<ToolSecretOutput> {
   const url = secretPageUrl(apps.config.gatewayUrl, app.address, name);
-  const now = status.isSet ? `A value is set (by ${status.updatedBy}, ${status.updatedAt}); the page replaces it.` : "No value is set yet.";
+  const now = status.isSet
+    ? `A value is set (by ${status.updatedBy}, ${status.updatedAt}); the page replaces it.`
+    : "No value is set yet.";
   const usedBy = uses.length
     ? `Used by ${names(uses)}.`
     : `No api in the current version's service.json uses ${name} yet: publish one that does (service_docs topic service_json, Declared APIs).`;

@@ -12,13 +12,19 @@ export function toolStatsTool(app: AppsContext) {
     const now = new Date();
     const since = utcDay(now, input.days - 1);
     const [opens, viewers, [total]] = await Promise.all([
-      app.db.select().from(dailyOpens).where(and(eq(dailyOpens.appId, target.id), gte(dailyOpens.day, since))),
+      app.db
+        .select()
+        .from(dailyOpens)
+        .where(and(eq(dailyOpens.appId, target.id), gte(dailyOpens.day, since))),
       app.db
         .select({ day: dailyViewers.day, count: countDistinct(dailyViewers.viewer) })
         .from(dailyViewers)
         .where(and(eq(dailyViewers.appId, target.id), gte(dailyViewers.day, since)))
         .groupBy(dailyViewers.day),
-      app.db.select({ count: countDistinct(dailyViewers.viewer) }).from(dailyViewers).where(and(eq(dailyViewers.appId, target.id), gte(dailyViewers.day, since))),
+      app.db
+        .select({ count: countDistinct(dailyViewers.viewer) })
+        .from(dailyViewers)
+        .where(and(eq(dailyViewers.appId, target.id), gte(dailyViewers.day, since))),
     ]);
     const opensByDay = new Map(opens.map((r) => [r.day, r.opens]));
     const viewersByDay = new Map(viewers.map((r) => [r.day, Number(r.count)]));

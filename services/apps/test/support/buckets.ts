@@ -36,18 +36,35 @@ export function uploadTo(
   t: TestHost,
   address: string,
   bucket: string,
-  options: { cookie?: string | null; name?: string | null; body?: BodyInit; type?: string; headers?: Record<string, string> } = {},
+  options: {
+    cookie?: string | null;
+    name?: string | null;
+    body?: BodyInit;
+    type?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Response> {
   const query = options.name === null ? "" : `?${new URLSearchParams({ name: options.name ?? "note.txt" })}`;
-  const headers = pageHeaders(options.cookie ?? null, { "content-type": options.type ?? "text/plain", ...options.headers });
+  const headers = pageHeaders(options.cookie ?? null, {
+    "content-type": options.type ?? "text/plain",
+    ...options.headers,
+  });
   return t.get(address, `/_hatch/files/${bucket}${query}`, { method: "POST", body: options.body ?? "hello", headers });
 }
 
 /** An upload that must succeed: the file as answered. */
-export async function uploaded(t: TestHost, address: string, bucket: string, options: Parameters<typeof uploadTo>[3] = {}): Promise<WireFile> {
+export async function uploaded(
+  t: TestHost,
+  address: string,
+  bucket: string,
+  options: Parameters<typeof uploadTo>[3] = {},
+): Promise<WireFile> {
   const response = await uploadTo(t, address, bucket, options);
   const body = (await response.json()) as WireFile;
-  expect({ status: response.status, error: (body as { error?: unknown }).error }).toEqual({ status: 201, error: undefined });
+  expect({ status: response.status, error: (body as { error?: unknown }).error }).toEqual({
+    status: 201,
+    error: undefined,
+  });
   return body;
 }
 

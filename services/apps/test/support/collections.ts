@@ -6,9 +6,18 @@ import type { TestHost } from "./host.ts";
 // changes, and the viewer cookie of a viewer signed in on the stand-in gateway.
 
 export const company = "acct-company";
-export const owner = { sub: "user-owner", email: "owner@example.com", name: "Olive Owner", account: company } satisfies ViewerIdentity;
+export const owner = {
+  sub: "user-owner",
+  email: "owner@example.com",
+  name: "Olive Owner",
+  account: company,
+} satisfies ViewerIdentity;
 export const member = { sub: "user-member", email: "member@example.com", account: company } satisfies ViewerIdentity;
-export const stranger = { sub: "user-stranger", email: "stranger@example.com", account: "acct-stranger" } satisfies ViewerIdentity;
+export const stranger = {
+  sub: "user-stranger",
+  email: "stranger@example.com",
+  account: "acct-stranger",
+} satisfies ViewerIdentity;
 export const ownerSeed = { owner: { id: owner.sub, email: owner.email }, accountId: company };
 
 export interface CallOptions {
@@ -38,7 +47,12 @@ export class DataClient {
     const key = `${address}\n${viewer.sub}`;
     let cookie = this.cookies.get(key);
     if (!cookie) {
-      cookie = viewerCookie(this.t.ctx.keys.viewer, this.t.ctx.config, { sub: viewer.sub, session: this.t.gateway.signIn(viewer) }, address).split(";")[0]!;
+      cookie = viewerCookie(
+        this.t.ctx.keys.viewer,
+        this.t.ctx.config,
+        { sub: viewer.sub, session: this.t.gateway.signIn(viewer) },
+        address,
+      ).split(";")[0]!;
       this.cookies.set(key, cookie);
     }
     return cookie;
@@ -66,9 +80,15 @@ export class DataClient {
     return this.call(address, `/_hatch/db/${collection}`, { method: "POST", body: doc, viewer });
   }
 
-  list(address: string, collection: string, query: Record<string, unknown> = {}, viewer: ViewerIdentity | null = owner) {
+  list(
+    address: string,
+    collection: string,
+    query: Record<string, unknown> = {},
+    viewer: ViewerIdentity | null = owner,
+  ) {
     const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) params.set(key, typeof value === "string" ? value : JSON.stringify(value));
+    for (const [key, value] of Object.entries(query))
+      params.set(key, typeof value === "string" ? value : JSON.stringify(value));
     return this.call(address, `/_hatch/db/${collection}?${params}`, { viewer });
   }
 

@@ -20,21 +20,39 @@ export interface TestContext {
  * in-memory PGlite), a temporary blob folder and the in-process bus. `gatewayUrl` is where sign-in redirects point;
  * `logWrite` captures the log lines (info and up).
  */
-export async function openTestContext(options: { gatewayUrl?: string; env?: Record<string, string>; logWrite?: (line: string) => void } = {}): Promise<TestContext> {
+export async function openTestContext(
+  options: { gatewayUrl?: string; env?: Record<string, string>; logWrite?: (line: string) => void } = {},
+): Promise<TestContext> {
   const blobDir = mkdtempSync(join(tmpdir(), "hatch-apps-test-"));
   const serverUrl = process.env.TEST_DATABASE_URL;
   const pglite = serverUrl ? null : await openEmbeddedPostgres();
   const database = serverUrl ? await freshDatabase(serverUrl) : null;
-  const handle = await openServiceDatabase(pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url }, {
-    schema: "apps",
-    migrationsFolder: APPS_MIGRATIONS,
-  });
+  const handle = await openServiceDatabase(
+    pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url },
+    {
+      schema: "apps",
+      migrationsFolder: APPS_MIGRATIONS,
+    },
+  );
   const logger = options.logWrite
     ? createLogger({ level: "info", write: options.logWrite })
     : createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" });
-  const config = loadAppsConfig({ APP_PORT: "0", BLOB_DIR: blobDir, BASE_URL: options.gatewayUrl ?? "http://localhost:39999", ...options.env });
+  const config = loadAppsConfig({
+    APP_PORT: "0",
+    BLOB_DIR: blobDir,
+    BASE_URL: options.gatewayUrl ?? "http://localhost:39999",
+    ...options.env,
+  });
   const bus = createMemoryBus({ logger });
-  const ctx: AppsContext = { db: handle.db, config, blobs: createDiskBlobStore(blobDir), keys: appsKeys(TEST_SECRET), sealer: createSealer(config, TEST_SECRET), logger, bus };
+  const ctx: AppsContext = {
+    db: handle.db,
+    config,
+    blobs: createDiskBlobStore(blobDir),
+    keys: appsKeys(TEST_SECRET),
+    sealer: createSealer(config, TEST_SECRET),
+    logger,
+    bus,
+  };
   return {
     ctx,
     async close() {

@@ -44,15 +44,30 @@ export function startFakeApi(): FakeApi {
       };
       requests.push(recorded);
       const path = url.pathname.replace(/^\/v1/, "");
-      if (path.startsWith("/echo")) return Response.json({ ...recorded, url: request.url }, { headers: { "X-Echo-Auth": recorded.headers.authorization ?? "", "X-RateLimit-Remaining": "41", "Set-Cookie": "api=1" } });
-      if (path === "/big") return new Response("x".repeat(state.bigBytes), { headers: { "Content-Type": "text/plain" } });
+      if (path.startsWith("/echo"))
+        return Response.json(
+          { ...recorded, url: request.url },
+          {
+            headers: {
+              "X-Echo-Auth": recorded.headers.authorization ?? "",
+              "X-RateLimit-Remaining": "41",
+              "Set-Cookie": "api=1",
+            },
+          },
+        );
+      if (path === "/big")
+        return new Response("x".repeat(state.bigBytes), { headers: { "Content-Type": "text/plain" } });
       if (path === "/slow") {
         await new Promise<void>((resolve) => waiting.push(resolve));
         return new Response("late");
       }
       if (path === "/redirect") return new Response(null, { status: 302, headers: { Location: state.location } });
       const status = /^\/status\/(\d{3})$/.exec(path);
-      if (status) return Response.json({ error: "from the API" }, { status: Number(status[1]), headers: { "Set-Cookie": "api=1", "Retry-After": "7" } });
+      if (status)
+        return Response.json(
+          { error: "from the API" },
+          { status: Number(status[1]), headers: { "Set-Cookie": "api=1", "Retry-After": "7" } },
+        );
       return new Response("not here", { status: 404 });
     },
   });

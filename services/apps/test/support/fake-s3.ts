@@ -71,7 +71,8 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
         const target = parsePath(url.pathname);
         key = target.key;
         verifySignature(request, url, body, { ...fake, now: now() });
-        if (target.bucket !== fake.bucket) throw new S3Failure(404, "NoSuchBucket", "The specified bucket does not exist.");
+        if (target.bucket !== fake.bucket)
+          throw new S3Failure(404, "NoSuchBucket", "The specified bucket does not exist.");
         if (!key) throw new S3Failure(501, "NotImplemented", "the fake S3 serves objects only, not bucket operations");
         response = handleObject(request, url, body, key, fake);
       } catch (error) {
@@ -147,11 +148,17 @@ function verifySignature(request: Request, url: URL, body: Uint8Array, state: Ve
     throw new S3Failure(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   }
   if (region !== state.region) {
-    throw new S3Failure(400, "AuthorizationHeaderMalformed", `the region '${region}' is wrong; expecting '${state.region}'`);
+    throw new S3Failure(
+      400,
+      "AuthorizationHeaderMalformed",
+      `the region '${region}' is wrong; expecting '${state.region}'`,
+    );
   }
   checkRequestTime(amzDate, scopeDate ?? "", state.now);
   const signedHeaders = signedHeaderList.split(";");
-  const unsigned = [...request.headers.keys()].filter((name) => name.startsWith("x-amz-") && !signedHeaders.includes(name));
+  const unsigned = [...request.headers.keys()].filter(
+    (name) => name.startsWith("x-amz-") && !signedHeaders.includes(name),
+  );
   if (!signedHeaders.includes("host") || unsigned.length > 0) {
     throw new S3Failure(403, "AccessDenied", "There were headers present in the request which were not signed");
   }
@@ -190,7 +197,8 @@ function verifyPayloadHash(header: string | null, body: Uint8Array): string {
     throw new S3Failure(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
   }
   if (header === "UNSIGNED-PAYLOAD") return header;
-  if (!/^[0-9a-f]{64}$/.test(header)) throw new S3Failure(501, "NotImplemented", `the fake S3 does not accept ${header}`);
+  if (!/^[0-9a-f]{64}$/.test(header))
+    throw new S3Failure(501, "NotImplemented", `the fake S3 does not accept ${header}`);
   if (sha256Hex(body) !== header) {
     const message = "The provided 'x-amz-content-sha256' header does not match what was computed.";
     throw new S3Failure(400, "XAmzContentSHA256Mismatch", message);
@@ -232,7 +240,12 @@ export function sigV4Signature(input: SigV4Input): string {
 }
 
 function canonicalUri(path: string): string {
-  return path.split("/").map((segment) => awsEncode(decodeSegment(segment))).join("/") || "/";
+  return (
+    path
+      .split("/")
+      .map((segment) => awsEncode(decodeSegment(segment)))
+      .join("/") || "/"
+  );
 }
 
 function canonicalQuery(query: string): string {

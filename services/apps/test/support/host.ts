@@ -16,7 +16,11 @@ export interface TestHost extends TestContext {
 
 /** An app host on a free port over a fresh test context; apps open at http://<address>.localhost:<port>. */
 export async function startTestHost(
-  options: AppHostOptions & { gatewayUrl?: string; env?: Record<string, string>; logWrite?: (line: string) => void } = {},
+  options: AppHostOptions & {
+    gatewayUrl?: string;
+    env?: Record<string, string>;
+    logWrite?: (line: string) => void;
+  } = {},
 ): Promise<TestHost> {
   const test = await openTestContext({ gatewayUrl: options.gatewayUrl, env: options.env, logWrite: options.logWrite });
   const gateway = new StandInGateway(test.ctx.bus, test.ctx.keys.viewer);
@@ -46,7 +50,9 @@ export async function startTestHost(
 export function rawStatus(port: number, host: string | null, target: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const hostLine = host === null ? "" : `Host: ${host}\r\n`;
-    const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${target} HTTP/1.1\r\n${hostLine}Connection: close\r\n\r\n`));
+    const socket = connect(port, "127.0.0.1", () =>
+      socket.write(`GET ${target} HTTP/1.1\r\n${hostLine}Connection: close\r\n\r\n`),
+    );
     let data = "";
     socket.on("data", (chunk) => (data += chunk.toString("latin1")));
     socket.on("error", reject);

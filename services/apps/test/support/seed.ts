@@ -59,8 +59,16 @@ export async function seedApp(ctx: SeedContext, options: SeedAppOptions = {}): P
 }
 
 /** A new version with these files, made current (what a publish does). */
-export async function seedVersion(ctx: SeedContext, appId: string, files: Record<string, SeedContent>, config: Record<string, unknown> = {}): Promise<number> {
-  const [app] = await ctx.db.select({ lastVersion: appsTable.lastVersion, ownerId: appsTable.ownerId, ownerEmail: appsTable.ownerEmail }).from(appsTable).where(eq(appsTable.id, appId));
+export async function seedVersion(
+  ctx: SeedContext,
+  appId: string,
+  files: Record<string, SeedContent>,
+  config: Record<string, unknown> = {},
+): Promise<number> {
+  const [app] = await ctx.db
+    .select({ lastVersion: appsTable.lastVersion, ownerId: appsTable.ownerId, ownerEmail: appsTable.ownerEmail })
+    .from(appsTable)
+    .where(eq(appsTable.id, appId));
   if (!app) throw new Error(`seedVersion: no app ${appId}`);
   const number = app.lastVersion + 1;
   const rows = [];
@@ -73,9 +81,22 @@ export async function seedVersion(ctx: SeedContext, appId: string, files: Record
     rows.push({ appId, version: number, path, sha256, size: bytes.byteLength, contentType });
     total += bytes.byteLength;
   }
-  await ctx.db.insert(versions).values({ appId, number, publishedBy: app.ownerId, publisherEmail: app.ownerEmail, fileCount: rows.length, totalBytes: total, config });
+  await ctx.db
+    .insert(versions)
+    .values({
+      appId,
+      number,
+      publishedBy: app.ownerId,
+      publisherEmail: app.ownerEmail,
+      fileCount: rows.length,
+      totalBytes: total,
+      config,
+    });
   if (rows.length) await ctx.db.insert(versionFiles).values(rows);
-  await ctx.db.update(appsTable).set({ currentVersion: number, lastVersion: number, updatedAt: new Date() }).where(eq(appsTable.id, appId));
+  await ctx.db
+    .update(appsTable)
+    .set({ currentVersion: number, lastVersion: number, updatedAt: new Date() })
+    .where(eq(appsTable.id, appId));
   return number;
 }
 

@@ -40,7 +40,12 @@ export class StandInGateway {
         const input = ViewerCheckInputSchema.safeParse((decodeJson(msg.data) as { input?: unknown }).input);
         const asked = input.success ? openViewerCheck(key, input.data.check) : null;
         const reply: RpcReply = asked
-          ? { ok: true, result: { viewer: this.sessions.get(asked.session)?.sub === asked.sub ? this.sessions.get(asked.session)! : null } }
+          ? {
+              ok: true,
+              result: {
+                viewer: this.sessions.get(asked.session)?.sub === asked.sub ? this.sessions.get(asked.session)! : null,
+              },
+            }
           : { ok: false, error: { code: "forbidden", message: "not signed" } };
         return { data: encodeJson(reply) };
       },
@@ -62,7 +67,8 @@ export class StandInGateway {
 
   /** The person now acts as another account (membership changed); every session of theirs says so. */
   changeAccount(sub: string, account: string): void {
-    for (const [session, viewer] of this.sessions) if (viewer.sub === sub) this.sessions.set(session, { ...viewer, account });
+    for (const [session, viewer] of this.sessions)
+      if (viewer.sub === sub) this.sessions.set(session, { ...viewer, account });
     this.bus.publish(subjects.viewerChanged, encodeJson({ sub }));
   }
 

@@ -9,9 +9,17 @@ import type { BillingUpdate } from "./types.ts";
  * change writes `billing.account.plan_changed`. An update for a customer billing does not know is recorded and
  * ignored (Stripe sends events for every customer of the account, not only Hatch's).
  */
-export async function applyBillingUpdate(db: Database, logger: Logger, update: BillingUpdate): Promise<{ handled: boolean; duplicate: boolean }> {
+export async function applyBillingUpdate(
+  db: Database,
+  logger: Logger,
+  update: BillingUpdate,
+): Promise<{ handled: boolean; duplicate: boolean }> {
   return db.transaction(async (tx) => {
-    const inserted = await tx.insert(providerEvents).values({ id: update.id, type: update.type }).onConflictDoNothing().returning({ id: providerEvents.id });
+    const inserted = await tx
+      .insert(providerEvents)
+      .values({ id: update.id, type: update.type })
+      .onConflictDoNothing()
+      .returning({ id: providerEvents.id });
     if (inserted.length === 0) return { handled: false, duplicate: true };
     const [account] = await tx.select().from(accounts).where(eq(accounts.customerId, update.customerId)).for("update");
     if (!account) {
@@ -29,7 +37,9 @@ export async function applyBillingUpdate(db: Database, logger: Logger, update: B
       changes.currentPeriodEnd = update.subscription.currentPeriodEnd;
     }
     await tx.update(accounts).set(changes).where(eq(accounts.accountId, account.accountId));
-    const planChanged = changes.plan !== undefined && (changes.plan !== account.plan || changes.state !== account.state || changes.seats !== account.seats);
+    const planChanged =
+      changes.plan !== undefined &&
+      (changes.plan !== account.plan || changes.state !== account.state || changes.seats !== account.seats);
     if (planChanged) {
       await writeEvent(
         tx,
@@ -41,7 +51,10 @@ export async function applyBillingUpdate(db: Database, logger: Logger, update: B
           app: null,
           account: account.accountId,
           org: null,
-          details: { from: { plan: account.plan, state: account.state, seats: account.seats }, to: { plan: changes.plan, state: changes.state, seats: changes.seats } },
+          details: {
+            from: { plan: account.plan, state: account.state, seats: account.seats },
+            to: { plan: changes.plan, state: changes.state, seats: changes.seats },
+          },
         }),
       );
     }

@@ -24,13 +24,19 @@ export function createLocalProvider(db: Database, baseUrl: string): PaymentProvi
       return `${baseUrl}/dashboard/billing/portal`;
     },
     async charge(charge: OneOffCharge): Promise<ChargeOutcome> {
-      const [account] = await db.select({ cardOnFile: accounts.cardOnFile }).from(accounts).where(eq(accounts.customerId, charge.customerId));
+      const [account] = await db
+        .select({ cardOnFile: accounts.cardOnFile })
+        .from(accounts)
+        .where(eq(accounts.customerId, charge.customerId));
       if (!account?.cardOnFile) return { status: "refused", reason: "no_card", message: "No card is on file." };
       const id = createHash("sha256").update(charge.idempotencyKey).digest("hex").slice(0, 24);
       return { status: "charged", chargeId: `ch_local_${id}` };
     },
     async hasCard(customerId: string) {
-      const [account] = await db.select({ cardOnFile: accounts.cardOnFile }).from(accounts).where(eq(accounts.customerId, customerId));
+      const [account] = await db
+        .select({ cardOnFile: accounts.cardOnFile })
+        .from(accounts)
+        .where(eq(accounts.customerId, customerId));
       return account?.cardOnFile ?? false;
     },
     async refund() {

@@ -19,7 +19,11 @@ export class StripeProvider implements PaymentProvider {
 
   constructor(settings: StripeSettings) {
     this.prices = settings.prices;
-    this.client = new Stripe(settings.secretKey, { apiVersion: STRIPE_API_VERSION, maxNetworkRetries: 1, ...apiOrigin(settings.apiUrl) });
+    this.client = new Stripe(settings.secretKey, {
+      apiVersion: STRIPE_API_VERSION,
+      maxNetworkRetries: 1,
+      ...apiOrigin(settings.apiUrl),
+    });
   }
 
   async createCustomer(account: { accountId: string; email: string; name: string }): Promise<string> {
@@ -66,7 +70,12 @@ export class StripeProvider implements PaymentProvider {
     } catch (error) {
       return { status: "failed", message: failedMessage(error) };
     }
-    if (!paymentMethod) return { status: "refused", reason: "no_card", message: "There is no card on file. Add a card on the billing page, then try again." };
+    if (!paymentMethod)
+      return {
+        status: "refused",
+        reason: "no_card",
+        message: "There is no card on file. Add a card on the billing page, then try again.",
+      };
     try {
       const intent = await this.client.paymentIntents.create(
         {
@@ -82,13 +91,22 @@ export class StripeProvider implements PaymentProvider {
       );
       if (intent.status === "succeeded") return { status: "charged", chargeId: intent.id };
       if (intent.status === "requires_action" || intent.status === "requires_payment_method") {
-        return { status: "refused", reason: "declined", message: "The bank asks the card holder to confirm this payment. Update the card on the billing page, then try again." };
+        return {
+          status: "refused",
+          reason: "declined",
+          message:
+            "The bank asks the card holder to confirm this payment. Update the card on the billing page, then try again.",
+        };
       }
       return { status: "failed", message: "The payment did not complete. Nothing was charged; try again later." };
     } catch (error) {
       if (error instanceof Stripe.errors.StripeCardError) {
         // Stripe's decline message is about the card only ("Your card was declined."); never the card's details.
-        return { status: "refused", reason: "declined", message: "The card on file was declined. Use another card on the billing page, then try again." };
+        return {
+          status: "refused",
+          reason: "declined",
+          message: "The card on file was declined. Use another card on the billing page, then try again.",
+        };
       }
       return { status: "failed", message: failedMessage(error) };
     }

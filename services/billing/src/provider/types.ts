@@ -54,6 +54,12 @@ export interface BillingUpdate {
   type: string;
   customerId: string;
   at: Date;
-  subscription?: { id: string | null; plan: Plan; state: "active" | "trialing" | "past_due" | "suspended" | "canceled"; seats: number; currentPeriodEnd: Date | null };
+  subscription?: {
+    id: string | null;
+    plan: Plan;
+    state: "active" | "trialing" | "past_due" | "suspended" | "canceled";
+    seats: number;
+    currentPeriodEnd: Date | null;
+  };
   cardOnFile?: boolean;
 }

@@ -18,7 +18,15 @@ export function entitlementsRpc(billing: BillingContext) {
       const seats = row?.seats ?? 1;
       const limits = billing.config.enforceLimits ? limitsOf(plan, state, seats) : NO_LIMITS;
       const companyTokens = await companyAiTokensThisMonth(billing, input.accountId);
-      return { accountId: input.accountId, plan, state, seats, limits, settingsUrl: settingsUrl(billing.config), companyAiTokensThisMonth: companyTokens };
+      return {
+        accountId: input.accountId,
+        plan,
+        state,
+        seats,
+        limits,
+        settingsUrl: settingsUrl(billing.config),
+        companyAiTokensThisMonth: companyTokens,
+      };
     },
     { requiresContext: false },
   );

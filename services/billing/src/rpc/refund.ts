@@ -12,11 +12,13 @@ export function refundRpc(billing: BillingContext) {
   return bindRpc(
     RefundInputSchema,
     async ({ ctx, input, log }): Promise<RefundResult> => {
-      if (ctx && ctx.account !== input.accountId) throw new ToolError("forbidden", "A refund needs the context of a person acting as that account.");
+      if (ctx && ctx.account !== input.accountId)
+        throw new ToolError("forbidden", "A refund needs the context of a person acting as that account.");
       const [charge] = await billing.db.select().from(charges).where(eq(charges.idempotencyKey, input.idempotencyKey));
       if (!charge || charge.accountId !== input.accountId) return { status: "not_charged" };
       if (charge.status === "refunded") return { status: "refunded" };
-      if (charge.status === "pending") throw new ToolError("unavailable", "This charge is still being made; ask for the refund again in a moment.");
+      if (charge.status === "pending")
+        throw new ToolError("unavailable", "This charge is still being made; ask for the refund again in a moment.");
       if (charge.status !== "charged" || !charge.providerChargeId) return { status: "not_charged" };
       await billing.provider.refund(charge.providerChargeId, `${input.idempotencyKey}.refund`);
       await billing.db

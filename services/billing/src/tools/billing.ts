@@ -19,16 +19,34 @@ export function billingTool(billing: BillingContext) {
     let actionNeeded: string | null = null;
     let url: string | null = null;
     if (account.state === "past_due" || account.state === "suspended") {
-      actionNeeded = account.state === "past_due" ? "fix the failed payment" : "pay the open invoice to restore paid features";
+      actionNeeded =
+        account.state === "past_due" ? "fix the failed payment" : "pay the open invoice to restore paid features";
       url = await linkFor(billing, payer.ctx, account, "portal");
     } else if (!account.cardOnFile) {
       actionNeeded = "add a card";
-      url = await linkFor(billing, payer.ctx, account, "checkout", input.manage && account.plan === "free" ? upgradePlan(payer) : undefined);
+      url = await linkFor(
+        billing,
+        payer.ctx,
+        account,
+        "checkout",
+        input.manage && account.plan === "free" ? upgradePlan(payer) : undefined,
+      );
     } else if (input.manage) {
-      url = account.plan === "free" ? await linkFor(billing, payer.ctx, account, "checkout", upgradePlan(payer)) : await linkFor(billing, payer.ctx, account, "portal");
+      url =
+        account.plan === "free"
+          ? await linkFor(billing, payer.ctx, account, "checkout", upgradePlan(payer))
+          : await linkFor(billing, payer.ctx, account, "portal");
     }
-    const data: BillingOutput = { plan: account.plan, state: account.state, cardOnFile: account.cardOnFile, usage, actionNeeded, url };
-    const head = `Plan ${PLAN_TABLE[account.plan].title} (${account.state}), ${account.cardOnFile ? "card on file" : "no card on file"}. ` +
+    const data: BillingOutput = {
+      plan: account.plan,
+      state: account.state,
+      cardOnFile: account.cardOnFile,
+      usage,
+      actionNeeded,
+      url,
+    };
+    const head =
+      `Plan ${PLAN_TABLE[account.plan].title} (${account.state}), ${account.cardOnFile ? "card on file" : "no card on file"}. ` +
       `This month: ${usage.opens} opens, ${usage.aiTokens} AI tokens, ${usage.domains} domains, ${usage.amountSoFar.formatted} so far.`;
     const next = url ? (actionNeeded ? ` To ${actionNeeded}, open ${url}` : ` Manage billing at ${url}`) : "";
     return { text: `${head}${next}${account.plan === "free" ? ` Plans: ${plansLine}.` : ""}`, data };

@@ -1,4 +1,13 @@
-import { callRpc, ChargeResultSchema, RefundResultSchema, rpcMethods, signContext, type CallContext, type ChargeResult, type RefundResult } from "@hatch/shared";
+import {
+  callRpc,
+  ChargeResultSchema,
+  RefundResultSchema,
+  rpcMethods,
+  signContext,
+  type CallContext,
+  type ChargeResult,
+  type RefundResult,
+} from "@hatch/shared";
 import { createHash } from "node:crypto";
 import type { DomainsContext } from "../context.ts";
 import type { boughtDomains } from "../db/schema.ts";
@@ -44,17 +53,38 @@ export function renewalKey(domain: string, renewsAt: Date): string {
   return `renew:${createHash("sha256").update(domain).digest("hex").slice(0, 24)}:${renewsAt.toISOString().slice(0, 10).replace(/-/g, "")}`;
 }
 
-export function charge(domains: DomainsContext, ctx: string, input: { accountId: string; amountMinor: number; description: string; key: string }): Promise<ChargeResult> {
+export function charge(
+  domains: DomainsContext,
+  ctx: string,
+  input: { accountId: string; amountMinor: number; description: string; key: string },
+): Promise<ChargeResult> {
   return callRpc(
     domains.bus,
     "billing",
     rpcMethods.billing.charge,
-    { accountId: input.accountId, amountMinor: input.amountMinor, currency: "USD", description: input.description, idempotencyKey: input.key },
+    {
+      accountId: input.accountId,
+      amountMinor: input.amountMinor,
+      currency: "USD",
+      description: input.description,
+      idempotencyKey: input.key,
+    },
     ChargeResultSchema,
     { ctx, timeoutMs: 30_000 },
   );
 }
 
-export function refund(domains: DomainsContext, ctx: string, input: { accountId: string; key: string; reason: string }): Promise<RefundResult> {
-  return callRpc(domains.bus, "billing", rpcMethods.billing.refund, { accountId: input.accountId, idempotencyKey: input.key, reason: input.reason.slice(0, 200) }, RefundResultSchema, { ctx, timeoutMs: 30_000 });
+export function refund(
+  domains: DomainsContext,
+  ctx: string,
+  input: { accountId: string; key: string; reason: string },
+): Promise<RefundResult> {
+  return callRpc(
+    domains.bus,
+    "billing",
+    rpcMethods.billing.refund,
+    { accountId: input.accountId, idempotencyKey: input.key, reason: input.reason.slice(0, 200) },
+    RefundResultSchema,
+    { ctx, timeoutMs: 30_000 },
+  );
 }

@@ -6,4 +6,5 @@ export function money(amountMinor: number, currency = "USD"): Money {
   return { amountMinor, currency, formatted: currency === "USD" ? `$${amount}` : `${amount} ${currency}` };
 }
 
-export const moneyOrNull = (amountMinor: number | null, currency = "USD"): Money | null => (amountMinor === null ? null : money(amountMinor, currency));
+export const moneyOrNull = (amountMinor: number | null, currency = "USD"): Money | null =>
+  amountMinor === null ? null : money(amountMinor, currency);

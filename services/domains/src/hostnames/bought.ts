@@ -37,5 +37,12 @@ export async function connectBoughtHostname(
     .values(values)
     .onConflictDoUpdate({ target: hostnames.hostname, set: { ...values, updatedAt: sql`now()` } });
   await enqueueJob(tx, { kind: HOSTNAME_CHECK, key: bought.domain });
-  await hostnameEvent(tx, null, values, "hostname", "connected", `${bought.domain}, bought through Hatch, is being put on ${bought.address}`);
+  await hostnameEvent(
+    tx,
+    null,
+    values,
+    "hostname",
+    "connected",
+    `${bought.domain}, bought through Hatch, is being put on ${bought.address}`,
+  );
 }

@@ -10,21 +10,39 @@ import { STALE_CLAIM_MS, type HostnameRow } from "./store.ts";
 
 /** Whether `row` (held by someone else) may be taken over by `accountId` now. */
 export function lapsed(row: HostnameRow, accountId: string, now = Date.now()): boolean {
-  return row.verifiedAt === null && row.accountId !== accountId && row.kind !== "bought" && now - row.createdAt.getTime() > STALE_CLAIM_MS;
+  return (
+    row.verifiedAt === null &&
+    row.accountId !== accountId &&
+    row.kind !== "bought" &&
+    now - row.createdAt.getTime() > STALE_CLAIM_MS
+  );
 }
 
 /** The refusal for a hostname held by another app or account. */
 export function heldElsewhere(hostname: string, row: HostnameRow, accountId: string): ToolError {
   if (row.accountId === accountId) {
-    const what = row.kind === "company" ? "is this company's address for apps" : "is already connected to another app of this account";
-    return new ToolError("conflict", `${hostname} ${what}. A hostname serves one app only: disconnect it there first (custom_domain action disconnect on that app${row.kind === "company" ? ", or company_domain_set action remove" : ""}), then connect it here.`);
+    const what =
+      row.kind === "company"
+        ? "is this company's address for apps"
+        : "is already connected to another app of this account";
+    return new ToolError(
+      "conflict",
+      `${hostname} ${what}. A hostname serves one app only: disconnect it there first (custom_domain action disconnect on that app${row.kind === "company" ? ", or company_domain_set action remove" : ""}), then connect it here.`,
+    );
   }
   const since = row.verifiedAt ? "has proven it owns it" : "claimed it and may still prove it by its DNS record";
-  return new ToolError("conflict", `${hostname} is in use on Hatch by another account, which ${since}. A hostname serves one app only, so it cannot be connected here. Use another hostname (for example another subdomain of your domain).`);
+  return new ToolError(
+    "conflict",
+    `${hostname} is in use on Hatch by another account, which ${since}. A hostname serves one app only, so it cannot be connected here. Use another hostname (for example another subdomain of your domain).`,
+  );
 }
 
 /** Refuses a hostname under another account's verified company domain (its subdomains serve that company's apps). */
-export async function checkNotUnderCompany(ctx: Pick<DomainsContext, "db">, hostname: string, accountId: string): Promise<void> {
+export async function checkNotUnderCompany(
+  ctx: Pick<DomainsContext, "db">,
+  hostname: string,
+  accountId: string,
+): Promise<void> {
   const labels = hostname.split(".");
   const parents = labels.slice(1, -1).map((_, i) => labels.slice(i + 1).join("."));
   if (parents.length === 0) return;
@@ -33,6 +51,9 @@ export async function checkNotUnderCompany(ctx: Pick<DomainsContext, "db">, host
     .from(hostnames)
     .where(and(inArray(hostnames.hostname, parents), eq(hostnames.kind, "company"), isNotNull(hostnames.verifiedAt)));
   if (company && company.accountId !== accountId) {
-    throw new ToolError("conflict", `${hostname} is under ${company.hostname}, another account's company address on Hatch, whose subdomains serve that company's apps. Use a hostname of a domain you own.`);
+    throw new ToolError(
+      "conflict",
+      `${hostname} is under ${company.hostname}, another account's company address on Hatch, whose subdomains serve that company's apps. Use a hostname of a domain you own.`,
+    );
   }
 }

@@ -66,26 +66,51 @@ const RESERVED_SUFFIXES = ["localhost", "local", "internal", "invalid", "arpa", 
  * Checks a hostname a person wants to point at Hatch and answers it normalized; throws `invalid_input` with what to
  * give instead. `what` names it in the message ("hostname", "domain").
  */
-export function checkOwnHostname(raw: string, config: Pick<DomainsConfig, "appsDomain" | "baseUrl" | "edgeCnameTarget">, what = "hostname"): string {
+export function checkOwnHostname(
+  raw: string,
+  config: Pick<DomainsConfig, "appsDomain" | "baseUrl" | "edgeCnameTarget">,
+  what = "hostname",
+): string {
   const hostname = normalizeHostname(raw);
   const bare = hostname.replace(/^\[|\]$/g, "");
   if (isIP(bare) !== 0 || /^[\d.]+$/.test(hostname)) {
-    throw new ToolError("invalid_input", `"${raw}" is an IP address; give a ${what} such as todo.example.com, and Hatch lists the DNS records that point it here.`);
+    throw new ToolError(
+      "invalid_input",
+      `"${raw}" is an IP address; give a ${what} such as todo.example.com, and Hatch lists the DNS records that point it here.`,
+    );
   }
-  if (hostname.includes("..")) throw new ToolError("invalid_input", `"${raw}" has an empty label (".."); give a ${what} such as todo.example.com.`);
+  if (hostname.includes(".."))
+    throw new ToolError(
+      "invalid_input",
+      `"${raw}" has an empty label (".."); give a ${what} such as todo.example.com.`,
+    );
   if (!DomainNameSchema.safeParse(hostname).success) {
-    throw new ToolError("invalid_input", `"${raw}" is not a ${what}; give one such as todo.example.com, without https:// or a path.`);
+    throw new ToolError(
+      "invalid_input",
+      `"${raw}" is not a ${what}; give one such as todo.example.com, without https:// or a path.`,
+    );
   }
-  if (hostname.split(".").some((label) => label.length > 63)) throw new ToolError("invalid_input", `"${raw}" has a label longer than 63 characters.`);
+  if (hostname.split(".").some((label) => label.length > 63))
+    throw new ToolError("invalid_input", `"${raw}" has a label longer than 63 characters.`);
   const labels = hostname.split(".");
   const last = labels.at(-1)!;
   if (RESERVED_SUFFIXES.some((s) => hostname === s || hostname.endsWith(`.${s}`)) || last === "localhost") {
-    throw new ToolError("invalid_input", `${hostname} is a local name that no DNS provider serves; give a ${what} of a domain you own, such as todo.example.com.`);
+    throw new ToolError(
+      "invalid_input",
+      `${hostname} is a local name that no DNS provider serves; give a ${what} of a domain you own, such as todo.example.com.`,
+    );
   }
-  if (MULTI_LABEL_SUFFIXES.has(hostname)) throw new ToolError("invalid_input", `${hostname} is a public suffix, not a domain; give one under it, such as example.${hostname}.`);
+  if (MULTI_LABEL_SUFFIXES.has(hostname))
+    throw new ToolError(
+      "invalid_input",
+      `${hostname} is a public suffix, not a domain; give one under it, such as example.${hostname}.`,
+    );
   for (const own of hatchHosts(config)) {
     if (hostname === own || hostname.endsWith(`.${own}`)) {
-      throw new ToolError("invalid_input", `${hostname} is one of Hatch's own addresses; apps are already served there. Give a domain you own, such as todo.example.com.`);
+      throw new ToolError(
+        "invalid_input",
+        `${hostname} is one of Hatch's own addresses; apps are already served there. Give a domain you own, such as todo.example.com.`,
+      );
     }
   }
   return hostname;

@@ -18,8 +18,10 @@ export const WILDCARD_PROBE = "hatch-wildcard-check";
  * `<address>.<domain>` reaches the edge). `bought`: only the routing records (the purchase proves ownership).
  */
 export function wantedRecords(kind: HostnameKind, hostname: string, token: string, edge: EdgeConfig): RecordSeen[] {
-  const proof: RecordSeen[] = kind === "bought" ? [] : [{ type: "TXT", name: challengeName(hostname), value: token, seen: false }];
-  if (kind === "company") return [...proof, { type: "CNAME", name: `*.${hostname}`, value: edge.edgeCnameTarget, seen: false }];
+  const proof: RecordSeen[] =
+    kind === "bought" ? [] : [{ type: "TXT", name: challengeName(hostname), value: token, seen: false }];
+  if (kind === "company")
+    return [...proof, { type: "CNAME", name: `*.${hostname}`, value: edge.edgeCnameTarget, seen: false }];
   if (!isApex(hostname)) return [...proof, { type: "CNAME", name: hostname, value: edge.edgeCnameTarget, seen: false }];
   return [
     ...proof,
@@ -39,7 +41,13 @@ export function apexUnsupported(hostname: string, edge: EdgeConfig): boolean {
  * CNAME at the apex, which registrars serve as an ALIAS (flattened).
  */
 export function edgeZoneRecords(domain: string, edge: EdgeConfig): ZoneRecord[] {
-  const routing = wantedRecords("bought", domain, "", edge).map((r): ZoneRecord => ({ type: r.type, host: r.name === domain ? "" : r.name.slice(0, -(domain.length + 1)), value: r.value }));
+  const routing = wantedRecords("bought", domain, "", edge).map(
+    (r): ZoneRecord => ({
+      type: r.type,
+      host: r.name === domain ? "" : r.name.slice(0, -(domain.length + 1)),
+      value: r.value,
+    }),
+  );
   return routing.length > 0 ? routing : [{ type: "CNAME", host: "", value: edge.edgeCnameTarget }];
 }
 
@@ -59,7 +67,9 @@ export async function checkRecords(dns: DnsLookup, hostname: string, wanted: Rec
     try {
       return await question();
     } catch (error) {
-      failures.push(`the DNS lookup of the ${type} record of ${name} failed (${(error as { code?: string }).code ?? "no answer"}); Hatch tries again`);
+      failures.push(
+        `the DNS lookup of the ${type} record of ${name} failed (${(error as { code?: string }).code ?? "no answer"}); Hatch tries again`,
+      );
       return null;
     }
   };
@@ -68,7 +78,14 @@ export async function checkRecords(dns: DnsLookup, hostname: string, wanted: Rec
     const queried = name.startsWith("*.") ? `${WILDCARD_PROBE}.${name.slice(2)}` : name;
     const key = `${type} ${queried}`;
     if (!answers.has(key)) {
-      const question = type === "TXT" ? () => dns.txt(queried) : type === "CNAME" ? () => dns.cname(queried) : type === "A" ? () => dns.a(queried) : () => dns.aaaa(queried);
+      const question =
+        type === "TXT"
+          ? () => dns.txt(queried)
+          : type === "CNAME"
+            ? () => dns.cname(queried)
+            : type === "A"
+              ? () => dns.a(queried)
+              : () => dns.aaaa(queried);
       answers.set(key, ask(question, name, type));
     }
     return answers.get(key)!;
@@ -84,8 +101,13 @@ export async function checkRecords(dns: DnsLookup, hostname: string, wanted: Rec
       }
       const values = record.type === "TXT" ? found : found.map(norm);
       // A and AAAA: every address must be the edge's (a leftover address would send some visitors elsewhere).
-      const ours = record.type === "A" || record.type === "AAAA" ? wanted.filter((w) => w.type === record.type).map((w) => w.value) : [record.value];
-      const seen = values.includes(record.type === "TXT" ? record.value : norm(record.value)) && (record.type === "TXT" || values.every((v) => ours.includes(v)));
+      const ours =
+        record.type === "A" || record.type === "AAAA"
+          ? wanted.filter((w) => w.type === record.type).map((w) => w.value)
+          : [record.value];
+      const seen =
+        values.includes(record.type === "TXT" ? record.value : norm(record.value)) &&
+        (record.type === "TXT" || values.every((v) => ours.includes(v)));
       return seen ? { ...record, seen: true } : { ...record, seen: false, found: values };
     }),
   );
@@ -94,12 +116,21 @@ export async function checkRecords(dns: DnsLookup, hostname: string, wanted: Rec
   for (const record of records) {
     if (record.type !== "CNAME" || record.seen || unanswered.has(record) || (record.found?.length ?? 0) > 0) continue;
     const addresses = await lookup("A", record.name);
-    if (addresses && addresses.length > 0) extra.push(`the name ${record.name} has A records (${addresses.join(", ")}) instead of a CNAME to ${record.value}; remove them and add the CNAME`);
+    if (addresses && addresses.length > 0)
+      extra.push(
+        `the name ${record.name} has A records (${addresses.join(", ")}) instead of a CNAME to ${record.value}; remove them and add the CNAME`,
+      );
   }
   const complete = records.every((r) => r.seen);
   const missing = [...records.filter((r) => !r.seen && !unanswered.has(r)).map(describeMissing), ...extra];
   const problem = unique([...missing, ...failures]).join("; ");
-  return { records, complete, problem: complete ? null : `${capitalize(problem)}.${missing.length ? " DNS changes can take a few minutes to show." : ""}` };
+  return {
+    records,
+    complete,
+    problem: complete
+      ? null
+      : `${capitalize(problem)}.${missing.length ? " DNS changes can take a few minutes to show." : ""}`,
+  };
 }
 
 function describeMissing(record: RecordSeen): string {
@@ -110,11 +141,16 @@ function describeMissing(record: RecordSeen): string {
       : `the TXT record ${record.name} is not there yet (it should hold "${record.value}")`;
   }
   if (record.type === "CNAME") {
-    return found.length > 0 ? `the CNAME ${record.name} points to ${found.join(", ")}, it should point to ${record.value}` : `the CNAME ${record.name} → ${record.value} is not there yet`;
+    return found.length > 0
+      ? `the CNAME ${record.name} points to ${found.join(", ")}, it should point to ${record.value}`
+      : `the CNAME ${record.name} → ${record.value} is not there yet`;
   }
   const others = found.filter((v) => v !== record.value);
-  if (found.includes(record.value)) return `the ${record.type} records of ${record.name} also point to ${others.join(", ")}, which is not Hatch's edge; remove those`;
-  return found.length > 0 ? `the ${record.type} record of ${record.name} points to ${found.join(", ")}, it should point to ${record.value}` : `the ${record.type} record ${record.name} → ${record.value} is not there yet`;
+  if (found.includes(record.value))
+    return `the ${record.type} records of ${record.name} also point to ${others.join(", ")}, which is not Hatch's edge; remove those`;
+  return found.length > 0
+    ? `the ${record.type} record of ${record.name} points to ${found.join(", ")}, it should point to ${record.value}`
+    : `the ${record.type} record ${record.name} → ${record.value} is not there yet`;
 }
 
 const unique = (items: string[]) => [...new Set(items)];
@@ -135,7 +171,10 @@ export function recordsOut(hostname: string, records: RecordSeen[]): DnsRecord[]
     value: r.value,
     ttl: r.type === "TXT" ? 300 : 3600,
     status: r.seen ? "ok" : (r.found?.length ?? 0) > 0 ? "wrong" : "missing",
-    purpose: r.type === "CNAME" && r.name.startsWith("*.") ? `sends every <address>.${hostname} to Hatch's edge, which serves the company's apps there` : PURPOSE[r.type],
+    purpose:
+      r.type === "CNAME" && r.name.startsWith("*.")
+        ? `sends every <address>.${hostname} to Hatch's edge, which serves the company's apps there`
+        : PURPOSE[r.type],
   }));
 }
 

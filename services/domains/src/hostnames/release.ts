@@ -20,21 +20,43 @@ export function startAppDeletedConsumer(ctx: DomainsContext): EventConsumer {
     filter: "events.apps.app.deleted",
     logger: log,
     handler: async (event) => {
-      if (event.service !== "apps" || event.entity !== "app" || event.verb !== "deleted" || !event.app || !event.account) return;
+      if (
+        event.service !== "apps" ||
+        event.entity !== "app" ||
+        event.verb !== "deleted" ||
+        !event.app ||
+        !event.account
+      )
+        return;
       const { app, account } = event;
       const released = await ctx.db.transaction(async (tx) => {
         const gone = await tx
           .delete(hostnames)
-          .where(and(eq(hostnames.address, app), eq(hostnames.accountId, account), inArray(hostnames.kind, ["custom", "bought"])))
+          .where(
+            and(
+              eq(hostnames.address, app),
+              eq(hostnames.accountId, account),
+              inArray(hostnames.kind, ["custom", "bought"]),
+            ),
+          )
           .returning();
         for (const row of gone) {
           await cancelJob(tx, HOSTNAME_CHECK, row.hostname);
-          await hostnameEvent(tx, null, row, "hostname", "disconnected", `${row.hostname} was released: the app ${app} was deleted`, { reason: "app_deleted", event: event.id });
+          await hostnameEvent(
+            tx,
+            null,
+            row,
+            "hostname",
+            "disconnected",
+            `${row.hostname} was released: the app ${app} was deleted`,
+            { reason: "app_deleted", event: event.id },
+          );
         }
         return gone;
       });
       for (const row of released) announceHostChanged(ctx, row.hostname);
-      if (released.length) log.info("released hostnames of a deleted app", { app, hostnames: released.map((r) => r.hostname) });
+      if (released.length)
+        log.info("released hostnames of a deleted app", { app, hostnames: released.map((r) => r.hostname) });
     },
   });
 }

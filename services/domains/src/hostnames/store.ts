@@ -1,4 +1,19 @@
-import { callRpc, encodeJson, newEvent, rpcMethods, signContext, subjects, ToolError, writeEvent, AppLookupSchema, type AppLookup, type CallContext, type Database, type DnsRecord, type HatchEvent } from "@hatch/shared";
+import {
+  callRpc,
+  encodeJson,
+  newEvent,
+  rpcMethods,
+  signContext,
+  subjects,
+  ToolError,
+  writeEvent,
+  AppLookupSchema,
+  type AppLookup,
+  type CallContext,
+  type Database,
+  type DnsRecord,
+  type HatchEvent,
+} from "@hatch/shared";
 import type { DomainsContext } from "../context.ts";
 import { hostnames, outbox, type ConnectionStage } from "../db/schema.ts";
 import { recordsOut } from "./records.ts";
@@ -22,7 +37,13 @@ export interface HostnameView {
 }
 
 export function viewOf(row: HostnameRow): HostnameView {
-  return { hostname: row.hostname, stage: row.stage, records: recordsOut(row.hostname, row.records), problem: row.problem, checkedAt: row.checkedAt?.toISOString() ?? null };
+  return {
+    hostname: row.hostname,
+    stage: row.stage,
+    records: recordsOut(row.hostname, row.records),
+    problem: row.problem,
+    checkedAt: row.checkedAt?.toISOString() ?? null,
+  };
 }
 
 /** Writes a domains event about a hostname in the change's transaction (app = its address, when it has one). */
@@ -67,13 +88,25 @@ export function actorOf(ctx: CallContext | null): string {
  * The app at `address` if the caller may manage it, asked of the apps service with the caller's ctx signed again by
  * domains (the runtime verified it; apps checks ownership or the organization role itself).
  */
-export async function lookupApp(domains: Pick<DomainsContext, "bus" | "contextKey">, ctx: CallContext, address: string, requestId?: string): Promise<AppLookup> {
+export async function lookupApp(
+  domains: Pick<DomainsContext, "bus" | "contextKey">,
+  ctx: CallContext,
+  address: string,
+  requestId?: string,
+): Promise<AppLookup> {
   const { v: _v, iat: _iat, exp: _exp, ...claims } = ctx;
-  return callRpc(domains.bus, "apps", rpcMethods.apps.appLookup, { address }, AppLookupSchema, { ctx: signContext(claims, domains.contextKey), requestId });
+  return callRpc(domains.bus, "apps", rpcMethods.apps.appLookup, { address }, AppLookupSchema, {
+    ctx: signContext(claims, domains.contextKey),
+    requestId,
+  });
 }
 
 /** The account the caller acts as. */
 export function accountOf(ctx: CallContext): string {
-  if (!ctx.account) throw new ToolError("unavailable", "Hatch could not tell which account you act as right now. Try again in a moment.");
+  if (!ctx.account)
+    throw new ToolError(
+      "unavailable",
+      "Hatch could not tell which account you act as right now. Try again in a moment.",
+    );
   return ctx.account;
 }

@@ -11,7 +11,11 @@ export interface DomainsHttp {
   stop(): Promise<void>;
 }
 
-const text = (body: string, status: number) => new Response(`${body}\n`, { status, headers: { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" } });
+const text = (body: string, status: number) =>
+  new Response(`${body}\n`, {
+    status,
+    headers: { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" },
+  });
 
 /**
  * Caddy's on-demand TLS asks before obtaining a certificate: 200 = go ahead, anything else = no. Yes only for a
@@ -20,7 +24,8 @@ const text = (body: string, status: number) => new Response(`${body}\n`, { statu
  */
 export async function answerAsk(ctx: Pick<DomainsContext, "db" | "logger">, url: URL): Promise<Response> {
   const domain = url.searchParams.get("domain")?.toLowerCase().replace(/\.$/, "") ?? "";
-  if (!domain || isIP(domain) !== 0 || !DomainNameSchema.safeParse(domain).success) return text("domain must be a host name", 400);
+  if (!domain || isIP(domain) !== 0 || !DomainNameSchema.safeParse(domain).success)
+    return text("domain must be a host name", 400);
   try {
     const served = await resolveHostname(ctx.db, domain);
     if (served.address) return text("yes", 200);
@@ -44,7 +49,10 @@ export function startDomainsHttp(ctx: DomainsContext): DomainsHttp | null {
     port: ctx.config.httpPort,
     fetch: (request) => {
       const url = new URL(request.url);
-      if (url.pathname === "/tls/ask") return request.method === "GET" ? answerAsk(ctx, url) : new Response(null, { status: 405, headers: { Allow: "GET" } });
+      if (url.pathname === "/tls/ask")
+        return request.method === "GET"
+          ? answerAsk(ctx, url)
+          : new Response(null, { status: 405, headers: { Allow: "GET" } });
       return text("not found", 404);
     },
   });

@@ -24,7 +24,8 @@ const LIVE_FACTOR = 60;
 export function hostnameCheckKind(getCtx: () => DomainsContext): JobKind {
   let roots: { file: string | null; pem: string | null } | null = null;
   const caPem = (ctx: DomainsContext) => {
-    if (!roots || roots.file !== ctx.config.edgeCaFile) roots = { file: ctx.config.edgeCaFile, pem: loadExtraRoots(ctx.config.edgeCaFile) };
+    if (!roots || roots.file !== ctx.config.edgeCaFile)
+      roots = { file: ctx.config.edgeCaFile, pem: loadExtraRoots(ctx.config.edgeCaFile) };
     return roots.pem;
   };
   return {
@@ -34,21 +35,37 @@ export function hostnameCheckKind(getCtx: () => DomainsContext): JobKind {
       if (!row) return {}; // disconnected meanwhile: nothing to check
       const waits = typeof job.payload.waits === "number" ? job.payload.waits : 0;
       const recheck = ctx.config.recheckMs;
-      const waitAgain = (): Pick<JobOutcome, "againInMs" | "payload"> => ({ againInMs: recheck * Math.min(2 ** waits, MAX_BACKOFF_FACTOR), payload: { waits: waits + 1 } });
+      const waitAgain = (): Pick<JobOutcome, "againInMs" | "payload"> => ({
+        againInMs: recheck * Math.min(2 ** waits, MAX_BACKOFF_FACTOR),
+        payload: { waits: waits + 1 },
+      });
       const slow = { againInMs: recheck * LIVE_FACTOR, payload: { waits: 0 } };
 
       if (row.stage === "dns" || row.verifiedAt === null) {
         const dns = await dnsCheck(ctx, row);
         if (!dns.complete) {
           const givingUp = Date.now() - row.createdAt.getTime() > STALE_CLAIM_MS;
-          const problem = givingUp ? `${dns.problem} Hatch stopped checking after 7 days; custom_domains (or company_domain) checks again.` : dns.problem;
-          return { apply: async (tx) => void (await record(tx, row, { records: dns.records, problem })), ...(givingUp ? {} : waitAgain()) };
+          const problem = givingUp
+            ? `${dns.problem} Hatch stopped checking after 7 days; custom_domains (or company_domain) checks again.`
+            : dns.problem;
+          return {
+            apply: async (tx) => void (await record(tx, row, { records: dns.records, problem })),
+            ...(givingUp ? {} : waitAgain()),
+          };
         }
-        const next: ConnectionStage = row.kind === "company" || ctx.config.edgeTlsAddress === null ? "live" : "certificate";
+        const next: ConnectionStage =
+          row.kind === "company" || ctx.config.edgeTlsAddress === null ? "live" : "certificate";
         return {
           apply: async (tx) => {
             if (!(await record(tx, row, { records: dns.records, problem: null, stage: next, verified: true }))) return;
-            await hostnameEvent(tx, null, row, "hostname", "verified", `${row.hostname} is verified: its DNS records point at Hatch${row.address ? ` (app ${row.address})` : ""}`);
+            await hostnameEvent(
+              tx,
+              null,
+              row,
+              "hostname",
+              "verified",
+              `${row.hostname} is verified: its DNS records point at Hatch${row.address ? ` (app ${row.address})` : ""}`,
+            );
             if (next === "live") await liveEvent(tx, row);
           },
           afterCommit: () => announceHostChanged(ctx, row.hostname),
@@ -58,8 +75,15 @@ export function hostnameCheckKind(getCtx: () => DomainsContext): JobKind {
 
       if (row.stage === "certificate") {
         const address = ctx.config.edgeTlsAddress;
-        const cert = address ? await checkCertificate(row.hostname, { address, caPem: caPem(ctx), signal }) : ({ ok: true } as const);
-        if (!cert.ok) return { apply: async (tx) => void (await record(tx, row, { problem: `The HTTPS certificate is not ready yet: ${cert.problem}.` })), ...waitAgain() };
+        const cert = address
+          ? await checkCertificate(row.hostname, { address, caPem: caPem(ctx), signal })
+          : ({ ok: true } as const);
+        if (!cert.ok)
+          return {
+            apply: async (tx) =>
+              void (await record(tx, row, { problem: `The HTTPS certificate is not ready yet: ${cert.problem}.` })),
+            ...waitAgain(),
+          };
         return {
           apply: async (tx) => {
             if (await record(tx, row, { problem: null, stage: "live" })) await liveEvent(tx, row);
@@ -70,7 +94,14 @@ export function hostnameCheckKind(getCtx: () => DomainsContext): JobKind {
 
       // Live: keep the picture of its records true; it stays served (proven once) whatever they show now.
       const dns = await dnsCheck(ctx, row);
-      return { apply: async (tx) => void (await record(tx, row, { records: dns.records, problem: dns.complete ? null : `${dns.problem} The domain stays connected, but visitors may not reach it.` })), ...slow };
+      return {
+        apply: async (tx) =>
+          void (await record(tx, row, {
+            records: dns.records,
+            problem: dns.complete ? null : `${dns.problem} The domain stays connected, but visitors may not reach it.`,
+          })),
+        ...slow,
+      };
     },
   };
 }
@@ -81,14 +112,24 @@ async function dnsCheck(ctx: DomainsContext, row: HostnameRow): Promise<DnsCheck
   // A bought domain's zone is at the registrar, set up by Hatch when it bought it: ask the registrar.
   const live = await ctx.registrar.recordsLive(row.hostname, edgeZoneRecords(row.hostname, ctx.config));
   const records: RecordSeen[] = wanted.map((r) => ({ ...r, seen: live }));
-  return { records, complete: live, problem: live ? null : "The registrar's DNS servers do not serve the domain's records yet; that usually takes a few minutes after registration." };
+  return {
+    records,
+    complete: live,
+    problem: live
+      ? null
+      : "The registrar's DNS servers do not serve the domain's records yet; that usually takes a few minutes after registration.",
+  };
 }
 
 /**
  * Writes a check's result, fenced by the token (a hostname disconnected and claimed again meanwhile is another
  * claim: the old check's result is dropped). Answers whether the row was there.
  */
-async function record(tx: Tx, row: HostnameRow, change: { records?: RecordSeen[]; problem: string | null; stage?: ConnectionStage; verified?: boolean }): Promise<boolean> {
+async function record(
+  tx: Tx,
+  row: HostnameRow,
+  change: { records?: RecordSeen[]; problem: string | null; stage?: ConnectionStage; verified?: boolean },
+): Promise<boolean> {
   const updated = await tx
     .update(hostnames)
     .set({
@@ -105,5 +146,12 @@ async function record(tx: Tx, row: HostnameRow, change: { records?: RecordSeen[]
 }
 
 async function liveEvent(tx: Tx, row: HostnameRow): Promise<void> {
-  await hostnameEvent(tx, null, row, "hostname", "live", `${row.hostname} is live${row.address ? `: it serves ${row.address}` : ""}`);
+  await hostnameEvent(
+    tx,
+    null,
+    row,
+    "hostname",
+    "live",
+    `${row.hostname} is live${row.address ? `: it serves ${row.address}` : ""}`,
+  );
 }

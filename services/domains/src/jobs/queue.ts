@@ -71,7 +71,11 @@ export async function enqueueJob(tx: Pick<Database, "insert">, job: NewJob): Pro
       targetWhere: sql`${jobs.doneAt} IS NULL`,
       // clock_timestamp(), not now(): taken after the row lock, so it differs from the stamp of a claim that committed
       // before; a run in flight sees that the job was asked for again (JobQueue.run).
-      set: { runAt: sql`LEAST(${jobs.runAt}, excluded.run_at)`, payload: sql`excluded.payload`, updatedAt: sql`clock_timestamp()` },
+      set: {
+        runAt: sql`LEAST(${jobs.runAt}, excluded.run_at)`,
+        payload: sql`excluded.payload`,
+        updatedAt: sql`clock_timestamp()`,
+      },
     });
 }
 
@@ -174,13 +178,23 @@ export class JobQueue {
     const due = this.db
       .select({ id: jobs.id })
       .from(jobs)
-      .where(and(isNull(jobs.doneAt), lte(jobs.runAt, sql`now()`), or(isNull(jobs.lockedUntil), lt(jobs.lockedUntil, sql`now()`))))
+      .where(
+        and(
+          isNull(jobs.doneAt),
+          lte(jobs.runAt, sql`now()`),
+          or(isNull(jobs.lockedUntil), lt(jobs.lockedUntil, sql`now()`)),
+        ),
+      )
       .orderBy(asc(jobs.runAt))
       .limit(limit)
       .for("update", { skipLocked: true });
     const claimed = await this.db
       .update(jobs)
-      .set({ lockedBy: claim, lockedUntil: sql`now() + ${this.leaseMs} * interval '1 millisecond'`, updatedAt: sql`now()` })
+      .set({
+        lockedBy: claim,
+        lockedUntil: sql`now() + ${this.leaseMs} * interval '1 millisecond'`,
+        updatedAt: sql`now()`,
+      })
       .where(inArray(jobs.id, due))
       .returning({ ...getTableColumns(jobs), stamp: sql<string>`${jobs.updatedAt}::text` });
     for (const { stamp, ...job } of claimed) {
@@ -199,17 +213,20 @@ export class JobQueue {
     const kind = this.kinds[job.kind];
     const log = this.log.child({ job: job.id, kind: job.kind, key: job.key });
     // Renew the lease while the handler works; losing it aborts the run.
-    const renew = setInterval(() => {
-      this.db
-        .update(jobs)
-        .set({ lockedUntil: sql`now() + ${this.leaseMs} * interval '1 millisecond'` })
-        .where(and(eq(jobs.id, job.id), eq(jobs.lockedBy, claim)))
-        .returning({ id: jobs.id })
-        .then((rows) => {
-          if (rows.length === 0) abort.abort();
-        })
-        .catch(() => undefined);
-    }, Math.max(100, Math.floor(this.leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        this.db
+          .update(jobs)
+          .set({ lockedUntil: sql`now() + ${this.leaseMs} * interval '1 millisecond'` })
+          .where(and(eq(jobs.id, job.id), eq(jobs.lockedBy, claim)))
+          .returning({ id: jobs.id })
+          .then((rows) => {
+            if (rows.length === 0) abort.abort();
+          })
+          .catch(() => undefined);
+      },
+      Math.max(100, Math.floor(this.leaseMs / 3)),
+    );
     try {
       if (!kind) throw new Error(`no handler for job kind ${job.kind}`);
       const outcome = await kind.run(job, abort.signal);
@@ -218,7 +235,8 @@ export class JobQueue {
         // Enqueued again while this run was out: this run's changes commit, and the job stays open, due at once (the
         // earlier of the two run times: it was due when claimed) with the payload of that request.
         const again = sql`(${jobs.updatedAt} IS DISTINCT FROM ${stamp}::timestamptz)`;
-        const next = outcome.againInMs === undefined ? null : sql`now() + ${outcome.againInMs} * interval '1 millisecond'`;
+        const next =
+          outcome.againInMs === undefined ? null : sql`now() + ${outcome.againInMs} * interval '1 millisecond'`;
         const updated = await tx
           .update(jobs)
           .set({
@@ -231,7 +249,11 @@ export class JobQueue {
             ...(next
               ? {
                   runAt: sql`CASE WHEN ${again} THEN ${jobs.runAt} ELSE ${next} END`,
-                  ...(outcome.payload ? { payload: sql`CASE WHEN ${again} THEN ${jobs.payload} ELSE ${JSON.stringify(outcome.payload)}::jsonb END` } : {}),
+                  ...(outcome.payload
+                    ? {
+                        payload: sql`CASE WHEN ${again} THEN ${jobs.payload} ELSE ${JSON.stringify(outcome.payload)}::jsonb END`,
+                      }
+                    : {}),
                 }
               : { doneAt: sql`CASE WHEN ${again} THEN NULL ELSE now() END` }),
           })
@@ -247,7 +269,9 @@ export class JobQueue {
         await this.release(job.id, claim).catch(() => undefined);
         return;
       }
-      await this.fail(job, claim, kind, error, log).catch((failure) => log.warn("could not record a job failure", { error: failure }));
+      await this.fail(job, claim, kind, error, log).catch((failure) =>
+        log.warn("could not record a job failure", { error: failure }),
+      );
     } finally {
       clearInterval(renew);
     }
@@ -261,11 +285,18 @@ export class JobQueue {
       .where(and(eq(jobs.id, id), eq(jobs.lockedBy, claim)));
   }
 
-  private async fail(job: JobRow, claim: string, kind: JobKind | undefined, error: unknown, log: Logger): Promise<void> {
+  private async fail(
+    job: JobRow,
+    claim: string,
+    kind: JobKind | undefined,
+    error: unknown,
+    log: Logger,
+  ): Promise<void> {
     const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
     const attempts = job.attempts + 1;
     const givingUp = kind?.maxAttempts !== undefined && attempts >= kind.maxAttempts;
-    const delay = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** Math.min(attempts - 1, 20)) * (0.75 + Math.random() / 2);
+    const delay =
+      Math.min(this.maxBackoffMs, this.backoffMs * 2 ** Math.min(attempts - 1, 20)) * (0.75 + Math.random() / 2);
     log.warn(givingUp ? "job failed; giving up" : "job failed; will retry", { attempts, error: message });
     await this.db.transaction(async (tx) => {
       const updated = await tx
@@ -276,7 +307,9 @@ export class JobQueue {
           attempts,
           lastError: message,
           updatedAt: sql`now()`,
-          ...(givingUp ? { doneAt: sql`now()` } : { runAt: sql`now() + ${Math.round(delay)} * interval '1 millisecond'` }),
+          ...(givingUp
+            ? { doneAt: sql`now()` }
+            : { runAt: sql`now() + ${Math.round(delay)} * interval '1 millisecond'` }),
         })
         .where(and(eq(jobs.id, job.id), eq(jobs.lockedBy, claim)))
         .returning({ id: jobs.id });

@@ -1,5 +1,12 @@
 import type { Registrant } from "../db/schema.ts";
-import { RegistrarUnavailable, type DomainOffer, type Registrar, type RegisterRequest, type RegistrationState, type ZoneRecord } from "./types.ts";
+import {
+  RegistrarUnavailable,
+  type DomainOffer,
+  type Registrar,
+  type RegisterRequest,
+  type RegistrationState,
+  type ZoneRecord,
+} from "./types.ts";
 
 // Name.com's JSON HTTP API v4 (Basic auth `username:token`). Chosen because it publishes availability together with
 // the first-year and renewal price and a premium flag (POST /v4/domains:checkAvailability), registers with the exact
@@ -52,7 +59,8 @@ class NamecomError extends Error {
   }
 }
 
-const cents = (dollars: number | undefined): number | null => (typeof dollars === "number" && Number.isFinite(dollars) ? Math.round(dollars * 100) : null);
+const cents = (dollars: number | undefined): number | null =>
+  typeof dollars === "number" && Number.isFinite(dollars) ? Math.round(dollars * 100) : null;
 const dollars = (minor: number): number => Math.round(minor) / 100;
 function contact(registrant: Registrant) {
   const parts = registrant.name.trim().split(/\s+/);
@@ -81,7 +89,11 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
     try {
       response = await doFetch(`${base}${path}`, {
         method,
-        headers: { Authorization: auth, Accept: "application/json", ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+        headers: {
+          Authorization: auth,
+          Accept: "application/json",
+          ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(options.timeoutMs ?? 20_000),
       });
@@ -96,11 +108,17 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
       json = null;
     }
     if (response.ok) {
-      if (json === null || typeof json !== "object") throw new RegistrarUnavailable("Name.com answered something that is not JSON");
+      if (json === null || typeof json !== "object")
+        throw new RegistrarUnavailable("Name.com answered something that is not JSON");
       return json as T;
     }
     // Name.com's errors: { message, details? } (e.g. "Invalid Argument" + "Purchase price does not match").
-    const said = json && typeof json === "object" ? [(json as { message?: unknown }).message, (json as { details?: unknown }).details].filter((v): v is string => typeof v === "string" && v.length > 0) : [];
+    const said =
+      json && typeof json === "object"
+        ? [(json as { message?: unknown }).message, (json as { details?: unknown }).details].filter(
+            (v): v is string => typeof v === "string" && v.length > 0,
+          )
+        : [];
     const message = (said.length ? said.join(": ") : `HTTP ${response.status}`).slice(0, 200);
     if ([401, 402, 403, 408, 429].includes(response.status) || response.status >= 500) {
       throw new RegistrarUnavailable(`Name.com answered ${response.status} (${message})`);
@@ -113,14 +131,16 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
       return await call<NamecomDomain>("GET", `/v4/domains/${encodeURIComponent(domain)}`);
     } catch (error) {
       if (error instanceof NamecomError && error.status === 404) return null;
-      if (error instanceof NamecomError) throw new RegistrarUnavailable(`Name.com answered ${error.status} (${error.message})`);
+      if (error instanceof NamecomError)
+        throw new RegistrarUnavailable(`Name.com answered ${error.status} (${error.message})`);
       throw error;
     }
   }
 
   function registered(domain: NamecomDomain): RegistrationState {
     const renewsAt = domain.expireDate ? new Date(domain.expireDate) : null;
-    if (!renewsAt || Number.isNaN(renewsAt.getTime())) throw new RegistrarUnavailable("Name.com answered a domain without an expiry date");
+    if (!renewsAt || Number.isNaN(renewsAt.getTime()))
+      throw new RegistrarUnavailable("Name.com answered a domain without an expiry date");
     return { state: "registered", ref: domain.domainName, renewsAt };
   }
 
@@ -129,8 +149,14 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
     const have = await listRecords(domain);
     for (const record of records) {
       if (have.some((r) => same(r, record))) continue;
-      await call("POST", `/v4/domains/${encodeURIComponent(domain)}/records`, { host: record.host, type: record.type, answer: record.value, ttl: 300 }).catch((error) => {
-        if (error instanceof NamecomError) throw new RegistrarUnavailable(`Name.com refused a DNS record (${error.message})`);
+      await call("POST", `/v4/domains/${encodeURIComponent(domain)}/records`, {
+        host: record.host,
+        type: record.type,
+        answer: record.value,
+        ttl: 300,
+      }).catch((error) => {
+        if (error instanceof NamecomError)
+          throw new RegistrarUnavailable(`Name.com refused a DNS record (${error.message})`);
         throw error;
       });
     }
@@ -138,24 +164,33 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
 
   async function listRecords(domain: string): Promise<NamecomRecord[]> {
     try {
-      const answer = await call<{ records?: NamecomRecord[] }>("GET", `/v4/domains/${encodeURIComponent(domain)}/records`);
+      const answer = await call<{ records?: NamecomRecord[] }>(
+        "GET",
+        `/v4/domains/${encodeURIComponent(domain)}/records`,
+      );
       return answer.records ?? [];
     } catch (error) {
-      if (error instanceof NamecomError) throw new RegistrarUnavailable(`Name.com answered ${error.status} (${error.message})`);
+      if (error instanceof NamecomError)
+        throw new RegistrarUnavailable(`Name.com answered ${error.status} (${error.message})`);
       throw error;
     }
   }
 
   const same = (r: NamecomRecord, want: ZoneRecord) =>
-    r.type === want.type && (r.host ?? "") === want.host && r.answer.replace(/\.$/, "").toLowerCase() === want.value.replace(/\.$/, "").toLowerCase();
+    r.type === want.type &&
+    (r.host ?? "") === want.host &&
+    r.answer.replace(/\.$/, "").toLowerCase() === want.value.replace(/\.$/, "").toLowerCase();
 
   return {
     name: "namecom",
 
     async check(domains: string[]): Promise<DomainOffer[]> {
       if (domains.length === 0) return [];
-      const answer = await call<{ results?: NamecomSearchResult[] }>("POST", "/v4/domains:checkAvailability", { domainNames: domains }).catch((error) => {
-        if (error instanceof NamecomError) throw new RegistrarUnavailable(`Name.com answered ${error.status} (${error.message})`);
+      const answer = await call<{ results?: NamecomSearchResult[] }>("POST", "/v4/domains:checkAvailability", {
+        domainNames: domains,
+      }).catch((error) => {
+        if (error instanceof NamecomError)
+          throw new RegistrarUnavailable(`Name.com answered ${error.status} (${error.message})`);
         throw error;
       });
       const byName = new Map((answer.results ?? []).map((r) => [r.domainName.toLowerCase(), r]));
@@ -163,9 +198,16 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
         const r = byName.get(domain);
         const firstYear = cents(r?.purchasePrice);
         // Only plain registrations are offered (not aftermarket or backorder purchases).
-        const available = Boolean(r?.purchasable) && firstYear !== null && (r?.purchaseType ?? "registration") === "registration";
+        const available =
+          Boolean(r?.purchasable) && firstYear !== null && (r?.purchaseType ?? "registration") === "registration";
         if (!available) return { domain, available: false, premium: false, firstYearMinor: null, renewalMinor: null };
-        return { domain, available: true, premium: Boolean(r!.premium), firstYearMinor: firstYear, renewalMinor: cents(r!.renewalPrice) ?? firstYear };
+        return {
+          domain,
+          available: true,
+          premium: Boolean(r!.premium),
+          firstYearMinor: firstYear,
+          renewalMinor: cents(r!.renewalPrice) ?? firstYear,
+        };
       });
     },
 
@@ -179,18 +221,39 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
       let created: { domain?: NamecomDomain };
       try {
         created = await call("POST", "/v4/domains", {
-          domain: { domainName: request.domain, contacts: { registrant: contact(request.registrant), admin: contact(request.registrant), tech: contact(request.registrant), billing: contact(request.registrant) } },
+          domain: {
+            domainName: request.domain,
+            contacts: {
+              registrant: contact(request.registrant),
+              admin: contact(request.registrant),
+              tech: contact(request.registrant),
+              billing: contact(request.registrant),
+            },
+          },
           purchasePrice: dollars(request.priceMinor),
           purchaseType: "registration",
           years: 1,
         });
       } catch (error) {
         if (!(error instanceof NamecomError)) throw error;
-        if (/price/i.test(error.message)) return { state: "failed", reason: "price_changed", message: "the registry's price changed since it was confirmed" };
+        if (/price/i.test(error.message))
+          return {
+            state: "failed",
+            reason: "price_changed",
+            message: "the registry's price changed since it was confirmed",
+          };
         if (/not available|unavailable|already registered|taken/i.test(error.message) || error.status === 409) {
-          return { state: "failed", reason: "unavailable", message: "the name was registered by someone else meanwhile" };
+          return {
+            state: "failed",
+            reason: "unavailable",
+            message: "the name was registered by someone else meanwhile",
+          };
         }
-        return { state: "failed", reason: "refused", message: `the registrar refused the registration (${error.message})` };
+        return {
+          state: "failed",
+          reason: "refused",
+          message: `the registrar refused the registration (${error.message})`,
+        };
       }
       if (!created.domain) throw new RegistrarUnavailable("Name.com answered a registration without the domain");
       await ensureRecords(request.domain, request.records);
@@ -199,7 +262,8 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
 
     async status(domain: string): Promise<RegistrationState> {
       const found = await getDomain(domain);
-      if (!found) return { state: "failed", reason: "refused", message: "the registrar holds no registration of this name" };
+      if (!found)
+        return { state: "failed", reason: "refused", message: "the registrar holds no registration of this name" };
       return registered(found);
     },
 
@@ -213,12 +277,17 @@ export function createNamecomRegistrar(options: NamecomOptions): Registrar {
       if (!found) throw new RegistrarUnavailable(`Name.com holds no registration of ${domain}`);
       const expiry = registered(found);
       // Renewed already (a repeated call): the expiry moved past the one the caller saw.
-      if (expiry.state === "registered" && expiry.renewsAt.getTime() > currentRenewsAt.getTime() + 24 * 3600_000) return { renewsAt: expiry.renewsAt };
+      if (expiry.state === "registered" && expiry.renewsAt.getTime() > currentRenewsAt.getTime() + 24 * 3600_000)
+        return { renewsAt: expiry.renewsAt };
       let renewed: { domain?: NamecomDomain };
       try {
-        renewed = await call("POST", `/v4/domains/${encodeURIComponent(domain)}:renew`, { years: 1, ...(found.renewalPrice ? { purchasePrice: found.renewalPrice } : {}) });
+        renewed = await call("POST", `/v4/domains/${encodeURIComponent(domain)}:renew`, {
+          years: 1,
+          ...(found.renewalPrice ? { purchasePrice: found.renewalPrice } : {}),
+        });
       } catch (error) {
-        if (error instanceof NamecomError) throw new RegistrarUnavailable(`Name.com refused the renewal (${error.message})`);
+        if (error instanceof NamecomError)
+          throw new RegistrarUnavailable(`Name.com refused the renewal (${error.message})`);
         throw error;
       }
       if (!renewed.domain) throw new RegistrarUnavailable("Name.com answered a renewal without the domain");

@@ -49,7 +49,13 @@ export function simulatedOffer(domain: string): DomainOffer {
   const premium = label.startsWith("premium-") || label.length <= 3;
   if (!label.startsWith("free-") && !label.startsWith("fail-") && !premium && hashOf(domain) % 8 === 0) return none;
   const factor = premium ? PREMIUM_FACTOR : 1;
-  return { domain, available: true, premium, firstYearMinor: price.firstYear * factor, renewalMinor: price.renewal * factor };
+  return {
+    domain,
+    available: true,
+    premium,
+    firstYearMinor: price.firstYear * factor,
+    renewalMinor: price.renewal * factor,
+  };
 }
 
 const YEAR_MS = 365 * 24 * 3600_000;
@@ -58,24 +64,51 @@ export function createSimulatedRegistrar(db: Database, stepMs: number): Registra
   /** A registration with its age by the database's clock (the copies share it). */
   async function registration(domain: string) {
     const [row] = await db
-      .select({ row: simulatedRegistrations, ageMs: sql<number>`(extract(epoch from now() - ${simulatedRegistrations.requestedAt}) * 1000)::float8` })
+      .select({
+        row: simulatedRegistrations,
+        ageMs: sql<number>`(extract(epoch from now() - ${simulatedRegistrations.requestedAt}) * 1000)::float8`,
+      })
       .from(simulatedRegistrations)
       .where(eq(simulatedRegistrations.domain, domain));
     return row ? { ...row.row, ageMs: Number(row.ageMs) } : null;
   }
 
   function stateOf(row: { ref: string; expiresAt: Date; ageMs: number }): RegistrationState {
-    return row.ageMs >= stepMs ? { state: "registered", ref: row.ref, renewsAt: row.expiresAt } : { state: "pending", ref: row.ref };
+    return row.ageMs >= stepMs
+      ? { state: "registered", ref: row.ref, renewsAt: row.expiresAt }
+      : { state: "pending", ref: row.ref };
   }
 
   async function offers(domains: string[]): Promise<DomainOffer[]> {
     if (domains.length === 0) return [];
-    const overrides = new Map((await db.select().from(simulatedOffers).where(inArray(simulatedOffers.domain, domains))).map((o) => [o.domain, o]));
-    const registered = new Set((await db.select({ domain: simulatedRegistrations.domain }).from(simulatedRegistrations).where(inArray(simulatedRegistrations.domain, domains))).map((r) => r.domain));
+    const overrides = new Map(
+      (await db.select().from(simulatedOffers).where(inArray(simulatedOffers.domain, domains))).map((o) => [
+        o.domain,
+        o,
+      ]),
+    );
+    const registered = new Set(
+      (
+        await db
+          .select({ domain: simulatedRegistrations.domain })
+          .from(simulatedRegistrations)
+          .where(inArray(simulatedRegistrations.domain, domains))
+      ).map((r) => r.domain),
+    );
     return domains.map((domain) => {
-      if (registered.has(domain)) return { domain, available: false, premium: false, firstYearMinor: null, renewalMinor: null };
+      if (registered.has(domain))
+        return { domain, available: false, premium: false, firstYearMinor: null, renewalMinor: null };
       const o = overrides.get(domain);
-      if (o) return o.available ? { domain, available: true, premium: o.premium, firstYearMinor: o.firstYearMinor, renewalMinor: o.renewalMinor } : { domain, available: false, premium: false, firstYearMinor: null, renewalMinor: null };
+      if (o)
+        return o.available
+          ? {
+              domain,
+              available: true,
+              premium: o.premium,
+              firstYearMinor: o.firstYearMinor,
+              renewalMinor: o.renewalMinor,
+            }
+          : { domain, available: false, premium: false, firstYearMinor: null, renewalMinor: null };
       return simulatedOffer(domain);
     });
   }
@@ -87,14 +120,28 @@ export function createSimulatedRegistrar(db: Database, stepMs: number): Registra
     async register(request: RegisterRequest): Promise<RegistrationState> {
       const known = await registration(request.domain);
       if (known) return stateOf(known);
-      if (request.domain.startsWith("fail-")) return { state: "failed", reason: "refused", message: "the registry refused the registration of this name" };
+      if (request.domain.startsWith("fail-"))
+        return { state: "failed", reason: "refused", message: "the registry refused the registration of this name" };
       const [offer] = await offers([request.domain]);
-      if (!offer?.available) return { state: "failed", reason: "unavailable", message: "the name was registered by someone else meanwhile" };
-      if (offer.firstYearMinor !== request.priceMinor) return { state: "failed", reason: "price_changed", message: "the registry's price changed since it was confirmed" };
+      if (!offer?.available)
+        return { state: "failed", reason: "unavailable", message: "the name was registered by someone else meanwhile" };
+      if (offer.firstYearMinor !== request.priceMinor)
+        return {
+          state: "failed",
+          reason: "price_changed",
+          message: "the registry's price changed since it was confirmed",
+        };
       // Two copies racing on the same request: the primary key lets one in; both then answer the stored row.
       await db
         .insert(simulatedRegistrations)
-        .values({ domain: request.domain, ref: `sim_${randomId(10)}`, priceMinor: request.priceMinor, registrant: request.registrant, records: request.records, expiresAt: new Date(Date.now() + YEAR_MS) })
+        .values({
+          domain: request.domain,
+          ref: `sim_${randomId(10)}`,
+          priceMinor: request.priceMinor,
+          registrant: request.registrant,
+          records: request.records,
+          expiresAt: new Date(Date.now() + YEAR_MS),
+        })
         .onConflictDoNothing();
       const row = await registration(request.domain);
       if (!row) throw new Error("simulated registration vanished");
@@ -103,7 +150,8 @@ export function createSimulatedRegistrar(db: Database, stepMs: number): Registra
 
     async status(domain: string): Promise<RegistrationState> {
       const row = await registration(domain);
-      if (!row) return { state: "failed", reason: "refused", message: "the registrar holds no registration of this name" };
+      if (!row)
+        return { state: "failed", reason: "refused", message: "the registrar holds no registration of this name" };
       return stateOf(row);
     },
 
@@ -118,8 +166,13 @@ export function createSimulatedRegistrar(db: Database, stepMs: number): Registra
       // Renews only when the expiry is still the one the caller saw: a repeated call answers the new expiry.
       await db
         .update(simulatedRegistrations)
-        .set({ expiresAt: new Date(currentRenewsAt.getTime() + YEAR_MS), renewals: sql`${simulatedRegistrations.renewals} + 1` })
-        .where(sql`${simulatedRegistrations.domain} = ${domain} AND ${simulatedRegistrations.expiresAt} = ${currentRenewsAt.toISOString()}::timestamptz`);
+        .set({
+          expiresAt: new Date(currentRenewsAt.getTime() + YEAR_MS),
+          renewals: sql`${simulatedRegistrations.renewals} + 1`,
+        })
+        .where(
+          sql`${simulatedRegistrations.domain} = ${domain} AND ${simulatedRegistrations.expiresAt} = ${currentRenewsAt.toISOString()}::timestamptz`,
+        );
       const row = await registration(domain);
       if (!row) throw new Error(`the simulated registrar holds no registration of ${domain}`);
       return { renewsAt: row.expiresAt };

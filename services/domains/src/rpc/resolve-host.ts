@@ -29,5 +29,9 @@ export async function resolveHostname(db: Database, raw: string): Promise<HostRe
 
 /** `host.resolve` for the app host (no ctx: the hostname is public). */
 export function resolveHostRpc(ctx: DomainsContext) {
-  return bindRpc(HostResolveInputSchema, async ({ input }): Promise<HostResolved> => resolveHostname(ctx.db, input.hostname), { requiresContext: false });
+  return bindRpc(
+    HostResolveInputSchema,
+    async ({ input }): Promise<HostResolved> => resolveHostname(ctx.db, input.hostname),
+    { requiresContext: false },
+  );
 }

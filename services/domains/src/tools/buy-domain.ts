@@ -66,12 +66,23 @@ export function buyDomainTool(domains: DomainsContext) {
     }
     // A replayed confirmation finds its purchase: answered as it was, never charged again.
     if (confirmation) {
-      const [replayed] = await domains.db.select().from(boughtDomains).where(eq(boughtDomains.chargeKey, purchaseKey(confirmation.id)));
-      if (replayed) return boughtResult(replayed, `${replayed.domain} was already bought with this confirmation; nothing was charged again. Follow it with domain_status.`);
+      const [replayed] = await domains.db
+        .select()
+        .from(boughtDomains)
+        .where(eq(boughtDomains.chargeKey, purchaseKey(confirmation.id)));
+      if (replayed)
+        return boughtResult(
+          replayed,
+          `${replayed.domain} was already bought with this confirmation; nothing was charged again. Follow it with domain_status.`,
+        );
     }
     const [existing] = await domains.db.select().from(boughtDomains).where(eq(boughtDomains.domain, domain));
     if (existing && existing.chargeStatus === "charged") {
-      if (existing.accountId === ctx.account) return boughtResult(existing, `${domain} is already yours (bought through Hatch); it is at stage ${existing.stage}. Follow it with domain_status.`);
+      if (existing.accountId === ctx.account)
+        return boughtResult(
+          existing,
+          `${domain} is already yours (bought through Hatch); it is at stage ${existing.stage}. Follow it with domain_status.`,
+        );
       throw new ToolError("conflict", `${domain} is not available to buy. Pick another name with find_domain.`);
     }
     const app = input.address ? await lookupApp(domains, ctx, input.address) : null;
@@ -80,8 +91,16 @@ export function buyDomainTool(domains: DomainsContext) {
     if (!confirmation) return { ask: await ask(domains, ctx, input, offer, null) };
 
     // The confirmation holds for the exact price it showed: a different price now asks again.
-    const [quote] = await domains.db.select().from(domainQuotes).where(and(eq(domainQuotes.confirmId, confirmation.id), eq(domainQuotes.accountId, ctx.account)));
-    if (!quote || quote.domain !== domain || quote.firstYearMinor !== offer.firstYearMinor || quote.renewalMinor !== offer.renewalMinor) {
+    const [quote] = await domains.db
+      .select()
+      .from(domainQuotes)
+      .where(and(eq(domainQuotes.confirmId, confirmation.id), eq(domainQuotes.accountId, ctx.account)));
+    if (
+      !quote ||
+      quote.domain !== domain ||
+      quote.firstYearMinor !== offer.firstYearMinor ||
+      quote.renewalMinor !== offer.renewalMinor
+    ) {
       return { ask: await ask(domains, ctx, input, offer, quote ? money(quote.firstYearMinor).formatted : null) };
     }
     const registrant = readRegistrant(answer);
@@ -89,31 +108,56 @@ export function buyDomainTool(domains: DomainsContext) {
       if (registrant.declined) {
         return {
           text: `${registrant.problem} Nothing was bought or charged.`,
-          data: { ...offerData(domain, offer), status: "needs_user", userAction: { kind: "ask_user", message: `The user did not agree to buy ${domain}; nothing was bought.`, fields: [], url: null, expiresAt: null } },
+          data: {
+            ...offerData(domain, offer),
+            status: "needs_user",
+            userAction: {
+              kind: "ask_user",
+              message: `The user did not agree to buy ${domain}; nothing was bought.`,
+              fields: [],
+              url: null,
+              expiresAt: null,
+            },
+          },
         };
       }
-      throw new ToolError("invalid_input", `${registrant.problem} Nothing was bought or charged; call buy_domain again to ask the user anew.`);
+      throw new ToolError(
+        "invalid_input",
+        `${registrant.problem} Nothing was bought or charged; call buy_domain again to ask the user anew.`,
+      );
     }
 
     const key = purchaseKey(confirmation.id);
     const signed = resign(ctx, domains.contextKey);
     const price = offer.firstYearMinor!;
-    const paid = await charge(domains, signed, { accountId: ctx.account, amountMinor: price, description: `Domain ${domain}, first year`, key });
+    const paid = await charge(domains, signed, {
+      accountId: ctx.account,
+      amountMinor: price,
+      description: `Domain ${domain}, first year`,
+      key,
+    });
     if (paid.status === "refused") {
       const message = `${paid.message ?? "The payment was refused."} Open ${paid.url ?? "the billing settings"}, then ask to buy ${domain} again. Nothing was bought or charged.`;
       return {
         text: message,
-        data: { ...offerData(domain, offer), status: "needs_user", userAction: { kind: "open_link", message, fields: [], url: paid.url, expiresAt: null } },
+        data: {
+          ...offerData(domain, offer),
+          status: "needs_user",
+          userAction: { kind: "open_link", message, fields: [], url: paid.url, expiresAt: null },
+        },
       };
     }
-    if (paid.status !== "charged") throw new ToolError("unavailable", `${paid.message ?? "The payment could not be made."} Nothing was bought.`);
+    if (paid.status !== "charged")
+      throw new ToolError("unavailable", `${paid.message ?? "The payment could not be made."} Nothing was bought.`);
 
     let row: BoughtRow;
     try {
       row = await domains.db.transaction(async (tx) => {
         await consumeConfirm(tx, confirmUses, confirmation);
         // A purchase whose registration failed and was refunded leaves the name free to buy again.
-        await tx.delete(boughtDomains).where(and(eq(boughtDomains.domain, domain), eq(boughtDomains.chargeStatus, "refunded")));
+        await tx
+          .delete(boughtDomains)
+          .where(and(eq(boughtDomains.domain, domain), eq(boughtDomains.chargeStatus, "refunded")));
         const [inserted] = await tx
           .insert(boughtDomains)
           .values({
@@ -138,7 +182,14 @@ export function buyDomainTool(domains: DomainsContext) {
           .onConflictDoNothing()
           .returning();
         if (!inserted) throw new DomainTaken();
-        await domainEvent(tx, ctx, inserted, "bought", `${ctx.name} <${ctx.email}> bought ${domain} for ${money(price).formatted}`, { amountMinor: price, currency: "USD" });
+        await domainEvent(
+          tx,
+          ctx,
+          inserted,
+          "bought",
+          `${ctx.name} <${ctx.email}> bought ${domain} for ${money(price).formatted}`,
+          { amountMinor: price, currency: "USD" },
+        );
         await enqueueJob(tx, { kind: "domain.register", key: domain });
         return inserted;
       });
@@ -146,10 +197,22 @@ export function buyDomainTool(domains: DomainsContext) {
       if (isToolError(error) && error.code === "conflict") {
         // The same confirmation, answered twice at once: the other call recorded the purchase (same charge key).
         const [winner] = await domains.db.select().from(boughtDomains).where(eq(boughtDomains.chargeKey, key));
-        if (winner) return boughtResult(winner, `${winner.domain} was already bought with this confirmation; nothing was charged again.`);
+        if (winner)
+          return boughtResult(
+            winner,
+            `${winner.domain} was already bought with this confirmation; nothing was charged again.`,
+          );
       }
-      await refund(domains, signed, { accountId: ctx.account, key, reason: `Domain ${domain} could not be recorded` }).catch((failure) => log.error("refund after a failed purchase record failed", { domain, key, error: failure }));
-      if (error instanceof DomainTaken) throw new ToolError("conflict", `${domain} was just bought by someone else; your charge was refunded. Pick another name with find_domain.`);
+      await refund(domains, signed, {
+        accountId: ctx.account,
+        key,
+        reason: `Domain ${domain} could not be recorded`,
+      }).catch((failure) => log.error("refund after a failed purchase record failed", { domain, key, error: failure }));
+      if (error instanceof DomainTaken)
+        throw new ToolError(
+          "conflict",
+          `${domain} was just bought by someone else; your charge was refunded. Pick another name with find_domain.`,
+        );
       throw error;
     }
     domains.jobs.wake();
@@ -163,36 +226,65 @@ export function buyDomainTool(domains: DomainsContext) {
 }
 
 async function lookupApp(domains: DomainsContext, ctx: CallContext, address: string): Promise<AppLookup> {
-  return callRpc(domains.bus, "apps", rpcMethods.apps.appLookup, { address }, AppLookupSchema, { ctx: resign(ctx, domains.contextKey) });
+  return callRpc(domains.bus, "apps", rpcMethods.apps.appLookup, { address }, AppLookupSchema, {
+    ctx: resign(ctx, domains.contextKey),
+  });
 }
 
 /** The registrar's offer now; refuses what cannot be bought. */
-async function currentOffer(domains: DomainsContext, domain: string): Promise<DomainOffer & { firstYearMinor: number; renewalMinor: number }> {
+async function currentOffer(
+  domains: DomainsContext,
+  domain: string,
+): Promise<DomainOffer & { firstYearMinor: number; renewalMinor: number }> {
   let offer: DomainOffer | undefined;
   try {
     [offer] = await domains.registrar.check([domain]);
   } catch (error) {
-    if (error instanceof RegistrarUnavailable) throw new ToolError("unavailable", "The domain registrar is not answering right now. Try again in a minute; nothing was bought.");
+    if (error instanceof RegistrarUnavailable)
+      throw new ToolError(
+        "unavailable",
+        "The domain registrar is not answering right now. Try again in a minute; nothing was bought.",
+      );
     throw error;
   }
   if (!offer?.available || offer.firstYearMinor === null || offer.renewalMinor === null) {
     throw new ToolError("conflict", `${domain} is not available to buy. Pick another name with find_domain.`);
   }
   if (offer.firstYearMinor > MAX_PRICE_MINOR) {
-    throw new ToolError("invalid_input", `${domain} costs ${money(offer.firstYearMinor).formatted}; Hatch sells domains up to ${money(MAX_PRICE_MINOR).formatted}. Pick another name with find_domain.`);
+    throw new ToolError(
+      "invalid_input",
+      `${domain} costs ${money(offer.firstYearMinor).formatted}; Hatch sells domains up to ${money(MAX_PRICE_MINOR).formatted}. Pick another name with find_domain.`,
+    );
   }
   return offer as DomainOffer & { firstYearMinor: number; renewalMinor: number };
 }
 
 function offerData(domain: string, offer: DomainOffer) {
-  return { domain, stage: null, firstYearPrice: money(offer.firstYearMinor!), renewalPrice: money(offer.renewalMinor!), renewsAt: null };
+  return {
+    domain,
+    stage: null,
+    firstYearPrice: money(offer.firstYearMinor!),
+    renewalPrice: money(offer.renewalMinor!),
+    renewsAt: null,
+  };
 }
 
 /** The question: the price and the owner's details. Its confirm token's id is bound to this domain and price. */
-async function ask(domains: DomainsContext, ctx: CallContext, input: BuyDomainInput, offer: DomainOffer, before: string | null) {
+async function ask(
+  domains: DomainsContext,
+  ctx: CallContext,
+  input: BuyDomainInput,
+  offer: DomainOffer,
+  before: string | null,
+) {
   const first = money(offer.firstYearMinor!).formatted;
   const renewal = money(offer.renewalMinor!).formatted;
-  const changed = before && before !== first ? `The price changed since you confirmed (it was ${before}). ` : before ? "The price changed since you confirmed. " : "";
+  const changed =
+    before && before !== first
+      ? `The price changed since you confirmed (it was ${before}). `
+      : before
+        ? "The price changed since you confirmed. "
+        : "";
   const question = buildQuestion(
     domains.confirmKey,
     { sub: ctx.sub, tool: "buy_domain", input },
@@ -212,7 +304,12 @@ async function ask(domains: DomainsContext, ctx: CallContext, input: BuyDomainIn
   return question;
 }
 
-async function recordQuote(domains: DomainsContext, accountId: string, offer: DomainOffer, claims: ConfirmClaims): Promise<void> {
+async function recordQuote(
+  domains: DomainsContext,
+  accountId: string,
+  offer: DomainOffer,
+  claims: ConfirmClaims,
+): Promise<void> {
   // Quotes of expired questions are of no use: swept as new ones come.
   await domains.db.delete(domainQuotes).where(lt(domainQuotes.expiresAt, sql`now() - interval '1 day'`));
   await domains.db.insert(domainQuotes).values({

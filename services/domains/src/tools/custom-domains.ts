@@ -18,7 +18,9 @@ export function customDomainsTool(domains: DomainsContext) {
       .from(hostnames)
       .where(and(eq(hostnames.appId, app.appId), inArray(hostnames.kind, ["custom", "bought"])))
       .orderBy(asc(hostnames.createdAt));
-    const stale = rows.filter((r) => r.stage !== "live" && (r.checkedAt === null || r.checkedAt.getTime() < Date.now() - LOOK_AGAIN_MS));
+    const stale = rows.filter(
+      (r) => r.stage !== "live" && (r.checkedAt === null || r.checkedAt.getTime() < Date.now() - LOOK_AGAIN_MS),
+    );
     if (stale.length > 0) {
       // The person is looking: the next check of each waiting domain is due now (the answer below is the last one's).
       await domains.db.transaction(async (tx) => {
@@ -28,7 +30,10 @@ export function customDomainsTool(domains: DomainsContext) {
     }
     const views = rows.map(viewOf);
     if (views.length === 0) {
-      return { text: `${app.address} has no custom domains. Connect one with custom_domain.`, data: { address: app.address, domains: [] } };
+      return {
+        text: `${app.address} has no custom domains. Connect one with custom_domain.`,
+        data: { address: app.address, domains: [] },
+      };
     }
     const lines = views.map((v) => {
       if (v.stage === "live") return `${v.hostname}: live at https://${v.hostname}/`;

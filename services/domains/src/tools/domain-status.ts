@@ -22,7 +22,10 @@ export function domainStatusTool(domains: DomainsContext) {
       .where(and(eq(boughtDomains.accountId, ctx.account), wanted ? eq(boughtDomains.domain, wanted) : undefined))
       .orderBy(asc(boughtDomains.createdAt));
     if (wanted && rows.length === 0) {
-      throw new ToolError("not_found", `${wanted} is not a domain this account bought through Hatch. Call domain_status without domain to list them.`);
+      throw new ToolError(
+        "not_found",
+        `${wanted} is not a domain this account bought through Hatch. Call domain_status without domain to list them.`,
+      );
     }
     const out: DomainStatusOutput["domains"] = rows.map((row) => ({
       domain: row.domain,
@@ -37,7 +40,9 @@ export function domainStatusTool(domains: DomainsContext) {
     const text = out.length
       ? out
           .map((d) => {
-            const renews = d.renewsAt ? `; renews ${d.renewsAt.slice(0, 10)} at ${d.renewalPrice!.formatted}${d.autoRenew ? " (automatically)" : ""}` : "";
+            const renews = d.renewsAt
+              ? `; renews ${d.renewsAt.slice(0, 10)} at ${d.renewalPrice!.formatted}${d.autoRenew ? " (automatically)" : ""}`
+              : "";
             return `${d.domain}: ${STAGE_WORDS[d.stage]}${d.address ? `; serves the app ${d.address}` : ""}${renews}${d.problem ? `. Problem: ${d.problem}` : ""}`;
           })
           .join("\n")

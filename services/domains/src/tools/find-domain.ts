@@ -10,7 +10,12 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** The names to look up: the full name given first, then its label under the other endings. */
 export function candidatesFor(query: string, tlds: string[] | undefined, limit: number): string[] {
-  let q = query.trim().toLowerCase().replace(/^https?:\/\//, "").replace(/\/.*$/, "").replace(/\.$/, "");
+  let q = query
+    .trim()
+    .toLowerCase()
+    .replace(/^https?:\/\//, "")
+    .replace(/\/.*$/, "")
+    .replace(/\.$/, "");
   if (q.startsWith("www.")) q = q.slice(4);
   const dot = q.indexOf(".");
   const word = dot >= 0 ? q.slice(0, dot) : q.replace(/[\s_]+/g, "-");
@@ -34,7 +39,8 @@ export function findDomainTool(domains: DomainsContext) {
     try {
       offers = await domains.registrar.check(names);
     } catch (error) {
-      if (error instanceof RegistrarUnavailable) throw new ToolError("unavailable", "The domain registrar is not answering right now. Try again in a minute.");
+      if (error instanceof RegistrarUnavailable)
+        throw new ToolError("unavailable", "The domain registrar is not answering right now. Try again in a minute.");
       throw error;
     }
     const results: FindDomainOutput["results"] = offers.map((o) => ({

@@ -36,7 +36,10 @@ function selectPerson(db: Tx) {
 }
 
 function buildFindPerson(db: Database) {
-  return selectPerson(db).where(eq(people.userId, sql.placeholder("userId"))).limit(1).prepare("orgs_find_person");
+  return selectPerson(db)
+    .where(eq(people.userId, sql.placeholder("userId")))
+    .limit(1)
+    .prepare("orgs_find_person");
 }
 
 // This lookup runs on every tool call: a named prepared statement skips query building here and
@@ -59,7 +62,10 @@ export async function findPerson(db: Database, userId: string): Promise<PersonVi
  * Returns the person, creating their personal account on first contact. Safe under concurrency: the
  * insert of the person row decides which caller creates the account; the others read what it wrote.
  */
-export async function ensurePerson(db: Database, user: { userId: string; email: string; name: string }): Promise<PersonView> {
+export async function ensurePerson(
+  db: Database,
+  user: { userId: string; email: string; name: string },
+): Promise<PersonView> {
   const existing = await findPerson(db, user.userId);
   if (existing) return existing;
   await db.transaction(async (tx) => {

@@ -18,7 +18,11 @@ const open = and(isNull(invitations.acceptedAt), isNull(invitations.revokedAt));
 
 /** Invitations of an organization that are neither accepted nor revoked (expired ones included), oldest first. */
 export function openInvitations(db: Tx, accountId: string): Promise<InvitationRow[]> {
-  return db.select().from(invitations).where(and(eq(invitations.accountId, accountId), open)).orderBy(asc(invitations.createdAt), asc(invitations.email));
+  return db
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.accountId, accountId), open))
+    .orderBy(asc(invitations.createdAt), asc(invitations.email));
 }
 
 /** Invitations waiting for this email that can still be accepted, with their organization's name. */

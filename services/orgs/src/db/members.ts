@@ -40,12 +40,23 @@ const memberColumns = {
   joinedAt: members.createdAt,
 };
 
-function toMember(row: { userId: string; email: string; name: string; role: string; extras: string[]; joinedAt: Date }): MemberView {
+function toMember(row: {
+  userId: string;
+  email: string;
+  name: string;
+  role: string;
+  extras: string[];
+  joinedAt: Date;
+}): MemberView {
   return { ...row, role: asRole(row.role) };
 }
 
 export async function listMembers(db: Tx, accountId: string): Promise<MemberView[]> {
-  const rows = await db.select(memberColumns).from(members).innerJoin(people, eq(people.userId, members.userId)).where(eq(members.accountId, accountId));
+  const rows = await db
+    .select(memberColumns)
+    .from(members)
+    .innerJoin(people, eq(people.userId, members.userId))
+    .where(eq(members.accountId, accountId));
   return rows.map(toMember).sort(byRoleThenEmail);
 }
 
@@ -60,9 +71,14 @@ export async function findMemberByEmail(db: Tx, accountId: string, email: string
 }
 
 /** Like findMemberByEmail, but a missing member is a not_found the AI can act on. */
-export async function memberByEmail(db: Tx, org: { accountId: string; accountName: string }, email: string): Promise<MemberView> {
+export async function memberByEmail(
+  db: Tx,
+  org: { accountId: string; accountName: string },
+  email: string,
+): Promise<MemberView> {
   const member = await findMemberByEmail(db, org.accountId, email);
-  if (!member) throw new ToolError("not_found", `${email} is not a member of ${org.accountName}. org_members lists the members.`);
+  if (!member)
+    throw new ToolError("not_found", `${email} is not a member of ${org.accountName}. org_members lists the members.`);
   return member;
 }
 
@@ -76,7 +92,13 @@ export async function orgSummary(db: Tx, accountId: string) {
     .where(and(eq(members.accountId, accountId), eq(members.role, "owner")))
     .limit(1);
   const [size] = await db.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
-  return { id: org.id, name: org.name, owner: owner ?? { email: "", name: "" }, memberCount: size?.n ?? 0, createdAt: org.createdAt.toISOString() };
+  return {
+    id: org.id,
+    name: org.name,
+    owner: owner ?? { email: "", name: "" },
+    memberCount: size?.n ?? 0,
+    createdAt: org.createdAt.toISOString(),
+  };
 }
 
 /** A member as the contracts show one. */

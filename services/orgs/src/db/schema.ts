@@ -33,8 +33,12 @@ export const people = orgs.table(
 export const members = orgs.table(
   "members",
   {
-    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
-    userId: text("user_id").notNull().references(() => people.userId, { onDelete: "cascade" }),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => people.userId, { onDelete: "cascade" }),
     role: text("role").notNull(),
     permissions: jsonb("permissions").$type<string[]>().notNull(),
     createdAt: created(),
@@ -51,7 +55,9 @@ export const invitations = orgs.table(
   "invitations",
   {
     id: text("id").primaryKey(),
-    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id, { onDelete: "cascade" }),
     /** Lower-cased. */
     email: text("email").notNull(),
     role: text("role").notNull(),
@@ -67,7 +73,9 @@ export const invitations = orgs.table(
     revokedAt: when("revoked_at"),
   },
   (t) => [
-    uniqueIndex("invitations_open").on(t.accountId, t.email).where(sql`${t.acceptedAt} is null and ${t.revokedAt} is null`),
+    uniqueIndex("invitations_open")
+      .on(t.accountId, t.email)
+      .where(sql`${t.acceptedAt} is null and ${t.revokedAt} is null`),
     index("invitations_email").on(t.email),
   ],
 );
@@ -92,7 +100,10 @@ export const mails = orgs.table(
     createdAt: created(),
     sentAt: when("sent_at"),
   },
-  (t) => [index("mails_due").on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`), index("mails_created").on(t.createdAt)],
+  (t) => [
+    index("mails_due").on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index("mails_created").on(t.createdAt),
+  ],
 );
 
 /** The activity log: one row per event (from every service) about an account, applied once by event id. */

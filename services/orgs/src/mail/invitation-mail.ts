@@ -14,7 +14,13 @@ const ARTICLE: Record<string, string> = { admin: "an admin", manager: "a manager
 
 /** The invitation email: plain text, the accept link on a line of its own. */
 export function invitationMail(input: InvitationMailInput): MailToQueue {
-  const note = input.message?.trim() ? `\n${input.inviter.name} wrote:\n\n${input.message.trim().split(/\r?\n/).map((l) => `  ${l}`).join("\n")}\n` : "";
+  const note = input.message?.trim()
+    ? `\n${input.inviter.name} wrote:\n\n${input.message
+        .trim()
+        .split(/\r?\n/)
+        .map((l) => `  ${l}`)
+        .join("\n")}\n`
+    : "";
   const expires = `${input.expiresAt.toISOString().slice(0, 16).replace("T", " ")} UTC`;
   const body = `${input.inviter.name} (${input.inviter.email}) invited you to join ${input.orgName} on Hatch as ${ARTICLE[input.role] ?? input.role}.
 ${note}

@@ -29,13 +29,21 @@ export interface Mailer {
   start(): void;
   stop(): Promise<void>;
   /** The latest mails to `to` kept for the dev outbox (newest first). */
-  outbox(limit: number, to: string): Promise<{ id: string; to: string; subject: string; body: string; createdAt: string }[]>;
+  outbox(
+    limit: number,
+    to: string,
+  ): Promise<{ id: string; to: string; subject: string; body: string; createdAt: string }[]>;
 }
 
 /** After a failed attempt: 1 min, doubling, at most 2 h. */
 const retryDelayMs = (attempts: number) => Math.min(2 * 3_600_000, 60_000 * 2 ** Math.max(0, attempts - 1));
 
-export function createMailer(options: { db: Database; config: OrgsConfig; logger: Logger; smtp?: SmtpOptions }): Mailer {
+export function createMailer(options: {
+  db: Database;
+  config: OrgsConfig;
+  logger: Logger;
+  smtp?: SmtpOptions;
+}): Mailer {
   const { db, config } = options;
   const log = options.logger.child({ component: "mailer" });
   const smtp = config.smtp;
@@ -48,14 +56,29 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
   /** Claims due mails for this process (another instance skips them until the claim lapses). */
   async function claim(): Promise<(typeof mails.$inferSelect)[]> {
     const now = new Date();
-    const due = and(eq(mails.status, "pending"), lte(mails.nextAttemptAt, now), or(isNull(mails.lockedUntil), lte(mails.lockedUntil, now)));
+    const due = and(
+      eq(mails.status, "pending"),
+      lte(mails.nextAttemptAt, now),
+      or(isNull(mails.lockedUntil), lte(mails.lockedUntil, now)),
+    );
     return db.transaction(async (tx) => {
-      const ids = await tx.select({ id: mails.id }).from(mails).where(due).orderBy(asc(mails.nextAttemptAt)).limit(BATCH).for("update", { skipLocked: true });
+      const ids = await tx
+        .select({ id: mails.id })
+        .from(mails)
+        .where(due)
+        .orderBy(asc(mails.nextAttemptAt))
+        .limit(BATCH)
+        .for("update", { skipLocked: true });
       if (ids.length === 0) return [];
       return tx
         .update(mails)
         .set({ lockedUntil: new Date(now.getTime() + CLAIM_MS) })
-        .where(inArray(mails.id, ids.map((r) => r.id)))
+        .where(
+          inArray(
+            mails.id,
+            ids.map((r) => r.id),
+          ),
+        )
         .returning();
     });
   }
@@ -64,24 +87,40 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
     if (!smtp) return false;
     const batch = await claim();
     if (batch.length === 0) return false;
-    const outgoing: OutgoingMail[] = batch.map((m) => ({ id: m.id, from: config.mailFrom, to: m.to, subject: m.subject, body: m.body ?? "" }));
+    const outgoing: OutgoingMail[] = batch.map((m) => ({
+      id: m.id,
+      from: config.mailFrom,
+      to: m.to,
+      subject: m.subject,
+      body: m.body ?? "",
+    }));
     sender ??= createSmtpSender(smtp, options.smtp);
     const outcomes = await sender.send(outgoing);
     const later = outcomes.flatMap((o) => (!o.ok && !o.permanent ? [o] : []));
     // One line per pass, with the first reason (SMTP's own text: never a password nor a body).
-    if (later.length > 0) log.warn("SMTP delivery failed; mails will be retried", { count: later.length, error: later[0]!.error });
+    if (later.length > 0)
+      log.warn("SMTP delivery failed; mails will be retried", { count: later.length, error: later[0]!.error });
     for (const outcome of outcomes) {
       const attempts = (batch.find((m) => m.id === outcome.id)?.attempts ?? 0) + 1;
       if (outcome.ok) {
         // The body holds a live invitation link: once delivered it is not kept.
-        await db.update(mails).set({ status: "sent", body: null, sentAt: new Date(), attempts, lockedUntil: null }).where(eq(mails.id, outcome.id));
+        await db
+          .update(mails)
+          .set({ status: "sent", body: null, sentAt: new Date(), attempts, lockedUntil: null })
+          .where(eq(mails.id, outcome.id));
         continue;
       }
       const giveUp = outcome.permanent || attempts >= MAX_ATTEMPTS;
       if (giveUp) log.error("mail given up", { mail: outcome.id, attempts, error: outcome.error });
       await db
         .update(mails)
-        .set({ status: giveUp ? "failed" : "pending", attempts, lastError: outcome.error.slice(0, 500), lockedUntil: null, nextAttemptAt: new Date(Date.now() + retryDelayMs(attempts)) })
+        .set({
+          status: giveUp ? "failed" : "pending",
+          attempts,
+          lastError: outcome.error.slice(0, 500),
+          lockedUntil: null,
+          nextAttemptAt: new Date(Date.now() + retryDelayMs(attempts)),
+        })
         .where(eq(mails.id, outcome.id));
     }
     return batch.length === BATCH;
@@ -115,7 +154,9 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
     async queue(tx, list) {
       if (list.length === 0) return;
       const status: "pending" | "outbox" = smtp ? "pending" : "outbox";
-      await tx.insert(mails).values(list.map((m) => ({ id: `mail_${randomId(12)}`, to: m.to, subject: m.subject, body: m.body, status })));
+      await tx
+        .insert(mails)
+        .values(list.map((m) => ({ id: `mail_${randomId(12)}`, to: m.to, subject: m.subject, body: m.body, status })));
     },
     kick,
     start() {
@@ -138,7 +179,13 @@ export function createMailer(options: { db: Database; config: OrgsConfig; logger
         .where(and(eq(mails.status, "outbox"), eq(sql`lower(${mails.to})`, to.toLowerCase())))
         .orderBy(desc(mails.createdAt), desc(sql`${mails.id}`))
         .limit(limit);
-      return rows.map((m) => ({ id: m.id, to: m.to, subject: m.subject, body: m.body ?? "", createdAt: m.createdAt.toISOString() }));
+      return rows.map((m) => ({
+        id: m.id,
+        to: m.to,
+        subject: m.subject,
+        body: m.body ?? "",
+        createdAt: m.createdAt.toISOString(),
+      }));
     },
   };
 }

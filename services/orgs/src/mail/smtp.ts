@@ -78,10 +78,17 @@ export function createSmtpSender(settings: SmtpSettings, options: SmtpOptions = 
   const describe = (error: unknown): { permanent: boolean; error: string } => {
     const e = (error ?? {}) as NodemailerError;
     if (e.code === "ETLS" && requireTLS) {
-      return { permanent: false, error: "the SMTP server offers no working STARTTLS, so Hatch will not send it the password (use smtps:// or a server with TLS)" };
+      return {
+        permanent: false,
+        error:
+          "the SMTP server offers no working STARTTLS, so Hatch will not send it the password (use smtps:// or a server with TLS)",
+      };
     }
-    const reply = e.responseCode ? `SMTP ${e.responseCode}: ${oneLine(e.response ?? "")}` : oneLine(e.message ?? String(error));
-    if (e.code && MESSAGE_ERRORS.has(e.code)) return { permanent: e.responseCode === undefined || e.responseCode >= 500, error: reply };
+    const reply = e.responseCode
+      ? `SMTP ${e.responseCode}: ${oneLine(e.response ?? "")}`
+      : oneLine(e.message ?? String(error));
+    if (e.code && MESSAGE_ERRORS.has(e.code))
+      return { permanent: e.responseCode === undefined || e.responseCode >= 500, error: reply };
     // The connection, TLS or login failed: not this message's fault, so it is retried (a wrong password
     // shows in the reason, and an operator's fix lets the mail through).
     const what = e.code === "EAUTH" ? "SMTP login failed" : "SMTP connection failed";

@@ -1,4 +1,10 @@
-import { bindRpc, InvitationTokenInputSchema, ToolError, type InvitationAccepted, type InvitationPreview } from "@hatch/shared";
+import {
+  bindRpc,
+  InvitationTokenInputSchema,
+  ToolError,
+  type InvitationAccepted,
+  type InvitationPreview,
+} from "@hatch/shared";
 import { eq } from "drizzle-orm";
 import { acceptInvitation } from "../accept.ts";
 import type { OrgsContext } from "../context.ts";

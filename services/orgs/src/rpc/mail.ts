@@ -1,4 +1,11 @@
-import { bindRpc, MailOutboxSchema, ToolError, VerificationMailInputSchema, type MailOutbox, type VerificationMailSent } from "@hatch/shared";
+import {
+  bindRpc,
+  MailOutboxSchema,
+  ToolError,
+  VerificationMailInputSchema,
+  type MailOutbox,
+  type VerificationMailSent,
+} from "@hatch/shared";
 import { and, count, eq, gt, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { OrgsContext } from "../context.ts";
@@ -31,9 +38,14 @@ export function sendVerificationMailRpc(orgs: OrgsContext) {
       const [sent] = await orgs.db
         .select({ n: count() })
         .from(mails)
-        .where(and(eq(sql`lower(${mails.to})`, to), eq(mails.subject, VERIFICATION_SUBJECT), gt(mails.createdAt, hourAgo)));
+        .where(
+          and(eq(sql`lower(${mails.to})`, to), eq(mails.subject, VERIFICATION_SUBJECT), gt(mails.createdAt, hourAgo)),
+        );
       if ((sent?.n ?? 0) >= VERIFICATION_MAILS_PER_HOUR) {
-        throw new ToolError("limit_exceeded", `${VERIFICATION_MAILS_PER_HOUR} verification mails went to ${ctx.email} in the last hour. Use the newest one, or try again in an hour.`);
+        throw new ToolError(
+          "limit_exceeded",
+          `${VERIFICATION_MAILS_PER_HOUR} verification mails went to ${ctx.email} in the last hour. Use the newest one, or try again in an hour.`,
+        );
       }
       const link = `${orgs.config.baseUrl}/verify-email?token=${input.token}`;
       await orgs.db.transaction((tx) => orgs.mailer.queue(tx, [verificationMail({ to, name: ctx.name, link })]));

@@ -9,9 +9,13 @@ export function orgActivityTool(orgs: OrgsContext) {
   return bindTool(org_activity, async ({ ctx, input }) => {
     const me = requireOrg(await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name }));
     if (!isManager(me.role)) {
-      throw new ToolError("forbidden", `Only the owner, admins and managers of ${me.accountName} read the activity log; you are a ${me.role}.`);
+      throw new ToolError(
+        "forbidden",
+        `Only the owner, admins and managers of ${me.accountName} read the activity log; you are a ${me.role}.`,
+      );
     }
-    if (input.from && input.to && input.from > input.to) throw new ToolError("invalid_input", `from (${input.from}) is after to (${input.to}); swap them.`);
+    if (input.from && input.to && input.from > input.to)
+      throw new ToolError("invalid_input", `from (${input.from}) is after to (${input.to}); swap them.`);
     const { rows, hasMore } = await queryActivity(orgs.db, me.accountId, input);
     const entries = rows.map((row) => ({
       date: row.time.toISOString(),
@@ -21,7 +25,9 @@ export function orgActivityTool(orgs: OrgsContext) {
       summary: row.summary,
       client: row.clientKind ? { kind: row.clientKind, name: row.clientName ?? "" } : null,
     }));
-    const lines = entries.map((e) => `${e.date.slice(0, 16).replace("T", " ")} ${e.summary}${e.client ? ` (via ${e.client.name})` : ""}`);
+    const lines = entries.map(
+      (e) => `${e.date.slice(0, 16).replace("T", " ")} ${e.summary}${e.client ? ` (via ${e.client.name})` : ""}`,
+    );
     const text = entries.length
       ? `${entries.length} entr${entries.length === 1 ? "y" : "ies"}, newest first${hasMore ? " (older ones match too; narrow the filters)" : ""}:\n${lines.join("\n")}`
       : "No activity matches.";

@@ -1,4 +1,14 @@
-import { bindTool, checkLimit, ORG_INVITE_MAX_PEOPLE, org_invite, ToolError, type CallContext, type Entitlements, type ToolInput, type ToolOutput } from "@hatch/shared";
+import {
+  bindTool,
+  checkLimit,
+  ORG_INVITE_MAX_PEOPLE,
+  org_invite,
+  ToolError,
+  type CallContext,
+  type Entitlements,
+  type ToolInput,
+  type ToolOutput,
+} from "@hatch/shared";
 import { and, count, eq, gt, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, type Tx } from "../db/accounts.ts";
@@ -16,18 +26,33 @@ const day = (d: Date) => d.toISOString().slice(0, 10);
 
 function checkMayInvite(me: OrgCaller, input: Input): void {
   if (!isManager(me.role)) {
-    throw new ToolError("forbidden", `Only the owner, admins and managers of ${me.accountName} invite people or revoke invitations; you are a ${me.role}. org_members shows who can.`);
+    throw new ToolError(
+      "forbidden",
+      `Only the owner, admins and managers of ${me.accountName} invite people or revoke invitations; you are a ${me.role}. org_members shows who can.`,
+    );
   }
   if (input.action === "invite" && !canAssign(me.role, input.role)) {
-    throw new ToolError("forbidden", `As ${me.role} you can invite people as ${me.role === "admin" ? "admin, manager or member" : "manager or member"}, not as ${input.role}. Nothing was sent.`);
+    throw new ToolError(
+      "forbidden",
+      `As ${me.role} you can invite people as ${me.role === "admin" ? "admin, manager or member" : "manager or member"}, not as ${input.role}. Nothing was sent.`,
+    );
   }
   const beyond = permissionsBeyond({ role: me.role, extras: me.permissions }, input.permissions ?? []);
   if (input.action === "invite" && beyond.length > 0) {
-    throw new ToolError("forbidden", `You can only give permissions you hold yourself; you do not hold ${beyond.join(", ")}. Nothing was sent.`);
+    throw new ToolError(
+      "forbidden",
+      `You can only give permissions you hold yourself; you do not hold ${beyond.join(", ")}. Nothing was sent.`,
+    );
   }
 }
 
-async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input: Input, emails: string[]): Promise<Output> {
+async function invite(
+  orgs: OrgsContext,
+  ctx: CallContext,
+  me: OrgCaller,
+  input: Input,
+  emails: string[],
+): Promise<Output> {
   const now = new Date();
   const expiresAt = new Date(now.getTime() + orgs.config.invitationTtlMs);
   const extras = extrasFor(input.role, input.permissions ?? []);
@@ -51,14 +76,27 @@ async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input:
     for (const email of emails) {
       const pending = openByEmail.get(email);
       if (memberEmails.has(email)) skipped.push({ email, reason: "already a member" });
-      else if (pending && pending.expiresAt > now) skipped.push({ email, reason: `already invited; the invitation expires ${day(pending.expiresAt)}` });
+      else if (pending && pending.expiresAt > now)
+        skipped.push({ email, reason: `already invited; the invitation expires ${day(pending.expiresAt)}` });
       else {
         // An expired invitation gives way to the new one.
         if (pending) await tx.update(invitations).set({ revokedAt: now }).where(eq(invitations.id, pending.id));
         const { id, token } = newInvitationSecrets();
         const [row] = await tx
           .insert(invitations)
-          .values({ id, accountId: me.accountId, email, role: input.role, permissions: extras, invitedBy: me.userId, invitedByEmail: me.email, invitedByName: me.name, tokenHash: hashToken(token), createdAt: now, expiresAt })
+          .values({
+            id,
+            accountId: me.accountId,
+            email,
+            role: input.role,
+            permissions: extras,
+            invitedBy: me.userId,
+            invitedByEmail: me.email,
+            invitedByName: me.name,
+            tokenHash: hashToken(token),
+            createdAt: now,
+            expiresAt,
+          })
           .onConflictDoNothing()
           .returning();
         if (!row) {
@@ -68,7 +106,17 @@ async function invite(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, input:
         }
         created.push(row);
         const link = `${orgs.config.baseUrl}/invite/${token}`;
-        await orgs.mailer.queue(tx, [invitationMail({ to: email, orgName: me.accountName, role: input.role, inviter: me, link, expiresAt, message: input.message })]);
+        await orgs.mailer.queue(tx, [
+          invitationMail({
+            to: email,
+            orgName: me.accountName,
+            role: input.role,
+            inviter: me,
+            link,
+            expiresAt,
+            message: input.message,
+          }),
+        ]);
         await recordOrgEvent(tx, ctx, me.accountId, {
           entity: "invitation",
           verb: "created",
@@ -90,7 +138,8 @@ async function revoke(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, emails
     for (const email of emails) {
       const row = openByEmail.get(email);
       if (!row) skipped.push({ email, reason: "no pending invitation" });
-      else if (!canAssign(me.role, row.role as "admin" | "manager" | "member")) skipped.push({ email, reason: `invited as ${row.role}: only the owner or an admin can revoke it` });
+      else if (!canAssign(me.role, row.role as "admin" | "manager" | "member"))
+        skipped.push({ email, reason: `invited as ${row.role}: only the owner or an admin can revoke it` });
       else {
         await tx.update(invitations).set({ revokedAt: new Date() }).where(eq(invitations.id, row.id));
         await recordOrgEvent(tx, ctx, me.accountId, {
@@ -107,9 +156,15 @@ async function revoke(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, emails
 }
 
 function describe(orgs: OrgsContext, me: OrgCaller, out: Output): string {
-  const skipped = out.skipped.length ? ` Skipped: ${out.skipped.map((s) => `${s.email} (${s.reason})`).join("; ")}.` : "";
-  if (out.status === "revoked") return `Revoked ${out.revoked.length} invitation(s) to ${me.accountName}${out.revoked.length ? `: ${out.revoked.join(", ")}` : ""}.${skipped}`;
-  const where = orgs.mailer.mode === "smtp" ? "an email" : `an email (no mail server is configured here: under \`bun run dev\` each invitee reads it at ${orgs.config.baseUrl}/dev/outbox, signed in with that email)`;
+  const skipped = out.skipped.length
+    ? ` Skipped: ${out.skipped.map((s) => `${s.email} (${s.reason})`).join("; ")}.`
+    : "";
+  if (out.status === "revoked")
+    return `Revoked ${out.revoked.length} invitation(s) to ${me.accountName}${out.revoked.length ? `: ${out.revoked.join(", ")}` : ""}.${skipped}`;
+  const where =
+    orgs.mailer.mode === "smtp"
+      ? "an email"
+      : `an email (no mail server is configured here: under \`bun run dev\` each invitee reads it at ${orgs.config.baseUrl}/dev/outbox, signed in with that email)`;
   const until = out.invited[0] ? `; the links work until ${day(new Date(out.invited[0].expiresAt))}` : "";
   return `Invited ${out.invited.length} people to ${me.accountName}; each gets ${where} with a link to join${until}.${skipped}`;
 }
@@ -120,21 +175,39 @@ export function orgInviteTool(orgs: OrgsContext) {
     checkMayInvite(me, input);
     const emails = [...new Set(input.emails.map((e) => e.toLowerCase()))];
     // The contract already refuses more; checked again here because nothing may be sent past the limit.
-    if (emails.length > ORG_INVITE_MAX_PEOPLE) throw new ToolError("limit_exceeded", `At most ${ORG_INVITE_MAX_PEOPLE} people per call; split the list. Nothing was sent.`);
-    const out = input.action === "revoke" ? await revoke(orgs, ctx, me, emails) : await invite(orgs, ctx, me, input, emails);
+    if (emails.length > ORG_INVITE_MAX_PEOPLE)
+      throw new ToolError(
+        "limit_exceeded",
+        `At most ${ORG_INVITE_MAX_PEOPLE} people per call; split the list. Nothing was sent.`,
+      );
+    const out =
+      input.action === "revoke" ? await revoke(orgs, ctx, me, emails) : await invite(orgs, ctx, me, input, emails);
     return { text: describe(orgs, me, out), data: out };
   });
 }
 
 /** The account's open (not accepted, not revoked) invitations for these emails, locked for this transaction. */
 /** Members and open invitations together may not pass the plan's seats (refused before anything is sent). */
-async function checkSeats(entitlements: Entitlements | null, tx: Tx, accountId: string, adding: number, now: Date): Promise<void> {
+async function checkSeats(
+  entitlements: Entitlements | null,
+  tx: Tx,
+  accountId: string,
+  adding: number,
+  now: Date,
+): Promise<void> {
   if (!entitlements || entitlements.limits.seats === null) return;
   const [held] = await tx.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
   const [open] = await tx
     .select({ n: count() })
     .from(invitations)
-    .where(and(eq(invitations.accountId, accountId), isNull(invitations.acceptedAt), isNull(invitations.revokedAt), gt(invitations.expiresAt, now)));
+    .where(
+      and(
+        eq(invitations.accountId, accountId),
+        isNull(invitations.acceptedAt),
+        isNull(invitations.revokedAt),
+        gt(invitations.expiresAt, now),
+      ),
+    );
   checkLimit(entitlements, "seats", (held?.n ?? 0) + (open?.n ?? 0), adding);
 }
 
@@ -142,7 +215,14 @@ async function lockOpenInvitations(tx: Tx, accountId: string, emails: string[]) 
   const open = await tx
     .select()
     .from(invitations)
-    .where(and(eq(invitations.accountId, accountId), inArray(invitations.email, emails), isNull(invitations.acceptedAt), isNull(invitations.revokedAt)))
+    .where(
+      and(
+        eq(invitations.accountId, accountId),
+        inArray(invitations.email, emails),
+        isNull(invitations.acceptedAt),
+        isNull(invitations.revokedAt),
+      ),
+    )
     .for("update");
   return new Map(open.map((row) => [row.email, row]));
 }

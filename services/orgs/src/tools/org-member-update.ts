@@ -1,4 +1,11 @@
-import { bindTool, org_member_update, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/shared";
+import {
+  bindTool,
+  org_member_update,
+  ToolError,
+  type CallContext,
+  type ToolInput,
+  type ToolOutput,
+} from "@hatch/shared";
 import { and, eq } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";
@@ -14,19 +21,42 @@ const noApps = { appsToMove: [], appsRecipient: null };
 
 function requireManager(me: OrgCaller): void {
   if (!isManager(me.role)) {
-    throw new ToolError("forbidden", `Only the owner, admins and managers of ${me.accountName} change or remove members; you are a ${me.role}. Nothing was changed.`);
+    throw new ToolError(
+      "forbidden",
+      `Only the owner, admins and managers of ${me.accountName} change or remove members; you are a ${me.role}. Nothing was changed.`,
+    );
   }
 }
 
-async function update(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, target: MemberView, input: Input): Promise<{ text: string; data: Output }> {
-  if (!input.role && !input.permissions) throw new ToolError("invalid_input", "Give role and/or permissions for action update. Nothing was changed.");
-  if (target.role === "owner") throw new ToolError("forbidden", `${target.email} is the owner; the owner's role changes only by transfer_ownership (done by the owner).`);
-  if (!canManage(me.role, target.role)) throw new ToolError("forbidden", `As ${me.role} you cannot change ${target.email}, who is ${target.role}. Ask the owner or an admin.`);
+async function update(
+  orgs: OrgsContext,
+  ctx: CallContext,
+  me: OrgCaller,
+  target: MemberView,
+  input: Input,
+): Promise<{ text: string; data: Output }> {
+  if (!input.role && !input.permissions)
+    throw new ToolError("invalid_input", "Give role and/or permissions for action update. Nothing was changed.");
+  if (target.role === "owner")
+    throw new ToolError(
+      "forbidden",
+      `${target.email} is the owner; the owner's role changes only by transfer_ownership (done by the owner).`,
+    );
+  if (!canManage(me.role, target.role))
+    throw new ToolError(
+      "forbidden",
+      `As ${me.role} you cannot change ${target.email}, who is ${target.role}. Ask the owner or an admin.`,
+    );
   const role = input.role ?? (target.role as Exclude<MemberView["role"], "owner">);
-  if (!canAssign(me.role, role)) throw new ToolError("forbidden", `As ${me.role} you cannot make anyone ${role}. Nothing was changed.`);
+  if (!canAssign(me.role, role))
+    throw new ToolError("forbidden", `As ${me.role} you cannot make anyone ${role}. Nothing was changed.`);
   const wanted = input.permissions ?? target.extras;
   const beyond = permissionsBeyond({ role: me.role, extras: me.permissions }, input.permissions ?? []);
-  if (beyond.length) throw new ToolError("forbidden", `You can only give permissions you hold yourself; you do not hold ${beyond.join(", ")}. Nothing was changed.`);
+  if (beyond.length)
+    throw new ToolError(
+      "forbidden",
+      `You can only give permissions you hold yourself; you do not hold ${beyond.join(", ")}. Nothing was changed.`,
+    );
   const extras = extrasFor(role, wanted);
   const after: MemberView = { ...target, role, extras };
   await orgs.db.transaction(async (tx) => {
@@ -35,24 +65,45 @@ async function update(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, target
       .set({ role, permissions: extras })
       .where(and(eq(members.accountId, me.accountId), eq(members.userId, target.userId)))
       .returning({ userId: members.userId });
-    if (changed.length === 0) throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
+    if (changed.length === 0)
+      throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
     const shown = memberOut(after);
     await recordOrgEvent(tx, ctx, me.accountId, {
       entity: "member",
       verb: "updated",
       summary: `${me.name} <${me.email}> made ${target.email} ${role} with permissions ${shown.permissions.join(", ") || "none"}`,
-      details: { member: { userId: target.userId, email: target.email }, from: { role: target.role, extras: target.extras }, to: { role, extras } },
+      details: {
+        member: { userId: target.userId, email: target.email },
+        from: { role: target.role, extras: target.extras },
+        to: { role, extras },
+      },
       affectedUsers: [target.userId],
     });
   });
   const out = memberOut(after);
-  return { text: `${target.email} is now ${role} of ${me.accountName} with permissions: ${out.permissions.join(", ") || "none"}. It applies from their next call.`, data: { status: "updated", member: out, ...noApps } };
+  return {
+    text: `${target.email} is now ${role} of ${me.accountName} with permissions: ${out.permissions.join(", ") || "none"}. It applies from their next call.`,
+    data: { status: "updated", member: out, ...noApps },
+  };
 }
 
 /** The owner hands ownership to a member and becomes an admin: there is always exactly one owner. */
-async function transfer(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, target: MemberView): Promise<{ text: string; data: Output }> {
-  if (me.role !== "owner") throw new ToolError("forbidden", `Only the owner of ${me.accountName} can transfer ownership. Nothing was changed.`);
-  if (target.userId === me.userId) throw new ToolError("invalid_input", "You already are the owner. Give the email of the member who should become the owner.");
+async function transfer(
+  orgs: OrgsContext,
+  ctx: CallContext,
+  me: OrgCaller,
+  target: MemberView,
+): Promise<{ text: string; data: Output }> {
+  if (me.role !== "owner")
+    throw new ToolError(
+      "forbidden",
+      `Only the owner of ${me.accountName} can transfer ownership. Nothing was changed.`,
+    );
+  if (target.userId === me.userId)
+    throw new ToolError(
+      "invalid_input",
+      "You already are the owner. Give the email of the member who should become the owner.",
+    );
   await orgs.db.transaction(async (tx) => {
     const demoted = await tx
       .update(members)
@@ -65,7 +116,8 @@ async function transfer(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, targ
       .set({ role: "owner", permissions: [] })
       .where(and(eq(members.accountId, me.accountId), eq(members.userId, target.userId)))
       .returning({ userId: members.userId });
-    if (promoted.length === 0) throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
+    if (promoted.length === 0)
+      throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
     await recordOrgEvent(tx, ctx, me.accountId, {
       entity: "org",
       verb: "ownership_transferred",
@@ -75,7 +127,10 @@ async function transfer(orgs: OrgsContext, ctx: CallContext, me: OrgCaller, targ
     });
   });
   const member = memberOut({ ...target, role: "owner", extras: [] });
-  return { text: `${target.email} is now the owner of ${me.accountName}; you are an admin.`, data: { status: "transferred", member, ...noApps } };
+  return {
+    text: `${target.email} is now the owner of ${me.accountName}; you are an admin.`,
+    data: { status: "transferred", member, ...noApps },
+  };
 }
 
 export function orgMemberUpdateTool(orgs: OrgsContext) {

@@ -12,9 +12,14 @@ export function orgMembersTool(orgs: OrgsContext) {
     // Pending invitations are the managers' business (they send and revoke them).
     const seesInvitations = isManager(me.role) && input.include !== "members";
     const now = new Date();
-    const invitations = seesInvitations ? (await openInvitations(orgs.db, me.accountId)).map((row) => invitationOut(row, now)) : [];
+    const invitations = seesInvitations
+      ? (await openInvitations(orgs.db, me.accountId)).map((row) => invitationOut(row, now))
+      : [];
     const parts: string[] = [];
-    if (input.include !== "invitations") parts.push(`${members.length} member(s) of ${me.accountName}: ${members.map((m) => `${m.email} (${m.role})`).join(", ")}.`);
+    if (input.include !== "invitations")
+      parts.push(
+        `${members.length} member(s) of ${me.accountName}: ${members.map((m) => `${m.email} (${m.role})`).join(", ")}.`,
+      );
     if (input.include !== "members") {
       parts.push(
         seesInvitations

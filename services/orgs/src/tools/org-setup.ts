@@ -19,7 +19,11 @@ function alreadyInOrg(person: PersonView): ToolError {
 
 function requireName(name: string | undefined, action: string): string {
   const trimmed = name?.trim();
-  if (!trimmed) throw new ToolError("invalid_input", `Give the organization's name in name for action ${action}, as the user wants it.`);
+  if (!trimmed)
+    throw new ToolError(
+      "invalid_input",
+      `Give the organization's name in name for action ${action}, as the user wants it.`,
+    );
   return trimmed;
 }
 
@@ -60,17 +64,33 @@ async function convert(orgs: OrgsContext, ctx: CallContext, name: string): Promi
       affectedUsers: [me.userId],
     });
   });
-  return { status: "converted", org: { id: me.accountId, name }, role: "owner", permissions: effectivePermissions("owner", []) };
+  return {
+    status: "converted",
+    org: { id: me.accountId, name },
+    role: "owner",
+    permissions: effectivePermissions("owner", []),
+  };
 }
 
 /** accept without an invitationId: the one invitation waiting for the caller; none or several is an answer that lists them. */
 async function theOneWaiting(orgs: OrgsContext, ctx: CallContext): Promise<string> {
-  if (!ctx.emailVerified) throw new ToolError("forbidden", `Accepting an invitation needs a verified email; ${ctx.email} is not verified yet. Verify it from the sign-in page, or open the link in the invitation email.`);
+  if (!ctx.emailVerified)
+    throw new ToolError(
+      "forbidden",
+      `Accepting an invitation needs a verified email; ${ctx.email} is not verified yet. Verify it from the sign-in page, or open the link in the invitation email.`,
+    );
   const waiting = await invitationsForEmail(orgs.db, ctx.email);
   if (waiting.length === 1) return waiting[0]!.invitation.id;
-  if (waiting.length === 0) throw new ToolError("not_found", `No invitation is waiting for ${ctx.email}. Ask the organization to invite this address.`);
+  if (waiting.length === 0)
+    throw new ToolError(
+      "not_found",
+      `No invitation is waiting for ${ctx.email}. Ask the organization to invite this address.`,
+    );
   const list = waiting.map(({ invitation, orgName }) => `${orgName} (invitationId ${invitation.id})`).join(", ");
-  throw new ToolError("invalid_input", `Several invitations are waiting: ${list}. Ask the user which organization to join and call again with its invitationId.`);
+  throw new ToolError(
+    "invalid_input",
+    `Several invitations are waiting: ${list}. Ask the user which organization to join and call again with its invitationId.`,
+  );
 }
 
 export function orgSetupTool(orgs: OrgsContext) {

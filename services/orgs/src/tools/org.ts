@@ -34,7 +34,9 @@ export function orgTool(orgs: OrgsContext) {
     const summary = await orgSummary(orgs.db, me.accountId);
     const permissions = effectivePermissions(me.role, me.permissions);
     const can = capabilities(me.role, permissions);
-    const allowed = Object.entries(can).filter(([, v]) => v).map(([k]) => k);
+    const allowed = Object.entries(can)
+      .filter(([, v]) => v)
+      .map(([k]) => k);
     return {
       text:
         `You are ${me.role} of ${summary.name} (${summary.memberCount} member${summary.memberCount === 1 ? "" : "s"}, owner ${summary.owner.email}). ` +
