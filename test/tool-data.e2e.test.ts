@@ -106,19 +106,17 @@ for (const mode of MODES) {
         { ...todo(9), collection: "archive", id: "long", data: { text: "x".repeat(10_000) } },
         { ...todo(10), collection: "archive", id: "many", data: { list: Array.from({ length: 500 }, (_, i) => i) } },
       ]);
-      await apps.context.db
-        .insert(bucketFiles)
-        .values(
-          [1, 2, 3, 4].map((i) => ({
-            id: `file${i}-${mode}`,
-            appId: app.id,
-            bucket: i === 4 ? "oldpics" : "photos",
-            name: `p${i}.jpg`,
-            contentType: "image/jpeg",
-            size: 10,
-            sha256: "0".repeat(64),
-          })),
-        );
+      await apps.context.db.insert(bucketFiles).values(
+        [1, 2, 3, 4].map((i) => ({
+          id: `file${i}-${mode}`,
+          appId: app.id,
+          bucket: i === 4 ? "oldpics" : "photos",
+          name: `p${i}.jpg`,
+          contentType: "image/jpeg",
+          size: 10,
+          sha256: "0".repeat(64),
+        })),
+      );
     }, 90_000);
     afterAll(async () => {
       await Promise.all([owner, manager, member, stranger].map((client) => client?.close()));

@@ -66,13 +66,11 @@ describe("next after sign-in never leaves the origin", () => {
       .submit(`/signin?next=${encodeURIComponent(next)}`, "/signin", { email, password: "correct horse battery" });
     expect(signIn.status).toBe(303);
     expect(followed(signIn).origin).toBe(BASE);
-    const signUp = await h
-      .browser()
-      .submit(`/signup?next=${encodeURIComponent(next)}`, "/signup", {
-        email: `n${++people}@example.com`,
-        password: "correct horse battery",
-        name: "N",
-      });
+    const signUp = await h.browser().submit(`/signup?next=${encodeURIComponent(next)}`, "/signup", {
+      email: `n${++people}@example.com`,
+      password: "correct horse battery",
+      name: "N",
+    });
     expect(signUp.status).toBe(303);
     expect(followed(signUp).origin).toBe(BASE);
   });

@@ -79,15 +79,13 @@ export async function createUser(
     emailVerified: options.verified === true,
   };
   try {
-    await ctx.db
-      .insert(users)
-      .values({
-        id: user.id,
-        email: user.email,
-        name: user.name,
-        passwordHash,
-        emailVerifiedAt: user.emailVerified ? new Date(ctx.now()) : null,
-      });
+    await ctx.db.insert(users).values({
+      id: user.id,
+      email: user.email,
+      name: user.name,
+      passwordHash,
+      emailVerifiedAt: user.emailVerified ? new Date(ctx.now()) : null,
+    });
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicate;
     throw error;

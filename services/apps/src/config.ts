@@ -50,12 +50,10 @@ const SecretsKeysSchema = z
       "must be id:key pairs separated by commas, each key 32 random bytes in base64 (openssl rand -base64 32), the current key first",
   })
   .transform((value) =>
-    value
-      .split(",")
-      .map((pair) => ({
-        id: pair.slice(0, pair.indexOf(":")),
-        key: Buffer.from(pair.slice(pair.indexOf(":") + 1), "base64"),
-      })),
+    value.split(",").map((pair) => ({
+      id: pair.slice(0, pair.indexOf(":")),
+      key: Buffer.from(pair.slice(pair.indexOf(":") + 1), "base64"),
+    })),
   )
   .refine((keys) => keys.every((k) => k.key.length === 32), {
     message: "each key must be 32 bytes (openssl rand -base64 32)",

@@ -49,15 +49,13 @@ describe("declared APIs", () => {
       ["WEATHER_KEY", WEATHER_KEY],
       ["CRM_TOKEN", CRM_TOKEN],
     ] as const) {
-      await t.ctx.db
-        .insert(secrets)
-        .values({
-          appId: app.id,
-          name,
-          ...t.ctx.sealer.seal(value, secretAad(app.id, name)),
-          updatedBy: owner.sub,
-          updatedByEmail: owner.email,
-        });
+      await t.ctx.db.insert(secrets).values({
+        appId: app.id,
+        name,
+        ...t.ctx.sealer.seal(value, secretAad(app.id, name)),
+        updatedBy: owner.sub,
+        updatedByEmail: owner.email,
+      });
     }
   }, 60_000);
   afterAll(async () => {

@@ -37,17 +37,15 @@ describe("unused blobs", () => {
     const app = await seedApp(t.ctx, { files: { "index.html": "used by a version" } });
     const inVersion = sha256Hex("used by a version");
     const inBucket = await stored("used by a bucket file");
-    await t.ctx.db
-      .insert(bucketFiles)
-      .values({
-        id: "file-forget-1",
-        appId: app.id,
-        bucket: "b",
-        name: "n",
-        contentType: "text/plain",
-        size: 1,
-        sha256: inBucket,
-      });
+    await t.ctx.db.insert(bucketFiles).values({
+      id: "file-forget-1",
+      appId: app.id,
+      bucket: "b",
+      name: "n",
+      contentType: "text/plain",
+      size: 1,
+      sha256: inBucket,
+    });
     const unused = await stored("used by nothing");
     const gone = await t.ctx.db.transaction((tx) =>
       forgetUnusedBlobs(tx, [inVersion, inBucket, unused, unused, sha256Hex("never stored")]),

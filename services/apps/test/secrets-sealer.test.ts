@@ -87,27 +87,23 @@ describe("re-sealing at start (rotation)", () => {
     rows.push({ appId: apps[0]!.id, name: "LOST", value: "lost-value-never-logged", sealer: new Sealer([lost]) });
     rows.push({ appId: apps[1]!.id, name: "ALREADY", value: "current-value", sealer: new Sealer([newKey]) });
     for (const row of rows) {
-      await ctx.db
-        .insert(secrets)
-        .values({
-          appId: row.appId,
-          name: row.name,
-          ...row.sealer.seal(row.value, secretAad(row.appId, row.name)),
-          updatedBy: "u",
-          updatedByEmail: "u@example.com",
-        });
-    }
-    await ctx.db
-      .insert(aiKeys)
-      .values({
-        id: "k1",
-        scope: "mine",
-        ownerId: "user1",
-        provider: "openai",
-        ...before.seal("sk-ai-secret", aiKeyAad("mine", "user1", "openai")),
-        addedBy: "user1",
-        addedByEmail: "u@example.com",
+      await ctx.db.insert(secrets).values({
+        appId: row.appId,
+        name: row.name,
+        ...row.sealer.seal(row.value, secretAad(row.appId, row.name)),
+        updatedBy: "u",
+        updatedByEmail: "u@example.com",
       });
+    }
+    await ctx.db.insert(aiKeys).values({
+      id: "k1",
+      scope: "mine",
+      ownerId: "user1",
+      provider: "openai",
+      ...before.seal("sk-ai-secret", aiKeyAad("mine", "user1", "openai")),
+      addedBy: "user1",
+      addedByEmail: "u@example.com",
+    });
 
     const sealer = new Sealer([newKey, oldKey]);
     const counts = await resealStaleRows({ db: ctx.db, sealer }, ctx.logger, 2);

@@ -81,11 +81,9 @@ export type CollectionRules = z.infer<typeof CollectionRulesSchema>;
 const FileSizeSchema = z
   .union([
     z.number().int().positive(),
-    z
-      .string()
-      .regex(/^\s*\d+(\.\d+)?\s*(B|KB|MB)\s*$/i, {
-        error: 'write a size like "5 MB" or "500 KB", or a number of bytes',
-      }),
+    z.string().regex(/^\s*\d+(\.\d+)?\s*(B|KB|MB)\s*$/i, {
+      error: 'write a size like "5 MB" or "500 KB", or a number of bytes',
+    }),
   ])
   .transform((value) => (typeof value === "number" ? value : parseSize(value)))
   .refine((bytes) => bytes <= DATA_LIMITS.maxFileSize, {

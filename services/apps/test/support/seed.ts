@@ -81,17 +81,15 @@ export async function seedVersion(
     rows.push({ appId, version: number, path, sha256, size: bytes.byteLength, contentType });
     total += bytes.byteLength;
   }
-  await ctx.db
-    .insert(versions)
-    .values({
-      appId,
-      number,
-      publishedBy: app.ownerId,
-      publisherEmail: app.ownerEmail,
-      fileCount: rows.length,
-      totalBytes: total,
-      config,
-    });
+  await ctx.db.insert(versions).values({
+    appId,
+    number,
+    publishedBy: app.ownerId,
+    publisherEmail: app.ownerEmail,
+    fileCount: rows.length,
+    totalBytes: total,
+    config,
+  });
   if (rows.length) await ctx.db.insert(versionFiles).values(rows);
   await ctx.db
     .update(appsTable)
