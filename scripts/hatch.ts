@@ -154,6 +154,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
             if (options.dropEventsStreamOnClose && isNatsBus(bus)) {
               await deleteEventsStream(bus).catch(() => {});
               await deleteRateBucket(bus).catch(() => {});
+              await deleteRateBucket(bus, "apps").catch(() => {});
             }
             await bus.drain();
           },

@@ -209,11 +209,15 @@ describe.skipIf(!hasNatsServer)("NATS permissions (deploy/nats-auth.conf)", () =
     90_000,
   );
 
-  test("only the gateway writes the shared rate counters", async () => {
+  test("only the gateway writes the gateway's rate counters; the app host writes only its own bucket", async () => {
     const gateway = createRateCounter(await as("gateway"));
     expect(await gateway.take("tools:grant:g1", 5, 60_000)).toEqual({ allowed: true, retryAfterSeconds: 0 });
     const apps = createRateCounter(await as("apps"));
     await expect(apps.take("tools:grant:g1", 5, 60_000)).rejects.toThrow();
+    const appsOwn = createRateCounter(await as("apps"), 2 * 60_000, "apps");
+    expect(await appsOwn.take("data:viewer", 5, 60_000)).toMatchObject({ allowed: true });
+    const orgsInApps = createRateCounter(await as("orgs"), 2 * 60_000, "apps");
+    await expect(orgsInApps.take("data:viewer", 5, 60_000)).rejects.toThrow();
   });
 
   test("a service answers only its own rpc methods: apps cannot take orgs' calls", async () => {

@@ -150,7 +150,11 @@ export class KvRateCounter implements RateCounter {
   }
 }
 
-const bucketName = (bus: NatsBus) => (bus.prefix ? `hatch_rate_${bus.prefix}` : "hatch_rate");
+/**
+ * One bucket per bus prefix and user of it: the gateway's (no scope) and the app host's (`apps`), so NATS permissions
+ * let each process write only its own (deploy/nats-auth.conf).
+ */
+const bucketName = (bus: NatsBus, scope?: string) => ["hatch_rate", bus.prefix, scope].filter(Boolean).join("_");
 
 function isLostRace(error: unknown): boolean {
   return (
@@ -161,14 +165,14 @@ function isLostRace(error: unknown): boolean {
 }
 
 /** The counter for a bus: shared in JetStream on NATS (bucket per bus prefix), in memory otherwise. */
-export function createRateCounter(bus: Bus, maxWindowMs = 10 * 60_000): RateCounter {
+export function createRateCounter(bus: Bus, maxWindowMs = 10 * 60_000, scope?: string): RateCounter {
   if (!isNatsBus(bus)) return new MemoryRateCounter();
-  const name = bucketName(bus);
+  const name = bucketName(bus, scope);
   return new KvRateCounter(() => new Kvm(bus.connection).create(name, { history: 1, ttl: maxWindowMs * 2 }));
 }
 
 /** Removes the bus's rate bucket (test runs, each under its own prefix, leave nothing behind). */
-export async function deleteRateBucket(bus: NatsBus): Promise<void> {
-  const kv = await new Kvm(bus.connection).open(bucketName(bus));
+export async function deleteRateBucket(bus: NatsBus, scope?: string): Promise<void> {
+  const kv = await new Kvm(bus.connection).open(bucketName(bus, scope));
   await kv.destroy();
 }

@@ -5,6 +5,7 @@ import {
   type DataErrorCode,
   type DataRule,
   type Logger,
+  type RateCounter,
 } from "@hatch/shared";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { canView, readViewerSession, type Viewer } from "../host/access.ts";
@@ -161,11 +162,16 @@ export function checkSameOrigin(
   }
 }
 
+/** Counts a caller's data requests; refuses (DataError limit_exceeded with Retry-After) past the limit. */
+export interface DataRateLimiter {
+  take(key: string): void | Promise<void>;
+}
+
 /**
- * Data requests per caller per minute on this instance (a fixed window). Counting is per app host instance; with N
- * instances behind a balancer a viewer gets up to N times the limit, which still stops a runaway loop.
+ * Data requests per caller per minute on this instance (a fixed window): the app host's limiter without NATS
+ * (`bun run dev`, one process). With NATS the count is shared by every app host copy (SharedRateLimiter).
  */
-export class RateLimiter {
+export class RateLimiter implements DataRateLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
 
   constructor(
@@ -208,6 +214,48 @@ export class RateLimiter {
     const keep = Math.floor(this.maxKeys * 0.9);
     for (const [key, window] of this.windows) {
       if (now - window.start >= 60_000 || this.windows.size > keep) this.windows.delete(key);
+    }
+  }
+}
+
+/** How long a data request waits for the shared count before it goes on uncounted (NATS restarting). */
+const SHARED_COUNT_MS = 1_500;
+
+/**
+ * Data requests per caller per minute counted in JetStream key-value (the `apps` rate bucket), so every app host copy
+ * holds one limit. When the counter cannot answer in a moment, the request goes on uncounted (a limit is not worth an
+ * outage) and the log says so.
+ */
+export class SharedRateLimiter implements DataRateLimiter {
+  constructor(
+    private readonly counter: RateCounter,
+    private readonly perMinute: number,
+    private readonly log: Logger,
+  ) {}
+
+  async take(key: string): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let decision: { allowed: boolean; retryAfterSeconds: number };
+    try {
+      const slow = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`the rate counter did not answer in ${SHARED_COUNT_MS} ms`)),
+          SHARED_COUNT_MS,
+        );
+      });
+      decision = await Promise.race([this.counter.take(`data:${key}`, this.perMinute, 60_000), slow]);
+    } catch (error) {
+      this.log.warn("data request rate not counted", { error });
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!decision.allowed) {
+      throw new DataError(
+        "limit_exceeded",
+        `Too many requests: at most ${this.perMinute} a minute. Try again in ${decision.retryAfterSeconds} s.`,
+        { "Retry-After": String(decision.retryAfterSeconds) },
+      );
     }
   }
 }

@@ -1,4 +1,4 @@
-import type { Logger } from "@hatch/shared";
+import { createRateCounter, isNatsBus, type Logger } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import {
@@ -8,6 +8,8 @@ import {
   dataErrorResponse,
   json,
   RateLimiter,
+  SharedRateLimiter,
+  type DataRateLimiter,
   type CallerDeps,
   type DataCaller,
 } from "../data/access.ts";
@@ -51,7 +53,10 @@ export interface DataRequest {
 }
 
 export function createHatchRoutes(deps: HatchRouteDeps) {
-  const limiter = new RateLimiter(deps.ctx.config.dataRequestsPerMinute);
+  const { bus, config, logger } = deps.ctx;
+  const limiter: DataRateLimiter = isNatsBus(bus)
+    ? new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps"), config.dataRequestsPerMinute, logger)
+    : new RateLimiter(config.dataRequestsPerMinute);
 
   /** `marked`: Hatch's own failures carry HATCH_ERROR_HEADER (routes whose answers are otherwise someone else's). */
   async function withCaller(
@@ -66,7 +71,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
       const app = await deps.loadApp(address);
       if (!app) throw new DataError("not_found", `There is no app called "${address}".`);
       const caller = await dataCaller(deps.caller, request, app, remoteAddress);
-      limiter.take(caller.rateKey);
+      await limiter.take(caller.rateKey);
       return await answer(caller);
     } catch (error) {
       const failure = answerFailure(error, deps.log, "data request");

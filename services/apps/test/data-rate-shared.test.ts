@@ -1,0 +1,56 @@
+import { describe, expect, test } from "bun:test";
+import {
+  createLogger,
+  createNatsBus,
+  createRateCounter,
+  deleteRateBucket,
+  randomId,
+  type NatsBus,
+} from "@hatch/shared";
+import { DataError, SharedRateLimiter } from "../src/data/access.ts";
+
+// The app host's data limit with NATS: every app host copy counts in the same JetStream key-value bucket, so a viewer
+// spreading requests over copies still gets one limit (not one per copy).
+const natsUrl = process.env.TEST_NATS_URL;
+const logger = createLogger({ level: "error" });
+
+describe.skipIf(!natsUrl)("the shared data limit (real NATS)", () => {
+  test("two app host copies hold one limit per viewer; another viewer is not affected", async () => {
+    const prefix = `rate_${randomId(6).replace(/[^A-Za-z0-9]/g, "x")}`;
+    const buses: NatsBus[] = [
+      await createNatsBus({ url: natsUrl!, prefix }),
+      await createNatsBus({ url: natsUrl!, prefix }),
+    ];
+    try {
+      const [one, two] = buses.map(
+        (bus) => new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps"), 3, logger),
+      );
+      await one!.take("viewer-a");
+      await two!.take("viewer-a");
+      await one!.take("viewer-a");
+      const refused = await two!.take("viewer-a").catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(DataError);
+      expect((refused as DataError).code).toBe("limit_exceeded");
+      expect((refused as DataError).message).toMatch(/at most 3 a minute\. Try again in \d+ s\./);
+      expect(Number((refused as DataError).headers["Retry-After"])).toBeGreaterThan(0);
+      await two!.take("viewer-b");
+    } finally {
+      await deleteRateBucket(buses[0]!, "apps").catch(() => {});
+      for (const bus of buses) await bus.drain();
+    }
+  });
+});
+
+test("a counter that cannot answer lets the request through (a limit is not worth an outage)", async () => {
+  const broken = {
+    take: () => Promise.reject(new Error("no JetStream")),
+    peek: async () => 0,
+    release: async () => {},
+    reset: async () => {},
+    close() {},
+  };
+  const limiter = new SharedRateLimiter(broken, 1, logger);
+  await limiter.take("viewer");
+  await limiter.take("viewer");
+  expect(await limiter.take("viewer")).toBeUndefined();
+});
