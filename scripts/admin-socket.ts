@@ -119,7 +119,11 @@ function listen(paths: ReturnType<typeof adminSocketPaths>, options: AdminSocket
 export type SocketCall = { answered: true; result: AdminResult } | { answered: false; reason: string };
 
 /** Sends one admin command to the dev server holding `dataDir`. */
-export async function callAdminSocket(dataDir: string, request: AdminRequest): Promise<SocketCall> {
+export async function callAdminSocket(
+  dataDir: string,
+  request: AdminRequest,
+  answerTimeoutMs = ANSWER_TIMEOUT_MS,
+): Promise<SocketCall> {
   const paths = adminSocketPaths(dataDir);
   let token: string;
   try {
@@ -138,14 +142,14 @@ export async function callAdminSocket(dataDir: string, request: AdminRequest): P
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify(request),
-      signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS),
+      signal: AbortSignal.timeout(answerTimeoutMs),
     });
   } catch (error) {
     const timedOut = (error as { name?: string }).name === "TimeoutError";
     return {
       answered: false,
       reason: timedOut
-        ? `its admin socket gave no answer in ${ANSWER_TIMEOUT_MS / 1000} s`
+        ? `its admin socket gave no answer in ${answerTimeoutMs / 1000} s`
         : "nothing answers on its admin socket",
     };
   }

@@ -198,6 +198,140 @@ describe("bun run dev", () => {
   }, 90_000);
 });
 
+describe("bun run dev, a tool call in flight", () => {
+  test("SIGTERM while a tool call waits on the outside world: the call finishes with its answer, then dev exits 0", async () => {
+    // find_domain asks the registrar; this Name.com stand-in holds the question until the test lets it answer, so the
+    // call is certainly in flight when the signal comes.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let asked!: () => void;
+    const registrarAsked = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const registrar = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(request) {
+        const body = (await request.json()) as { domainNames: string[] };
+        asked();
+        await released;
+        return Response.json({
+          results: body.domainNames.map((domainName) => ({
+            domainName,
+            purchasable: true,
+            purchasePrice: 12.5,
+            renewalPrice: 14,
+            purchaseType: "registration",
+          })),
+        });
+      },
+    });
+    const dataDir = mkdtempSync(join(tmpdir(), "hatch-inflight-"));
+    dirs.push(dataDir);
+    const port = freePort();
+    const env = baseEnv({
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      APP_PORT: String(freePort()),
+      LOG_LEVEL: "info",
+      REGISTRAR: "namecom",
+      NAMECOM_API_URL: `http://127.0.0.1:${registrar.port}`,
+      NAMECOM_USERNAME: "test",
+      NAMECOM_TOKEN: "test-token",
+    });
+    const admin = async (...args: string[]) => {
+      const child = Bun.spawn([process.execPath, "scripts/admin.ts", ...args], {
+        cwd: ROOT,
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const stdout = await new Response(child.stdout).text();
+      expect(await child.exited).toBe(0);
+      return stdout;
+    };
+    await admin(
+      "user:create",
+      "--email",
+      "inflight@example.com",
+      "--password",
+      "long enough pw",
+      "--name",
+      "In Flight",
+    );
+    const token = (await admin("token:issue", "--email", "inflight@example.com")).trim().split("\n").pop()!;
+    const dev = Bun.spawn([process.execPath, "scripts/dev.ts"], {
+      cwd: ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+      stdin: "ignore",
+    });
+    const out = collect(dev.stdout);
+    try {
+      await out.waitFor("Hatch is running");
+      const mcp = `http://localhost:${port}/mcp`;
+      const headers = {
+        Authorization: `Bearer ${token}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+      };
+      const init = await fetch(mcp, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-11-25",
+            capabilities: {},
+            clientInfo: { name: "inflight-test", version: "1" },
+          },
+        }),
+      });
+      await init.text();
+      const sessionHeaders = {
+        ...headers,
+        "Mcp-Session-Id": init.headers.get("mcp-session-id")!,
+        "Mcp-Protocol-Version": "2025-11-25",
+      };
+      await fetch(mcp, {
+        method: "POST",
+        headers: sessionHeaders,
+        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+      });
+      const call = fetch(mcp, {
+        method: "POST",
+        headers: sessionHeaders,
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "find_domain", arguments: { query: "inflight.com", limit: 1 } },
+        }),
+      }).then((response) => response.text());
+      await registrarAsked;
+      dev.kill("SIGTERM");
+      await out.waitFor("shutting down");
+      release();
+      const answer = await call;
+      expect(answer).toContain("inflight.com");
+      expect(answer).toContain("12.50");
+      expect(answer).not.toContain('"isError":true');
+      expect(await dev.exited).toBe(EXIT_CODES.clean);
+      await out.ended;
+      expect(logLines(out, "shutdown step did not finish in its time; going on")).toEqual([]);
+    } finally {
+      release();
+      if (dev.exitCode === null) dev.kill("SIGKILL");
+      registrar.stop(true);
+    }
+  }, 90_000);
+});
+
 /** A nats-server of this test's own on a free port, so it can be stopped under a service. */
 async function startNats(): Promise<{ url: string; process: Bun.Subprocess }> {
   const port = freePort();
