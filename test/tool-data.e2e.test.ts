@@ -207,7 +207,7 @@ for (const mode of MODES) {
       expect(textOf(result)).not.toContain(USERS_DATA);
     });
 
-    test("a manager of the organization sees the same; a plain member and a stranger get the answer of a missing app", async () => {
+    test("a manager of the organization sees the same; a plain member is told whose app it is; a stranger gets the answer of a missing app", async () => {
       const seen = await callOk<DataOut>(manager, "tool_data", { address });
       expect(seen.collections.map((c) => [c.name, c.count])).toEqual([
         ["empty", 0],
@@ -218,12 +218,15 @@ for (const mode of MODES) {
       expect(missing).toBe(
         `You have no app at the address "no-such-app-here". Call list_tools to see your apps and their addresses. (not_found)`,
       );
-      for (const client of [member, stranger]) {
-        expect(await refused(client, "tool_data", { address })).toBe(missing.replaceAll("no-such-app-here", address));
-        expect(await refused(client, "tool_data", { address, collection: "todos" })).toBe(
-          missing.replaceAll("no-such-app-here", address),
-        );
-      }
+      // The member sees the app in org_apps anyway: naming its owner leaks nothing, and says who can help.
+      const colleague = await refused(member, "tool_data", { address });
+      expect(colleague).toContain(`${address} is `);
+      expect(colleague).toContain("'s app in your organization, and only its owner can do this");
+      expect(colleague).toEndWith("(forbidden)");
+      expect(await refused(stranger, "tool_data", { address })).toBe(missing.replaceAll("no-such-app-here", address));
+      expect(await refused(stranger, "tool_data", { address, collection: "todos" })).toBe(
+        missing.replaceAll("no-such-app-here", address),
+      );
     });
 
     test("a collection the app does not have is refused naming the ones it has", async () => {
@@ -253,7 +256,8 @@ for (const mode of MODES) {
         [{ address, collection: "to\ndos" }, "collection: must not contain control characters"],
         [{ address, collection: "   " }, "collection: must not be empty or only spaces"],
         [{ address, collection: "x".repeat(65) }, "collection"],
-        [{ address: "Not An Address" }, "address"],
+        [{ address: "not\u0000an-address" }, "address"],
+        [{ address: "x".repeat(301) }, "address"],
         [{ address, extra: true }, "extra"],
       ];
       for (const [input, message] of cases) {

@@ -33,12 +33,10 @@ export function checkAnswer(tool: string, question: Question, answer: Record<str
   }
   const problems: string[] = [];
   for (const key of required) if (answer[key] === undefined || answer[key] === "") problems.push(`${key} is required`);
-  for (const [key, value] of Object.entries(answer)) {
-    const field = properties[key];
-    if (!field) {
-      problems.push(`${key} is not a field of this form`);
-      continue;
-    }
+  // Only the form's own fields go on (a client that sends more, e.g. one canned answer for every form, loses nothing).
+  const fields: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(properties)) {
+    const value = answer[key];
     if (value === undefined || value === null) continue;
     const fits =
       field.type === "boolean"
@@ -47,8 +45,9 @@ export function checkAnswer(tool: string, question: Question, answer: Record<str
           ? typeof value === "string" && (!field.enum || field.enum.includes(value))
           : typeof value === "number" && Number.isFinite(value) && (field.type === "number" || Number.isInteger(value));
     if (!fits) problems.push(`${key} must be ${field.enum ? `one of ${field.enum.join(", ")}` : `a ${field.type}`}`);
+    else fields[key] = value;
   }
-  if (problems.length === 0) return { ok: true, answer };
+  if (problems.length === 0) return { ok: true, answer: fields };
   return {
     ok: false,
     result: {

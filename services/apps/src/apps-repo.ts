@@ -36,9 +36,10 @@ function sameOrganization(ctx: CallContext, app: AppRow): boolean {
 
 /** Only the owner may do this to their app; an organization colleague is told whose it is and what they can do. */
 function ownedByColleague(app: AppRow): ToolError {
+  const owner = app.ownerName && app.ownerName !== app.ownerEmail ? `${app.ownerName} (${app.ownerEmail})` : app.ownerEmail;
   return new ToolError(
     "forbidden",
-    `${app.address} is ${app.ownerName} (${app.ownerEmail})'s app in your organization, and only its owner can do this. Nothing was changed. ` +
+    `${app.address} is ${owner}'s app in your organization, and only its owner can do this. Nothing was changed. ` +
       "Ask them to do it; organization managers can pause it with org_app_pause, or move it to someone else by removing its owner with org_member_update.",
   );
 }
