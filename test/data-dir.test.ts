@@ -122,5 +122,5 @@ describe("the data dir lock", () => {
       for (const dev of devs) dev.kill("SIGTERM");
       await Promise.all(devs.map((dev) => dev.exited));
     }
-  }, 60_000);
+  }, 180_000);
 });

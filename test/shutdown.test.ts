@@ -195,7 +195,7 @@ describe("bun run dev", () => {
     } finally {
       if (dev.exitCode === null) dev.kill("SIGKILL");
     }
-  }, 90_000);
+  }, 180_000);
 });
 
 describe("bun run dev, a tool call in flight", () => {
@@ -329,7 +329,7 @@ describe("bun run dev, a tool call in flight", () => {
       if (dev.exitCode === null) dev.kill("SIGKILL");
       registrar.stop(true);
     }
-  }, 90_000);
+  }, 180_000);
 });
 
 /** A nats-server of this test's own on a free port, so it can be stopped under a service. */
