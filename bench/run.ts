@@ -11,6 +11,7 @@ import { formatServerCode, measureServerCode } from "./server-code.ts";
 import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
 import { formatPublishReport, runPublishBench } from "./publish.ts";
+import { formatToolList, measureToolList } from "./tool-list.ts";
 import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
 import {
   startBaseline,
@@ -160,6 +161,11 @@ function startWatchdog(settings: Settings): void {
 async function main(): Promise<void> {
   const settings = readSettings();
   startWatchdog(settings);
+  // Bytes, not time: printed first, always (it takes no server).
+  const toolList = measureToolList();
+  mkdirSync(join(import.meta.dir, "results"), { recursive: true });
+  writeFileSync(join(import.meta.dir, "results", "tool-list.json"), `${JSON.stringify(toolList, null, 2)}\n`);
+  process.stdout.write(`${formatToolList(toolList)}\n\nwritten: bench/results/tool-list.json\n\n`);
   if (settings.targets.length > 0) await measureWhoami(settings);
   if (settings.host) {
     progress("app host: starting");
