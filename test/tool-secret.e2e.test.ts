@@ -177,25 +177,29 @@ for (const mode of MODES) {
       expect(JSON.stringify(events)).not.toContain(VALUE);
     });
 
-    test("a manager of the organization may; a member and a stranger are told the app does not exist", async () => {
+    test("a manager of the organization may; a member is told whose app it is, a stranger that it does not exist", async () => {
       expect((await callOk<SecretOut>(manager, "tool_secret", { address, name: "WEATHER_KEY" })).isSet).toBe(true);
       const managerPage = await (await signedIn(managerUser)).get(pagePath());
       expect(managerPage.status).toBe(200);
-      for (const client of [member, stranger]) {
-        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY" })).toContain("(not_found)");
-        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY", action: "delete" })).toContain(
-          "(not_found)",
-        );
+      for (const [client, code] of [
+        [member, "(forbidden)"],
+        [stranger, "(not_found)"],
+      ] as const) {
+        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY" })).toContain(code);
+        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY", action: "delete" })).toContain(code);
       }
       const before = (await storedRow())!.sealed;
-      for (const user of [memberUser, strangerUser]) {
+      for (const [user, status] of [
+        [memberUser, 403],
+        [strangerUser, 404],
+      ] as const) {
         const browser = await signedIn(user);
         const page = await browser.get(pagePath());
-        expect(page.status).toBe(404);
+        expect(page.status).toBe(status);
         const html = await page.text();
         expect(html).not.toContain("https://api.weather.example");
         const post = await browser.post(pagePath(), { csrf: csrfOf(html), value: "overwritten" });
-        expect(post.status).toBe(404);
+        expect(post.status).toBe(status);
       }
       expect((await storedRow())!.sealed).toBe(before);
     });
@@ -274,7 +278,7 @@ for (const mode of MODES) {
         { address, name: "A".repeat(65) },
         { address, name: "WEATHER_KEY", action: "show" },
         { address, name: "WEATHER_KEY", value: VALUE },
-        { address: "Not An Address", name: "WEATHER_KEY" },
+        { address: "not\u0000an-address", name: "WEATHER_KEY" },
         { name: "WEATHER_KEY" },
       ]) {
         const text = await refused(owner, "tool_secret", args);
