@@ -171,6 +171,10 @@ for (const mode of MODES) {
             return entries.find((e) => e.includes(invitee) && e.includes("(on the dashboard)"));
           }, "the invitation in the activity log");
           expect(line).toContain("(on the dashboard)");
+          // The AI reading the log hears the same: the entry came through the dashboard, not an AI client.
+          const log = await ownerAi.callTool({ name: "org_activity", arguments: {} });
+          const text = (log.content as { text: string }[])[0]!.text;
+          expect(text.split("\n").find((l) => l.includes(invitee))).toContain("(on the dashboard)");
           await page.context().close();
 
           const seen = await signIn(member, size);
