@@ -25,6 +25,7 @@ import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { billingPages } from "./pages/billing-page.ts";
+import { dashboardPages, notFoundPage } from "./pages/dashboard/index.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
@@ -152,12 +153,19 @@ export function createGateway(options: GatewayOptions): Gateway {
   sweeping.unref();
 
   const app = new Elysia()
+    // A path nothing serves: a styled page with a way back (signed in: to the dashboard).
+    .onError(async ({ code, request }) => {
+      if (code !== "NOT_FOUND") return;
+      const state = await auth.pages.state(request).catch(() => null);
+      return notFoundPage(state);
+    })
     .use(auth.routes)
     .use(confirmations.routes)
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
     .use(secretPages({ auth, bus, contextKey, accounts, logger }))
     .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
     .use(billingPages({ auth, bus, contextKey, accounts, logger }))
+    .use(dashboardPages({ auth, bus, contextKey, accounts, logger, baseUrl: config.baseUrl }))
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     // Prometheus: with METRICS_TOKEN, for that bearer only; without it, only in `bun run dev` (SECURITY.md).
     .get("/metrics", ({ request }) =>

@@ -279,7 +279,7 @@ describe("authorization code flow", () => {
     const again = await h.browser().signUp("TAKEN@example.com");
     expect(await again.text()).toContain("already exists");
     const offsite = await h.browser().signIn("taken@example.com", "correct horse battery", "//evil.example/x");
-    expect(offsite.headers.get("location")).toBe("/dashboard/tokens");
+    expect(offsite.headers.get("location")).toBe("/dashboard");
     const wrong = await h.browser().signIn("taken@example.com", "wrong password");
     expect(wrong.status).toBe(401);
   });

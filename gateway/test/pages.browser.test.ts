@@ -68,14 +68,14 @@ describe.skipIf(!hasChromium)(suiteName, () => {
       { Name: "Grace Hopper", Email: "grace@example.com", Password: "correct horse battery" },
       "Sign up",
     );
-    expect(new URL(page.url()).pathname).toBe("/dashboard/tokens");
+    expect(new URL(page.url()).pathname).toBe("/dashboard");
     expect(await page.locator("header").innerText()).toContain("grace@example.com");
 
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${base}/`);
     await page.getByRole("link", { name: "Sign in" }).first().click();
     await fillAndSubmit({ Email: "grace@example.com", Password: "correct horse battery" }, "Sign in");
-    expect(new URL(page.url()).pathname).toBe("/dashboard/tokens");
+    expect(new URL(page.url()).pathname).toBe("/dashboard");
   });
 
   test("connect a client, see it on Tokens, revoke it", async () => {

@@ -157,6 +157,8 @@ export {
   HostChangedSchema,
   HostResolvedSchema,
   HostResolveInputSchema,
+  DashboardAppInputSchema,
+  DashboardAppSchema,
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
   InvitationTokenInputSchema,
@@ -174,6 +176,7 @@ export {
 export type {
   AiKeyPage,
   AppLookup,
+  DashboardApp,
   HostResolved,
   InvitationAccepted,
   InvitationPreview,

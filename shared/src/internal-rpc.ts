@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AI_PROVIDER_NAME, SecretNameSchema } from "./apps/server-code.ts";
-import { AI_KEY_SCOPES, ORG_ROLES } from "./contracts/common.ts";
+import { AI_KEY_SCOPES, ORG_ROLES, VisibilitySchema } from "./contracts/common.ts";
 
 // Shapes of the internal rpc methods between services and the gateway (`rpcMethods` names them). Both ends
 // import them from here, so neither imports the other.
@@ -139,3 +139,35 @@ export type HostResolved = z.infer<typeof HostResolvedSchema>;
 
 /** The body of `broadcast.domains.host.changed`. */
 export const HostChangedSchema = z.object({ hostname: z.string() });
+
+// The dashboard's page of one app (gateway /dashboard/apps/<address>). Its actions are tool calls; this is the read
+// that no tool answers without changing something (the people an app is shared with, its versions, its secrets).
+
+/** apps `dashboard.app` (signed ctx): the app at `address` if the caller owns it; anyone else's reads as not_found. */
+export const DashboardAppInputSchema = z.object({ address: AddressSchema });
+export const DashboardAppSchema = z.object({
+  address: z.string(),
+  name: z.string(),
+  url: z.string(),
+  visibility: VisibilitySchema,
+  aiDiscoverable: z.boolean(),
+  paused: z.boolean(),
+  /** Lower-cased emails, sorted. */
+  people: z.array(z.string()),
+  currentVersion: z.number().int().nullable(),
+  /** ISO 8601: the last publish or rollback. */
+  updatedAt: z.string(),
+  /** Newest first. */
+  versions: z.array(
+    z.object({
+      version: z.number().int(),
+      current: z.boolean(),
+      publishedAt: z.string(),
+      publishedBy: z.string(),
+      fileCount: z.number().int(),
+    }),
+  ),
+  /** Secret names the current version's APIs use or that have a value, sorted, each with whether a value is set. */
+  secrets: z.array(z.object({ name: z.string(), isSet: z.boolean() })),
+});
+export type DashboardApp = z.infer<typeof DashboardAppSchema>;

@@ -89,5 +89,7 @@ export const rpcMethods = {
     aiKeySet: "ai-key.set",
     /** An app the caller (signed ctx) may manage, by address: domains checks it before putting the app on a hostname. */
     appLookup: "app.lookup",
+    /** The dashboard's app page (signed ctx, the app's owner): people, versions, secrets; its actions are tool calls. */
+    dashboardApp: "dashboard.app",
   },
 } as const;

@@ -134,7 +134,7 @@ export function localPath(target: string, origin: string): string | null {
 }
 
 /** A `next` target is followed only when it stays on this origin (see localPath); anything else goes to `fallback`. */
-export function safeNext(next: string | null | undefined, baseUrl: string, fallback = "/dashboard/tokens"): string {
+export function safeNext(next: string | null | undefined, baseUrl: string, fallback = "/dashboard"): string {
   if (!next) return fallback;
   return localPath(next, baseUrl) ?? fallback;
 }

@@ -71,7 +71,7 @@ code{font-size:.9em;word-break:break-all}
 
 export function renderPage(options: PageOptions): string {
   const nav = options.user
-    ? html`<span class="muted">${options.user.email}</span><a href="/dashboard/tokens">Tokens</a>
+    ? html`<span class="muted">${options.user.email}</span><a href="/dashboard">Dashboard</a><a href="/dashboard/tokens">Tokens</a>
 <form method="post" action="/signout">${csrfField(options.user.csrfToken)}<button class="link" type="submit">Sign out</button></form>`
     : html`<a href="/signin">Sign in</a><a href="/signup">Sign up</a>`;
   return html`<!doctype html>

@@ -18,6 +18,7 @@ import { receiveUpload } from "./publish/uploads.ts";
 import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
+import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
 import { secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
 import { accountStorageRpc } from "./rpc/account-storage.ts";
@@ -83,6 +84,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.aiKeyPage]: aiKeyPageRpc(ctx),
       [rpcMethods.apps.aiKeySet]: aiKeySetRpc(ctx),
       [rpcMethods.apps.appLookup]: appLookupRpc(ctx),
+      [rpcMethods.apps.dashboardApp]: dashboardAppRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,

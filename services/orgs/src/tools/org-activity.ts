@@ -26,11 +26,16 @@ export function orgActivityTool(orgs: OrgsContext) {
       client: row.clientKind ? { kind: row.clientKind, name: row.clientName ?? "" } : null,
     }));
     const lines = entries.map(
-      (e) => `${e.date.slice(0, 16).replace("T", " ")} ${e.summary}${e.client ? ` (via ${e.client.name})` : ""}`,
+      (e) => `${e.date.slice(0, 16).replace("T", " ")} ${e.summary}${e.client ? ` (${where(e.client)})` : ""}`,
     );
     const text = entries.length
       ? `${entries.length} entr${entries.length === 1 ? "y" : "ies"}, newest first${hasMore ? " (older ones match too; narrow the filters)" : ""}:\n${lines.join("\n")}`
       : "No activity matches.";
     return { text, data: { entries, hasMore } };
   });
+}
+
+/** The gateway's dashboard calls tools as client {other, dashboard}: said as "on the dashboard", an AI client by name. */
+function where(client: { kind: string; name: string }): string {
+  return client.kind === "other" && client.name === "dashboard" ? "on the dashboard" : `via ${client.name}`;
 }

@@ -1,0 +1,112 @@
+import {
+  childTraceparent,
+  isAskReply,
+  isToolError,
+  randomId,
+  type Bus,
+  type Logger,
+  type Question,
+  type ToolContract,
+  type ToolOutput,
+} from "@hatch/shared";
+import type { z } from "zod";
+import type { PublicUser } from "../../auth/index.ts";
+import type { AccountSessions } from "../../mcp/accounts.ts";
+import { callService, type CallerInfo } from "../../mcp/call.ts";
+
+// Every action on the dashboard is the tool itself, sent over the bus as `tools.<service>.<tool>` with a ctx signed
+// for the browser's person (account, org, role and permissions resolved as for an AI's call), so the service checks
+// permissions and writes its event exactly as for the tool. The ctx's client says where it happened: the activity log
+// shows it as "on the dashboard".
+
+/** The ctx client of every dashboard call (orgs' activity log and org_activity name it "on the dashboard"). */
+export const DASHBOARD_CLIENT = { kind: "other", name: "dashboard" } as const;
+
+export interface DashboardCallDeps {
+  bus: Bus;
+  contextKey: Buffer;
+  accounts: AccountSessions;
+  logger: Logger;
+}
+
+export type ToolAnswer<C extends ToolContract> =
+  | { kind: "done"; text: string; data: ToolOutput<C> }
+  | { kind: "ask"; question: Question }
+  | { kind: "refused"; code: string; message: string };
+
+/**
+ * Calls one tool for the signed-in person. The input is checked against the tool's contract first (defaults filled in,
+ * as the MCP endpoint does); a refusal carries the service's own message, which names what to do next.
+ */
+export async function callTool<C extends ToolContract>(
+  deps: DashboardCallDeps,
+  user: PublicUser,
+  contract: C,
+  input: z.input<C["input"]>,
+  extra: { answer?: Record<string, unknown>; confirm?: string } = {},
+): Promise<ToolAnswer<C>> {
+  const parsed = contract.input.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+    return { kind: "refused", code: "invalid_input", message: `${where}${issue?.message ?? "invalid input"}` };
+  }
+  const requestId = randomId(12);
+  const caller: CallerInfo = {
+    identity: {
+      userId: user.id,
+      email: user.email,
+      emailVerified: user.emailVerified,
+      name: user.name,
+      grantId: "browser",
+      clientId: "dashboard",
+      clientName: DASHBOARD_CLIENT.name,
+      scope: contract.class === "read" ? "read" : "write",
+    },
+    client: { ...DASHBOARD_CLIENT, elicitation: { form: false, url: false } },
+    requestId,
+    traceparent: childTraceparent(null),
+  };
+  try {
+    const reply = await callService(deps, contract, caller, { input: parsed.data, ...extra });
+    if (!reply.ok) return { kind: "refused", code: reply.error.code, message: reply.error.message };
+    if (isAskReply(reply)) return { kind: "ask", question: reply.ask };
+    return { kind: "done", text: reply.result.text, data: reply.result.data as ToolOutput<C> };
+  } catch (error) {
+    if (isToolError(error) && error.code !== "internal")
+      return { kind: "refused", code: error.code, message: error.message };
+    deps.logger.error("dashboard tool call failed", { tool: contract.name, rid: requestId, error });
+    return {
+      kind: "refused",
+      code: "internal",
+      message: `Something went wrong in Hatch. Reload the page to see the current state; if it keeps failing, report request id ${requestId}.`,
+    };
+  }
+}
+
+/** A tool's answer when the page needs its data: the data, or throws the refusal (the page shows it). */
+export async function readTool<C extends ToolContract>(
+  deps: DashboardCallDeps,
+  user: PublicUser,
+  contract: C,
+  input: z.input<C["input"]>,
+): Promise<ToolOutput<C>> {
+  const answer = await callTool(deps, user, contract, input);
+  if (answer.kind === "done") return answer.data;
+  if (answer.kind === "refused") throw new Refusal(answer.code, answer.message);
+  throw new Refusal("internal", `${contract.name} asked a question where none was expected.`);
+}
+
+/** A refusal to show on the page (not_found as 404, forbidden as 403, the rest as 400 or 503). */
+export class Refusal extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+  get status(): number {
+    const status: Record<string, number> = { not_found: 404, forbidden: 403, unavailable: 503, internal: 500 };
+    return status[this.code] ?? 400;
+  }
+}

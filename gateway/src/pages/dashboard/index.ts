@@ -1,0 +1,415 @@
+import {
+  callRpc,
+  DashboardAppSchema,
+  delete_tool,
+  isToolError,
+  list_tools,
+  org,
+  org_activity,
+  org_app_pause,
+  org_apps,
+  org_invite,
+  org_member_update,
+  org_members,
+  rollback,
+  rpcMethods,
+  share,
+  tool_stats,
+  type DashboardApp,
+  type ToolContract,
+  type ToolStatsOutput,
+} from "@hatch/shared";
+import { Elysia } from "elysia";
+import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../auth/index.ts";
+import { localPath, redirect } from "../../auth/http.ts";
+import { parseAnswer } from "../../confirm/form.ts";
+import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
+import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
+import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
+import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
+
+// The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
+// sharing, statistics, delete, links to the app's other pages) and /dashboard/org (members, invitations, paused apps,
+// the activity log). Reads and actions are the tools themselves, called for the signed-in person (calls.ts); the only
+// other read is apps' `dashboard.app` (people, versions, secrets of an app they own).
+
+export interface DashboardPagesDeps extends DashboardCallDeps {
+  auth: Pick<Auth, "pages">;
+  baseUrl: string;
+}
+
+const FORM_MAX_BYTES = 16 * 1024;
+type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+
+function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+  const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
+  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+}
+
+/** The styled answer for a path nothing serves, with a way back. */
+export function notFoundPage(state: BrowserState | null): Response {
+  const back = state?.user ? html`<a href="/dashboard">your dashboard</a>` : html`<a href="/">Hatch's start page</a>`;
+  const body = html`<h1>Page not found</h1><p>There is no page at this address. It may have moved, or the link has a typo.</p>
+<p>Go back to ${back}.</p>`;
+  const user = state?.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
+  return htmlResponse(renderPage({ title: "Page not found", user, body }), {
+    status: 404,
+    headers: cookieHeaders(state?.setCookies ?? []),
+  });
+}
+
+/** Tools the confirm step may send again (each one's question is answered on /dashboard/confirm). */
+const CONFIRMABLE = new Map<string, ToolContract>(
+  [share, delete_tool, org_invite, org_member_update].map((c) => [c.name, c]),
+);
+
+/** A comma/space separated list of emails, as typed. */
+const emailList = (raw: string | undefined) => (raw ?? "").split(/[\s,;]+/).filter(Boolean);
+
+export function dashboardPages(deps: DashboardPagesDeps) {
+  const signIn = (state: BrowserState, path: string) =>
+    redirect(`/signin?next=${encodeURIComponent(path)}`, cookieHeaders(state.setCookies));
+
+  /** A page's request for a signed-in person, or the sign-in redirect. */
+  async function signed(request: Request): Promise<Signed | Response> {
+    const state = await deps.auth.pages.state(request);
+    if (!state.user) return signIn(state, new URL(request.url).pathname);
+    return { ...state, user: state.user };
+  }
+
+  /** A CSRF-checked form post from a signed-in person, or the answer that refuses it. */
+  async function posted(request: Request, back: string): Promise<{ state: Signed; params: Params } | Response> {
+    const form = await readDashboardForm(deps.auth, request, FORM_MAX_BYTES);
+    if ("refused" in form) return form.refused;
+    if (!form.state.user) return signIn(form.state, back);
+    return { state: { ...form.state, user: form.state.user }, params: form.params };
+  }
+
+  function problem(state: BrowserState, error: unknown): Response {
+    const refusal =
+      error instanceof Refusal
+        ? error
+        : isToolError(error) && error.code !== "internal"
+          ? new Refusal(error.code, error.message)
+          : null;
+    if (!refusal) {
+      deps.logger.error("dashboard page failed", { error });
+      return page(
+        state,
+        "Something went wrong",
+        html`<h1>Something went wrong</h1><p class="error" role="alert">Something went wrong on our side. Try again in a minute.</p><p><a href="/dashboard">Back to your apps</a></p>`,
+        500,
+      );
+    }
+    const title = refusal.code === "not_found" ? "Not found" : "Not possible";
+    return page(
+      state,
+      title,
+      html`<h1>${title}</h1><p class="error" role="alert">${refusal.message}</p><p><a href="/dashboard">Back to your apps</a></p>`,
+      refusal.status,
+    );
+  }
+
+  // ---- /dashboard
+
+  async function listPage(state: Signed, notice: Notice = null, status = 200): Promise<Response> {
+    const { apps } = await readTool(deps, state.user, list_tools, { include: "all" });
+    return page(state, "Your apps", appsListBody(apps, notice), status);
+  }
+
+  // ---- /dashboard/apps/<address>
+
+  async function appPage(
+    state: Signed,
+    address: string,
+    notice: Notice = null,
+    status = 200,
+    typed = "",
+  ): Promise<Response> {
+    const { ctx, requestId } = await dashboardContext(deps, state.user, "read");
+    const app: DashboardApp = await callRpc(
+      deps.bus,
+      "apps",
+      rpcMethods.apps.dashboardApp,
+      { address },
+      DashboardAppSchema,
+      { ctx, requestId },
+    );
+    let stats: ToolStatsOutput | null = null;
+    try {
+      stats = await readTool(deps, state.user, tool_stats, { address: app.address, days: 7 });
+    } catch (error) {
+      deps.logger.warn("dashboard statistics unavailable", { error });
+    }
+    return page(state, app.name, appBody(state.csrfToken, app, stats, notice, typed), status);
+  }
+
+  /** After an action on an app: its page with the tool's words (or its refusal), or the confirm step. */
+  async function afterAppAction<C extends ToolContract>(
+    state: Signed,
+    address: string,
+    contract: C,
+    input: unknown,
+    answer: ToolAnswer<C>,
+  ): Promise<Response> {
+    if (answer.kind === "ask")
+      return askPage(state, contract, input, appPath(address), answer.question, "Make it public");
+    if (answer.kind === "refused") return appPage(state, address, { text: answer.message, error: true }, 400);
+    return appPage(state, address, { text: answer.text });
+  }
+
+  async function rollbackAction(request: Request, address: string): Promise<Response> {
+    const form = await posted(request, appPath(address));
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const input = { address, version: Number(params.get("version")) };
+      return await afterAppAction(state, address, rollback, input, await callTool(deps, state.user, rollback, input));
+    } catch (error) {
+      return problem(state, error);
+    }
+  }
+
+  async function shareAction(request: Request, address: string): Promise<Response> {
+    const form = await posted(request, appPath(address));
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const input: Record<string, unknown> = { address };
+      if (params.get("settings")) {
+        input.visibility = params.get("visibility");
+        // An unchecked box is not posted; for a non-public app the service keeps it off anyway.
+        const discoverable = params.get("aiDiscoverable") === "true";
+        if (discoverable || params.get("visibility") === "public") input.aiDiscoverable = discoverable;
+      }
+      const add = emailList(params.get("add"));
+      const remove = emailList(params.get("remove"));
+      if (add.length) input.add = add;
+      if (remove.length) input.remove = remove;
+      const answer = await callTool(deps, state.user, share, input as never);
+      return await afterAppAction(state, address, share, input, answer);
+    } catch (error) {
+      return problem(state, error);
+    }
+  }
+
+  async function deleteAction(request: Request, address: string): Promise<Response> {
+    const form = await posted(request, appPath(address));
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const typed = (params.get("typed") ?? "").trim();
+      if (typed.toLowerCase() !== address.toLowerCase()) {
+        const text = `Type the address ${address} exactly to delete the app. Nothing was deleted.`;
+        return await appPage(state, address, { text, error: true }, 400, typed);
+      }
+      // Typing the address is the person's own answer to the tool's question: it is sent with the question's token.
+      const input = { address };
+      const first = await callTool(deps, state.user, delete_tool, input);
+      const done =
+        first.kind === "ask"
+          ? await callTool(deps, state.user, delete_tool, input, {
+              answer: { confirm: true },
+              confirm: first.question.confirm,
+            })
+          : first;
+      if (done.kind === "refused") return await appPage(state, address, { text: done.message, error: true }, 400);
+      if (done.kind === "ask") return await appPage(state, address, { text: done.question.message, error: true }, 400);
+      return await listPage(state, { text: done.text });
+    } catch (error) {
+      return problem(state, error);
+    }
+  }
+
+  // ---- the confirm step
+
+  function askPage(
+    state: Signed,
+    contract: ToolContract,
+    input: unknown,
+    back: string,
+    question: import("@hatch/shared").Question,
+    action: string,
+    values?: Record<string, string>,
+    error?: string,
+  ): Response {
+    const body = askBody(
+      state.csrfToken,
+      { tool: contract.name, input, back, question, values, error },
+      contract.class === "delete",
+      action,
+    );
+    return page(state, "Please confirm", body, error ? 400 : 200);
+  }
+
+  /**
+   * `POST /dashboard/confirm`: the person answered a tool's question. The tool is asked again with the same input (so
+   * the question and its token are fresh and bound to this person), then called with their answer and that token.
+   */
+  async function confirmAction(request: Request): Promise<Response> {
+    const form = await posted(request, "/dashboard");
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const contract = CONFIRMABLE.get(params.get("tool") ?? "");
+      const back = localPath(params.get("back") ?? "", deps.baseUrl) ?? "/dashboard";
+      let input: unknown;
+      try {
+        input = JSON.parse(params.get("input") ?? "");
+      } catch {
+        input = undefined;
+      }
+      if (!contract || !back.startsWith("/dashboard") || !input || typeof input !== "object")
+        return problem(state, new Refusal("invalid_input", "This form is not valid. Go back and try again."));
+      const first = await callTool(deps, state.user, contract, input as never);
+      if (first.kind !== "ask") return outcome(state, back, first);
+      const answer = parseAnswer(first.question.schema, params);
+      if (!answer.ok)
+        return askPage(state, contract, input, back, first.question, "Confirm", answer.values, answer.error);
+      const done = await callTool(deps, state.user, contract, input as never, {
+        answer: answer.answer,
+        confirm: first.question.confirm,
+      });
+      return outcome(state, back, done);
+    } catch (error) {
+      return problem(state, error);
+    }
+  }
+
+  /** What the confirmed tool said, on the page the action started from. */
+  async function outcome(state: Signed, back: string, answer: ToolAnswer<ToolContract>): Promise<Response> {
+    const notice: Notice =
+      answer.kind === "done"
+        ? { text: answer.text }
+        : answer.kind === "refused"
+          ? { text: answer.message, error: true }
+          : { text: answer.question.message, error: true };
+    const status = answer.kind === "done" ? 200 : 400;
+    if (back === "/dashboard/org") return orgPage(state, notice, status);
+    const app = back.match(/^\/dashboard\/apps\/([^/?#]+)$/);
+    if (app?.[1]) {
+      const address = decodeURIComponent(app[1]);
+      // A deleted app has no page any more: the list says what happened.
+      if (answer.kind === "done" && (answer.data as { status?: string }).status === "deleted")
+        return listPage(state, notice);
+      return appPage(state, address, notice, status);
+    }
+    return listPage(state, notice, status);
+  }
+
+  // ---- /dashboard/org
+
+  async function orgPage(state: Signed, notice: Notice = null, status = 200): Promise<Response> {
+    const who = await readTool(deps, state.user, org, {});
+    const data: OrgPageData = { org: who, members: null, paused: [], activity: null, me: state.user.email };
+    if (who.org) {
+      const [members, paused, activity] = await Promise.all([
+        readTool(deps, state.user, org_members, { include: "all" }),
+        readTool(deps, state.user, org_apps, { paused: true }),
+        who.can.readActivity ? readTool(deps, state.user, org_activity, { limit: 50 }) : Promise.resolve(null),
+      ]);
+      Object.assign(data, { members, paused: paused.apps, activity });
+    }
+    return page(state, who.org ? who.org.name : "Organization", orgBody(state.csrfToken, data, notice), status);
+  }
+
+  /** An organization action: the tool's answer on the org page, or its confirm step. */
+  async function orgAction<C extends ToolContract>(
+    request: Request,
+    contract: C,
+    inputOf: (params: Params) => Record<string, unknown>,
+    action: string,
+  ): Promise<Response> {
+    const form = await posted(request, "/dashboard/org");
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const input = inputOf(params);
+      const answer = await callTool(deps, state.user, contract, input as never);
+      if (answer.kind === "ask") return askPage(state, contract, input, "/dashboard/org", answer.question, action);
+      const notice: Notice = answer.kind === "done" ? { text: answer.text } : { text: answer.message, error: true };
+      return await orgPage(state, notice, answer.kind === "done" ? 200 : 400);
+    } catch (error) {
+      return problem(state, error);
+    }
+  }
+
+  const guard = (handler: (state: Signed) => Promise<Response>) => async (request: Request) => {
+    const state = await signed(request);
+    if (state instanceof Response) return state;
+    try {
+      return await handler(state);
+    } catch (error) {
+      return problem(state, error);
+    }
+  };
+  const raw = { parse: "none" } as const;
+
+  return new Elysia({ name: "hatch-dashboard-pages" })
+    .get("/dashboard", ({ request }) => guard((state) => listPage(state))(request))
+    .get("/dashboard/apps/:address", ({ request, params }) => guard((state) => appPage(state, params.address))(request))
+    .post("/dashboard/apps/:address/rollback", ({ request, params }) => rollbackAction(request, params.address), raw)
+    .post("/dashboard/apps/:address/share", ({ request, params }) => shareAction(request, params.address), raw)
+    .post("/dashboard/apps/:address/delete", ({ request, params }) => deleteAction(request, params.address), raw)
+    .post("/dashboard/confirm", ({ request }) => confirmAction(request), raw)
+    .get("/dashboard/org", ({ request }) => guard((state) => orgPage(state))(request))
+    .post(
+      "/dashboard/org/invite",
+      ({ request }) =>
+        orgAction(
+          request,
+          org_invite,
+          (p) => ({ action: "invite", emails: emailList(p.get("emails")), role: p.get("role") }),
+          "Send invitations",
+        ),
+      raw,
+    )
+    .post(
+      "/dashboard/org/invitations/revoke",
+      ({ request }) =>
+        orgAction(
+          request,
+          org_invite,
+          (p) => ({ action: "revoke", emails: emailList(p.get("email")) }),
+          "Revoke the invitation",
+        ),
+      raw,
+    )
+    .post(
+      "/dashboard/org/members/update",
+      ({ request }) =>
+        orgAction(
+          request,
+          org_member_update,
+          (p) => ({ action: "update", email: p.get("email"), role: p.get("role") }),
+          "Change the role",
+        ),
+      raw,
+    )
+    .post(
+      "/dashboard/org/members/remove",
+      ({ request }) =>
+        orgAction(
+          request,
+          org_member_update,
+          (p) => ({ action: "remove", email: p.get("email"), appsRecipient: p.get("appsRecipient") || undefined }),
+          "Remove the member",
+        ),
+      raw,
+    )
+    .post(
+      "/dashboard/org/apps/pause",
+      ({ request }) =>
+        orgAction(
+          request,
+          org_app_pause,
+          (p) => ({
+            address: (p.get("address") ?? "").trim(),
+            paused: p.get("paused") === "true",
+            reason: p.get("reason") || undefined,
+          }),
+          "Pause",
+        ),
+      raw,
+    );
+}
