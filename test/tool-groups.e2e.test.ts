@@ -129,7 +129,7 @@ for (const mode of MODES) {
       expect(page.status).toBe(200);
       const body = await page.text();
       const chosen = `${hatch.mcpUrl}?features=apps,data&amp;read_only=true`;
-      expect(body).toContain(`<code>${chosen}</code>`);
+      expect(body).toContain(`>${chosen}</code>`);
       expect(body).toContain(`claude mcp add --transport http hatch ${chosen}`);
       const vscode = /href="(vscode:mcp\/install\?[^"]+)"/.exec(body)![1]!;
       expect(
@@ -148,7 +148,7 @@ for (const mode of MODES) {
           headers: { Accept: "text/html" },
         })
       ).text();
-      expect(all).toContain(`<code>${hatch.mcpUrl}</code>`);
+      expect(all).toContain(`>${hatch.mcpUrl}</code>`);
     });
   });
 }

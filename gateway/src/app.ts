@@ -185,8 +185,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     .post("/webhooks/stripe", ({ request }) => stripeWebhook(request), { parse: "none" })
     .get("/apps/signin", ({ request }) => appSignIn.show(request))
     .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
-    .get("/mcp/docs", ({ request }) => docsResponse(request, false))
-    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true))
+    .get("/mcp/docs", ({ request }) => docsResponse(request, false, { appsOrigin: config.appsUrl }))
+    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true, { appsOrigin: config.appsUrl }))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
     .all(
       "/mcp",

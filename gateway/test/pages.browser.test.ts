@@ -76,7 +76,7 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     await page.getByRole("link", { name: "Sign in" }).first().click();
     await fillAndSubmit({ Email: "grace@example.com", Password: "correct horse battery" }, "Sign in");
     expect(new URL(page.url()).pathname).toBe("/dashboard");
-  });
+  }, 30_000);
 
   test("connect a client, see it on Tokens, revoke it", async () => {
     const redirectUri = `http://127.0.0.1:${callback.port}/callback`;
@@ -128,5 +128,5 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     await page.waitForURL(`${base}/dashboard/tokens`);
     expect(await page.locator("main").innerText()).not.toContain("Browser Client");
     expect((await auth.authenticate(`Bearer ${accessToken}`)).ok).toBe(false);
-  });
+  }, 30_000);
 });

@@ -54,7 +54,7 @@ export type { CallContext, CallContextClaims } from "./ctx.ts";
 export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.ts";
 export { developerReference } from "./apps/reference.ts";
 export { EXAMPLE_APP } from "./apps/example-app.ts";
-export type { ReferenceTopic } from "./apps/reference.ts";
+export type { ReferenceSettings, ReferenceTopic } from "./apps/reference.ts";
 export { addressKey } from "./address-key.ts";
 export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";
 export {

@@ -6,7 +6,8 @@ import { readParams, redirect, safeNext, type Params } from "./http.ts";
 import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
 import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
-import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
+import { landingPage } from "../pages/landing.ts";
+import { errorPage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
 export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
 const nextOf = (ctx: AuthContext, request: Request) =>

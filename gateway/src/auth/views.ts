@@ -100,17 +100,3 @@ export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: Conne
   const body = html`<h1>Tokens</h1><p>AI clients connected to your account. Revoking one stops it on its next call.</p>${table}`;
   return renderPage({ title: "Tokens", user: navUser(viewer), body });
 }
-
-export function landingPage(viewer: Viewer, mcpUrl: string): string {
-  const verify =
-    viewer.user && !viewer.user.emailVerified
-      ? html`<p class="card">Your email is not verified yet: open the link Hatch mailed to <strong>${viewer.user.email}</strong>.
-Until then invitations to it and apps shared with it stay closed to you. <a href="/verify-email">Send it again</a></p>`
-      : "";
-  const actions = viewer.user
-    ? html`<p>Signed in as <strong>${viewer.user.email}</strong>. <a href="/dashboard/tokens">See connected clients</a>.</p>${verify}`
-    : html`<div class="actions"><a href="/signin">Sign in</a> <a href="/signup">Create an account</a></div>`;
-  const body = html`<h1>Hatch</h1><p>Your AI publishes web apps here. Connect it with this MCP server URL:</p>
-<p class="card"><code>${mcpUrl}</code></p>${actions}`;
-  return renderPage({ title: "Hatch", user: navUser(viewer), body });
-}

@@ -1,6 +1,7 @@
 /**
  * The gateway's server-rendered HTML: an escaping `html` template tag, one page layout, and a Response helper
- * with the security headers every page needs. Pages work without JavaScript; none is ever sent.
+ * with the security headers every page needs. Pages work without JavaScript; the one script a page carries (copy
+ * buttons) is allowed by its hash in the CSP and only adds to what is already there.
  */
 
 /** A fragment already escaped (or built from escaped parts); `html` inserts it as it is. */
@@ -50,40 +51,98 @@ export interface PageOptions {
   user?: { email: string; csrfToken: string } | null;
 }
 
+// Colours meet WCAG AA (4.5:1 for text, 3:1 for field borders) on both the page and a card, light and dark. Below
+// 40rem tables become one card per row, each cell labelled by its column (labelTableCells writes data-label).
 const STYLE = `
-:root{color-scheme:light dark;--fg:#1d1d1f;--muted:#6e6e73;--bg:#fff;--card:#f5f5f7;--accent:#0a66ff;--danger:#c62828;--border:#d2d2d7}
-@media (prefers-color-scheme:dark){:root{--fg:#f5f5f7;--muted:#a1a1a6;--bg:#111;--card:#1c1c1e;--accent:#4d8dff;--danger:#ef5350;--border:#3a3a3c}}
-*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
-header{display:flex;gap:1rem;align-items:center;justify-content:space-between;padding:.75rem 1.25rem;border-bottom:1px solid var(--border)}
-header a.brand{font-weight:700;text-decoration:none;color:var(--fg)}header nav{display:flex;gap:1rem;align-items:center;font-size:.9rem}
-main{max-width:42rem;margin:2rem auto;padding:0 1.25rem}h1{font-size:1.6rem;margin:0 0 1rem}
+:root{color-scheme:light dark;--fg:#1d1d1f;--muted:#5f5f64;--bg:#fff;--card:#f5f5f7;--accent:#0057d9;--on-accent:#fff;--danger:#b71c1c;--border:#d2d2d7;--field:#7c7c82}
+@media (prefers-color-scheme:dark){:root{--fg:#f5f5f7;--muted:#a1a1a6;--bg:#111;--card:#1c1c1e;--accent:#6ea8ff;--on-accent:#0b0b0c;--danger:#ff6b68;--border:#3a3a3c;--field:#8a8a8f}}
+*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg);overflow-wrap:break-word}
+header{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;justify-content:space-between;padding:.75rem 1.25rem;border-bottom:1px solid var(--border)}
+header a.brand{font-weight:700;text-decoration:none;color:var(--fg)}header nav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;align-items:center;font-size:.9rem;min-width:0}
+header nav .who{overflow-wrap:anywhere;min-width:0}header form{margin:0}
+main{max-width:46rem;margin:2rem auto;padding:0 1.25rem}h1{font-size:1.6rem;margin:0 0 1rem;line-height:1.25}h2{line-height:1.3}
 a{color:var(--accent)}.muted{color:var(--muted)}.card{background:var(--card);border-radius:12px;padding:1.25rem;margin:1rem 0}
+.card>:first-child{margin-top:0}.card>:last-child{margin-bottom:0}
 form.stack{display:grid;gap:.9rem;max-width:24rem}label{display:grid;gap:.3rem;font-weight:600}
-input[type=email],input[type=password],input[type=text],input[type=number]{font:inherit;padding:.55rem .7rem;border:1px solid var(--border);border-radius:8px;background:var(--bg);color:var(--fg)}
-label.choice{display:flex;gap:.5rem;align-items:center;font-weight:400}fieldset{border:1px solid var(--border);border-radius:8px;padding:.6rem .9rem;display:grid;gap:.4rem}legend{font-weight:600}
-button,a.button{font:inherit;padding:.5rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;text-decoration:none;display:inline-block}
-button.secondary{background:transparent;color:var(--accent)}button.danger{border-color:var(--danger);background:transparent;color:var(--danger)}
-button.link{border:0;background:none;color:var(--accent);padding:0}.actions{display:flex;flex-wrap:wrap;gap:.6rem;margin-top:1rem}
+input[type=email],input[type=password],input[type=text],input[type=number],input[type=url],select,textarea{font:inherit;max-width:100%;padding:.55rem .7rem;border:1px solid var(--field);border-radius:8px;background:var(--bg);color:var(--fg)}
+label.choice{display:flex;gap:.5rem;align-items:flex-start;font-weight:400}fieldset{border:1px solid var(--border);border-radius:8px;padding:.6rem .9rem;display:grid;gap:.4rem;min-width:0}legend{font-weight:600}
+button,a.button{font:inherit;padding:.5rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:var(--on-accent);cursor:pointer;text-decoration:none;display:inline-block;text-align:center}
+button.secondary,a.button.secondary{background:transparent;color:var(--accent)}button.danger{border-color:var(--danger);background:transparent;color:var(--danger)}
+button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}.actions{display:flex;flex-wrap:wrap;gap:.6rem;margin-top:1rem}
+:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .error{border-left:4px solid var(--danger);padding:.5rem .9rem;background:var(--card);border-radius:6px}
 table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem .4rem;border-bottom:1px solid var(--border);vertical-align:top}
-code{font-size:.9em;word-break:break-all}
+code{font-size:.9em;overflow-wrap:anywhere}
+pre{background:var(--card);border:1px solid var(--border);border-radius:8px;padding:.75rem;margin:.75rem 0 .25rem;white-space:pre-wrap;overflow-wrap:anywhere}
+pre code{font-size:.85rem}
+button.copy{font-size:.85rem;padding:.2rem .7rem;margin:.25rem 0 .75rem;background:transparent;color:var(--accent)}
+code+button.copy{margin:0 0 0 .4rem;vertical-align:baseline}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+nav.toc ol{padding-left:1.25rem;margin:.25rem 0}
+@media (max-width:40rem){main{margin:1.25rem auto;padding:0 1rem}header{padding:.6rem 1rem}
+table,thead,tbody,tr,th,td{display:block}thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+tr{border:1px solid var(--border);border-radius:10px;padding:.5rem .75rem;margin:.75rem 0}
+td{border:0;padding:.25rem 0}td[data-label]{display:grid;grid-template-columns:minmax(6rem,35%) 1fr;gap:.75rem}
+td[data-label]::before{content:attr(data-label);font-weight:600;color:var(--muted)}}
 `;
+
+/**
+ * Copy buttons: after each code block, and after any element with class `copy` (a URL, a command), a button that
+ * puts its text on the clipboard and says so. The CSP allows exactly this text by its hash (COPY_SCRIPT_SOURCE).
+ */
+const COPY_SCRIPT = `(()=>{const status=document.createElement("p");status.className="visually-hidden";status.setAttribute("role","status");document.body.append(status);
+for(const el of document.querySelectorAll("main pre, main .copy")){const button=document.createElement("button");button.type="button";button.className="copy";
+const what=el.dataset.copyLabel||(el.tagName==="PRE"?"this code":"this");const name="Copy "+what;button.textContent="Copy";button.setAttribute("aria-label",name);
+button.addEventListener("click",async()=>{const text=el.textContent.replace(/\\n$/,"");try{await navigator.clipboard.writeText(text)}catch{const range=document.createRange();range.selectNodeContents(el);const selection=getSelection();selection.removeAllRanges();selection.addRange(range);document.execCommand("copy");selection.removeAllRanges()}
+button.textContent="Copied";button.setAttribute("aria-label","Copied "+what);status.textContent="Copied "+what+" to the clipboard.";setTimeout(()=>{button.textContent="Copy";button.setAttribute("aria-label",name)},2000)});el.after(button)}})();`;
+
+/** The CSP source that allows the copy script and nothing else. */
+export const COPY_SCRIPT_SOURCE = `'sha256-${new Bun.CryptoHasher("sha256").update(COPY_SCRIPT).digest("base64")}'`;
+
+/** A value the person will paste somewhere (a URL, a command): shown as code, with a copy button when scripts run. */
+export function copyable(value: string, label: string): SafeHtml {
+  return html`<code class="copy" data-copy-label="${label}">${value}</code>`;
+}
+
+/**
+ * Gives each body cell of a table with a header row the text of its column header as `data-label`, so the narrow
+ * layout can show a table as labelled cards. Works on this codebase's own markup (pages and the rendered reference).
+ */
+export function labelTableCells(markup: string): string {
+  return markup.replace(/<table\b[^>]*>[\s\S]*?<\/table>/g, (table) => {
+    const head = /<thead\b[^>]*>([\s\S]*?)<\/thead>/.exec(table);
+    if (!head?.[1]) return table;
+    const labels = [...head[1].matchAll(/<th\b[^>]*>([\s\S]*?)<\/th>/g)].map((m) =>
+      (m[1] ?? "").replace(/<[^>]*>/g, "").trim(),
+    );
+    return table.replace(/<tr\b[^>]*>[\s\S]*?<\/tr>/g, (row) => {
+      if (!row.includes("<td")) return row;
+      let column = 0;
+      return row.replace(/<td\b(?![^>]*data-label)/g, () => {
+        const label = labels[column++];
+        return label ? `<td data-label="${label.replaceAll('"', "&quot;")}"` : "<td";
+      });
+    });
+  });
+}
 
 export function renderPage(options: PageOptions): string {
   const nav = options.user
-    ? html`<span class="muted">${options.user.email}</span><a href="/dashboard">Dashboard</a><a href="/dashboard/tokens">Tokens</a>
+    ? html`<span class="muted who">${options.user.email}</span><a href="/dashboard">Dashboard</a><a href="/dashboard/tokens">Tokens</a>
 <form method="post" action="/signout">${csrfField(options.user.csrfToken)}<button class="link" type="submit">Sign out</button></form>`
     : html`<a href="/signin">Sign in</a><a href="/signup">Sign up</a>`;
+  // The landing page is titled "Hatch" alone, never "Hatch · Hatch".
+  const title = options.title === "Hatch" ? "Hatch" : `${options.title} · Hatch`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${options.title} · Hatch</title><style>${raw(STYLE)}</style></head>
-<body><header><a class="brand" href="/">Hatch</a><nav>${nav}</nav></header>
-<main>${options.body}</main></body></html>`.value;
+<title>${title}</title><style>${raw(STYLE)}</style></head>
+<body><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
+<main>${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script></body></html>`.value;
 }
 
 /**
  * An HTML response with the headers every page needs: no framing (a framed consent page could be clickjacked),
- * no scripts at all, no caching of pages that show account data, and no Referer (with its query string) sent to
+ * no script but the copy buttons' (by its hash), no caching of pages that show account data, and no Referer (with its query string) sent to
  * other sites. "same-origin" rather than "no-referrer": under no-referrer, browsers send `Origin: null` on our
  * own form posts, which defeats the Origin check.
  */
@@ -92,7 +151,7 @@ export function htmlResponse(page: string | SafeHtml, init: { status?: number; h
   headers.set("Content-Type", "text/html; charset=utf-8");
   headers.set(
     "Content-Security-Policy",
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    `default-src 'none'; style-src 'unsafe-inline'; script-src ${COPY_SCRIPT_SOURCE}; img-src 'self'; frame-ancestors 'none'; base-uri 'none'`,
   );
   headers.set("X-Frame-Options", "DENY");
   headers.set("X-Content-Type-Options", "nosniff");

@@ -13,11 +13,23 @@ export type ReferenceTopic = (typeof DOCS_TOPICS)[number];
 
 const L = PUBLISH_LIMITS;
 
-const OVERVIEW = `# Hatch developer reference
+/** Where this deployment serves apps, so the reference names real addresses; without it, a placeholder. */
+export interface ReferenceSettings {
+  /** The apps domain's bare origin, e.g. `https://apps.example` (apps open at `https://<address>.apps.example`). */
+  appsOrigin?: string | null;
+}
+
+/** An app's origin under the configured apps origin: `https://apps.example` → `https://my-todo.apps.example`. */
+function exampleAppOrigin(appsOrigin: string | null | undefined, address: string): string {
+  if (!appsOrigin || !URL.canParse(appsOrigin)) return `https://${address}.<apps domain>`;
+  const { protocol, host } = new URL(appsOrigin);
+  return `${protocol}//${address}.${host}`;
+}
+
+const overview = (settings: ReferenceSettings) => `# Hatch developer reference
 
 Hatch hosts small web apps. You build the app into a folder of static files, then publish that folder
-with the \`publish\` tool. Each app gets its own address and origin, e.g. \`https://my-todo.<apps domain>\`
-(in local development \`http://my-todo.localhost:3001\`).
+with the \`publish\` tool. Each app gets its own address and origin, e.g. \`${exampleAppOrigin(settings.appsOrigin, "my-todo")}\`.
 
 ## Build the app
 
@@ -147,8 +159,8 @@ const SECTIONS: Record<Exclude<ReferenceTopic, "all">, string> = {
   plans: PLANS,
 };
 
-/** The reference in Markdown: the whole of it, or one topic. */
-export function developerReference(topic: ReferenceTopic = "all"): string {
+/** The reference in Markdown: the whole of it, or one topic; `settings` put this deployment's addresses in. */
+export function developerReference(topic: ReferenceTopic = "all", settings: ReferenceSettings = {}): string {
   if (topic !== "all") return SECTIONS[topic];
-  return [OVERVIEW, SERVICE_JSON, APIS, BROWSER_LIBRARY, AI_CALLS, SERVER_CODE, PLANS].join("\n");
+  return [overview(settings), SERVICE_JSON, APIS, BROWSER_LIBRARY, AI_CALLS, SERVER_CODE, PLANS].join("\n");
 }
