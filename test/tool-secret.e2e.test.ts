@@ -186,7 +186,9 @@ for (const mode of MODES) {
         [stranger, "(not_found)"],
       ] as const) {
         expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY" })).toContain(code);
-        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY", action: "delete" })).toContain(code);
+        expect(await refused(client, "tool_secret", { address, name: "WEATHER_KEY", action: "delete" })).toContain(
+          code,
+        );
       }
       const before = (await storedRow())!.sealed;
       for (const [user, status] of [

@@ -36,7 +36,8 @@ function sameOrganization(ctx: CallContext, app: AppRow): boolean {
 
 /** Only the owner may do this to their app; an organization colleague is told whose it is and what they can do. */
 function ownedByColleague(app: AppRow): ToolError {
-  const owner = app.ownerName && app.ownerName !== app.ownerEmail ? `${app.ownerName} (${app.ownerEmail})` : app.ownerEmail;
+  const owner =
+    app.ownerName && app.ownerName !== app.ownerEmail ? `${app.ownerName} (${app.ownerEmail})` : app.ownerEmail;
   return new ToolError(
     "forbidden",
     `${app.address} is ${owner}'s app in your organization, and only its owner can do this. Nothing was changed. ` +
