@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { DATA_LIMITS, signViewerTicket } from "@hatch/shared";
 import { addressKey } from "@hatch/shared";
-import { DataError, RateLimiter } from "../src/data/access.ts";
+import { checkSameOrigin, DataError, RateLimiter } from "../src/data/access.ts";
 import { appsTable } from "../src/db/schema.ts";
 import { announceAppChanged } from "../src/host/announce.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
@@ -265,5 +265,47 @@ describe("addressKey", () => {
     expect(addressKey("2001:db8:1:2::9")).toBe("2001:db8:1:2::/64");
     expect(addressKey("2001:DB8::1")).toBe("2001:db8:0:0::/64");
     expect(addressKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+  });
+});
+
+describe("changes only from the app's own pages", () => {
+  const config = { appsProtocol: "https:" as const, appsDomain: "apps.example.com" };
+  const request = (headers: Record<string, string>) =>
+    new Request("http://internal/_hatch/db/todos", { method: "POST", headers });
+
+  test("the app's default origin, and the custom domain the request was sent to", () => {
+    expect(() =>
+      checkSameOrigin(
+        request({
+          host: "todo.apps.example.com",
+          origin: "https://todo.apps.example.com",
+          "sec-fetch-site": "same-origin",
+        }),
+        config,
+        "todo",
+      ),
+    ).not.toThrow();
+    expect(() =>
+      checkSameOrigin(
+        request({ host: "todo.example.org", origin: "https://todo.example.org", "sec-fetch-site": "same-origin" }),
+        config,
+        "todo",
+      ),
+    ).not.toThrow();
+    expect(() => checkSameOrigin(request({ host: "todo.apps.example.com" }), config, "todo")).not.toThrow();
+  });
+
+  test("another origin, another app's origin, or a cross-site fetch is refused", () => {
+    const refusedHeaders: Record<string, string>[] = [
+      { host: "todo.example.org", origin: "https://evil.example" },
+      { host: "todo.apps.example.com", origin: "https://other.apps.example.com" },
+      { host: "todo.example.org", origin: "https://todo.example.org", "sec-fetch-site": "cross-site" },
+      { host: "todo.example.org", origin: "null" },
+    ];
+    for (const headers of refusedHeaders) {
+      expect(() => checkSameOrigin(request(headers), config, "todo")).toThrow(
+        "only be changed from the app's own pages",
+      );
+    }
   });
 });

@@ -156,10 +156,22 @@ export function checkSameOrigin(
 ): void {
   const site = request.headers.get("sec-fetch-site");
   const origin = request.headers.get("origin");
-  const ownOrigin = appOrigin(config, address);
-  if ((site !== null && site !== "same-origin") || (origin !== null && origin !== ownOrigin)) {
+  if (
+    (site !== null && site !== "same-origin") ||
+    (origin !== null && !isOwnOrigin(request, origin, appOrigin(config, address)))
+  ) {
     throw new DataError("forbidden", "Data of this app can only be changed from the app's own pages.");
   }
+}
+
+/**
+ * A browser's Origin names the app's own page: its default origin, or the host the request was sent to (a custom
+ * domain the app host resolved to this very app; a page elsewhere cannot make a browser send another Origin).
+ */
+export function isOwnOrigin(request: Request, origin: string, defaultOrigin: string): boolean {
+  if (origin === defaultOrigin) return true;
+  const host = request.headers.get("host");
+  return host !== null && URL.canParse(origin) && new URL(origin).host === host.toLowerCase();
 }
 
 /** Counts a caller's data requests; refuses (DataError limit_exceeded with Retry-After) past the limit. */

@@ -1,7 +1,7 @@
 import { SERVER_LIMITS, formatBytes, type Logger } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
-import { DataError, json, type DataCaller } from "../data/access.ts";
+import { isOwnOrigin, DataError, json, type DataCaller } from "../data/access.ts";
 import { viewerCookieName } from "../host/access.ts";
 import type { HatchRouteDeps } from "../host/hatch-routes.ts";
 import type { Site } from "../host/site.ts";
@@ -199,7 +199,10 @@ function failed(status: number, message: string, headers: Record<string, string>
 function fromOwnOrigin(request: Request, origin: string): boolean {
   const site = request.headers.get("sec-fetch-site");
   const from = request.headers.get("origin");
-  return (site === null || site === "same-origin" || site === "none") && (from === null || from === origin);
+  return (
+    (site === null || site === "same-origin" || site === "none") &&
+    (from === null || isOwnOrigin(request, from, origin))
+  );
 }
 
 /** The request's headers for the app, names lower-case, without Hatch's own viewer cookie. */
