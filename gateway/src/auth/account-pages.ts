@@ -6,7 +6,7 @@ import { readParams, redirect, safeNext, type Params } from "./http.ts";
 import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
 import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
-import { errorPage, landingPage, signInPage, signUpPage, tokensPage } from "./views.ts";
+import { errorPage, landingPage, revokePage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
 export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
 const nextOf = (ctx: AuthContext, request: Request) =>
@@ -125,12 +125,35 @@ export async function submitSignOut(ctx: AuthContext, request: Request): Promise
   return redirect("/", cookieHeaders([await endSession(ctx, form.state)]));
 }
 
+const TOKENS = "/dashboard/tokens";
+const signInToTokens = (state: BrowserState) =>
+  redirect(`/signin?next=${encodeURIComponent(TOKENS)}`, cookieHeaders(state.setCookies));
+
+/** `GET /dashboard/tokens[?revoked=<grant>]`: the connected clients; after a revoke, a line saying it is done. */
 export async function showTokens(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
-  if (!state.user)
-    return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`, cookieHeaders(state.setCookies));
+  if (!state.user) return signInToTokens(state);
   const clients = await listConnectedClients(ctx, state.user.id);
-  return htmlResponse(tokensPage({ ...state, user: state.user }, clients), {
+  const revokedId = new URL(request.url).searchParams.get("revoked");
+  const revoked = revokedId ? await findGrant(ctx, revokedId) : null;
+  const notice =
+    revoked && revoked.userId === state.user.id && revoked.revoked
+      ? `${revoked.clientName} is revoked: its next call is refused, and it can connect again only if you approve it again.`
+      : undefined;
+  return htmlResponse(tokensPage({ ...state, user: state.user }, clients, notice), {
+    headers: cookieHeaders(state.setCookies),
+  });
+}
+
+/** `GET /dashboard/tokens/revoke?grant=<id>`: asks before revoking (a page of its own; no script needed). */
+export async function showRevoke(ctx: AuthContext, request: Request): Promise<Response> {
+  const state = await readBrowserState(ctx, request);
+  if (!state.user) return signInToTokens(state);
+  const grantId = new URL(request.url).searchParams.get("grant") ?? "";
+  const client = (await listConnectedClients(ctx, state.user.id)).find((c) => c.grantId === grantId);
+  // Unknown, someone else's or already revoked: back to the list, which shows what is connected.
+  if (!client) return redirect(TOKENS, cookieHeaders(state.setCookies));
+  return htmlResponse(revokePage({ ...state, user: state.user }, client), {
     headers: cookieHeaders(state.setCookies),
   });
 }
@@ -139,11 +162,12 @@ export async function submitRevoke(ctx: AuthContext, request: Request): Promise<
   const form = await readForm(ctx, request);
   if ("refused" in form) return form.refused;
   const { params, state } = form;
-  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`);
+  if (!state.user) return signInToTokens(state);
   const grant = await findGrant(ctx, params.get("grant_id") ?? "");
   // Someone else's grant id looks exactly like an unknown one: no hint that it exists.
-  if (grant && grant.userId === state.user.id) await ctx.revokeGrant(grant.grantId, "user");
-  return redirect("/dashboard/tokens");
+  if (!grant || grant.userId !== state.user.id) return redirect(TOKENS);
+  await ctx.revokeGrant(grant.grantId, "user");
+  return redirect(`${TOKENS}?${new URLSearchParams({ revoked: grant.grantId })}`);
 }
 
 export async function showLanding(ctx: AuthContext, request: Request): Promise<Response> {

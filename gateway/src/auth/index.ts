@@ -168,7 +168,7 @@ export function createAuth(deps: AuthDeps): Auth {
     async identityForGrant(grantId) {
       const grant = await findGrant(ctx, grantId);
       if (!grant || grant.revoked) return null;
-      const { revoked: _revoked, ...identity } = grant;
+      const { revoked: _revoked, revokedReason: _reason, ...identity } = grant;
       return identity;
     },
   };

@@ -7,6 +7,7 @@ import {
   showLanding,
   showSignIn,
   showSignUp,
+  showRevoke,
   showTokens,
   submitRevoke,
   submitSignIn,
@@ -147,6 +148,7 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     page(showLanding),
   ];
   const [verifyEmailGet, verifyEmailResend] = [page(showVerifyEmail), page(submitResend)];
+  const revokeGet = page(showRevoke);
 
   return new Elysia({ name: "hatch-auth" })
     .get("/.well-known/oauth-protected-resource", ({ request }) => resource(request))
@@ -168,6 +170,7 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     .post("/signin", ({ request, server: listener }) => signInPost(request, listener), raw)
     .post("/signout", ({ request }) => signOut(request), raw)
     .get("/dashboard/tokens", ({ request }) => tokensGet(request))
+    .get("/dashboard/tokens/revoke", ({ request }) => revokeGet(request))
     .post("/dashboard/tokens/revoke", ({ request }) => tokensRevoke(request), raw)
     .get("/verify-email", ({ request }) => verifyEmailGet(request))
     .post("/verify-email/resend", ({ request }) => verifyEmailResend(request), raw)

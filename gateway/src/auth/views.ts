@@ -87,18 +87,45 @@ You can disconnect it at any time on the Tokens page.</p></div>
 
 const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 16).replace("T", " ")} UTC` : "never");
 
-export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: ConnectedClient[]): string {
+/** The host a client id names: a metadata client's id is a URL; a registered client's id is ours, said as such. */
+export function clientIdHost(c: { clientId: string; registration: string }): string {
+  if (c.registration === "metadata" && URL.canParse(c.clientId)) return new URL(c.clientId).host;
+  return c.registration === "builtin" ? "built into Hatch" : `registered here (${c.clientId})`;
+}
+
+const redirectHost = (uri: string | null) => (uri && URL.canParse(uri) ? destination(uri) : "not recorded");
+
+function clientFacts(c: ConnectedClient): SafeHtml {
+  return html`<strong>${c.clientName}</strong><br><span class="muted">Client ID: ${clientIdHost(c)}<br>Returns to: ${redirectHost(c.redirectUri)}</span>`;
+}
+
+export function tokensPage(
+  viewer: Viewer & { user: PublicUser },
+  clients: ConnectedClient[],
+  notice?: string,
+): string {
   const rows = clients.map(
-    (c) => html`<tr><td>${c.clientName}</td><td>${c.scope === "read" ? "Read-only" : "Full access"}</td>
+    (c) => html`<tr><td>${clientFacts(c)}</td><td>${c.scope === "read" ? "Read-only" : "Full access"}</td>
 <td>${when(c.createdAt)}</td><td>${when(c.lastUsedAt)}</td>
-<td><form method="post" action="/dashboard/tokens/revoke">${csrfField(viewer.csrfToken)}
-<input type="hidden" name="grant_id" value="${c.grantId}"><button type="submit" class="danger" aria-label="Revoke ${c.clientName}">Revoke</button></form></td></tr>`,
+<td><a class="button" href="/dashboard/tokens/revoke?grant=${encodeURIComponent(c.grantId)}" aria-label="Revoke ${c.clientName}">Revoke</a></td></tr>`,
   );
   const table = clients.length
     ? html`<table><thead><tr><th>Client</th><th>Access</th><th>Connected</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="muted">No AI client is connected. Add Hatch to your AI client with the URL of its MCP endpoint and sign in when asked.</p>`;
-  const body = html`<h1>Tokens</h1><p>AI clients connected to your account. Revoking one stops it on its next call.</p>${table}`;
+  const done = notice ? html`<p class="card" role="status">${notice}</p>` : "";
+  const body = html`<h1>Tokens</h1>${done}<p>AI clients connected to your account, one row per client. Revoking one stops it on its next call.</p>${table}`;
   return renderPage({ title: "Tokens", user: navUser(viewer), body });
+}
+
+/** The question before a revoke: what is disconnected and what that means; the form does it. */
+export function revokePage(viewer: Viewer & { user: PublicUser }, c: ConnectedClient): string {
+  const body = html`<h1>Revoke ${c.clientName}?</h1>
+<div class="card"><p>${clientFacts(c)}</p>
+<p>${c.clientName} will be refused on its next call, and questions it left for you to confirm are withdrawn. It can
+connect again only if you sign in and approve it again.</p></div>
+<form method="post" action="/dashboard/tokens/revoke">${csrfField(viewer.csrfToken)}<input type="hidden" name="grant_id" value="${c.grantId}">
+<div class="actions"><button type="submit" class="danger">Revoke ${c.clientName}</button> <a href="/dashboard/tokens">Keep it connected</a></div></form>`;
+  return renderPage({ title: `Revoke ${c.clientName}`, user: navUser(viewer), body });
 }
 
 export function landingPage(viewer: Viewer, mcpUrl: string): string {
