@@ -6,7 +6,8 @@ import { readParams, redirect, safeNext, type Params } from "./http.ts";
 import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
 import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
-import { errorPage, landingPage, revokePage, signInPage, signUpPage, tokensPage } from "./views.ts";
+import { pendingClient } from "./pending-authorization.ts";
+import { emailTakenError, errorPage, landingPage, revokePage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
 export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
 const nextOf = (ctx: AuthContext, request: Request) =>
@@ -32,10 +33,12 @@ export async function readForm(
 
 export async function showSignUp(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
-  return htmlResponse(signUpPage(state, { next: nextOf(ctx, request) }), { headers: cookieHeaders(state.setCookies) });
+  const next = nextOf(ctx, request);
+  const client = await pendingClient(ctx, next);
+  return htmlResponse(signUpPage(state, { next, client }), { headers: cookieHeaders(state.setCookies) });
 }
 
-const minutes = (seconds: number) => `${Math.ceil(seconds / 60)} minute(s)`;
+export const minutes = (seconds: number) => `${Math.ceil(seconds / 60)} minute(s)`;
 
 export async function submitSignUp(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const form = await readForm(ctx, request);
@@ -47,7 +50,7 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
     password: params.get("password") ?? "",
   };
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
-  const shown = { next, email: fields.email, name: fields.name };
+  const shown = { next, client: await pendingClient(ctx, next), email: fields.email, name: fields.name };
   const wait = await ctx.throttles.signUpSource.take(source);
   if (wait > 0) {
     ctx.logger.warn("sign-up throttled");
@@ -65,21 +68,25 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
     return redirect(to, cookieHeaders([await startSession(ctx, user.id, state)]));
   } catch (error) {
     if (!(error instanceof AuthInputError)) throw error;
-    return htmlResponse(signUpPage(state, { ...shown, error: error.message }), { status: 400 });
+    const shownError = error.kind === "email_taken" ? emailTakenError(next, fields.email.trim()) : error.message;
+    return htmlResponse(signUpPage(state, { ...shown, error: shownError }), { status: 400 });
   }
 }
 
 export async function showSignIn(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
+  const url = new URL(request.url);
   const next = nextOf(ctx, request);
   if (state.user) return redirect(next);
-  return htmlResponse(signInPage(state, { next }), { headers: cookieHeaders(state.setCookies) });
+  const email = url.searchParams.get("email")?.slice(0, 320) ?? undefined;
+  const client = await pendingClient(ctx, next);
+  return htmlResponse(signInPage(state, { next, client, email }), { headers: cookieHeaders(state.setCookies) });
 }
 
 /**
- * Wrong passwords lock the source, never the person: past the limit for an email from one address, that address
- * waits (429); from anywhere else the right password still works, each attempt on a much-guessed email only held
- * a little longer (a growing delay, capped at a few seconds). One address failing on many emails waits too.
+ * Wrong passwords never lock anyone out: every attempt is checked, held first for a delay that grows with the
+ * failures on its email, its email from its address and its address (see throttle.ts). The right password always
+ * signs in; an attacker only gets slower. Someone who forgot the password resets it by email (password-reset.ts).
  */
 export async function submitSignIn(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const form = await readForm(ctx, request);
@@ -87,35 +94,22 @@ export async function submitSignIn(ctx: AuthContext, request: Request, source: s
   const { params, state } = form;
   const email = (params.get("email") ?? "").trim();
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
+  const client = await pendingClient(ctx, next);
   const problem = formEmailProblem(email);
-  if (problem) return htmlResponse(signInPage(state, { next, email, error: problem }), { status: 400 });
+  if (problem) return htmlResponse(signInPage(state, { next, client, email, error: problem }), { status: 400 });
   const key = email.toLowerCase();
-  const pair = `${key}\n${source}`;
-  const { signInPair, signInSource, signInEmail } = ctx.throttles;
-  // Counted as a failure before the check (take is atomic on the shared counter, so parallel attempts cannot all slip
-  // past the limit) and taken back on success.
-  let wait = await signInPair.take(pair);
-  if (wait === 0) {
-    wait = await signInSource.take(source);
-    if (wait > 0) await signInPair.undo(pair);
+  const delay = await ctx.throttles.signInAttempt(key, source);
+  if (delay > 0) {
+    ctx.logger.info("sign-in held", { delayMs: delay });
+    await ctx.sleep(delay);
   }
-  if (wait > 0) {
-    ctx.logger.warn("sign-in throttled");
-    const error = `Too many wrong passwords from your network. Try again in ${minutes(wait)}, or sign in from another network.`;
-    return htmlResponse(signInPage(state, { next, email, error }), {
-      status: 429,
-      headers: { "Retry-After": String(wait) },
-    });
-  }
-  const delay = await ctx.throttles.signInDelayMs(key);
-  await signInEmail.take(key);
-  if (delay > 0) await ctx.sleep(delay);
   const user = await checkPassword(ctx, email, params.get("password") ?? "");
   if (!user) {
     ctx.logger.info("sign-in refused");
-    return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
+    const error = "Email or password is wrong. Forgot your password? Reset it by email below.";
+    return htmlResponse(signInPage(state, { next, client, email, error }), { status: 401 });
   }
-  await Promise.all([signInSource.undo(source), signInEmail.undo(key), signInPair.clear(pair)]);
+  await ctx.throttles.signInSucceeded(key, source);
   return redirect(next, cookieHeaders([await startSession(ctx, user.id, state)]));
 }
 

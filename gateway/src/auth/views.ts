@@ -1,13 +1,14 @@
-import { csrfField, html, renderPage, type SafeHtml } from "../pages/layout.ts";
+import { csrfField, html, renderPage, withNext, type SafeHtml } from "../pages/layout.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
 import { SIGN_IN_RULE } from "./throttle.ts";
 import type { ConnectedClient } from "./grants.ts";
+import type { PendingClient } from "./pending-authorization.ts";
 import type { PublicUser } from "./users.ts";
 
 type Viewer = { user: PublicUser | null; csrfToken: string };
 
 const navUser = (v: Viewer) => (v.user ? { email: v.user.email, csrfToken: v.csrfToken } : null);
-const errorBox = (message: string | undefined) => (message ? html`<p class="error" role="alert">${message}</p>` : "");
+const errorBox = (message: string | SafeHtml | undefined) => (message ? html`<p class="error" role="alert">${message}</p>` : "");
 const nextField = (next: string) => html`<input type="hidden" name="next" value="${next}">`;
 
 export function errorPage(viewer: Viewer, title: string, message: string): string {
@@ -18,29 +19,53 @@ export function errorPage(viewer: Viewer, title: string, message: string): strin
   });
 }
 
-export function signInPage(viewer: Viewer, form: { next: string; email?: string; error?: string }): string {
-  const body = html`<h1>Sign in</h1>${errorBox(form.error)}
-<form class="stack" method="post" action="/signin">${csrfField(viewer.csrfToken)}${nextField(form.next)}
+/** What a sign-in or sign-up form shows: where it leads, the client waiting for it, what was typed, what went wrong. */
+export interface AccountForm {
+  next: string;
+  client?: PendingClient | null;
+  email?: string;
+  name?: string;
+  error?: string | SafeHtml;
+}
+
+/** "Sign in to connect X to Hatch" when an authorization waits for this form; `plain` otherwise. */
+function heading(verb: string, form: AccountForm, plain: string): SafeHtml {
+  if (!form.client) return html`<h1>${plain}</h1>`;
+  const by = form.client.publishedBy ? html` <span class="muted">(published by ${form.client.publishedBy})</span>` : "";
+  return html`<h1>${verb} to connect ${form.client.name} to Hatch</h1>
+<p class="muted">${form.client.name}${by} asked to use your Hatch account. After this you choose what it may do.</p>`;
+}
+
+const titleOf = (verb: string, form: AccountForm) => (form.client ? `${verb} to connect ${form.client.name}` : verb);
+
+export function signInPage(viewer: Viewer, form: AccountForm): string {
+  const next = form.next;
+  const body = html`${heading("Sign in", form, "Sign in")}${errorBox(form.error)}
+<form class="stack" method="post" action="/signin">${csrfField(viewer.csrfToken)}${nextField(next)}
 <label>Email <input type="email" name="email" autocomplete="email" required value="${form.email ?? ""}"></label>
 <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button></form>
+<p><a href="${withNext("/forgot-password", next)}">Forgot your password?</a></p>
 <p class="muted">${SIGN_IN_RULE}</p>
-<p class="muted">No account yet? <a href="/signup?next=${encodeURIComponent(form.next)}">Sign up</a></p>`;
-  return renderPage({ title: "Sign in", user: navUser(viewer), body });
+<p class="muted">No account yet? <a href="${withNext("/signup", next)}">Sign up</a></p>`;
+  return renderPage({ title: titleOf("Sign in", form), user: navUser(viewer), body, next });
 }
 
-export function signUpPage(
-  viewer: Viewer,
-  form: { next: string; email?: string; name?: string; error?: string },
-): string {
-  const body = html`<h1>Create your Hatch account</h1>${errorBox(form.error)}
-<form class="stack" method="post" action="/signup">${csrfField(viewer.csrfToken)}${nextField(form.next)}
+export function signUpPage(viewer: Viewer, form: AccountForm): string {
+  const next = form.next;
+  const body = html`${heading("Sign up", form, "Create your Hatch account")}${errorBox(form.error)}
+<form class="stack" method="post" action="/signup">${csrfField(viewer.csrfToken)}${nextField(next)}
 <label>Name <input type="text" name="name" autocomplete="name" required maxlength="100" value="${form.name ?? ""}"></label>
 <label>Email <input type="email" name="email" autocomplete="email" required value="${form.email ?? ""}"></label>
 <label>Password <input type="password" name="password" autocomplete="new-password" required minlength="8"></label>
 <button type="submit">Sign up</button></form>
-<p class="muted">Already have an account? <a href="/signin?next=${encodeURIComponent(form.next)}">Sign in</a></p>`;
-  return renderPage({ title: "Sign up", user: navUser(viewer), body });
+<p class="muted">Already have an account? <a href="${withNext("/signin", next)}">Sign in</a></p>`;
+  return renderPage({ title: titleOf("Sign up", form), user: navUser(viewer), body, next });
+}
+
+/** The sign-up error for a taken email, with "Sign in instead" as a link that keeps the pending authorization. */
+export function emailTakenError(next: string, email: string): SafeHtml {
+  return html`An account with this email already exists. <a href="${withNext("/signin", next, { email })}">Sign in instead</a>.`;
 }
 
 /** Where the browser goes after approval, said plainly: the host for web URLs, the app scheme for native apps. */

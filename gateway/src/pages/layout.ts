@@ -48,6 +48,8 @@ export interface PageOptions {
   body: SafeHtml;
   /** When signed in: shows the email, a Tokens link and a sign-out button (a POST form needs the CSRF token). */
   user?: { email: string; csrfToken: string } | null;
+  /** Where signing in or up leads afterwards (a pending authorization): the header's links carry it. */
+  next?: string;
 }
 
 const STYLE = `
@@ -69,11 +71,17 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem .4
 code{font-size:.9em;word-break:break-all}
 `;
 
+/** `path?next=…` when there is somewhere to go after signing in; the bare path otherwise. */
+export function withNext(path: string, next: string | undefined, extra: Record<string, string> = {}): string {
+  const query = new URLSearchParams({ ...(next ? { next } : {}), ...extra }).toString();
+  return query ? `${path}?${query}` : path;
+}
+
 export function renderPage(options: PageOptions): string {
   const nav = options.user
     ? html`<span class="muted">${options.user.email}</span><a href="/dashboard/tokens">Tokens</a>
 <form method="post" action="/signout">${csrfField(options.user.csrfToken)}<button class="link" type="submit">Sign out</button></form>`
-    : html`<a href="/signin">Sign in</a><a href="/signup">Sign up</a>`;
+    : html`<a href="${withNext("/signin", options.next)}">Sign in</a><a href="${withNext("/signup", options.next)}">Sign up</a>`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${options.title} · Hatch</title><style>${raw(STYLE)}</style></head>
