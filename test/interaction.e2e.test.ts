@@ -254,7 +254,9 @@ for (const mode of MODES) {
         const page = await (await browser.get(path)).text();
         expect(page).toContain("Delete my-app? This cannot be undone.");
         expect(page).toContain(`Hatch CLI, the AI client you connected, asks you, ${owner.email}`);
-        expect(page).toContain('<button type="submit" name="action" value="confirm" class="danger">Delete my-app</button>');
+        expect(page).toContain(
+          '<button type="submit" name="action" value="confirm" class="danger">Delete my-app</button>',
+        );
         expect(page).not.toContain('name="f.');
 
         const done = await answer(browser, path);

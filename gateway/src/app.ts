@@ -99,7 +99,9 @@ export function createGateway(options: GatewayOptions): Gateway {
         contextKey,
       );
       return (
-        await callRpc(bus, "orgs", rpcMethods.orgs.sendPasswordResetMail, { token }, VerificationMailSentSchema, { ctx })
+        await callRpc(bus, "orgs", rpcMethods.orgs.sendPasswordResetMail, { token }, VerificationMailSentSchema, {
+          ctx,
+        })
       ).delivery;
     },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),

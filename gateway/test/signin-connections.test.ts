@@ -90,7 +90,9 @@ describe("sign-in and sign-up keep the pending authorization", () => {
   });
 
   test("a crafted next names no client: only an authorization that would reach consent does", async () => {
-    const page = await (await h.browser().get(`/signin?next=${encodeURIComponent("/oauth/authorize?client_id=nope")}`)).text();
+    const page = await (
+      await h.browser().get(`/signin?next=${encodeURIComponent("/oauth/authorize?client_id=nope")}`)
+    ).text();
     expect(page).toContain("<h1>Sign in</h1>");
     expect(page).not.toContain("to connect");
   });
@@ -101,7 +103,13 @@ describe("sign-in and sign-up keep the pending authorization", () => {
     const next = authorizePath(clientId, pkcePair().challenge);
     const browser = h.browser();
     const form = await (await browser.get(`/signup?next=${encodeURIComponent(next)}`)).text();
-    const refused = await browser.post("/signup", { csrf: csrfOf(form), next, email, name: "Again", password: PASSWORD });
+    const refused = await browser.post("/signup", {
+      csrf: csrfOf(form),
+      next,
+      email,
+      name: "Again",
+      password: PASSWORD,
+    });
     expect(refused.status).toBe(400);
     const page = await refused.text();
     const link = /<a href="([^"]+)">Sign in instead<\/a>/.exec(page)?.[1]?.replaceAll("&amp;", "&") ?? "";
@@ -251,7 +259,9 @@ describe("connections that say what they are", () => {
     expect(refused.status).toBe(400);
     const body = (await refused.json()) as { error: string; error_description: string };
     expect(body.error).toBe("invalid_grant");
-    expect(body.error_description).toContain("revoked by the user on the Hatch Tokens page (http://localhost:3000/dashboard/tokens)");
+    expect(body.error_description).toContain(
+      "revoked by the user on the Hatch Tokens page (http://localhost:3000/dashboard/tokens)",
+    );
     expect(body.error_description).toContain("To connect again, start the sign-in again from the AI client");
     const bearer = await h.auth.authenticate(`Bearer ${tokens.access_token}`);
     expect(bearer.ok).toBe(false);

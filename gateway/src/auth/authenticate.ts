@@ -99,7 +99,10 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
       if (!claims) return refuse("invalid_token", "The access token is invalid or expired.");
       const grant = await loadGrant(claims.gid);
       if (!grant || grant.revoked || grant.userId !== claims.sub || grant.clientId !== claims.cid) {
-        return refuse("invalid_token", `The access token has been revoked. ${revokedDescription(ctx, grant?.revokedReason ?? null)}`);
+        return refuse(
+          "invalid_token",
+          `The access token has been revoked. ${revokedDescription(ctx, grant?.revokedReason ?? null)}`,
+        );
       }
       noteUse(grant.grantId);
       const { revoked: _revoked, revokedReason: _reason, ...identity } = grant;

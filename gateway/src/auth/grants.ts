@@ -47,7 +47,12 @@ export async function createGrant(
  */
 export async function replaceEarlierGrants(ctx: AuthContext, grantId: string): Promise<string[]> {
   const [current] = await ctx.db
-    .select({ userId: grants.userId, clientId: grants.clientId, redirectUri: grants.redirectUri, name: oauthClients.name })
+    .select({
+      userId: grants.userId,
+      clientId: grants.clientId,
+      redirectUri: grants.redirectUri,
+      name: oauthClients.name,
+    })
     .from(grants)
     .innerJoin(oauthClients, eq(oauthClients.clientId, grants.clientId))
     .where(eq(grants.id, grantId))

@@ -47,7 +47,8 @@ async function openToken(ctx: AuthContext, token: string): Promise<Opened> {
     ok: false,
     status: 400,
     title: "Link not valid",
-    message: "This password reset link is not valid. Open the newest link from the mail exactly as it is, or ask for a new one.",
+    message:
+      "This password reset link is not valid. Open the newest link from the mail exactly as it is, or ask for a new one.",
   };
   if (!claims.success) return invalid;
   if (claims.data.exp * 1000 < ctx.now())
@@ -106,11 +107,17 @@ async function mailLink(ctx: AuthContext, email: string, next: string): Promise<
     message: "The mail could not be sent yet (the mail service is not answering). Try again in a minute.",
   } as const;
   if (!ctx.sendPasswordResetMail) return unsent;
-  const user: PublicUser = { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null };
+  const user: PublicUser = {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    emailVerified: row.emailVerifiedAt !== null,
+  };
   try {
     return { ok: true, delivery: await ctx.sendPasswordResetMail(user, resetToken(ctx, row, next)) };
   } catch (error) {
-    if (isToolError(error) && error.code === "limit_exceeded") return { ok: false, status: 429, message: error.message };
+    if (isToolError(error) && error.code === "limit_exceeded")
+      return { ok: false, status: 429, message: error.message };
     ctx.logger.warn("password reset mail not sent", { userId: row.id, error });
     return unsent;
   }

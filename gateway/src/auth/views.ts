@@ -8,7 +8,8 @@ import type { PublicUser } from "./users.ts";
 type Viewer = { user: PublicUser | null; csrfToken: string };
 
 const navUser = (v: Viewer) => (v.user ? { email: v.user.email, csrfToken: v.csrfToken } : null);
-const errorBox = (message: string | SafeHtml | undefined) => (message ? html`<p class="error" role="alert">${message}</p>` : "");
+const errorBox = (message: string | SafeHtml | undefined) =>
+  message ? html`<p class="error" role="alert">${message}</p>` : "";
 const nextField = (next: string) => html`<input type="hidden" name="next" value="${next}">`;
 
 export function errorPage(viewer: Viewer, title: string, message: string): string {
@@ -124,11 +125,7 @@ function clientFacts(c: ConnectedClient): SafeHtml {
   return html`<strong>${c.clientName}</strong><br><span class="muted">Client ID: ${clientIdHost(c)}<br>Returns to: ${redirectHost(c.redirectUri)}</span>`;
 }
 
-export function tokensPage(
-  viewer: Viewer & { user: PublicUser },
-  clients: ConnectedClient[],
-  notice?: string,
-): string {
+export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: ConnectedClient[], notice?: string): string {
   const rows = clients.map(
     (c) => html`<tr><td>${clientFacts(c)}</td><td>${c.scope === "read" ? "Read-only" : "Full access"}</td>
 <td>${when(c.createdAt)}</td><td>${when(c.lastUsedAt)}</td>
