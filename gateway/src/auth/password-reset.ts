@@ -71,9 +71,18 @@ async function openToken(ctx: AuthContext, token: string): Promise<Opened> {
   return { ok: true, user, next: localPath(claims.data.next, ctx.config.baseUrl) ?? "/" };
 }
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200, next?: string): Response {
+function page(
+  state: BrowserState,
+  title: string,
+  body: SafeHtml,
+  status = 200,
+  next?: string,
+  retryAfter?: number,
+): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body, next }), { status, headers: cookieHeaders(state.setCookies) });
+  const headers = cookieHeaders(state.setCookies);
+  if (retryAfter) headers.push(["Retry-After", String(retryAfter)]);
+  return htmlResponse(renderPage({ title, user, body, next }), { status, headers });
 }
 
 function forgotForm(state: BrowserState, next: string, email = "", error?: string): SafeHtml {
@@ -135,7 +144,7 @@ export async function submitForgot(ctx: AuthContext, request: Request, source: s
   const wait = await ctx.throttles.resetSource.take(source);
   if (wait > 0) {
     const error = `Too many reset requests from your network. Try again in ${minutes(wait)}.`;
-    return page(state, "Reset your password", forgotForm(state, next, email, error), 429, next);
+    return page(state, "Reset your password", forgotForm(state, next, email, error), 429, next, wait);
   }
   const sent = await mailLink(ctx, email, next);
   if (!sent.ok) return page(state, "Not sent", forgotForm(state, next, email, sent.message), sent.status, next);
