@@ -261,7 +261,9 @@ for (const mode of MODES) {
         const browser = new Browser((path, init) => fetch(`${hatch.baseUrl}${path}`, { ...init, redirect: "manual" }));
         expect((await browser.signIn(user.email, PASSWORD)).status).toBe(303);
         const confirm = await (await browser.get(new URL(url!).pathname)).text();
-        expect(confirm).toContain(`${expected} asks you, ${user.email}`);
+        // The page names the client the user approved (the grant's), never the name the client reports about itself.
+        expect(confirm).toContain(`Hatch CLI, the AI client you connected, asks you, ${user.email}`);
+        expect(confirm).not.toContain("claude-code");
         expect(confirm).not.toContain("x".repeat(101));
       } finally {
         await client.close();

@@ -253,8 +253,10 @@ for (const mode of MODES) {
 
         const page = await (await browser.get(path)).text();
         expect(page).toContain("Delete my-app? This cannot be undone.");
-        expect(page).toContain(`claude-code asks you, ${owner.email}`);
-        expect(page).toContain('<button type="submit" name="action" value="confirm" class="danger">Confirm</button>');
+        expect(page).toContain(`Hatch CLI, the AI client you connected, asks you, ${owner.email}`);
+        expect(page).toContain(
+          '<button type="submit" name="action" value="confirm" class="danger">Delete my-app</button>',
+        );
         expect(page).not.toContain('name="f.');
 
         const done = await answer(browser, path);
@@ -348,9 +350,16 @@ for (const mode of MODES) {
         const user = await userWithToken(hatch);
         const path = await linkFor(user, "delete_tool", { address: "my-app" });
         await hatch.gateway.auth.revokeGrant(user.grantId, "user");
-        const refused = await answer(await signedIn(user), path);
+        const browser = await signedIn(user);
+        // Withdrawn before any button: the page itself says so and offers no form.
+        const shown = await browser.get(path);
+        expect(shown.status).toBe(403);
+        const text = await shown.text();
+        expect(text).toContain("This request was withdrawn");
+        expect(text).not.toContain('name="action"');
+        const refused = await browser.post(path, { csrf: csrfOf(text), action: "confirm" });
         expect(refused.status).toBe(403);
-        expect(refused.text).toContain("has been disconnected from your account");
+        expect(await refused.text()).toContain("has been disconnected from your account");
         expect(apps.calls).toHaveLength(1);
         expect(apps.acted).toEqual([]);
       });

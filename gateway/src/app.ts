@@ -94,6 +94,17 @@ export function createGateway(options: GatewayOptions): Gateway {
         await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })
       ).delivery;
     },
+    sendPasswordResetMail: async (user, token) => {
+      const ctx = signContext(
+        websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
+        contextKey,
+      );
+      return (
+        await callRpc(bus, "orgs", rpcMethods.orgs.sendPasswordResetMail, { token }, VerificationMailSentSchema, {
+          ctx,
+        })
+      ).delivery;
+    },
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
     // Sign-out ends every app session of that browser: app hosts drop their cached answer before the page answers.
     onSessionEnded: (session) => announceViewerChanged(bus, logger, { session }, true),

@@ -59,7 +59,7 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     expect(question).toContain("Nothing happens unless you confirm.");
     expect(apps.acted).toEqual([]);
 
-    await press("Confirm");
+    await press("Delete holiday-photos");
     expect(await page.getByRole("heading").innerText()).toBe("Done");
     expect(await page.getByRole("status").innerText()).toBe("Deleted holiday-photos.");
     expect(apps.acted).toEqual([

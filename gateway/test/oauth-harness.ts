@@ -35,6 +35,8 @@ export interface HarnessOptions {
   resolveHost?: (hostname: string) => Promise<string[]>;
   /** The throttles' counter, on the harness clock (default: in memory). */
   rateCounter?: (now: () => number) => RateCounter;
+  /** Stands for orgs' `mail.password-reset` (default: none, so a reset mail cannot go out). */
+  sendPasswordResetMail?: (user: { email: string }, token: string) => Promise<"smtp" | "outbox">;
   /** Start the harness clock here (two harnesses standing for two gateway copies share one clock value). */
   startAt?: number;
 }
@@ -60,6 +62,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     fetchClientMetadata: options.fetchClientMetadata,
     resolveHost: options.resolveHost,
     rateCounter: options.rateCounter?.(() => clock.now),
+    sendPasswordResetMail: options.sendPasswordResetMail,
   });
   const app = new Elysia().use(auth.routes);
   const request = (path: string, init?: RequestInit) => app.handle(new Request(`${BASE}${path}`, init));

@@ -193,7 +193,7 @@ describe("tokens page", () => {
     expect(page).toContain("Read-only");
     const before = await h.auth.authenticate(`Bearer ${tokens.access_token}`);
     if (!before.ok) throw new Error("the new token should work");
-    expect(page).toContain(`name="grant_id" value="${before.identity.grantId}"`);
+    expect(page).toContain(`/dashboard/tokens/revoke?grant=${before.identity.grantId}`);
     const response = await browser.post("/dashboard/tokens/revoke", {
       csrf: csrfOf(page),
       grant_id: before.identity.grantId,

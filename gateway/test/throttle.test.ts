@@ -54,37 +54,43 @@ for (const mode of MODES) {
     }
 
     describe("sign-in", () => {
-      test("an attacker failing 10× from address A gets 429 there; the owner signs in from address B at once", async () => {
+      test("an attacker failing 10× from address A is only slowed there; the owner signs in from A and from B", async () => {
         const email = await owner();
         const attacker = h.browser("203.0.113.10");
+        const delaysBefore = h.delays.length;
         const statuses: number[] = [];
         for (let i = 0; i < 10; i++) statuses.push((await attacker.signIn(email, `wrong ${i}`)).status);
-        expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
-        const locked = await attacker.signIn(email, PASSWORD);
-        expect(locked.status).toBe(429);
-        expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
-        expect(await locked.text()).toContain("Too many wrong passwords from your network");
+        expect(statuses).toEqual(Array(10).fill(401));
+        // The per-email delay from the 4th failure, the per-network one (longer) from the 6th; capped at 8 s.
+        expect(h.delays.slice(delaysBefore)).toEqual([250, 500, 1_000, 2_000, 4_000, 8_000, 8_000]);
 
-        const delaysBefore = h.delays.length;
-        const signedIn = await h.browser("198.51.100.20").signIn(email, PASSWORD);
-        expect(signedIn.status).toBe(303);
-        // Only slowed down, never refused: at most a few seconds.
-        expect(h.delays.slice(delaysBefore).every((ms) => ms <= 3_000)).toBe(true);
-
-        // Another email from A is not locked by A's failures on this one.
+        // The owner on the attacker's own network: held like the attacker, never refused.
+        const sameNetwork = await h.browser("203.0.113.10").signIn(email, PASSWORD);
+        expect(sameNetwork.status).toBe(303);
+        expect(h.delays.at(-1)).toBe(8_000);
+        // From anywhere else only the per-email delay applies: at most 3 s.
+        const delaysElsewhere = h.delays.length;
+        expect((await h.browser("198.51.100.20").signIn(email, PASSWORD)).status).toBe(303);
+        expect(h.delays.slice(delaysElsewhere).every((ms) => ms <= 3_000)).toBe(true);
+        // Another email from A is not slowed by A's failures on this one (below the network's own threshold).
+        const other = h.delays.length;
         expect((await h.browser("203.0.113.10").signIn(await owner(), PASSWORD)).status).toBe(303);
-        // After the window A may try again.
-        h.clock.now += 15 * MINUTE + 1_000;
-        expect((await h.browser("203.0.113.10").signIn(email, PASSWORD)).status).toBe(303);
+        expect(h.delays.length).toBe(other);
       });
 
-      test("parallel attempts from one address cannot slip past the limit together", async () => {
+      test("parallel attempts from one address see each other: each is held, the longest at the cap", async () => {
         const email = await owner();
+        const delaysBefore = h.delays.length;
         const responses = await Promise.all(
           Array.from({ length: 10 }, (_, i) => h.browser("203.0.113.60").signIn(email, `wrong ${i}`)),
         );
-        const statuses = responses.map((r) => r.status).sort();
-        expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
+        expect(responses.map((r) => r.status)).toEqual(Array(10).fill(401));
+        const delays = h.delays.slice(delaysBefore);
+        expect(delays.length).toBeGreaterThanOrEqual(7);
+        // Past the per-email cap (3 s): the network's own rule held them. (On the KV counter a count read right after
+        // a parallel take may lag a little, so the exact maximum is not fixed.)
+        expect(Math.max(...delays)).toBeGreaterThanOrEqual(4_000);
+        expect((await h.browser("203.0.113.60").signIn(email, PASSWORD)).status).toBe(303);
       });
 
       test("failures from many addresses on one email only slow it down, growing and capped, never a lock", async () => {
@@ -97,17 +103,20 @@ for (const mode of MODES) {
         expect(h.delays.at(-1)).toBe(3_000);
       });
 
-      test("one address failing on many emails waits too", async () => {
+      test("one address failing on many emails is slowed too, and still lets the right password in", async () => {
         const prober = h.browser("203.0.113.30");
         for (let i = 0; i < 20; i++) expect((await prober.signIn(`nobody${i}@example.com`, "wrong")).status).toBe(401);
-        const refused = await prober.signIn(await owner(), PASSWORD);
-        expect(refused.status).toBe(429);
-        expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+        const delaysBefore = h.delays.length;
+        const signedIn = await prober.signIn(await owner(), PASSWORD);
+        expect(signedIn.status).toBe(303);
+        expect(h.delays.slice(delaysBefore)).toEqual([1_000]);
       });
 
-      test("the sign-in page states the rule", async () => {
+      test("the sign-in page states the rule and offers a reset", async () => {
         const page = await (await h.browser().get("/signin")).text();
-        expect(page).toContain("After 5 wrong passwords for an email, the network they came from waits 15 minutes");
+        expect(page).toContain("Wrong passwords never lock an account");
+        expect(page).toContain("The right password always signs in.");
+        expect(page).toContain('href="/forgot-password?next=');
       });
     });
 
@@ -175,7 +184,7 @@ for (const mode of MODES) {
 }
 
 describe.skipIf(!natsUrl)("throttles across gateway copies", () => {
-  test("wrong passwords counted by one copy hold on another: the address waits there too, the owner elsewhere does not", async () => {
+  test("wrong passwords counted by one copy slow the next attempt on another; the owner still signs in there", async () => {
     const counter = await sharedCounter();
     const startAt = Date.now();
     const [one, two] = [
@@ -187,13 +196,10 @@ describe.skipIf(!natsUrl)("throttles across gateway copies", () => {
       expect((await two.browser().signUp(email)).status).toBe(303);
       for (let i = 0; i < 5; i++)
         expect((await one.browser("203.0.113.90").signIn(email, `wrong ${i}`)).status).toBe(401);
-      const refused = await two.browser("203.0.113.90").signIn(email, PASSWORD);
-      expect(refused.status).toBe(429);
-      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-      // The failures on copy one slow the email on copy two (the per-email delay is shared), never refuse it.
-      const delaysBefore = two.delays.length;
-      expect((await two.browser("198.51.100.90").signIn(email, PASSWORD)).status).toBe(303);
-      expect(two.delays.slice(delaysBefore)).toEqual([1_000]);
+      // Copy two sees copy one's five failures: the same network is held 1 s, then the right password gets in.
+      const sameNetwork = two.delays.length;
+      expect((await two.browser("203.0.113.90").signIn(email, PASSWORD)).status).toBe(303);
+      expect(two.delays.slice(sameNetwork)).toEqual([1_000]);
     } finally {
       await one.close();
       await two.close();

@@ -54,6 +54,7 @@ export type MailOutbox = z.infer<typeof MailOutboxSchema>;
 /**
  * orgs `mail.verify-email` (signed ctx of the user): mails `${BASE_URL}/verify-email?token=<token>` to the
  * ctx's email. The gateway signs the token; orgs only delivers it, and only to the caller's own address.
+ * orgs `mail.password-reset` takes the same input and mails `${BASE_URL}/reset-password?token=<token>` likewise.
  */
 export const VerificationMailInputSchema = z.object({
   token: z

@@ -45,6 +45,8 @@ export const rpcMethods = {
     mailOutbox: "mail.outbox",
     /** Mails the caller (signed ctx) the link that verifies their email; the gateway made the token. */
     sendVerificationMail: "mail.verify-email",
+    /** Mails the user of the signed ctx the link that sets a new password; the gateway made the token. */
+    sendPasswordResetMail: "mail.password-reset",
   },
   billing: {
     /** What an account may do now (plan, state, limits): services check limits with it (cached briefly). */

@@ -100,7 +100,7 @@ export async function startStandInApps(hatch: TestHatch): Promise<StandInApps> {
           const message = `Delete ${input.address}? This cannot be undone.`;
           const options = {
             message,
-            properties: { confirm: { type: "boolean" as const, title: "Delete it" } },
+            properties: { confirm: { type: "boolean" as const, title: `Yes, delete ${input.address}` } },
             required: ["confirm"],
             fallback: "link" as const,
             data: { address: input.address },

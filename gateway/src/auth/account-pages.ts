@@ -7,7 +7,8 @@ import { csrfValid, endSession, readBrowserState, startSession, type BrowserStat
 import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
 import { landingPage } from "../pages/landing.ts";
-import { errorPage, signInPage, signUpPage, tokensPage } from "./views.ts";
+import { pendingClient } from "./pending-authorization.ts";
+import { emailTakenError, errorPage, revokePage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
 export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
 const nextOf = (ctx: AuthContext, request: Request) =>
@@ -33,10 +34,12 @@ export async function readForm(
 
 export async function showSignUp(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
-  return htmlResponse(signUpPage(state, { next: nextOf(ctx, request) }), { headers: cookieHeaders(state.setCookies) });
+  const next = nextOf(ctx, request);
+  const client = await pendingClient(ctx, next);
+  return htmlResponse(signUpPage(state, { next, client }), { headers: cookieHeaders(state.setCookies) });
 }
 
-const minutes = (seconds: number) => `${Math.ceil(seconds / 60)} minute(s)`;
+export const minutes = (seconds: number) => `${Math.ceil(seconds / 60)} minute(s)`;
 
 export async function submitSignUp(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const form = await readForm(ctx, request);
@@ -48,7 +51,7 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
     password: params.get("password") ?? "",
   };
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
-  const shown = { next, email: fields.email, name: fields.name };
+  const shown = { next, client: await pendingClient(ctx, next), email: fields.email, name: fields.name };
   const wait = await ctx.throttles.signUpSource.take(source);
   if (wait > 0) {
     ctx.logger.warn("sign-up throttled");
@@ -66,21 +69,25 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
     return redirect(to, cookieHeaders([await startSession(ctx, user.id, state)]));
   } catch (error) {
     if (!(error instanceof AuthInputError)) throw error;
-    return htmlResponse(signUpPage(state, { ...shown, error: error.message }), { status: 400 });
+    const shownError = error.kind === "email_taken" ? emailTakenError(next, fields.email.trim()) : error.message;
+    return htmlResponse(signUpPage(state, { ...shown, error: shownError }), { status: 400 });
   }
 }
 
 export async function showSignIn(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
+  const url = new URL(request.url);
   const next = nextOf(ctx, request);
   if (state.user) return redirect(next);
-  return htmlResponse(signInPage(state, { next }), { headers: cookieHeaders(state.setCookies) });
+  const email = url.searchParams.get("email")?.slice(0, 320) ?? undefined;
+  const client = await pendingClient(ctx, next);
+  return htmlResponse(signInPage(state, { next, client, email }), { headers: cookieHeaders(state.setCookies) });
 }
 
 /**
- * Wrong passwords lock the source, never the person: past the limit for an email from one address, that address
- * waits (429); from anywhere else the right password still works, each attempt on a much-guessed email only held
- * a little longer (a growing delay, capped at a few seconds). One address failing on many emails waits too.
+ * Wrong passwords never lock anyone out: every attempt is checked, held first for a delay that grows with the
+ * failures on its email, its email from its address and its address (see throttle.ts). The right password always
+ * signs in; an attacker only gets slower. Someone who forgot the password resets it by email (password-reset.ts).
  */
 export async function submitSignIn(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const form = await readForm(ctx, request);
@@ -88,35 +95,22 @@ export async function submitSignIn(ctx: AuthContext, request: Request, source: s
   const { params, state } = form;
   const email = (params.get("email") ?? "").trim();
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
+  const client = await pendingClient(ctx, next);
   const problem = formEmailProblem(email);
-  if (problem) return htmlResponse(signInPage(state, { next, email, error: problem }), { status: 400 });
+  if (problem) return htmlResponse(signInPage(state, { next, client, email, error: problem }), { status: 400 });
   const key = email.toLowerCase();
-  const pair = `${key}\n${source}`;
-  const { signInPair, signInSource, signInEmail } = ctx.throttles;
-  // Counted as a failure before the check (take is atomic on the shared counter, so parallel attempts cannot all slip
-  // past the limit) and taken back on success.
-  let wait = await signInPair.take(pair);
-  if (wait === 0) {
-    wait = await signInSource.take(source);
-    if (wait > 0) await signInPair.undo(pair);
+  const delay = await ctx.throttles.signInAttempt(key, source);
+  if (delay > 0) {
+    ctx.logger.info("sign-in held", { delayMs: delay });
+    await ctx.sleep(delay);
   }
-  if (wait > 0) {
-    ctx.logger.warn("sign-in throttled");
-    const error = `Too many wrong passwords from your network. Try again in ${minutes(wait)}, or sign in from another network.`;
-    return htmlResponse(signInPage(state, { next, email, error }), {
-      status: 429,
-      headers: { "Retry-After": String(wait) },
-    });
-  }
-  const delay = await ctx.throttles.signInDelayMs(key);
-  await signInEmail.take(key);
-  if (delay > 0) await ctx.sleep(delay);
   const user = await checkPassword(ctx, email, params.get("password") ?? "");
   if (!user) {
     ctx.logger.info("sign-in refused");
-    return htmlResponse(signInPage(state, { next, email, error: "Email or password is wrong." }), { status: 401 });
+    const error = "Email or password is wrong. Forgot your password? Reset it by email below.";
+    return htmlResponse(signInPage(state, { next, client, email, error }), { status: 401 });
   }
-  await Promise.all([signInSource.undo(source), signInEmail.undo(key), signInPair.clear(pair)]);
+  await ctx.throttles.signInSucceeded(key, source);
   return redirect(next, cookieHeaders([await startSession(ctx, user.id, state)]));
 }
 
@@ -126,12 +120,35 @@ export async function submitSignOut(ctx: AuthContext, request: Request): Promise
   return redirect("/", cookieHeaders([await endSession(ctx, form.state)]));
 }
 
+const TOKENS = "/dashboard/tokens";
+const signInToTokens = (state: BrowserState) =>
+  redirect(`/signin?next=${encodeURIComponent(TOKENS)}`, cookieHeaders(state.setCookies));
+
+/** `GET /dashboard/tokens[?revoked=<grant>]`: the connected clients; after a revoke, a line saying it is done. */
 export async function showTokens(ctx: AuthContext, request: Request): Promise<Response> {
   const state = await readBrowserState(ctx, request);
-  if (!state.user)
-    return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`, cookieHeaders(state.setCookies));
+  if (!state.user) return signInToTokens(state);
   const clients = await listConnectedClients(ctx, state.user.id);
-  return htmlResponse(tokensPage({ ...state, user: state.user }, clients), {
+  const revokedId = new URL(request.url).searchParams.get("revoked");
+  const revoked = revokedId ? await findGrant(ctx, revokedId) : null;
+  const notice =
+    revoked && revoked.userId === state.user.id && revoked.revoked
+      ? `${revoked.clientName} is revoked: its next call is refused, and it can connect again only if you approve it again.`
+      : undefined;
+  return htmlResponse(tokensPage({ ...state, user: state.user }, clients, notice), {
+    headers: cookieHeaders(state.setCookies),
+  });
+}
+
+/** `GET /dashboard/tokens/revoke?grant=<id>`: asks before revoking (a page of its own; no script needed). */
+export async function showRevoke(ctx: AuthContext, request: Request): Promise<Response> {
+  const state = await readBrowserState(ctx, request);
+  if (!state.user) return signInToTokens(state);
+  const grantId = new URL(request.url).searchParams.get("grant") ?? "";
+  const client = (await listConnectedClients(ctx, state.user.id)).find((c) => c.grantId === grantId);
+  // Unknown, someone else's or already revoked: back to the list, which shows what is connected.
+  if (!client) return redirect(TOKENS, cookieHeaders(state.setCookies));
+  return htmlResponse(revokePage({ ...state, user: state.user }, client), {
     headers: cookieHeaders(state.setCookies),
   });
 }
@@ -140,11 +157,12 @@ export async function submitRevoke(ctx: AuthContext, request: Request): Promise<
   const form = await readForm(ctx, request);
   if ("refused" in form) return form.refused;
   const { params, state } = form;
-  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/dashboard/tokens")}`);
+  if (!state.user) return signInToTokens(state);
   const grant = await findGrant(ctx, params.get("grant_id") ?? "");
   // Someone else's grant id looks exactly like an unknown one: no hint that it exists.
-  if (grant && grant.userId === state.user.id) await ctx.revokeGrant(grant.grantId, "user");
-  return redirect("/dashboard/tokens");
+  if (!grant || grant.userId !== state.user.id) return redirect(TOKENS);
+  await ctx.revokeGrant(grant.grantId, "user");
+  return redirect(`${TOKENS}?${new URLSearchParams({ revoked: grant.grantId })}`);
 }
 
 export async function showLanding(ctx: AuthContext, request: Request): Promise<Response> {

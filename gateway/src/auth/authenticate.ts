@@ -1,6 +1,7 @@
 import type { AccessClaims, AccessTokens } from "./access-tokens.ts";
 import type { AuthContext, GrantScope } from "./context.ts";
 import { findGrant, touchGrant, type GrantView } from "./grants.ts";
+import { revokedDescription } from "./revoked.ts";
 
 export interface AccessIdentity {
   userId: string;
@@ -98,10 +99,13 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
       if (!claims) return refuse("invalid_token", "The access token is invalid or expired.");
       const grant = await loadGrant(claims.gid);
       if (!grant || grant.revoked || grant.userId !== claims.sub || grant.clientId !== claims.cid) {
-        return refuse("invalid_token", "The access token has been revoked.");
+        return refuse(
+          "invalid_token",
+          `The access token has been revoked. ${revokedDescription(ctx, grant?.revokedReason ?? null)}`,
+        );
       }
       noteUse(grant.grantId);
-      const { revoked: _revoked, ...identity } = grant;
+      const { revoked: _revoked, revokedReason: _reason, ...identity } = grant;
       return { ok: true, identity };
     },
     forget(grantId) {

@@ -99,7 +99,12 @@ export async function answerAuthorize(ctx: AuthContext, request: Request): Promi
   }
   // A client that asked for read only never gets write, whatever the form says.
   const scope = decision === "write" && auth.scope === "write" ? "write" : "read";
-  const grantId = await createGrant(ctx, { userId: state.user.id, clientId: auth.client.clientId, scope });
+  const grantId = await createGrant(ctx, {
+    userId: state.user.id,
+    clientId: auth.client.clientId,
+    scope,
+    redirectUri: auth.redirectUri,
+  });
   const code = await issueCode(ctx, {
     grantId,
     clientId: auth.client.clientId,

@@ -21,6 +21,10 @@ export interface AuthContext {
   onUserCreated?: (user: PublicUser) => Promise<void>;
   /** HMAC key of email verification links. */
   verifyEmailKey: Buffer;
+  /** HMAC key of password reset links. */
+  passwordResetKey: Buffer;
+  /** Mails the user a password reset link (orgs); resolves to how it went out. Missing: mail cannot be sent. */
+  sendPasswordResetMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
   /** Mails the user their verification link (orgs); resolves to how it went out. Missing: mail cannot be sent. */
   sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
   /** Drops the user's cached grants (their identity changed, e.g. a verified email). */

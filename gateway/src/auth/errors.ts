@@ -3,7 +3,11 @@
  * script (duplicate email, weak password, unknown user). It never crosses the bus.
  */
 export class AuthInputError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** "email_taken": the sign-up page links to sign-in with it. */
+    readonly kind: "email_taken" | "other" = "other",
+  ) {
     super(message);
     this.name = "AuthInputError";
   }

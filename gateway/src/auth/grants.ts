@@ -1,4 +1,4 @@
-import { and, desc, eq, exists, isNull, lt } from "drizzle-orm";
+import { and, desc, eq, exists, isNull, lt, ne, or } from "drizzle-orm";
 import { randomId } from "@hatch/shared";
 import { authCodes, grants, oauthClients, refreshTokens, users } from "../db/schema.ts";
 import type { AccessTokens } from "./access-tokens.ts";
@@ -20,15 +20,57 @@ export interface GrantView {
   clientName: string;
   scope: GrantScope;
   revoked: boolean;
+  /** Why it was revoked (see the grants table), null while live. */
+  revokedReason: string | null;
 }
 
 export async function createGrant(
   ctx: AuthContext,
-  input: { userId: string; clientId: string; scope: GrantScope },
+  input: { userId: string; clientId: string; scope: GrantScope; redirectUri?: string },
 ): Promise<string> {
   const id = `gr_${randomId(12)}`;
-  await ctx.db.insert(grants).values({ id, userId: input.userId, clientId: input.clientId, scope: input.scope });
+  await ctx.db.insert(grants).values({
+    id,
+    userId: input.userId,
+    clientId: input.clientId,
+    scope: input.scope,
+    redirectUri: input.redirectUri ?? null,
+  });
   return id;
+}
+
+/**
+ * Approving a client again replaces its earlier connection: the user's other live grants of the same client end
+ * once the new one has its tokens (so an abandoned approval never disconnects a working client). The same client is
+ * the same client id, or a client registered again under the same name returning to the same redirect URI (the MCP
+ * Inspector registers anew on every connect). Returns the grants it revoked.
+ */
+export async function replaceEarlierGrants(ctx: AuthContext, grantId: string): Promise<string[]> {
+  const [current] = await ctx.db
+    .select({
+      userId: grants.userId,
+      clientId: grants.clientId,
+      redirectUri: grants.redirectUri,
+      name: oauthClients.name,
+    })
+    .from(grants)
+    .innerJoin(oauthClients, eq(oauthClients.clientId, grants.clientId))
+    .where(eq(grants.id, grantId))
+    .limit(1);
+  if (!current) return [];
+  const sameClient = current.redirectUri
+    ? or(
+        eq(grants.clientId, current.clientId),
+        and(eq(oauthClients.name, current.name), eq(grants.redirectUri, current.redirectUri)),
+      )
+    : eq(grants.clientId, current.clientId);
+  const earlier = await ctx.db
+    .select({ id: grants.id })
+    .from(grants)
+    .innerJoin(oauthClients, eq(oauthClients.clientId, grants.clientId))
+    .where(and(eq(grants.userId, current.userId), ne(grants.id, grantId), isNull(grants.revokedAt), sameClient));
+  for (const { id } of earlier) await ctx.revokeGrant(id, "replaced");
+  return earlier.map((e) => e.id);
 }
 
 export async function findGrant(ctx: AuthContext, grantId: string): Promise<GrantView | null> {
@@ -43,6 +85,7 @@ export async function findGrant(ctx: AuthContext, grantId: string): Promise<Gran
       clientName: oauthClients.name,
       scope: grants.scope,
       revokedAt: grants.revokedAt,
+      revokedReason: grants.revokedReason,
     })
     .from(grants)
     .innerJoin(users, eq(users.id, grants.userId))
@@ -50,12 +93,13 @@ export async function findGrant(ctx: AuthContext, grantId: string): Promise<Gran
     .where(eq(grants.id, grantId))
     .limit(1);
   if (!row) return null;
-  const { revokedAt, scope, emailVerifiedAt, ...rest } = row;
+  const { revokedAt, revokedReason, scope, emailVerifiedAt, ...rest } = row;
   return {
     ...rest,
     emailVerified: emailVerifiedAt !== null,
     scope: scope === "read" ? "read" : "write",
     revoked: revokedAt !== null,
+    revokedReason: revokedAt !== null ? (revokedReason ?? "unknown") : null,
   };
 }
 
@@ -66,8 +110,8 @@ export async function markGrantRevoked(ctx: AuthContext, grantId: string, reason
     .set({ revokedAt: new Date(ctx.now()), revokedReason: reason })
     .where(and(eq(grants.id, grantId), isNull(grants.revokedAt)))
     .returning({ id: grants.id });
-  // Outstanding refresh tokens are useless now; deleting them keeps the table small.
-  await ctx.db.delete(refreshTokens).where(eq(refreshTokens.grantId, grantId));
+  // Outstanding refresh tokens stay until they expire (the sweep deletes them): a client presenting one is told
+  // why its connection ended rather than that its token is unknown.
   return done.length > 0;
 }
 
@@ -126,6 +170,9 @@ export interface ConnectedClient {
   grantId: string;
   clientName: string;
   clientId: string;
+  registration: string;
+  /** The redirect URI approved with this grant (null for older grants). */
+  redirectUri: string | null;
   scope: GrantScope;
   createdAt: Date;
   lastUsedAt: Date | null;
@@ -141,6 +188,8 @@ export async function listConnectedClients(ctx: AuthContext, userId: string): Pr
       grantId: grants.id,
       clientName: oauthClients.name,
       clientId: oauthClients.clientId,
+      registration: oauthClients.registration,
+      redirectUri: grants.redirectUri,
       scope: grants.scope,
       createdAt: grants.createdAt,
       lastUsedAt: grants.lastUsedAt,

@@ -37,6 +37,8 @@ export interface AuthDeps {
   onUserCreated?: (user: PublicUser) => Promise<void>;
   /** Mails the user the link that verifies their email (the gateway wires it to orgs); resolves to how it went out. */
   sendVerificationMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
+  /** Mails the user a link that sets a new password (the gateway wires it to orgs); resolves to how it went out. */
+  sendPasswordResetMail?: (user: PublicUser, token: string) => Promise<"smtp" | "outbox">;
   /** Called after a user's identity changed (a verified email); awaited, must not throw. */
   onUserChanged?: (userId: string) => Promise<void>;
   /** Called after a browser session ended (sign-out, switching accounts) with its id hash; awaited, must not throw. */
@@ -130,6 +132,8 @@ export function createAuth(deps: AuthDeps): Auth {
     csrfKey: deriveKey(deps.config.secret, "csrf"),
     verifyEmailKey: deriveKey(deps.config.secret, "verify-email"),
     sendVerificationMail: deps.sendVerificationMail,
+    passwordResetKey: deriveKey(deps.config.secret, "password-reset"),
+    sendPasswordResetMail: deps.sendPasswordResetMail,
     forgetUser: (userId) => authenticator?.forgetUser(userId),
     throttles: new AuthThrottles(deps.rateCounter, logger, deps.now ?? Date.now),
     sleep: deps.sleep ?? ((ms) => Bun.sleep(ms)),
@@ -168,7 +172,7 @@ export function createAuth(deps: AuthDeps): Auth {
     async identityForGrant(grantId) {
       const grant = await findGrant(ctx, grantId);
       if (!grant || grant.revoked) return null;
-      const { revoked: _revoked, ...identity } = grant;
+      const { revoked: _revoked, revokedReason: _reason, ...identity } = grant;
       return identity;
     },
   };

@@ -7,6 +7,7 @@ import {
   showLanding,
   showSignIn,
   showSignUp,
+  showRevoke,
   showTokens,
   submitRevoke,
   submitSignIn,
@@ -19,6 +20,7 @@ import type { AuthContext } from "./context.ts";
 import { BodyTooLargeError } from "./errors.ts";
 import { jsonResponse, oauthError, readBodyText } from "./http.ts";
 import { authorizationServerMetadata, protectedResourceMetadata } from "./metadata.ts";
+import { showForgot, showReset, submitForgot, submitReset } from "./password-reset.ts";
 import { handleRevoke, handleToken } from "./token-endpoint.ts";
 import { showVerifyEmail, submitResend } from "./verify-email.ts";
 import { errorPage } from "./views.ts";
@@ -147,6 +149,13 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     page(showLanding),
   ];
   const [verifyEmailGet, verifyEmailResend] = [page(showVerifyEmail), page(submitResend)];
+  const revokeGet = page(showRevoke);
+  const [forgotGet, forgotPost, resetGet, resetPost] = [
+    page(showForgot),
+    page(submitForgot),
+    page(showReset),
+    page(submitReset),
+  ];
 
   return new Elysia({ name: "hatch-auth" })
     .get("/.well-known/oauth-protected-resource", ({ request }) => resource(request))
@@ -168,7 +177,12 @@ export function buildRoutes(ctx: AuthContext, tokens: AccessTokens) {
     .post("/signin", ({ request, server: listener }) => signInPost(request, listener), raw)
     .post("/signout", ({ request }) => signOut(request), raw)
     .get("/dashboard/tokens", ({ request }) => tokensGet(request))
+    .get("/dashboard/tokens/revoke", ({ request }) => revokeGet(request))
     .post("/dashboard/tokens/revoke", ({ request }) => tokensRevoke(request), raw)
+    .get("/forgot-password", ({ request }) => forgotGet(request))
+    .post("/forgot-password", ({ request, server: listener }) => forgotPost(request, listener), raw)
+    .get("/reset-password", ({ request }) => resetGet(request))
+    .post("/reset-password", ({ request }) => resetPost(request), raw)
     .get("/verify-email", ({ request }) => verifyEmailGet(request))
     .post("/verify-email/resend", ({ request }) => verifyEmailResend(request), raw)
     .get("/", ({ request }) => landing(request));

@@ -119,3 +119,13 @@ export async function endSession(ctx: AuthContext, state: BrowserState): Promise
   }
   return serializeCookie(names.session, "", { secure: ctx.config.secureCookies, maxAgeSeconds: 0 });
 }
+
+/** Ends every browser session of the user (a password reset), with their app sessions; returns how many. */
+export async function endUserSessions(ctx: AuthContext, userId: string): Promise<number> {
+  const ended = await ctx.db
+    .delete(browserSessions)
+    .where(eq(browserSessions.userId, userId))
+    .returning({ idHash: browserSessions.idHash });
+  for (const { idHash } of ended) await ctx.onSessionEnded?.(idHash);
+  return ended.length;
+}

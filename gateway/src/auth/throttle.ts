@@ -52,52 +52,94 @@ export class Throttle {
 
 const MINUTE = 60_000;
 
-/** The limits; the sign-in page states the rule of the first and last in one sentence (SIGN_IN_RULE). */
+/** A growing delay: nothing for the first `free` failures, then `firstMs` doubling per failure up to `maxMs`. */
+export interface DelayRule {
+  windowMs: number;
+  free: number;
+  firstMs: number;
+  maxMs: number;
+}
+
+/** Past this many failures in a window a counter stops counting; the delay is long at its maximum by then. */
+const COUNT_CAP = 64;
+
+/**
+ * The limits. Sign-in failures only ever slow attempts down (held before the password is checked, never refused),
+ * so nobody can lock anyone out: the right password always signs in, at most a few seconds later. The longest hold
+ * stays under Bun's 10 s idle timeout. SIGN_IN_RULE says the same on the page.
+ */
 export const LIMITS = {
-  /** Wrong passwords for one email from one address: then that address waits before trying that email again. */
-  signInPerEmailAndSource: { count: 5, windowMs: 15 * MINUTE },
+  /** Wrong passwords for one email from anywhere (many addresses guessing one account). */
+  signInPerEmail: { windowMs: 15 * MINUTE, free: 3, firstMs: 250, maxMs: 3_000 },
+  /** Wrong passwords for one email from one address. */
+  signInPerEmailAndSource: { windowMs: 15 * MINUTE, free: 5, firstMs: 1_000, maxMs: 8_000 },
   /** Wrong passwords from one address, whatever the email (one address trying many accounts). */
-  signInPerSource: { count: 20, windowMs: 15 * MINUTE },
+  signInPerSource: { windowMs: 15 * MINUTE, free: 20, firstMs: 1_000, maxMs: 8_000 },
   /** Sign-up attempts from one address. */
   signUpPerSource: { count: 20, windowMs: 60 * MINUTE },
   /** Dynamic client registrations from one address. */
   registerPerSource: { count: 30, windowMs: 60 * MINUTE },
-  /** Wrong passwords for one email from anywhere: never a lock, only a growing delay of each attempt. */
-  signInPerEmail: { windowMs: 15 * MINUTE, freeFailures: 3, firstDelayMs: 250, maxDelayMs: 3_000 },
-} as const;
+  /** Password reset requests from one address (orgs also limits the mails per email address). */
+  resetPerSource: { count: 10, windowMs: 60 * MINUTE },
+} as const satisfies Record<string, DelayRule | { count: number; windowMs: number }>;
 
 export const SIGN_IN_RULE =
-  "After 5 wrong passwords for an email, the network they came from waits 15 minutes before trying that email again; " +
-  "the right password from anywhere else always works, at most a few seconds slower.";
+  "Wrong passwords never lock an account: after 3 wrong passwords for an email each try waits a little (up to 3 seconds), " +
+  "and after 5 from one network (or 20 there for any email) tries from that network wait up to 8 seconds. " +
+  "The right password always signs in.";
+
+export function delayFor(rule: DelayRule, failuresBefore: number): number {
+  if (failuresBefore < rule.free) return 0;
+  return Math.min(rule.maxMs, rule.firstMs * 2 ** Math.min(failuresBefore - rule.free, 16));
+}
 
 /** Every throttle of the auth module, on the gateway's shared rate counter (in memory when none is given). */
 export class AuthThrottles {
+  /** Failure counters of sign-in; each sets a growing delay (see LIMITS), none refuses. */
   readonly signInPair: Throttle;
   readonly signInSource: Throttle;
+  readonly signInEmail: Throttle;
   readonly signUpSource: Throttle;
   readonly registerSource: Throttle;
-  // Only the count matters (it sets the delay); keep enough failures to reach the longest delay.
-  readonly signInEmail: Throttle;
+  readonly resetSource: Throttle;
 
   constructor(counter: RateCounter | undefined, log: Logger, now: () => number = Date.now) {
     const shared = counter ?? new MemoryRateCounter(now);
     const make = (name: string, limit: number, windowMs: number) => new Throttle(shared, name, limit, windowMs, log);
-    this.signInPair = make(
-      "signin-pair",
-      LIMITS.signInPerEmailAndSource.count,
-      LIMITS.signInPerEmailAndSource.windowMs,
-    );
-    this.signInSource = make("signin-source", LIMITS.signInPerSource.count, LIMITS.signInPerSource.windowMs);
+    this.signInPair = make("signin-pair", COUNT_CAP, LIMITS.signInPerEmailAndSource.windowMs);
+    this.signInSource = make("signin-source", COUNT_CAP, LIMITS.signInPerSource.windowMs);
+    this.signInEmail = make("signin-email", COUNT_CAP, LIMITS.signInPerEmail.windowMs);
     this.signUpSource = make("signup-source", LIMITS.signUpPerSource.count, LIMITS.signUpPerSource.windowMs);
     this.registerSource = make("register-source", LIMITS.registerPerSource.count, LIMITS.registerPerSource.windowMs);
-    this.signInEmail = make("signin-email", 16, LIMITS.signInPerEmail.windowMs);
+    this.resetSource = make("reset-source", LIMITS.resetPerSource.count, LIMITS.resetPerSource.windowMs);
   }
 
-  /** How long to hold an attempt on this email before checking it: 0, then 250 ms doubling up to 3 s. */
-  async signInDelayMs(email: string): Promise<number> {
-    const { freeFailures, firstDelayMs, maxDelayMs } = LIMITS.signInPerEmail;
-    const failures = await this.signInEmail.count(email);
-    if (failures < freeFailures) return 0;
-    return Math.min(maxDelayMs, firstDelayMs * 2 ** (failures - freeFailures));
+  /**
+   * Counts a sign-in attempt as a failure up front (taken back on success) and returns how long to hold it, in ms:
+   * the longest of the three rules. Counting first means parallel attempts see each other and wait longer.
+   */
+  async signInAttempt(email: string, source: string): Promise<number> {
+    const pair = `${email}\n${source}`;
+    const counted = [
+      [this.signInEmail, email, LIMITS.signInPerEmail],
+      [this.signInPair, pair, LIMITS.signInPerEmailAndSource],
+      [this.signInSource, source, LIMITS.signInPerSource],
+    ] as const;
+    const delays = await Promise.all(
+      counted.map(async ([throttle, key, rule]) => {
+        await throttle.take(key);
+        return delayFor(rule, (await throttle.count(key)) - 1);
+      }),
+    );
+    return Math.max(...delays);
+  }
+
+  /** The right password: its attempt was not a failure, and this address and email start over. */
+  async signInSucceeded(email: string, source: string): Promise<void> {
+    await Promise.all([
+      this.signInSource.undo(source),
+      this.signInEmail.undo(email),
+      this.signInPair.clear(`${email}\n${source}`),
+    ]);
   }
 }

@@ -4,7 +4,8 @@ import { authCodes, refreshTokens } from "../db/schema.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import type { AuthContext } from "./context.ts";
 import { pkceMatches, safeEqual, sha256Hex } from "./crypto.ts";
-import { findGrant, issueTokens, type GrantView } from "./grants.ts";
+import { findGrant, issueTokens, replaceEarlierGrants, type GrantView } from "./grants.ts";
+import { revokedDescription } from "./revoked.ts";
 import { jsonResponse, oauthError, readParams, type Params } from "./http.ts";
 
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" };
@@ -70,8 +71,11 @@ async function exchangeCode(ctx: AuthContext, tokens: AccessTokens, params: Para
     );
   }
   const grant = await findGrant(ctx, row.grantId);
-  if (!grant || grant.revoked) return oauthError("invalid_grant", "This authorization has been revoked.");
-  return issue(ctx, tokens, grant);
+  if (!grant || grant.revoked)
+    return oauthError("invalid_grant", revokedDescription(ctx, grant?.revokedReason ?? null));
+  const response = await issue(ctx, tokens, grant);
+  await replaceEarlierGrants(ctx, grant.grantId);
+  return response;
 }
 
 async function rotateRefresh(ctx: AuthContext, tokens: AccessTokens, params: Params): Promise<Response> {
@@ -80,6 +84,10 @@ async function rotateRefresh(ctx: AuthContext, tokens: AccessTokens, params: Par
   const tokenHash = sha256Hex(token);
   const [row] = await ctx.db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, tokenHash)).limit(1);
   if (!row) return oauthError("invalid_grant", "The refresh token is not valid.");
+  // A revoked connection says so first, whatever else is wrong with the token (its tokens are kept until they expire).
+  const grant = await findGrant(ctx, row.grantId);
+  if (!grant || grant.revoked)
+    return oauthError("invalid_grant", revokedDescription(ctx, grant?.revokedReason ?? null));
   const reused = async () => {
     // Rotation means a used token comes back only if someone copied it: end the grant for everyone.
     await ctx.revokeGrant(row.grantId, "refresh_reuse");
@@ -91,9 +99,6 @@ async function rotateRefresh(ctx: AuthContext, tokens: AccessTokens, params: Par
   if (row.usedAt) return reused();
   if (row.expiresAt.getTime() <= ctx.now())
     return oauthError("invalid_grant", "The refresh token has expired. Sign in again.");
-  const grant = await findGrant(ctx, row.grantId);
-  if (!grant || grant.revoked)
-    return oauthError("invalid_grant", "This authorization has been revoked. Sign in again.");
   const clientId = params.get("client_id");
   if (clientId !== undefined && clientId !== grant.clientId)
     return oauthError("invalid_grant", "The refresh token was issued to another client.");

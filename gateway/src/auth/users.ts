@@ -27,6 +27,13 @@ export function formEmailProblem(email: string): string | null {
   return email ? emailProblem(email) : "Enter your email address.";
 }
 
+/** Why a new password cannot be used, or null. */
+export function passwordProblem(password: string): string | null {
+  if (password.length < MIN_PASSWORD) return `Choose a password of at least ${MIN_PASSWORD} characters.`;
+  if (password.length > MAX_PASSWORD) return `Choose a password of at most ${MAX_PASSWORD} characters.`;
+  return null;
+}
+
 function validate(input: { email: string; password: string; name: string }): {
   email: string;
   name: string;
@@ -39,10 +46,8 @@ function validate(input: { email: string; password: string; name: string }): {
     throw new AuthInputError("Your name must not contain control characters. Type it again.");
   const name = NAME.safeParse(input.name);
   if (!name.success) throw new AuthInputError("Enter your name (up to 100 characters).");
-  if (input.password.length < MIN_PASSWORD)
-    throw new AuthInputError(`Choose a password of at least ${MIN_PASSWORD} characters.`);
-  if (input.password.length > MAX_PASSWORD)
-    throw new AuthInputError(`Choose a password of at most ${MAX_PASSWORD} characters.`);
+  const weak = passwordProblem(input.password);
+  if (weak) throw new AuthInputError(weak);
   return { email, name: name.data, password: input.password };
 }
 
@@ -69,7 +74,7 @@ export async function createUser(
   options: { verified?: boolean } = {},
 ): Promise<PublicUser> {
   const valid = validate(input);
-  const duplicate = new AuthInputError("An account with this email already exists. Sign in instead.");
+  const duplicate = new AuthInputError("An account with this email already exists. Sign in instead.", "email_taken");
   if (await findUserByEmail(ctx, valid.email)) throw duplicate;
   const passwordHash = await Bun.password.hash(valid.password, { algorithm: "argon2id" });
   const user = {

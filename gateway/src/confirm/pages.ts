@@ -54,17 +54,21 @@ function unavailableReason(pending: PendingConfirmation | null, now: number): Un
 }
 
 type Answerable =
-  | { ok: true; pending: PendingConfirmation; contract: ToolContract }
+  | { ok: true; pending: PendingConfirmation; contract: ToolContract; identity: AccessIdentity }
   | { ok: false; reason: Unavailable; pending: PendingConfirmation | null };
 
-/** The user's own confirmation, if it can still be answered. */
+/**
+ * The user's own confirmation, if it can still be answered, with the grant it acts under: a question from a client
+ * that has since been disconnected is withdrawn (shown as such, with no buttons).
+ */
 async function loadAnswerable(deps: ConfirmPagesDeps, id: string, userId: string): Promise<Answerable> {
   const pending = ID.test(id) ? await findConfirmation(deps.db, id, userId) : null;
   const reason = unavailableReason(pending, deps.now());
   const contract = pending ? contracts.get(pending.tool) : undefined;
-  return reason || !pending || !contract
-    ? { ok: false, reason: reason ?? "unknown", pending }
-    : { ok: true, pending, contract };
+  if (reason || !pending || !contract) return { ok: false, reason: reason ?? "unknown", pending };
+  const identity = await deps.auth.identityForGrant(pending.grantId);
+  if (!identity || identity.userId !== userId) return { ok: false, reason: "revoked", pending };
+  return { ok: true, pending, contract, identity };
 }
 
 const signIn = (state: BrowserState, id: string) =>
@@ -77,8 +81,11 @@ export async function showConfirm(deps: ConfirmPagesDeps, request: Request, id: 
   const signed: Signed = { ...state, user: state.user };
   const found = await loadAnswerable(deps, id, signed.user.id);
   if (!found.ok) return refuse(signed, found.reason, found.pending);
-  const { pending, contract } = found;
-  return page(state, confirmPage(signed, pending, { destructive: contract.class === "delete" }));
+  const { pending, contract, identity } = found;
+  return page(
+    state,
+    confirmPage(signed, pending, { destructive: contract.class === "delete", clientName: identity.clientName }),
+  );
 }
 
 /** `POST /confirm/:id`: Cancel, or Confirm, which sends the answer to the service once and shows what it said. */
@@ -90,7 +97,7 @@ export async function submitConfirm(deps: ConfirmPagesDeps, request: Request, id
   const signed: Signed = { ...state, user: state.user };
   const found = await loadAnswerable(deps, id, signed.user.id);
   if (!found.ok) return refuse(signed, found.reason, found.pending);
-  const { pending, contract } = found;
+  const { pending, contract, identity } = found;
 
   if (params.get("action") === "cancel") {
     const cancelled = await decideConfirmation(deps.db, id, signed.user.id, "cancelled", new Date(deps.now()));
@@ -105,14 +112,13 @@ export async function submitConfirm(deps: ConfirmPagesDeps, request: Request, id
       state,
       confirmPage(signed, pending, {
         destructive: contract.class === "delete",
+        clientName: identity.clientName,
         values: parsed.values,
         error: parsed.error,
       }),
       400,
     );
-  // The answer acts as the client that asked, under its grant: disconnecting the client withdraws its questions.
-  const identity = await deps.auth.identityForGrant(pending.grantId);
-  if (!identity || identity.userId !== signed.user.id) return refuse(signed, "revoked");
+  // The answer acts as the client that asked, under its grant (checked live above: disconnecting it withdraws this).
   if (identity.scope === "read" && contract.class !== "read") return refuse(signed, "read_only");
   const confirmed = await decideConfirmation(deps.db, id, signed.user.id, "confirmed", new Date(deps.now()));
   if (!confirmed) return refuse(signed, await lostRace(deps, id, signed.user.id));

@@ -1,5 +1,5 @@
 import { csrfField, html, renderPage } from "../pages/layout.ts";
-import { renderFields, type FormValues } from "./form.ts";
+import { renderFields, soleBoolean, type FormValues } from "./form.ts";
 import type { PendingConfirmation } from "./store.ts";
 
 /** The signed-in person looking at the page; every confirm page needs one. */
@@ -11,18 +11,35 @@ export interface ConfirmViewer {
 const nav = (v: ConfirmViewer) => ({ email: v.user.email, csrfToken: v.csrfToken });
 const when = (d: Date) => `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
+/**
+ * What the Confirm button says: the action itself. A yes/no question's field title names it ("Yes, delete my-todo"
+ * becomes "Delete my-todo"); a purchase names the domain; anything else stays "Confirm".
+ */
+export function actionLabel(pending: Pick<PendingConfirmation, "schema" | "tool" | "input">): string {
+  const sole = soleBoolean(pending.schema);
+  const title = sole ? pending.schema.properties[sole]?.title?.trim() : undefined;
+  if (title) {
+    const action = title.replace(/^yes,\s*/i, "");
+    if (action) return action.charAt(0).toUpperCase() + action.slice(1);
+  }
+  const input = (pending.input ?? {}) as Record<string, unknown>;
+  if (pending.tool === "buy_domain" && typeof input.domain === "string") return `Buy ${input.domain}`;
+  if (pending.tool === "org_member_update" && typeof input.email === "string") return `Remove ${input.email}`;
+  return "Confirm";
+}
+
 export function confirmPage(
   viewer: ConfirmViewer,
   pending: PendingConfirmation,
-  options: { destructive: boolean; values?: FormValues; error?: string },
+  options: { destructive: boolean; clientName: string; values?: FormValues; error?: string },
 ): string {
   const error = options.error ? html`<p class="error" role="alert">${options.error}</p>` : "";
   const body = html`<h1>Confirm with Hatch</h1>
-<div class="card"><p class="muted">${pending.client.name} asks you, ${viewer.user.email}:</p>
+<div class="card"><p class="muted">${options.clientName}, the AI client you connected, asks you, ${viewer.user.email}:</p>
 <p><strong>${pending.message}</strong></p>
 <p class="muted">Nothing happens unless you confirm. This link works once, until ${when(pending.expiresAt)}.</p></div>${error}
 <form class="stack" method="post" action="/confirm/${pending.id}">${csrfField(viewer.csrfToken)}${renderFields(pending.schema, options.values ?? null)}
-<div class="actions"><button type="submit" name="action" value="confirm"${options.destructive ? html` class="danger"` : ""}>Confirm</button>
+<div class="actions"><button type="submit" name="action" value="confirm"${options.destructive ? html` class="danger"` : ""}>${actionLabel(pending)}</button>
 <button type="submit" name="action" value="cancel" class="secondary" formnovalidate>Cancel</button></div></form>`;
   return renderPage({ title: "Confirm", user: nav(viewer), body });
 }
@@ -69,9 +86,9 @@ function unavailableText(reason: Unavailable): { title: string; message: string 
       };
     case "revoked":
       return {
-        title: "Client disconnected",
+        title: "Request withdrawn",
         message:
-          "The AI client that asked for this has been disconnected from your account, so it cannot act for you. Nothing was changed.",
+          "This request was withdrawn: the AI client that asked for it has been disconnected from your account (on the Tokens page, or by a password reset), so it cannot act for you. Nothing was changed. Connect the client again and ask it again if you still want this.",
       };
     case "read_only":
       return {

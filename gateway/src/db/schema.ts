@@ -63,10 +63,12 @@ export const grants = gateway.table(
       .references(() => oauthClients.clientId),
     /** "write" (full) or "read" (read-only, chosen on the consent page). */
     scope: text("scope").notNull(),
+    /** The redirect URI the user approved (null for grants made before it was kept, and for the CLI). */
+    redirectUri: text("redirect_uri"),
     createdAt: created(),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
-    /** Why it was revoked: "user", "refresh_reuse", "code_reuse", "admin". */
+    /** Why it was revoked: "user", "replaced", "password_reset", "refresh_reuse", "code_reuse", "client", "admin". */
     revokedReason: text("revoked_reason"),
   },
   (t) => [index("grants_user").on(t.userId)],

@@ -49,6 +49,8 @@ export interface PageOptions {
   body: SafeHtml;
   /** When signed in: shows the email, a Tokens link and a sign-out button (a POST form needs the CSRF token). */
   user?: { email: string; csrfToken: string } | null;
+  /** Where signing in or up leads afterwards (a pending authorization): the header's links carry it. */
+  next?: string;
 }
 
 // Colours meet WCAG AA (4.5:1 for text, 3:1 for field borders) on both the page and a card, light and dark. Below
@@ -126,11 +128,17 @@ export function labelTableCells(markup: string): string {
   });
 }
 
+/** `path?next=…` when there is somewhere to go after signing in; the bare path otherwise. */
+export function withNext(path: string, next: string | undefined, extra: Record<string, string> = {}): string {
+  const query = new URLSearchParams({ ...(next ? { next } : {}), ...extra }).toString();
+  return query ? `${path}?${query}` : path;
+}
+
 export function renderPage(options: PageOptions): string {
   const nav = options.user
     ? html`<span class="muted who">${options.user.email}</span><a href="/dashboard">Dashboard</a><a href="/dashboard/tokens">Tokens</a>
 <form method="post" action="/signout">${csrfField(options.user.csrfToken)}<button class="link" type="submit">Sign out</button></form>`
-    : html`<a href="/signin">Sign in</a><a href="/signup">Sign up</a>`;
+    : html`<a href="${withNext("/signin", options.next)}">Sign in</a><a href="${withNext("/signup", options.next)}">Sign up</a>`;
   // The landing page is titled "Hatch" alone, never "Hatch · Hatch".
   const title = options.title === "Hatch" ? "Hatch" : `${options.title} · Hatch`;
   return html`<!doctype html>

@@ -14,7 +14,7 @@ import { orgsConfirmKey, type OrgsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { createMailer } from "./mail/mailer.ts";
 import { acceptInvitationRpc, previewInvitationRpc } from "./rpc/invitations.ts";
-import { mailOutboxRpc, sendVerificationMailRpc } from "./rpc/mail.ts";
+import { mailOutboxRpc, sendPasswordResetMailRpc, sendVerificationMailRpc } from "./rpc/mail.ts";
 import { resolveSessionRpc } from "./rpc/session.ts";
 import { orgsTools } from "./tools/index.ts";
 
@@ -55,6 +55,7 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
       [rpcMethods.orgs.acceptInvitation]: acceptInvitationRpc(orgs),
       [rpcMethods.orgs.mailOutbox]: mailOutboxRpc(orgs),
       [rpcMethods.orgs.sendVerificationMail]: sendVerificationMailRpc(orgs),
+      [rpcMethods.orgs.sendPasswordResetMail]: sendPasswordResetMailRpc(orgs),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger }),
     logger,

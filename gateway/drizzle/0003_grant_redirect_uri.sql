@@ -1,0 +1,1 @@
+ALTER TABLE "gateway"."grants" ADD COLUMN "redirect_uri" text;
