@@ -69,6 +69,9 @@ describe.skipIf(!hasChromium)(suiteName, () => {
       "Sign up",
     );
     expect(new URL(page.url()).pathname).toBe("/dashboard");
+    // This harness serves the auth routes only (the dashboard itself is test/dashboard.browser.test.ts's): the Tokens
+    // page shows who is signed in.
+    await page.goto(`${base}/dashboard/tokens`);
     expect(await page.locator("header").innerText()).toContain("grace@example.com");
 
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -124,9 +127,12 @@ describe.skipIf(!hasChromium)(suiteName, () => {
     await page.goto(`${base}/dashboard/tokens`);
     const row = page.getByRole("row", { name: /Browser Client/ });
     expect(await row.innerText()).toContain("Full access");
-    await Promise.all([page.waitForNavigation(), row.getByRole("button", { name: "Revoke" }).click()]);
-    await page.waitForURL(`${base}/dashboard/tokens`);
-    expect(await page.locator("main").innerText()).not.toContain("Browser Client");
+    // Revoke asks first (a page of its own), then says it is done.
+    await Promise.all([page.waitForNavigation(), row.getByRole("link", { name: "Revoke Browser Client" }).click()]);
+    expect(await page.locator("h1").innerText()).toBe("Revoke Browser Client?");
+    await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Revoke Browser Client" }).click()]);
+    expect(new URL(page.url()).pathname).toBe("/dashboard/tokens");
+    expect(await page.getByRole("row", { name: /Browser Client/ }).count()).toBe(0);
     expect((await auth.authenticate(`Bearer ${accessToken}`)).ok).toBe(false);
   }, 30_000);
 });

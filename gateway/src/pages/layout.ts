@@ -66,11 +66,11 @@ main{max-width:46rem;margin:2rem auto;padding:0 1.25rem}h1{font-size:1.6rem;marg
 a{color:var(--accent)}.muted{color:var(--muted)}.card{background:var(--card);border-radius:12px;padding:1.25rem;margin:1rem 0}
 .card>:first-child{margin-top:0}.card>:last-child{margin-bottom:0}
 form.stack{display:grid;gap:.9rem;max-width:24rem}label{display:grid;gap:.3rem;font-weight:600}
-input[type=email],input[type=password],input[type=text],input[type=number],input[type=url],select,textarea{font:inherit;max-width:100%;padding:.55rem .7rem;border:1px solid var(--field);border-radius:8px;background:var(--bg);color:var(--fg)}
-label.choice{display:flex;gap:.5rem;align-items:flex-start;font-weight:400}fieldset{border:1px solid var(--border);border-radius:8px;padding:.6rem .9rem;display:grid;gap:.4rem;min-width:0}legend{font-weight:600}
-button,a.button{font:inherit;padding:.5rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:var(--on-accent);cursor:pointer;text-decoration:none;display:inline-block;text-align:center}
+input[type=email],input[type=password],input[type=text],input[type=number],input[type=url],select,textarea{font:inherit;max-width:100%;min-width:0;padding:.55rem .7rem;border:1px solid var(--field);border-radius:8px;background:var(--bg);color:var(--fg)}
+label.choice{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-start;font-weight:400;min-width:0}fieldset{border:1px solid var(--border);border-radius:8px;padding:.6rem .9rem;display:grid;gap:.4rem;min-width:0}legend{font-weight:600}
+button,a.button{font:inherit;padding:.5rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:var(--on-accent);cursor:pointer;text-decoration:none;display:inline-block;text-align:center;max-width:100%;overflow-wrap:anywhere}
 button.secondary,a.button.secondary{background:transparent;color:var(--accent)}button.danger{border-color:var(--danger);background:transparent;color:var(--danger)}
-button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}.actions{display:flex;flex-wrap:wrap;gap:.6rem;margin-top:1rem}
+button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}.actions{display:flex;flex-wrap:wrap;gap:.6rem;margin-top:1rem}.actions>*,label.choice>*{min-width:0;max-width:100%}
 :focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .error{border-left:4px solid var(--danger);padding:.5rem .9rem;background:var(--card);border-radius:6px}
 table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem .4rem;border-bottom:1px solid var(--border);vertical-align:top}
@@ -90,13 +90,14 @@ td[data-label]::before{content:attr(data-label);font-weight:600;color:var(--mute
 
 /**
  * Copy buttons: after each code block, and after any element with class `copy` (a URL, a command), a button that
- * puts its text on the clipboard and says so. The CSP allows exactly this text by its hash (COPY_SCRIPT_SOURCE).
+ * puts its text on the clipboard and says so (in a status line made on the first copy, so a page's own status
+ * message stays the only one). The CSP allows exactly this text by its hash (COPY_SCRIPT_SOURCE).
  */
-const COPY_SCRIPT = `(()=>{const status=document.createElement("p");status.className="visually-hidden";status.setAttribute("role","status");document.body.append(status);
+const COPY_SCRIPT = `(()=>{let status=null;const say=(text)=>{if(!status){status=document.createElement("p");status.className="visually-hidden";status.setAttribute("role","status");document.body.append(status)}status.textContent=text};
 for(const el of document.querySelectorAll("main pre, main .copy")){const button=document.createElement("button");button.type="button";button.className="copy";
 const what=el.dataset.copyLabel||(el.tagName==="PRE"?"this code":"this");const name="Copy "+what;button.textContent="Copy";button.setAttribute("aria-label",name);
 button.addEventListener("click",async()=>{const text=el.textContent.replace(/\\n$/,"");try{await navigator.clipboard.writeText(text)}catch{const range=document.createRange();range.selectNodeContents(el);const selection=getSelection();selection.removeAllRanges();selection.addRange(range);document.execCommand("copy");selection.removeAllRanges()}
-button.textContent="Copied";button.setAttribute("aria-label","Copied "+what);status.textContent="Copied "+what+" to the clipboard.";setTimeout(()=>{button.textContent="Copy";button.setAttribute("aria-label",name)},2000)});el.after(button)}})();`;
+button.textContent="Copied";button.setAttribute("aria-label","Copied "+what);say("Copied "+what+" to the clipboard.");setTimeout(()=>{button.textContent="Copy";button.setAttribute("aria-label",name)},2000)});el.after(button)}})();`;
 
 /** The CSP source that allows the copy script and nothing else. */
 export const COPY_SCRIPT_SOURCE = `'sha256-${new Bun.CryptoHasher("sha256").update(COPY_SCRIPT).digest("base64")}'`;
