@@ -53,12 +53,14 @@ for (const mode of MODES) {
     let page: Page;
     const cspErrors: string[] = [];
     /** Page name → path, filled in as the person gets there. */
+    const NOT_FOUND_PATH = "/no-such-page";
     const signedOut: Record<string, string> = {
       landing: "/",
       install: "/mcp",
       docs: "/mcp/docs",
       "sign-in": "/signin",
       "sign-up": "/signup",
+      "not found": NOT_FOUND_PATH,
     };
     const signedIn: Record<string, string> = {
       "landing (signed in)": "/",
@@ -92,6 +94,9 @@ for (const mode of MODES) {
       const app = listed.apps[0]!.address;
       const secret = await callOk<{ url: string }>(client, "tool_secret", { address: app, name: "WEATHER_KEY" });
       signedIn.secret = new URL(secret.url).pathname + new URL(secret.url).search;
+      signedIn.dashboard = "/dashboard";
+      signedIn["app page"] = `/dashboard/apps/${app}`;
+      signedIn["organization page"] = "/dashboard/org";
       const asked = await callOk<{ userAction: { url: string } }>(client, "delete_tool", { address: app });
       signedIn.confirm = new URL(asked.userAction.url).pathname;
       await client.close();
@@ -127,7 +132,8 @@ for (const mode of MODES) {
         const scheme = size.width > 600 ? "light" : "dark";
         await page.emulateMedia({ colorScheme: scheme });
         const response = await page.goto(`${hatch.baseUrl}${path}`);
-        if (response?.status() !== 200) problems.push(`${label} ${size.name}: status ${response?.status()}`);
+        const expected = path === NOT_FOUND_PATH ? 404 : 200;
+        if (response?.status() !== expected) problems.push(`${label} ${size.name}: status ${response?.status()}`);
         const layout = await layoutProblems(page);
         if (layout.overflow > 0) problems.push(`${label} ${size.name}: ${layout.overflow}px sideways scroll`);
         if (layout.nested > 0) problems.push(`${label} ${size.name}: ${layout.nested} nested links/buttons`);
@@ -232,7 +238,7 @@ for (const mode of MODES) {
     );
 
     test(
-      "signed in: landing, Tokens, a confirm page, the secret and AI key pages, billing, an invitation, the dev outbox",
+      "signed in: landing, dashboard, app and organization pages, Tokens, a confirm page, the secret and AI key pages, billing, an invitation, the dev outbox",
       async () => {
         await page.setViewportSize({ width: 1280, height: 800 });
         await page.emulateMedia({ colorScheme: "light" });
