@@ -2,9 +2,7 @@
 // token. The runner cannot send an Authorization header, so a loopback proxy in front of /mcp adds it, keeping the
 // Host and Origin the runner sends (the DNS-rebinding scenario checks that Hatch refuses a foreign Host). Prints a
 // table of scenario → result, and the scenarios that do not apply with why. Exits 1 when an applicable one fails.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { type DevUnderTest, freePort, run as runCommand, startDevWithUser } from "./dev-harness.ts";
 
 /** The server scenarios that test what Hatch offers (tools over streamable HTTP with resumable SSE). */
 const APPLICABLE = [
@@ -49,72 +47,25 @@ const NOT_APPLICABLE: Record<string, string> = {
 
 const RUNNER = new URL("../node_modules/@modelcontextprotocol/conformance/dist/index.js", import.meta.url).pathname;
 
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
+async function run(args: string[]): Promise<{ code: number; out: string }> {
+  const result = await runCommand(["bun", ...args], {});
+  return { code: result.code, out: result.out + result.err };
 }
 
-async function waitUntil(check: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await Bun.sleep(200);
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
-async function run(args: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
-  const child = Bun.spawn(["bun", ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { code, out: out + err };
-}
-
-const dataDir = mkdtempSync(join(tmpdir(), "hatch-conformance-"));
-const gatewayPort = freePort();
 const proxyPort = freePort();
 const base = `http://localhost:${proxyPort}`;
-const env = {
-  PORT: String(gatewayPort),
-  BASE_URL: base,
-  APP_PORT: String(freePort()),
-  DATA_DIR: dataDir,
-  LOG_LEVEL: "warn",
-  TOOL_CALLS_PER_MINUTE_PER_GRANT: "100000",
-  TOOL_CALLS_PER_MINUTE_PER_USER: "100000",
-};
-const dev = Bun.spawn(["bun", "scripts/dev.ts"], { env: { ...process.env, ...env }, stdout: "ignore", stderr: "pipe" });
+let dev: DevUnderTest | undefined;
 let proxy: ReturnType<typeof Bun.serve> | undefined;
 let failed = 0;
 
 try {
-  await waitUntil(
-    async () => (await fetch(`http://127.0.0.1:${gatewayPort}/healthz`)).ok,
-    "bun run dev to answer /healthz",
-  );
-  const email = "conformance@example.com";
-  const created = await run(
-    [
-      "scripts/admin.ts",
-      "user:create",
-      "--email",
-      email,
-      "--password",
-      "conformance-password-1",
-      "--name",
-      "Conformance",
-    ],
-    env,
-  );
-  if (created.code !== 0) throw new Error(`user:create failed: ${created.out}`);
-  const issued = await run(["scripts/admin.ts", "token:issue", "--email", email], env);
-  const token = issued.out.match(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/m)?.[0];
-  if (issued.code !== 0 || !token) throw new Error(`token:issue failed: ${issued.out}`);
+  // The gateway believes its address is the proxy's, so the Host the runner sends through the proxy is its own.
+  dev = await startDevWithUser({
+    email: "conformance@example.com",
+    baseUrl: () => base,
+    env: { TOOL_CALLS_PER_MINUTE_PER_GRANT: "100000", TOOL_CALLS_PER_MINUTE_PER_USER: "100000" },
+  });
+  const { token, port: gatewayPort } = dev;
 
   proxy = Bun.serve({
     port: proxyPort,
@@ -140,7 +91,7 @@ try {
 
   const rows: string[] = [];
   for (const scenario of APPLICABLE) {
-    const result = await run([RUNNER, "server", "--url", `${base}/mcp`, "--scenario", scenario], {});
+    const result = await run([RUNNER, "server", "--url", `${base}/mcp`, "--scenario", scenario]);
     const warnings = (result.out.match(/WARNING/g) ?? []).length;
     const outcome = result.code === 0 ? (warnings ? `passed with ${warnings} warning(s)` : "passed") : "FAILED";
     if (result.code !== 0 || warnings) {
@@ -161,8 +112,6 @@ try {
   process.stderr.write(`conformance: ${error instanceof Error ? error.message : String(error)}\n`);
 } finally {
   proxy?.stop(true);
-  dev.kill("SIGTERM");
-  await dev.exited;
-  rmSync(dataDir, { recursive: true, force: true });
+  await dev?.stop();
 }
 process.exit(failed ? 1 : 0);

@@ -116,66 +116,80 @@ describe("the shared shutdown, in a real process", () => {
   }, 20_000);
 });
 
-describe("bun run dev", () => {
-  test("exits after SIGTERM while an MCP client holds its GET event stream open; the stream ends", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "hatch-shutdown-"));
-    dirs.push(dataDir);
-    const port = freePort();
-    const env = baseEnv({ DATA_DIR: dataDir, PORT: String(port), APP_PORT: String(freePort()), LOG_LEVEL: "info" });
-    const admin = async (...args: string[]) => {
-      const child = Bun.spawn([process.execPath, "scripts/admin.ts", ...args], {
-        cwd: ROOT,
-        env,
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const stdout = await new Response(child.stdout).text();
-      expect(await child.exited).toBe(0);
-      return stdout;
-    };
-    await admin("user:create", "--email", "stream@example.com", "--password", "long enough pw", "--name", "Stream");
-    const token = (await admin("token:issue", "--email", "stream@example.com")).trim().split("\n").pop()!;
-
-    const dev = Bun.spawn([process.execPath, "scripts/dev.ts"], {
+/** `bun run dev` on a fresh data dir with one user (made by the admin CLI first) and that user's token. */
+async function startDevWithUser(email: string, extra: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "hatch-shutdown-"));
+  dirs.push(dataDir);
+  const port = freePort();
+  const env = baseEnv({
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    APP_PORT: String(freePort()),
+    LOG_LEVEL: "info",
+    ...extra,
+  });
+  const admin = async (...args: string[]) => {
+    const child = Bun.spawn([process.execPath, "scripts/admin.ts", ...args], {
       cwd: ROOT,
       env,
       stdout: "pipe",
       stderr: "pipe",
-      stdin: "ignore",
     });
-    const out = collect(dev.stdout);
+    const stdout = await new Response(child.stdout).text();
+    expect(await child.exited).toBe(0);
+    return stdout;
+  };
+  await admin("user:create", "--email", email, "--password", "long enough pw", "--name", "Shutdown");
+  const token = (await admin("token:issue", "--email", email)).trim().split("\n").pop()!;
+  const dev = Bun.spawn([process.execPath, "scripts/dev.ts"], {
+    cwd: ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
+  return { dev, out: collect(dev.stdout), mcp: `http://localhost:${port}/mcp`, token };
+}
+
+/** An initialized MCP session over plain HTTP: the headers every later request of it carries. */
+async function openSession(mcp: string, token: string): Promise<Record<string, string>> {
+  const headers = {
+    Authorization: `Bearer ${token}`,
+    "Content-Type": "application/json",
+    Accept: "application/json, text/event-stream",
+  };
+  const init = await fetch(mcp, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "shutdown-test", version: "1" } },
+    }),
+  });
+  expect(init.status).toBe(200);
+  await init.text();
+  const sessionHeaders = {
+    ...headers,
+    "Mcp-Session-Id": init.headers.get("mcp-session-id")!,
+    "Mcp-Protocol-Version": "2025-11-25",
+  };
+  const initialized = await fetch(mcp, {
+    method: "POST",
+    headers: sessionHeaders,
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  });
+  expect(initialized.status).toBe(202);
+  return sessionHeaders;
+}
+
+describe("bun run dev", () => {
+  test("exits after SIGTERM while an MCP client holds its GET event stream open; the stream ends", async () => {
+    const { dev, out, mcp, token } = await startDevWithUser("stream@example.com");
     try {
       await out.waitFor("Hatch is running");
-      const mcp = `http://localhost:${port}/mcp`;
-      const headers = {
-        Authorization: `Bearer ${token}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-      };
-      const init = await fetch(mcp, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: {
-            protocolVersion: "2025-11-25",
-            capabilities: {},
-            clientInfo: { name: "shutdown-test", version: "1" },
-          },
-        }),
-      });
-      expect(init.status).toBe(200);
-      await init.text();
-      const session = init.headers.get("mcp-session-id")!;
-      const sessionHeaders = { ...headers, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25" };
-      const initialized = await fetch(mcp, {
-        method: "POST",
-        headers: sessionHeaders,
-        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
-      });
-      expect(initialized.status).toBe(202);
+      const sessionHeaders = await openSession(mcp, token);
 
       // The answer's headers come with the stream's first bytes (the SDK's keep-alive, 15 s, until a priming event is sent).
       const stream = await fetch(mcp, { method: "GET", headers: { ...sessionHeaders, Accept: "text/event-stream" } });
@@ -228,81 +242,15 @@ describe("bun run dev, a tool call in flight", () => {
         });
       },
     });
-    const dataDir = mkdtempSync(join(tmpdir(), "hatch-inflight-"));
-    dirs.push(dataDir);
-    const port = freePort();
-    const env = baseEnv({
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      APP_PORT: String(freePort()),
-      LOG_LEVEL: "info",
+    const { dev, out, mcp, token } = await startDevWithUser("inflight@example.com", {
       REGISTRAR: "namecom",
       NAMECOM_API_URL: `http://127.0.0.1:${registrar.port}`,
       NAMECOM_USERNAME: "test",
       NAMECOM_TOKEN: "test-token",
     });
-    const admin = async (...args: string[]) => {
-      const child = Bun.spawn([process.execPath, "scripts/admin.ts", ...args], {
-        cwd: ROOT,
-        env,
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const stdout = await new Response(child.stdout).text();
-      expect(await child.exited).toBe(0);
-      return stdout;
-    };
-    await admin(
-      "user:create",
-      "--email",
-      "inflight@example.com",
-      "--password",
-      "long enough pw",
-      "--name",
-      "In Flight",
-    );
-    const token = (await admin("token:issue", "--email", "inflight@example.com")).trim().split("\n").pop()!;
-    const dev = Bun.spawn([process.execPath, "scripts/dev.ts"], {
-      cwd: ROOT,
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-      stdin: "ignore",
-    });
-    const out = collect(dev.stdout);
     try {
       await out.waitFor("Hatch is running");
-      const mcp = `http://localhost:${port}/mcp`;
-      const headers = {
-        Authorization: `Bearer ${token}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-      };
-      const init = await fetch(mcp, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: {
-            protocolVersion: "2025-11-25",
-            capabilities: {},
-            clientInfo: { name: "inflight-test", version: "1" },
-          },
-        }),
-      });
-      await init.text();
-      const sessionHeaders = {
-        ...headers,
-        "Mcp-Session-Id": init.headers.get("mcp-session-id")!,
-        "Mcp-Protocol-Version": "2025-11-25",
-      };
-      await fetch(mcp, {
-        method: "POST",
-        headers: sessionHeaders,
-        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
-      });
+      const sessionHeaders = await openSession(mcp, token);
       const call = fetch(mcp, {
         method: "POST",
         headers: sessionHeaders,
