@@ -100,10 +100,13 @@ for (const mode of MODES) {
       expect((await client.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
       const page = await (await browser.get("/dashboard/tokens")).text();
       expect(page).toContain("E2E Agent");
-      const grantId = /name="grant_id" value="([^"]+)"/.exec(page)?.[1];
+      // Revoke asks first (its own page, whose form does it).
+      const grantId = /href="\/dashboard\/tokens\/revoke\?grant=([^"]+)"/.exec(page)?.[1];
       expect(grantId).toBeTruthy();
+      const question = `/dashboard/tokens/revoke?grant=${grantId}`;
+      expect(await (await browser.get(question)).text()).toContain("Revoke E2E Agent?");
       expect(
-        (await browser.submit("/dashboard/tokens", "/dashboard/tokens/revoke", { grant_id: grantId! })).status,
+        (await browser.submit(question, "/dashboard/tokens/revoke", { grant_id: decodeURIComponent(grantId!) })).status,
       ).toBe(303);
       const direct = await fetch(hatch.mcpUrl, {
         method: "POST",

@@ -4,8 +4,11 @@ import type { ServiceName } from "./contracts/define.ts";
 export const subjects = {
   tool: (service: ServiceName, tool: string) => `tools.${service}.${tool}`,
   rpc: (service: ServiceName, method: string) => `rpc.${service}.${method}`,
-  /** Published by a gateway that revoked a grant, so every gateway instance drops its cached copy. */
-  grantRevoked: "events.gateway.grant.revoked",
+  /**
+   * Published by a gateway that revoked a grant, so every gateway instance drops its cached copy. A broadcast, not an
+   * event: under `events.` it landed in the EVENTS stream, where every event consumer found it unreadable.
+   */
+  grantRevoked: "broadcast.gateway.grant.revoked",
   /**
    * An app changed (publish, rollback, share, delete, pause): every apps instance drops its cached copy. Plain
    * publish-subscribe, no queue group (all instances must hear it) and not a JetStream event (a missed message
