@@ -52,7 +52,8 @@ const wanted = (fault: string) => !onlyFaults || onlyFaults.includes(fault);
 const PROBE: Record<string, { tool: string; args: (u: LoadUser) => Record<string, unknown> }> = {
   orgs: { tool: "whoami", args: () => ({}) },
   apps: { tool: "list_tools", args: () => ({}) },
-  domains: { tool: "custom_domains", args: (u) => ({ address: u.address }) },
+  // The probe user owns no app (custom_domains would be not_found for it): its own bought domains, none, answer ok.
+  domains: { tool: "domain_status", args: () => ({}) },
   billing: { tool: "billing", args: () => ({}) },
   gateway: { tool: "whoami", args: () => ({}) },
   nats: { tool: "list_tools", args: () => ({}) },

@@ -153,7 +153,7 @@ test("a request over the bus's size limit is refused before sending, with limit_
     expect(err).toBeInstanceOf(ToolError);
     expect((err as ToolError).code).toBe("limit_exceeded");
     expect((err as ToolError).message).toContain("over the bus limit of 1 KB");
-    expect((err as ToolError).message).toContain("manifest");
+    expect((err as ToolError).message).toContain("upload: true");
     expect(() => bus.publish("events.x", new Uint8Array(2048))).toThrow("over the bus limit");
     expect(received).toBe(1);
   } finally {

@@ -41,7 +41,7 @@ export default {
       case "/api/loop": while (true) {}
       case "/api/timers": while (true) await new Promise((resolve) => setTimeout(resolve, 10));
       case "/api/never": return await new Promise(() => {});
-      case "/api/memory": { const big = new Array(8e6).fill(1.5); return new Response(String(big.length)); }
+      case "/api/memory": { const big = new Float64Array(8e6); return new Response(String(big.length)); }
       case "/api/log":
         console.debug("a debug line"); console.log("an info line", { n: 1 }); console.warn("a warning"); console.error(new Error("an error"));
         return new Response("logged");

@@ -98,7 +98,11 @@ export const publish = defineTool({
         .boolean()
         .optional()
         .describe("Get a one-time URL and a tar | curl command that uploads and publishes the folder"),
-      uploadId: z.string().max(64).optional().describe("Finish a manifest publish once its files are uploaded"),
+      uploadId: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: "An uploadId is letters, digits, _ and -, as publish gave it" })
+        .optional()
+        .describe("Finish a manifest publish once its files are uploaded"),
     })
     .strict(),
   limitProblem: (input) => (input.files ? inlineLimitProblem(input.files) : null),
