@@ -1,3 +1,4 @@
+export { withDeadline } from "./deadline.ts";
 export { ALWAYS_OFFERED, groupOf, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS } from "./contracts/groups.ts";
 export type { ToolGroup } from "./contracts/groups.ts";
 export { BusError, decodeJson, encodeJson, subjectMatches, toBytes, withPrefix, withoutPrefix } from "./bus/types.ts";

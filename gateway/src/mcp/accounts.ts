@@ -72,3 +72,15 @@ export class AccountSessions {
     return session;
   }
 }
+
+/** The claims of a call made as `base`'s user in the account the session resolved to. */
+export function withSession(base: CallContextClaims, session: Session): CallContextClaims {
+  return {
+    ...base,
+    account: session.account,
+    accountKind: session.accountKind,
+    org: session.org,
+    role: session.role,
+    permissions: session.permissions,
+  };
+}

@@ -18,11 +18,12 @@ import {
   type Question,
   type RateCounter,
   type ToolContract,
+  withDeadline,
 } from "@hatch/shared";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";
-import type { AccountSessions } from "./accounts.ts";
+import { type AccountSessions, withSession } from "./accounts.ts";
 import { checkAnswer } from "./answers.ts";
 import type { ElicitationSupport } from "./profile.ts";
 
@@ -191,14 +192,7 @@ async function claimsFor(
     traceparent: caller.traceparent,
     timeoutMs,
   });
-  return {
-    ...base,
-    account: session.account,
-    accountKind: session.accountKind,
-    org: session.org,
-    role: session.role,
-    permissions: session.permissions,
-  };
+  return withSession(base, session);
 }
 
 async function send(
@@ -305,18 +299,16 @@ export async function toolCallRefusal(
       return `Too many tool calls for this user across all connections: at most ${limits.perUser} a minute. Nothing was done; try again in ${user.retryAfterSeconds} s.`;
     return null;
   };
-  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     // Counting may not cost the call its deadline (NATS reconnecting): past a moment it is let through, as on failure.
-    const slow = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`rate counters did not answer in ${RATE_COUNT_MS} ms`)), RATE_COUNT_MS);
-    });
-    return await Promise.race([count(), slow]);
+    return await withDeadline(
+      count(),
+      RATE_COUNT_MS,
+      () => new Error(`rate counters did not answer in ${RATE_COUNT_MS} ms`),
+    );
   } catch (error) {
     // The shared counters cannot be reached: the call goes on (a limit is not worth an outage), and it is seen.
     log.warn("tool call rate not counted", { error });
-  } finally {
-    clearTimeout(timer);
   }
   return null;
 }

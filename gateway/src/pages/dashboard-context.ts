@@ -2,7 +2,7 @@ import { childTraceparent, randomId, signContext } from "@hatch/shared";
 import { BodyTooLargeError } from "../auth/errors.ts";
 import type { Auth, PublicUser } from "../auth/index.ts";
 import { htmlResponse } from "./layout.ts";
-import type { AccountSessions } from "../mcp/accounts.ts";
+import { type AccountSessions, withSession } from "../mcp/accounts.ts";
 import { websiteClaims } from "../website-claims.ts";
 
 export interface DashboardCallDeps {
@@ -22,15 +22,7 @@ export async function dashboardContext(
   const requestId = randomId(12);
   const base = websiteClaims(user, { scope, client: "Hatch website", grant: "browser", rid: requestId });
   const session = await deps.accounts.resolve(base, { requestId, traceparent: childTraceparent(null) });
-  const claims = {
-    ...base,
-    account: session.account,
-    accountKind: session.accountKind,
-    org: session.org,
-    role: session.role,
-    permissions: session.permissions,
-  };
-  return { ctx: signContext(claims, deps.contextKey), requestId };
+  return { ctx: signContext(withSession(base, session), deps.contextKey), requestId };
 }
 
 type FormResult = Awaited<ReturnType<Auth["pages"]["form"]>>;

@@ -6,6 +6,7 @@ import {
   type DataRule,
   type Logger,
   type RateCounter,
+  withDeadline,
 } from "@hatch/shared";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { canView, readViewerSession, type Viewer } from "../host/access.ts";
@@ -246,21 +247,16 @@ export class SharedRateLimiter implements DataRateLimiter {
   ) {}
 
   async take(key: string): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
     let decision: { allowed: boolean; retryAfterSeconds: number };
     try {
-      const slow = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`the rate counter did not answer in ${SHARED_COUNT_MS} ms`)),
-          SHARED_COUNT_MS,
-        );
-      });
-      decision = await Promise.race([this.counter.take(`data:${key}`, this.perMinute, 60_000), slow]);
+      decision = await withDeadline(
+        this.counter.take(`data:${key}`, this.perMinute, 60_000),
+        SHARED_COUNT_MS,
+        () => new Error(`the rate counter did not answer in ${SHARED_COUNT_MS} ms`),
+      );
     } catch (error) {
       this.log.warn("data request rate not counted", { error });
       return;
-    } finally {
-      clearTimeout(timer);
     }
     if (!decision.allowed) {
       throw new DataError(

@@ -1,4 +1,4 @@
-import { createRateCounter, isNatsBus, type Logger } from "@hatch/shared";
+import { createRateCounter, isNatsBus, withDeadline, type Logger } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import {
@@ -137,7 +137,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
             // Documents are small: their answer has a deadline (a restarting database must not hold the page). Files
             // are not bounded here, since an upload's own transfer may take long.
             prefix === "/_hatch/db/"
-              ? withDeadline(answer({ request, url, rest, caller, deps }), DOCUMENT_ANSWER_MS)
+              ? withDeadline(answer({ request, url, rest, caller, deps }), DOCUMENT_ANSWER_MS, documentTooLate)
               : answer({ request, url, rest, caller, deps }),
           );
         }
@@ -159,24 +159,11 @@ export function methodNotAllowed(allowed: string): Response {
 /** How long a document request may take before the page is told to check and try again (the database is restarting). */
 const DOCUMENT_ANSWER_MS = 10_000;
 
-/**
- * The answer, or after `ms` a DataError unavailable. The work goes on: a write may still land, which the message says,
- * like the gateway's answer to a tool call that timed out.
- */
-export function withDeadline(answer: Response | Promise<Response>, ms: number): Promise<Response> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new DataError(
-            "unavailable",
-            "Hatch's database did not answer in time, so this may or may not have taken effect. Check, then try again in a moment.",
-            { "Retry-After": "5" },
-          ),
-        ),
-      ms,
-    );
-  });
-  return Promise.race([Promise.resolve(answer), late]).finally(() => clearTimeout(timer));
+/** A document request past its deadline: the write may still land, so the page is told to check. */
+export function documentTooLate(): DataError {
+  return new DataError(
+    "unavailable",
+    "Hatch's database did not answer in time, so this may or may not have taken effect. Check, then try again in a moment.",
+    { "Retry-After": "5" },
+  );
 }
