@@ -24,7 +24,7 @@ const hatch = await startHatch({
   port,
   serviceEnv: { APP_PORT: "0", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-blobs-")) },
 });
-const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1" });
+const server = hatch.gateway.listen({ port, hostname: "127.0.0.1" });
 
 const email = "embedded@bench.example";
 await hatch.gateway.auth.createUser({ email, password: "bench password 123", name: "Embedded Bench" });

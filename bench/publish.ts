@@ -67,7 +67,7 @@ export async function runPublishBench(progress: (message: string) => void = () =
     // Four apps (two warm-ups, two measured) are more than the free plan holds: no plan limits here.
     serviceEnv: { APP_PORT: "0", BLOB_DIR: blobDir, BILLING_ENFORCE_LIMITS: "false" },
   });
-  const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1", reusePort: false });
+  const server = hatch.gateway.listen({ port, hostname: "127.0.0.1" });
   let sent = 0;
   const counting: typeof fetch = Object.assign(
     async (input: string | URL | Request, init?: RequestInit) => {

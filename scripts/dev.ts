@@ -64,14 +64,9 @@ const hatch = await startHatch({
   releaseLock();
   process.exit(1);
 });
-let server;
+let listener: ReturnType<typeof hatch.gateway.listen>;
 try {
-  server = hatch.gateway.app.listen({
-    port: config.port,
-    hostname: process.env.HOST ?? "127.0.0.1",
-    reusePort: false,
-    maxRequestBodySize: config.maxBodyBytes * 2,
-  });
+  listener = hatch.gateway.listen({ port: config.port, hostname: process.env.HOST ?? "127.0.0.1" });
 } catch (error) {
   const inUse = (error as { code?: string }).code === "EADDRINUSE";
   process.stderr.write(
@@ -89,7 +84,6 @@ const adminSocket = lock
   : null;
 // Bounded: stop listening and end the MCP event streams (a client holds its GET stream open for as long as the server
 // lets it), let calls in flight finish, then sessions, services, bus and database, each within its share of the deadline.
-const listener = server.server;
 let inFlight: Promise<void> | undefined;
 onShutdown({
   logger,

@@ -20,6 +20,7 @@ import { createAuth, type Auth } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createConfirmations, type Confirmations } from "./confirm/index.ts";
 import { checkHealth } from "./health.ts";
+import { listenOptions } from "./listen.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
@@ -60,6 +61,8 @@ export interface Gateway {
   confirmations: Confirmations;
   /** The housekeeping the gateway runs every 10 minutes: expired auth rows and confirmations. */
   sweep(): Promise<void>;
+  /** Serves HTTP with the gateway's connection settings (listen.ts); returns Bun's server. */
+  listen(where: { port: number; hostname: string }): ReturnType<typeof Bun.serve>;
   close(): Promise<void>;
 }
 
@@ -220,6 +223,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     accounts,
     confirmations,
     sweep,
+    listen(where) {
+      app.listen(listenOptions(config, where));
+      return app.server!;
+    },
     async close() {
       clearInterval(sweeping);
       revoked.unsubscribe();

@@ -41,14 +41,8 @@ const database = await openServiceDatabase(
   { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS },
 );
 const gateway = createGateway({ config, bus, db: database.db, logger });
-const server = gateway.app.listen({
-  port: config.port,
-  hostname: process.env.HOST ?? "0.0.0.0",
-  reusePort: false,
-  maxRequestBodySize: config.maxBodyBytes * 2,
-});
+const listener = gateway.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0" });
 // Bounded: stop listening and end the MCP event streams, let calls in flight finish, then sessions, bus and database.
-const listener = server.server;
 let inFlight: Promise<void> | undefined;
 onShutdown({
   logger,
@@ -70,4 +64,4 @@ onShutdown({
     { name: "send the last traces", run: () => tracing.shutdown() },
   ],
 });
-logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: server.server?.port });
+logger.info("gateway ready", { url: config.baseUrl, mcp: config.mcpUrl, port: listener.port });

@@ -46,7 +46,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
     gatewayConfig: options.gatewayConfig,
     dropEventsStreamOnClose: true,
   });
-  const server = hatch.gateway.app.listen({ port, hostname: "127.0.0.1", reusePort: false });
+  const server = hatch.gateway.listen({ port, hostname: "127.0.0.1" });
   return {
     ...hatch,
     mode,

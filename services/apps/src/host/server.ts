@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { isToolError, metrics, statusClass, type HostResolved } from "@hatch/shared";
+import { AI_LIMITS, isToolError, metrics, SERVER_LIMITS, statusClass, type HostResolved } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
@@ -315,6 +315,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     reusePort: false,
     // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
     maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
     fetch(request, server) {
       const started = performance.now();
       try {
@@ -356,6 +357,14 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
 /** How long the host's stop waits for requests in flight before closing their connections (a process's shutdown bounds the whole). */
 const IN_FLIGHT_WAIT_MS = 3_000;
+
+/**
+ * Seconds a connection may stay silent before Bun closes it (Bun's default is 10 s): past the longest a request may
+ * take before it is answered (an AI call waits up to a minute for the provider, server code 30 s). Live data streams
+ * send their own pings.
+ */
+const IDLE_TIMEOUT_SECONDS =
+  Math.max(AI_LIMITS.timeoutSeconds, SERVER_LIMITS.requestSeconds, SERVER_LIMITS.apiTimeoutSeconds) + 30;
 
 /** A page load in a window or frame; fetch() and XHR of an HTML file send another Sec-Fetch-Dest (old browsers send none). */
 function isNavigation(request: Request): boolean {
