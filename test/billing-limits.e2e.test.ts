@@ -3,6 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createLogger, eventStreamFor, PLAN_TABLE, type HatchEvent } from "@hatch/shared";
 import type { Browser } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
+import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { MODES, uniqueName } from "./support/servers.ts";
@@ -17,6 +18,8 @@ for (const mode of MODES) {
     let owner: User;
     let ai: Client;
     let browser: Browser | undefined;
+    /** The first app the free plan allowed (custom domains are tried on it). */
+    let firstApp = "";
     // What the run logged and answered the AI (the local checkout page itself names the test card): no card number.
     const seen: string[] = [];
 
@@ -65,6 +68,18 @@ for (const mode of MODES) {
         arguments: { address: addresses[0], files: [{ path: "index.html", content: "<h1>v2</h1>", encoding: "utf8" }] },
       });
       expect(again.isError).not.toBe(true);
+      firstApp = addresses[0]!;
+    }, 60_000);
+
+    test("the free plan's custom domains: connecting one is refused with the settings page and nothing is held", async () => {
+      const hostname = `app.limits-${mode}.example.com`;
+      const refused = await ai.callTool({ name: "custom_domain", arguments: { address: firstApp, hostname } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toStartWith("The free plan does not include custom domains. Nothing was changed.");
+      expect(textOf(refused)).toContain(`${hatch.baseUrl}/dashboard/billing`);
+      expect(textOf(refused)).toMatch(/\(needs_payment\)$/);
+      const listed = await callOk<{ domains: unknown[] }>(ai, "custom_domains", { address: firstApp });
+      expect(listed.domains).toEqual([]);
     }, 60_000);
 
     test.skipIf(!hasChromium)(
@@ -117,6 +132,14 @@ for (const mode of MODES) {
         expect(haystack).toContain("pro");
         expect(haystack.replace(/\s/g, "")).not.toContain("4242424242424242");
         expect(haystack).not.toContain("4242 4242");
+
+        // Pro includes custom domains: the one the free plan refused connects now (once domains has heard of the change).
+        const hostname = `app.limits-${mode}.example.com`;
+        const connected = await eventually(async () => {
+          const result = await ai.callTool({ name: "custom_domain", arguments: { address: firstApp, hostname } });
+          return result.isError ? undefined : (result.structuredContent as { status: string; hostname: string });
+        }, "custom_domain to connect on the Pro plan");
+        expect(connected).toMatchObject({ status: "connected", hostname });
       },
       60_000,
     );

@@ -97,6 +97,13 @@ describe("checkLimit", () => {
     expect(refusal(() => checkLimit(free, "seats", 1, 2))).toBeNull();
   });
 
+  test("a plan without the thing at all says it does not include it", () => {
+    const none = refusal(() => checkLimit(entitlements("free"), "customDomains", 0));
+    expect(none?.code).toBe("needs_payment");
+    expect(none?.message).toStartWith("The free plan does not include custom domains. Nothing was changed.");
+    expect(none?.message).toContain(SETTINGS);
+  });
+
   test("a limit that is null, and unknown entitlements, allow anything", () => {
     expect(refusal(() => checkLimit(entitlements("enterprise"), "apps", 1_000_000))).toBeNull();
     expect(refusal(() => checkLimit(null, "apps", 1_000_000))).toBeNull();

@@ -85,9 +85,13 @@ export function checkLimit(entitlements: Entitlements | null, limit: LimitName, 
   if (!entitlements) return;
   const max = entitlements.limits[limit];
   if (max === null || used + adding <= max) return;
+  // A plan without the thing at all says so, rather than "allows 0 custom domains, and this account has 0".
+  const state =
+    max === 0 && limit !== "storageBytes"
+      ? `The ${entitlements.plan} plan does not include ${WHAT[limit](0).slice("0 ".length)}.`
+      : `The ${entitlements.plan} plan allows ${WHAT[limit](max)}, and this account has ${limit === "storageBytes" ? WHAT.storageBytes(used) : used}.`;
   throw new ToolError(
     "needs_payment",
-    `The ${entitlements.plan} plan allows ${WHAT[limit](max)}, and this account has ${limit === "storageBytes" ? WHAT.storageBytes(used) : used}. ` +
-      `Nothing was changed. The user can upgrade at ${entitlements.settingsUrl} (give them the link), then try again.`,
+    `${state} Nothing was changed. The user can upgrade at ${entitlements.settingsUrl} (give them the link), then try again.`,
   );
 }
