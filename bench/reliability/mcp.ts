@@ -48,9 +48,18 @@ export function hasInternals(text: string): boolean {
 }
 
 /**
+ * The SDK client's reports that a dropped stream could not be resumed because the server no longer knows the session
+ * (a killed gateway takes its sessions with it), or that it gave up resuming. Calls waiting on that session will never
+ * be answered; the SDK leaves them pending until their own timeout, so they would look hung though no server held them.
+ */
+const SESSION_LOST =
+  /Failed to reconnect SSE stream: .*(?:\b404\b|Not Found|Session not found)|Maximum reconnection attempts/i;
+
+/**
  * A user's connection: reconnects on its own after a transport failure (a gateway restart loses its sessions,
  * as a real client would see a 404 and start a new one). Answers every question with a yes (the run's users
- * confirm making their own apps public).
+ * confirm making their own apps public). When the session is lost, its calls in flight end at once as "no answer",
+ * as a client that follows the spec (404: start a new session) would end them.
  */
 export function connectCaller(
   mcpUrl: string,
@@ -60,6 +69,7 @@ export function connectCaller(
 ): Caller {
   const confirm = options.confirm ?? true;
   let client: Client | null = null;
+  const inFlight = new Map<AbortController, Client>();
   const open = async (): Promise<Client> => {
     if (client) return client;
     const next = new Client(
@@ -68,6 +78,11 @@ export function connectCaller(
     );
     if (confirm)
       next.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { confirm: true } }));
+    next.onerror = (error) => {
+      if (!SESSION_LOST.test(messageOf(error))) return;
+      if (client === next) drop();
+      for (const [call, on] of inFlight) if (on === next) call.abort();
+    };
     await next.connect(
       new StreamableHTTPClientTransport(new URL(mcpUrl), {
         requestInit: { headers: { Authorization: `Bearer ${accessToken}` } },
@@ -94,12 +109,16 @@ export function connectCaller(
       } catch (error) {
         return { kind: "transport", text: `connect: ${messageOf(error)}`, ms: ms() };
       }
+      const lost = new AbortController();
+      inFlight.set(lost, c);
       try {
-        const result = await c.callTool({ name: tool, arguments: args }, undefined, { timeout });
+        const result = await c.callTool({ name: tool, arguments: args }, undefined, { timeout, signal: lost.signal });
         const text = textOf(result);
         if (result.isError) return { kind: "tool_error", clear: isClearError(text), text, ms: ms() };
         return { kind: "ok", data: (result.structuredContent ?? {}) as Record<string, unknown>, text, ms: ms() };
       } catch (error) {
+        if (lost.signal.aborted)
+          return { kind: "transport", text: "stream lost with its session (the gateway restarted)", ms: ms() };
         const message = messageOf(error);
         // The SDK's own request timeout (McpError -32001): the call hung past its deadline.
         if (/timed out|-32001/i.test(message)) {
@@ -113,6 +132,8 @@ export function connectCaller(
         }
         drop();
         return { kind: "transport", text: message, ms: ms() };
+      } finally {
+        inFlight.delete(lost);
       }
     },
     async close() {
