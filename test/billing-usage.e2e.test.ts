@@ -79,6 +79,34 @@ for (const mode of MODES) {
       expect(await usageOf(account)).toEqual({ opens: 7, aiTokens: 25, month: month() });
     }, 60_000);
 
+    test("a refunded purchase takes its domain off the month it was bought in; a refunded renewal does not", async () => {
+      const db = hatch.databases.get("billing")!;
+      const buyer = uniqueName("acct");
+      const domainEvent = (verb: "bought" | "refunded", details: Record<string, unknown>): HatchEvent =>
+        newEvent("domains", null, {
+          entity: "domain",
+          verb,
+          summary: "usage",
+          app: null,
+          account: buyer,
+          org: null,
+          details: { domain: "example-usage.com", ...details },
+        });
+      const domainsOf = async () => {
+        const rows = await db.select().from(usage).where(eq(usage.accountId, buyer));
+        return rows.map((row) => ({ month: row.month, domains: row.domains }));
+      };
+      const boughtAt = new Date().toISOString();
+      expect(await countUsage(db, domainEvent("bought", {}))).toBe(true);
+      expect(await countUsage(db, domainEvent("bought", {}))).toBe(true);
+      expect(await domainsOf()).toEqual([{ month: month(), domains: 2 }]);
+      expect(await countUsage(db, domainEvent("refunded", { purpose: "renewal", boughtAt }))).toBe(false);
+      const refund = domainEvent("refunded", { purpose: "purchase", boughtAt });
+      expect(await countUsage(db, refund)).toBe(true);
+      expect(await countUsage(db, refund)).toBe(false);
+      expect(await domainsOf()).toEqual([{ month: month(), domains: 1 }]);
+    });
+
     test("opens of a published app reach billing through the app host's stats", async () => {
       const owner = await userWithToken(hatch, { name: "Opal" });
       ({ client: ai } = await connectFormClient(hatch, owner.accessToken, () => ({

@@ -23,7 +23,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { and, asc, eq, isNull, like } from "drizzle-orm";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
-import { charges } from "../services/billing/src/db/schema.ts";
+import { charges, usage } from "../services/billing/src/db/schema.ts";
 import {
   boughtDomains,
   hostnames,
@@ -489,6 +489,18 @@ for (const mode of MODES) {
       expect(row!.chargeStatus).toBe("refunded");
       expect((await chargesFor(row!.chargeKey)).map((c) => c.status)).toEqual(["refunded"]);
       expect(await eventsOf(domain)).toEqual(["domain.bought", "domain.registration_failed", "domain.refunded"]);
+      // Billing's usage counts only the domains still paid for: the refunded one came off again.
+      const paid = (
+        await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.accountId, row!.accountId))
+      ).filter((r) => r.chargeStatus === "charged").length;
+      await eventually(async () => {
+        const month = `${new Date().toISOString().slice(0, 7)}-01`;
+        const [counted] = await billingDb()
+          .select()
+          .from(usage)
+          .where(and(eq(usage.accountId, row!.accountId), eq(usage.month, month)));
+        return counted?.domains === paid;
+      }, `billing usage to count ${paid} domains`);
       // A second refund of the same charge gives nothing back twice.
       const ctx = signContext(await claimsOf(ada), ctxKey);
       const { RefundResultSchema } = await import("@hatch/shared");

@@ -49,6 +49,15 @@ export function usageOf(event: HatchEvent): { accountId: string; day: string; co
     }
     case "domains.domain.bought":
       return { accountId: event.account, day, counts: { domains: 1 } };
+    case "domains.domain.refunded": {
+      // A purchase that failed and was refunded is not a domain bought: off the month it was bought in. (A refunded
+      // renewal leaves the count alone: the domain was bought.)
+      if (event.details.purpose !== "purchase") return null;
+      const boughtAt = event.details.boughtAt;
+      const boughtDay =
+        typeof boughtAt === "string" && /^\d{4}-\d{2}-\d{2}T/.test(boughtAt) ? boughtAt.slice(0, 10) : day;
+      return { accountId: event.account, day: boughtDay, counts: { domains: -1 } };
+    }
     default:
       return null;
   }
@@ -69,14 +78,14 @@ export async function countUsage(db: Database, event: HatchEvent): Promise<boole
     if (fresh.length === 0) return false;
     await tx
       .insert(usage)
-      .values({ accountId: found.accountId, month, opens, aiTokens, companyAiTokens, domains })
+      .values({ accountId: found.accountId, month, opens, aiTokens, companyAiTokens, domains: Math.max(0, domains) })
       .onConflictDoUpdate({
         target: [usage.accountId, usage.month],
         set: {
           opens: sql`${usage.opens} + ${opens}`,
           aiTokens: sql`${usage.aiTokens} + ${aiTokens}`,
           companyAiTokens: sql`${usage.companyAiTokens} + ${companyAiTokens}`,
-          domains: sql`${usage.domains} + ${domains}`,
+          domains: sql`greatest(0, ${usage.domains} + ${domains})`,
         },
       });
     return true;

@@ -343,7 +343,14 @@ function refundKind(getCtx: () => DomainsContext): JobKind {
             row,
             "refunded",
             `${money(amountMinor).formatted} for ${domain} refunded: ${reason}`,
-            { amountMinor, currency: row.currency, purpose, status: result.status },
+            // boughtAt: billing takes a refunded purchase off the usage of the month it was bought in.
+            {
+              amountMinor,
+              currency: row.currency,
+              purpose,
+              status: result.status,
+              boughtAt: row.createdAt.toISOString(),
+            },
           );
         },
       };
