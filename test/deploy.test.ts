@@ -1,8 +1,11 @@
 import { expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "@hatch/shared";
 import { loadDomainsConfig } from "../services/domains/src/config.ts";
+import { eventually } from "./support/eventually.ts";
+import { freePort } from "./support/servers.ts";
 
 const ROOT = join(import.meta.dir, "..");
 
@@ -184,3 +187,58 @@ test("caddy adapts the Caddyfile: HTTP routing of the apps domain and the gatewa
   expect(plain).toContain('"dial":"apps:3001"');
   expect(plain).toContain('"dial":"gateway:3000"');
 });
+
+test("a process trusts X-Forwarded-For only when the edge is the one way in", () => {
+  for (const [name, service] of Object.entries(services)) {
+    if (service.environment?.TRUST_PROXY !== "true") continue;
+    expect(
+      service.ports,
+      `${name} trusts X-Forwarded-For, so it must not be reachable around the edge`,
+    ).toBeUndefined();
+  }
+  // The app host is behind the edge alone: without trusting it, every anonymous viewer would be the edge's address.
+  expect(services.apps?.environment?.TRUST_PROXY).toBe("true");
+  expect(services.gateway?.ports?.length).toBeGreaterThan(0);
+  expect(services.gateway?.environment?.TRUST_PROXY).not.toBe("true");
+});
+
+test("the edge's X-Forwarded-For ends with the address it saw, whatever the client sent", async () => {
+  if (!Bun.which("caddy")) {
+    process.stderr.write("deploy.test: caddy is not installed; skipping the X-Forwarded-For check.\n");
+    return;
+  }
+  // Trusting the header's last entry (TRUST_PROXY) is safe only if Caddy, as deploy/Caddyfile configures it (no
+  // trusted_proxies), puts the connection's address there rather than passing on a forged one.
+  expect(await Bun.file(join(ROOT, "deploy/Caddyfile")).text()).not.toContain("trusted_proxies");
+  const upstream = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => new Response(request.headers.get("x-forwarded-for") ?? ""),
+  });
+  const dir = mkdtempSync(join(tmpdir(), "hatch-edge-"));
+  const port = freePort();
+  writeFileSync(
+    join(dir, "Caddyfile"),
+    `{\n\tadmin off\n\tauto_https off\n\tstorage file_system ${join(dir, "data")}\n}\n:${port} {\n\treverse_proxy 127.0.0.1:${upstream.port}\n}\n`,
+  );
+  const caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], {
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  try {
+    const seen = await eventually(
+      () =>
+        fetch(`http://127.0.0.1:${port}/`, { headers: { "X-Forwarded-For": "203.0.113.9, 198.51.100.7" } })
+          .then((response) => response.text())
+          .catch(() => undefined),
+      "caddy to answer",
+    );
+    expect(seen.split(",").at(-1)?.trim()).toBe("127.0.0.1");
+    expect(seen).not.toContain("198.51.100.7");
+  } finally {
+    caddy.kill();
+    await caddy.exited;
+    await upstream.stop(true);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30_000);

@@ -18,3 +18,12 @@ export function addressKey(address: string): string {
     .map((g) => g.replace(/^0+(?=.)/, ""))
     .join(":")}::/64`;
 }
+
+/**
+ * The client's address: with `trustProxy`, the last X-Forwarded-For entry (the one our proxy added; entries before it
+ * are whatever the client sent), else the connection's own address. Empty when neither is known.
+ */
+export function clientAddressOf(request: Request, trustProxy: boolean, connection: string | undefined): string {
+  const forwarded = trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
+  return forwarded || connection || "";
+}

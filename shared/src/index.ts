@@ -56,7 +56,7 @@ export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.t
 export { developerReference } from "./apps/reference.ts";
 export { EXAMPLE_APP } from "./apps/example-app.ts";
 export type { ReferenceSettings, ReferenceTopic } from "./apps/reference.ts";
-export { addressKey } from "./address-key.ts";
+export { addressKey, clientAddressOf } from "./address-key.ts";
 export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";
 export {
   BUCKET_OPERATIONS,

@@ -1,6 +1,6 @@
 import type { Server } from "bun";
 import { Elysia } from "elysia";
-import { addressKey } from "@hatch/shared";
+import { addressKey, clientAddressOf } from "@hatch/shared";
 import { htmlResponse } from "../pages/layout.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import {
@@ -38,8 +38,7 @@ export function clientAddress(
   request: Request,
   server: Server<unknown> | null | undefined,
 ): string {
-  const forwarded = trustProxy ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
-  const address = forwarded || server?.requestIP(request)?.address;
+  const address = clientAddressOf(request, trustProxy, server?.requestIP(request)?.address);
   return address ? addressKey(address.slice(0, 64)) : "unknown";
 }
 

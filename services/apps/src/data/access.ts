@@ -1,5 +1,6 @@
 import {
   addressKey,
+  clientAddressOf,
   DATA_ERROR_STATUS,
   isToolError,
   type DataErrorCode,
@@ -98,14 +99,11 @@ export async function dataCaller(
   }
   if (app.paused)
     throw new DataError("unavailable", "This app is paused by its organization, so its data cannot be used right now.");
-  // The last X-Forwarded-For entry is the one our proxy added; earlier ones are whatever the client sent.
-  const forwarded = deps.config.trustProxy
-    ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim()
-    : undefined;
+  const address = clientAddressOf(request, deps.config.trustProxy, remoteAddress);
   return {
     app,
     viewer,
-    rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey((forwarded || remoteAddress).slice(0, 64))}`}`,
+    rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey(address.slice(0, 64))}`}`,
   };
 }
 

@@ -1,5 +1,13 @@
 import type { Server } from "bun";
-import { AI_LIMITS, isToolError, metrics, SERVER_LIMITS, statusClass, type HostResolved } from "@hatch/shared";
+import {
+  AI_LIMITS,
+  clientAddressOf,
+  isToolError,
+  metrics,
+  SERVER_LIMITS,
+  statusClass,
+  type HostResolved,
+} from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
@@ -291,11 +299,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
   function whoIsViewing(request: Request, server: Server<undefined>, sub: string | null): string {
     if (sub) return `u:${sub}`;
-    // The last entry is the one our proxy added; the ones before it are whatever the client wrote.
-    const forwarded = ctx.config.trustProxy
-      ? request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim()
-      : undefined;
-    const ip = forwarded || server.requestIP(request)?.address || "";
+    const ip = clientAddressOf(request, ctx.config.trustProxy, server.requestIP(request)?.address);
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
 
