@@ -6,7 +6,8 @@ import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
 // The dashboard over real HTTP like a browser without JavaScript: sign-in lands on it, a form without its CSRF token
-// changes nothing, another person's app is exactly as missing as one that does not exist, unknown paths get a page.
+// changes nothing, a form that worked redirects to its page (which says what happened once), another person's app is
+// exactly as missing as one that does not exist, unknown paths get a page.
 
 const PASSWORD = "correct horse battery";
 const files = (text: string) => [{ path: "index.html", content: `<h1>${text}</h1>` }];
@@ -49,6 +50,14 @@ for (const mode of MODES) {
       expect(done.headers.get("location")).toBe("/dashboard");
       return jar;
     }
+
+    /** The jar's cookies for `url` but the notice, as a Cookie header (to send one of the test's own beside them). */
+    const cookiesOf = (jar: HostCookieJar, url: string) =>
+      jar
+        .namesFor(url)
+        .filter((name) => name !== "hatch_notice")
+        .map((name) => `${name}=${jar.valueFor(url, name)}`)
+        .join("; ");
 
     const addressOf = async (ai: Client, name: string) =>
       (await callOk<{ apps: { address: string; name: string }[] }>(ai, "list_tools", { include: "mine" })).apps.find(
@@ -110,6 +119,44 @@ for (const mode of MODES) {
       expect(response.status).toBe(400);
       expect(await response.text()).toContain(`Type the address ${address} exactly`);
       expect(await addressOf(aliceAi, mine)).toBe(address);
+    });
+
+    test("a form that worked answers 303 to its page, which says what happened once; the words cannot be forged", async () => {
+      const address = await addressOf(aliceAi, mine);
+      const jar = await signedIn(alice.email);
+      const page = `${hatch.baseUrl}/dashboard/apps/${address}`;
+      const guest = `guest-prg-${mode}@example.com`;
+      const shared = await jar.post(`${page}/share`, {
+        csrf: csrfOf(await (await jar.fetch(page)).text()),
+        add: guest,
+      });
+      expect(shared.status).toBe(303);
+      expect(shared.headers.get("location")).toBe(`/dashboard/apps/${address}`);
+      const status = (body: string) => /<p class="card" role="status">([^<]*)<\/p>/.exec(body)?.[1] ?? null;
+      const first = await (await jar.fetch(page)).text();
+      expect(status(first)).toContain(guest);
+      // Shown once: the page after it (a reload) has no notice, and the person is still there.
+      const again = await (await jar.fetch(page)).text();
+      expect(status(again)).toBeNull();
+      expect(again).toContain(guest);
+      // Another person's notice says nothing to Bob; one made without the server's key says nothing to Alice.
+      const sharedAgain = await jar.post(`${page}/share`, { csrf: csrfOf(first), add: `second-${guest}` });
+      expect(sharedAgain.status).toBe(303);
+      const alicesNotice = jar.valueFor(page, "hatch_notice");
+      expect(alicesNotice).toBeTruthy();
+      const bobJar = await signedIn(bob.email);
+      const asBob = await fetch(`${hatch.baseUrl}/dashboard`, {
+        headers: { cookie: `${cookiesOf(bobJar, page)}; hatch_notice=${alicesNotice}` },
+      });
+      expect(asBob.status).toBe(200);
+      expect(status(await asBob.text())).toBeNull();
+      const claims = { u: alice.id, t: "Your account is locked: call +1 555 0100", x: Date.now() + 60_000 };
+      const forged = `${Buffer.from(JSON.stringify(claims)).toString("base64url")}.${"A".repeat(43)}`;
+      const asForged = await fetch(page, { headers: { cookie: `${cookiesOf(jar, page)}; hatch_notice=${forged}` } });
+      expect(asForged.status).toBe(200);
+      const forgedBody = await asForged.text();
+      expect(status(forgedBody)).toBeNull();
+      expect(forgedBody).not.toContain("Your account is locked");
     });
 
     test("an unknown path gets a styled 404 page with a way back", async () => {

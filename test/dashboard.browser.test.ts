@@ -115,7 +115,12 @@ for (const mode of MODES) {
           await noSideways(page);
 
           await press(page, "Roll back to version 1");
+          expect(new URL(page.url()).pathname).toBe(`/dashboard/apps/${address}`);
           expect(await page.getByRole("status").innerText()).toContain(`${address} now serves version 1`);
+          expect(await page.locator('li[data-version="1"]').innerText()).toContain("(current)");
+          // The form answered with a redirect: reloading shows the page again, without the notice or a second post.
+          await page.reload();
+          expect(await page.getByRole("status").count()).toBe(0);
           expect(await page.locator('li[data-version="1"]').innerText()).toContain("(current)");
           expect(
             (await callOk<{ apps: { address: string; currentVersion: number }[] }>(ownerAi, "list_tools")).apps.find(
@@ -135,7 +140,7 @@ for (const mode of MODES) {
           expect(await page.locator("main").innerText()).toContain(`Make "Planner ${size.name}"`);
           await noSideways(page);
           await press(page, "Make it public");
-          expect(new URL(page.url()).pathname).toBe("/dashboard/confirm");
+          expect(new URL(page.url()).pathname).toBe(`/dashboard/apps/${address}`);
           expect(await page.getByRole("status").innerText()).toContain("is public");
           expect(await page.getByLabel("Public: anyone with the link").isChecked()).toBe(true);
 

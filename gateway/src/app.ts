@@ -27,6 +27,7 @@ import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { billingPages } from "./pages/billing-page.ts";
 import { dashboardPages, notFoundPage } from "./pages/dashboard/index.ts";
+import { noticeCookies } from "./pages/dashboard/notice.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
@@ -179,7 +180,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(secretPages({ auth, bus, contextKey, accounts, logger }))
     .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
     .use(billingPages({ auth, bus, contextKey, accounts, logger }))
-    .use(dashboardPages({ auth, bus, contextKey, accounts, logger, baseUrl: config.baseUrl }))
+    .use(
+      dashboardPages({
+        auth,
+        bus,
+        contextKey,
+        accounts,
+        logger,
+        baseUrl: config.baseUrl,
+        notices: noticeCookies(deriveKey(config.secret, "dashboard-notice"), config.secureCookies),
+      }),
+    )
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     // Prometheus: with METRICS_TOKEN, for that bearer only; without it, only in `bun run dev` (SECURITY.md).
     .get("/metrics", ({ request }) =>

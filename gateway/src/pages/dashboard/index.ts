@@ -26,6 +26,7 @@ import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
+import type { NoticeCookies } from "./notice.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -36,6 +37,8 @@ import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type Org
 export interface DashboardPagesDeps extends DashboardCallDeps {
   auth: Pick<Auth, "pages">;
   baseUrl: string;
+  /** The one-time words a page shows after a form that worked (notice.ts). */
+  notices: NoticeCookies;
 }
 
 const FORM_MAX_BYTES = 16 * 1024;
@@ -83,6 +86,11 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, back);
     return { state: { ...form.state, user: form.state.user }, params: form.params };
+  }
+
+  /** A form that worked: back to `path` (303), which shows `text` once; a reload does not send the form again. */
+  function done(state: Signed, path: string, text: string): Response {
+    return redirect(path, cookieHeaders([...state.setCookies, deps.notices.set(state.user.id, text)]));
   }
 
   function problem(state: BrowserState, error: unknown): Response {
@@ -155,7 +163,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     if (answer.kind === "ask")
       return askPage(state, contract, input, appPath(address), answer.question, "Make it public");
     if (answer.kind === "refused") return appPage(state, address, { text: answer.message, error: true }, 400);
-    return appPage(state, address, { text: answer.text });
+    return done(state, appPath(address), answer.text);
   }
 
   async function rollbackAction(request: Request, address: string): Promise<Response> {
@@ -206,16 +214,17 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       // Typing the address is the person's own answer to the tool's question: it is sent with the question's token.
       const input = { address };
       const first = await callTool(deps, state.user, delete_tool, input);
-      const done =
+      const deleted =
         first.kind === "ask"
           ? await callTool(deps, state.user, delete_tool, input, {
               answer: { confirm: true },
               confirm: first.question.confirm,
             })
           : first;
-      if (done.kind === "refused") return await appPage(state, address, { text: done.message, error: true }, 400);
-      if (done.kind === "ask") return await appPage(state, address, { text: done.question.message, error: true }, 400);
-      return await listPage(state, { text: done.text });
+      if (deleted.kind === "refused") return await appPage(state, address, { text: deleted.message, error: true }, 400);
+      if (deleted.kind === "ask")
+        return await appPage(state, address, { text: deleted.question.message, error: true }, 400);
+      return done(state, "/dashboard", deleted.text);
     } catch (error) {
       return problem(state, error);
     }
@@ -276,25 +285,17 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     }
   }
 
-  /** What the confirmed tool said, on the page the action started from. */
+  /** What the confirmed tool said, on the page the action started from (a deleted app's: the list). */
   async function outcome(state: Signed, back: string, answer: ToolAnswer<ToolContract>): Promise<Response> {
-    const notice: Notice =
-      answer.kind === "done"
-        ? { text: answer.text }
-        : answer.kind === "refused"
-          ? { text: answer.message, error: true }
-          : { text: answer.question.message, error: true };
-    const status = answer.kind === "done" ? 200 : 400;
-    if (back === "/dashboard/org") return orgPage(state, notice, status);
     const app = back.match(/^\/dashboard\/apps\/([^/?#]+)$/);
-    if (app?.[1]) {
-      const address = decodeURIComponent(app[1]);
-      // A deleted app has no page any more: the list says what happened.
-      if (answer.kind === "done" && (answer.data as { status?: string }).status === "deleted")
-        return listPage(state, notice);
-      return appPage(state, address, notice, status);
+    if (answer.kind === "done") {
+      const deleted = (answer.data as { status?: string }).status === "deleted";
+      return done(state, app && deleted ? "/dashboard" : back, answer.text);
     }
-    return listPage(state, notice, status);
+    const notice: Notice = { text: answer.kind === "refused" ? answer.message : answer.question.message, error: true };
+    if (back === "/dashboard/org") return orgPage(state, notice, 400);
+    if (app?.[1]) return appPage(state, decodeURIComponent(app[1]), notice, 400);
+    return listPage(state, notice, 400);
   }
 
   // ---- /dashboard/org
@@ -327,18 +328,21 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       const input = inputOf(params);
       const answer = await callTool(deps, state.user, contract, input as never);
       if (answer.kind === "ask") return askPage(state, contract, input, "/dashboard/org", answer.question, action);
-      const notice: Notice = answer.kind === "done" ? { text: answer.text } : { text: answer.message, error: true };
-      return await orgPage(state, notice, answer.kind === "done" ? 200 : 400);
+      if (answer.kind === "done") return done(state, "/dashboard/org", answer.text);
+      return await orgPage(state, { text: answer.message, error: true }, 400);
     } catch (error) {
       return problem(state, error);
     }
   }
 
-  const guard = (handler: (state: Signed) => Promise<Response>) => async (request: Request) => {
+  /** A page for a signed-in person, with the notice a form that worked left for it (shown once). */
+  const guard = (handler: (state: Signed, notice: Notice) => Promise<Response>) => async (request: Request) => {
     const state = await signed(request);
     if (state instanceof Response) return state;
+    const { notice, clear } = deps.notices.take(request, state.user.id);
+    if (clear) state.setCookies.push(clear);
     try {
-      return await handler(state);
+      return await handler(state, notice);
     } catch (error) {
       return problem(state, error);
     }
@@ -346,13 +350,15 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   const raw = { parse: "none" } as const;
 
   return new Elysia({ name: "hatch-dashboard-pages" })
-    .get("/dashboard", ({ request }) => guard((state) => listPage(state))(request))
-    .get("/dashboard/apps/:address", ({ request, params }) => guard((state) => appPage(state, params.address))(request))
+    .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
+    .get("/dashboard/apps/:address", ({ request, params }) =>
+      guard((state, notice) => appPage(state, params.address, notice))(request),
+    )
     .post("/dashboard/apps/:address/rollback", ({ request, params }) => rollbackAction(request, params.address), raw)
     .post("/dashboard/apps/:address/share", ({ request, params }) => shareAction(request, params.address), raw)
     .post("/dashboard/apps/:address/delete", ({ request, params }) => deleteAction(request, params.address), raw)
     .post("/dashboard/confirm", ({ request }) => confirmAction(request), raw)
-    .get("/dashboard/org", ({ request }) => guard((state) => orgPage(state))(request))
+    .get("/dashboard/org", ({ request }) => guard((state, notice) => orgPage(state, notice))(request))
     .post(
       "/dashboard/org/invite",
       ({ request }) =>
