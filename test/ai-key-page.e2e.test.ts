@@ -95,10 +95,13 @@ for (const mode of MODES) {
       expect(short.status).toBe(400);
       expect(await short.text()).toContain("Paste the whole key");
 
+      // Saved: back to the page (303), so a reload does not send the key again; the page says so once.
       const saved = await jar.post(`${hatch.baseUrl}${path}`, { csrf: csrfOf(page), provider: "fake", key: KEY });
-      expect(saved.status).toBe(200);
-      const answer = await saved.text();
+      expect(saved.status).toBe(303);
+      expect(saved.headers.get("location")).toBe(path);
+      const answer = await (await jar.fetch(`${hatch.baseUrl}${path}`)).text();
       expect(answer).toContain("Saved. Tell your AI the key is added.");
+      expect(await (await jar.fetch(`${hatch.baseUrl}${path}`)).text()).not.toContain("Saved.");
       expect(answer).toMatch(/<td[^>]*>fake<\/td>/);
       expect(answer).toContain(`>${person.email}</td>`);
       expect(answer).not.toContain(KEY);

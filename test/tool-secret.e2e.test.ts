@@ -153,10 +153,13 @@ for (const mode of MODES) {
       expect(empty.status).toBe(400);
       expect(await empty.text()).toContain("Type or paste the value first.");
 
+      // Saved: back to the page (303), so a reload does not send the value again; the page says so once.
       const saved = await browser.post(pagePath(), { csrf: csrfOf(form), value: `${VALUE}\n` });
-      expect(saved.status).toBe(200);
-      const html = await saved.text();
-      expect(html).toContain("Saved.</strong> Tell your AI the secret is set.");
+      expect(saved.status).toBe(303);
+      expect(saved.headers.get("location")).toBe(pagePath());
+      expect(await saved.text()).not.toContain(VALUE);
+      const html = await (await browser.get(pagePath())).text();
+      expect(html).toContain('role="status">Saved. Tell your AI the secret is set.');
       expect(html).toContain(`by ${ownerUser.email}`);
       expect(html).not.toContain(VALUE);
 
@@ -167,6 +170,7 @@ for (const mode of MODES) {
       const again = await (await browser.get(pagePath())).text();
       expect(again).not.toContain(VALUE);
       expect(again).toContain("A value is set");
+      expect(again).not.toContain("Saved.");
 
       const data = await callOk<SecretOut>(owner, "tool_secret", { address, name: "WEATHER_KEY" });
       expect(data.isSet).toBe(true);
@@ -261,7 +265,7 @@ for (const mode of MODES) {
     test("without elicitation, delete gives a confirm link and changes nothing yet", async () => {
       const browser = await signedIn(ownerUser);
       const form = await (await browser.get(pagePath())).text();
-      expect((await browser.post(pagePath(), { csrf: csrfOf(form), value: VALUE })).status).toBe(200);
+      expect((await browser.post(pagePath(), { csrf: csrfOf(form), value: VALUE })).status).toBe(303);
       const result = await owner.callTool({
         name: "tool_secret",
         arguments: { address, name: "WEATHER_KEY", action: "delete" },

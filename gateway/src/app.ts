@@ -27,7 +27,7 @@ import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { billingPages } from "./pages/billing-page.ts";
 import { dashboardPages, notFoundPage } from "./pages/dashboard/index.ts";
-import { noticeCookies } from "./pages/dashboard/notice.ts";
+import { noticeCookies } from "./pages/notice.ts";
 import { invitePages } from "./pages/invite.ts";
 import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
@@ -157,6 +157,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
   });
 
+  // The one-time words a dashboard page shows after a form that worked (pages/notice.ts).
+  const notices = noticeCookies(deriveKey(config.secret, "dashboard-notice"), config.secureCookies);
+
   const sweep = async () => {
     const removed = await auth.sweepExpired();
     const confirmationsRemoved = await confirmations.sweep();
@@ -177,8 +180,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     .use(auth.routes)
     .use(confirmations.routes)
     .use(invitePages({ auth, bus, contextKey, accounts, logger }))
-    .use(secretPages({ auth, bus, contextKey, accounts, logger }))
-    .use(aiKeyPages({ auth, bus, contextKey, accounts, logger }))
+    .use(secretPages({ auth, bus, contextKey, accounts, logger, notices }))
+    .use(aiKeyPages({ auth, bus, contextKey, accounts, logger, notices }))
     .use(billingPages({ auth, bus, contextKey, accounts, logger }))
     .use(
       dashboardPages({
@@ -188,7 +191,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         accounts,
         logger,
         baseUrl: config.baseUrl,
-        notices: noticeCookies(deriveKey(config.secret, "dashboard-notice"), config.secureCookies),
+        notices,
       }),
     )
     .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))

@@ -16,6 +16,7 @@ import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
+import type { NoticeCookies } from "./notice.ts";
 
 // /dashboard/ai-keys?scope=<mine|company|tool>[&app=<address>][&provider=<name>]: the page ai_key links to, where a
 // person types an AI provider key. The key goes from this form to the apps service (ai-key.set) and is never shown
@@ -27,7 +28,10 @@ export interface AiKeyPagesDeps {
   contextKey: Buffer;
   accounts: AccountSessions;
   logger: Logger;
+  notices: NoticeCookies;
 }
+
+const SAVED = "Saved. Tell your AI the key is added.";
 
 const PATH = "/dashboard/ai-keys";
 const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -72,7 +76,7 @@ function keyPage(
   state: BrowserState,
   target: Target,
   data: AiKeyPage,
-  notice: { saved: true } | { error: string } | null,
+  notice: { saved: string } | { error: string } | null,
   status = 200,
 ): Response {
   const preselect = target.provider ?? data.keys[0]?.provider ?? data.providers[0]?.name;
@@ -84,7 +88,7 @@ function keyPage(
     : html`<p class="muted">No keys yet.</p>`;
   const shown =
     notice && "saved" in notice
-      ? html`<div class="card" role="status"><strong>Saved. Tell your AI the key is added.</strong></div>`
+      ? html`<div class="card" role="status"><strong>${notice.saved}</strong></div>`
       : notice
         ? html`<p class="error" role="alert">${notice.error}</p>`
         : "";
@@ -125,8 +129,10 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
       return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
+    const { text, clear } = deps.notices.take(request, state.user.id);
+    if (clear) state.setCookies.push(clear);
     try {
-      return keyPage(state, target, await load(state.user, target), null);
+      return keyPage(state, target, await load(state.user, target), text === null ? null : { saved: text });
     } catch (error) {
       return failure(state, error);
     }
@@ -152,11 +158,10 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
       }
       const { ctx, requestId } = await dashboardContext(deps, state.user, "write");
       const input = { scope: target.scope, address: target.address, provider, key };
-      const saved = await callRpc(deps.bus, "apps", rpcMethods.apps.aiKeySet, input, AiKeyPageSchema, {
-        ctx,
-        requestId,
-      });
-      return keyPage(state, { ...target, provider }, saved, { saved: true });
+      await callRpc(deps.bus, "apps", rpcMethods.apps.aiKeySet, input, AiKeyPageSchema, { ctx, requestId });
+      // Back to the page (303): a reload shows it again rather than sending the key a second time.
+      const self = url.pathname + url.search;
+      return redirect(self, cookieHeaders([...state.setCookies, deps.notices.set(state.user.id, self, SAVED)]));
     } catch (error) {
       return failure(state, error);
     }

@@ -14,6 +14,7 @@ import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
+import type { NoticeCookies } from "./notice.ts";
 
 // `/dashboard/apps/<address>/secrets/<NAME>`: the one place a person types a secret's value (tool_secret links here).
 // The page names the app, the secret and the APIs that use it, and whether a value is set; it never shows a value,
@@ -25,7 +26,10 @@ export interface SecretPagesDeps {
   contextKey: Buffer;
   accounts: AccountSessions;
   logger: Logger;
+  notices: NoticeCookies;
 }
+
+const SAVED = "Saved. Tell your AI the secret is set.";
 
 /** A form post larger than this is refused before it is read (the value itself is at most 8 KiB). */
 export const SECRET_FORM_MAX_BYTES = 32 * 1024;
@@ -50,7 +54,7 @@ const when = (iso: string) => new Date(iso).toUTCString();
 function secretPage(
   state: Signed,
   secret: SecretPage,
-  notice: { saved?: boolean; error?: string } = {},
+  notice: { saved?: string | null; error?: string } = {},
   status = 200,
 ): Response {
   const path = pathOf(secret.address, secret.name);
@@ -61,9 +65,7 @@ published version declares an API with this secret.</p>`;
   const now = secret.isSet
     ? html`<p>A value is set (${when(secret.updatedAt ?? "")}, by ${secret.updatedBy}). Saving a new one replaces it.</p>`
     : html`<p>No value is set yet.</p>`;
-  const saved = notice.saved
-    ? html`<p class="card" role="status"><strong>Saved.</strong> Tell your AI the secret is set.</p>`
-    : "";
+  const saved = notice.saved ? html`<p class="card" role="status">${notice.saved}</p>` : "";
   const error = notice.error ? html`<p class="error" role="alert">${notice.error}</p>` : "";
   const body = html`<h1>Secret ${secret.name}</h1>${saved}${error}
 <div class="card"><p>App: <strong>${secret.appName}</strong> (${secret.address})</p>${uses}${now}</div>
@@ -94,13 +96,15 @@ export function secretPages(deps: SecretPagesDeps) {
     const input = target(params);
     if (!input.success) return notFound(state);
     const signed: Signed = { ...state, user: state.user };
+    const { text, clear } = deps.notices.take(request, signed.user.id);
+    if (clear) signed.setCookies.push(clear);
     try {
       const { ctx, requestId } = await dashboardContext(deps, signed.user, "read");
       const secret = await callRpc(deps.bus, "apps", rpcMethods.apps.secretPage, input.data, SecretPageSchema, {
         ctx,
         requestId,
       });
-      return secretPage(signed, secret);
+      return secretPage(signed, secret, { saved: text });
     } catch (error) {
       return failure(state, error);
     }
@@ -131,15 +135,13 @@ export function secretPages(deps: SecretPagesDeps) {
         );
       }
       const { ctx, requestId } = await dashboardContext(deps, signed.user, "write");
-      const secret = await callRpc(
-        deps.bus,
-        "apps",
-        rpcMethods.apps.secretSet,
-        { ...input.data, value },
-        SecretPageSchema,
-        { ctx, requestId },
-      );
-      return secretPage(signed, secret, { saved: true });
+      await callRpc(deps.bus, "apps", rpcMethods.apps.secretSet, { ...input.data, value }, SecretPageSchema, {
+        ctx,
+        requestId,
+      });
+      // Back to the page (303): a reload shows it again rather than sending the value a second time.
+      const path = pathOf(input.data.address, input.data.name);
+      return redirect(path, cookieHeaders([...state.setCookies, deps.notices.set(signed.user.id, path, SAVED)]));
     } catch (error) {
       return failure(state, error);
     }

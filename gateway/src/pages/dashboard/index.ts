@@ -26,7 +26,7 @@ import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
-import type { NoticeCookies } from "./notice.ts";
+import type { NoticeCookies } from "../notice.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -90,7 +90,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
 
   /** A form that worked: back to `path` (303), which shows `text` once; a reload does not send the form again. */
   function done(state: Signed, path: string, text: string): Response {
-    return redirect(path, cookieHeaders([...state.setCookies, deps.notices.set(state.user.id, text)]));
+    return redirect(path, cookieHeaders([...state.setCookies, deps.notices.set(state.user.id, path, text)]));
   }
 
   function problem(state: BrowserState, error: unknown): Response {
@@ -339,10 +339,10 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   const guard = (handler: (state: Signed, notice: Notice) => Promise<Response>) => async (request: Request) => {
     const state = await signed(request);
     if (state instanceof Response) return state;
-    const { notice, clear } = deps.notices.take(request, state.user.id);
+    const { text, clear } = deps.notices.take(request, state.user.id);
     if (clear) state.setCookies.push(clear);
     try {
-      return await handler(state, notice);
+      return await handler(state, text === null ? null : { text });
     } catch (error) {
       return problem(state, error);
     }
