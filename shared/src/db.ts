@@ -5,6 +5,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { noteDatabasePort } from "./db-errors.ts";
 
 /** Any drizzle Postgres database, whichever driver is behind it. Tables are qualified by their pgSchema. */
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -51,6 +52,7 @@ export async function openServiceDatabase(
     // The embedded client is shared by every service in the process; its owner closes it.
     return { db: db as unknown as Database, kind: "pglite", close: async () => {} };
   }
+  noteDatabasePort(Number(new URL(source.url).port || 5432));
   const sql = postgres(source.url, {
     max: source.maxConnections ?? 10,
     // A Postgres that is restarting can hold a new connection for long: give up after 5 s (default 30 s), so a call

@@ -391,3 +391,4 @@ export type {
   WhoamiInput,
   WhoamiOutput,
 } from "./contracts/index.ts";
+export { databaseUnavailableMessage, isDatabaseUnavailable } from "./db-errors.ts";

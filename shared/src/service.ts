@@ -3,6 +3,7 @@ import { decodeJson, encodeJson, type Bus, type BusMessage, type BusReply, type 
 import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contracts/define.ts";
 import { checkConfirm, confirmProblem, type ConfirmClaims } from "./confirm.ts";
 import { verifyContext, type CallContext } from "./ctx.ts";
+import { databaseUnavailableMessage, isDatabaseUnavailable } from "./db-errors.ts";
 import type { OutboxRelay } from "./events/outbox.ts";
 import {
   CallRequestSchema,
@@ -225,7 +226,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       return { ok: true, result: { text: outcome.text, data: data.data as Record<string, unknown> } };
     } catch (error) {
-      return { ok: false, error: toWireError(error, name, requestId, log) };
+      return { ok: false, error: toWireError(error, name, requestId, log, owned.get(tool)?.class !== "read") };
     }
   }
 
@@ -265,7 +266,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       reply = { ok: true, result: await binding.handler({ ctx, input: input.data, requestId, log }) };
       if (binding.writes) await flushOutbox();
     } catch (error) {
-      reply = { ok: false, error: toWireError(error, name, requestId, log) };
+      reply = { ok: false, error: toWireError(error, name, requestId, log, rpc[method]?.writes === true) };
     }
     return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
   }
@@ -312,14 +313,22 @@ function safeJson(data: Uint8Array): unknown {
   }
 }
 
-/** Expected failures keep their code and message; anything else is logged in full and shown only as `internal`. */
+/**
+ * Expected failures keep their code and message; a database that cannot be reached is `unavailable` (try again);
+ * anything else is logged in full and shown only as `internal`. `changes`: the call may have changed something.
+ */
 function toWireError(
   error: unknown,
   service: string,
   requestId: string,
   log: Logger,
+  changes: boolean,
 ): { code: ToolError["code"]; message: string } {
   if (isToolError(error)) return { code: error.code, message: error.message };
+  if (isDatabaseUnavailable(error)) {
+    log.warn("database unavailable", { error });
+    return { code: "unavailable", message: databaseUnavailableMessage(changes) };
+  }
   log.error("unexpected failure", { error });
   return {
     code: "internal",

@@ -24,6 +24,8 @@ export interface TestHatchOptions {
   serviceEnv?: Record<string, string>;
   /** Gateway settings beyond the defaults (e.g. `devPages: true`, which only `bun run dev` turns on). */
   gatewayConfig?: Partial<GatewayConfig>;
+  /** Real mode: the URL the processes connect to for the run's fresh database (e.g. through a proxy a test cuts). */
+  databaseVia?: (url: string) => string;
 }
 
 /** The whole service on a real port: embedded (in-process bus, in-memory PGlite) or on the real servers. */
@@ -36,7 +38,7 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
       ? createLogger({ level: "info", write: options.logWrite })
       : createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" }),
     port,
-    databaseUrl: database?.url,
+    databaseUrl: database ? (options.databaseVia?.(database.url) ?? database.url) : undefined,
     natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
     busPrefix: uniqueName("bus"),
     services: options.services,

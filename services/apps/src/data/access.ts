@@ -1,6 +1,8 @@
 import {
   addressKey,
   clientAddressOf,
+  databaseUnavailableMessage,
+  isDatabaseUnavailable,
   DATA_ERROR_STATUS,
   isToolError,
   type DataErrorCode,
@@ -45,12 +47,21 @@ export function dataErrorResponse(error: DataError): Response {
 }
 
 /** Any failure of a data route as an answer: a DataError as itself, anything else `unavailable` (logged, never shown). */
-export function answerFailure(error: unknown, log: Logger, what: string): Response {
+/** `method`: the request's (a GET changed nothing, so it is just tried again). */
+export function answerFailure(error: unknown, log: Logger, what: string, method = "POST"): Response {
   if (error instanceof DataError) return dataErrorResponse(error);
   if (isToolError(error) && error.code === "unavailable") {
     return dataErrorResponse(
       new DataError("unavailable", "Hatch could not check who you are right now. Try again in a minute.", {
         "Retry-After": "30",
+      }),
+    );
+  }
+  if (isDatabaseUnavailable(error)) {
+    log.warn(`${what}: database unavailable`, { error });
+    return dataErrorResponse(
+      new DataError("unavailable", databaseUnavailableMessage(method !== "GET" && method !== "HEAD"), {
+        "Retry-After": "5",
       }),
     );
   }

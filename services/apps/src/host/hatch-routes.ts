@@ -58,24 +58,31 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
     ? new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps"), config.dataRequestsPerMinute, logger)
     : new RateLimiter(config.dataRequestsPerMinute);
 
-  /** `marked`: Hatch's own failures carry HATCH_ERROR_HEADER (routes whose answers are otherwise someone else's). */
+  /**
+   * `marked`: Hatch's own failures carry HATCH_ERROR_HEADER (routes whose answers are otherwise someone else's).
+   * `deadlineMs`: the whole answer, the app's and the viewer's lookups included, within it (documentTooLate after).
+   */
   async function withCaller(
     request: Request,
     url: URL,
     address: string,
     remoteAddress: string,
     answer: (caller: DataCaller) => Response | Promise<Response>,
-    marked = false,
+    options: { marked?: boolean; deadlineMs?: number } = {},
   ): Promise<Response> {
-    try {
+    const run = async () => {
       const app = await deps.loadApp(address);
       if (!app) throw new DataError("not_found", `There is no app called "${address}".`);
       const caller = await dataCaller(deps.caller, request, app, remoteAddress);
       await limiter.take(caller.rateKey);
       return await answer(caller);
+    };
+    try {
+      return await (options.deadlineMs ? withDeadline(run(), options.deadlineMs, documentTooLate) : run());
     } catch (error) {
-      const failure = answerFailure(error, deps.log, "data request");
-      if (marked) failure.headers.set(HATCH_ERROR_HEADER, error instanceof DataError ? error.code : "unavailable");
+      const failure = answerFailure(error, deps.log, "data request", request.method);
+      if (options.marked)
+        failure.headers.set(HATCH_ERROR_HEADER, error instanceof DataError ? error.code : "unavailable");
       return failure;
     }
   }
@@ -122,7 +129,7 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
           address,
           remoteAddress,
           (caller) => answerApi(deps.outbound, deps.ctx.config, request, url, rest, caller),
-          true,
+          { marked: true },
         );
       }
       if (path === "/_hatch/ai/chat")
@@ -133,12 +140,17 @@ export function createHatchRoutes(deps: HatchRouteDeps) {
       ] as const) {
         if (path.startsWith(prefix)) {
           const rest = path.slice(prefix.length);
-          return withCaller(request, url, address, remoteAddress, (caller) =>
-            // Documents are small: their answer has a deadline (a restarting database must not hold the page). Files
-            // are not bounded here, since an upload's own transfer may take long.
-            prefix === "/_hatch/db/"
-              ? withDeadline(answer({ request, url, rest, caller, deps }), DOCUMENT_ANSWER_MS, documentTooLate)
-              : answer({ request, url, rest, caller, deps }),
+          // Documents are small: their whole answer, the app's lookup included, has a deadline (a restarting database
+          // must not hold the page). Files are not bounded here, since an upload's own transfer may take long.
+          return withCaller(
+            request,
+            url,
+            address,
+            remoteAddress,
+            (caller) => answer({ request, url, rest, caller, deps }),
+            {
+              deadlineMs: prefix === "/_hatch/db/" ? DOCUMENT_ANSWER_MS : undefined,
+            },
           );
         }
       }
