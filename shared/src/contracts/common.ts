@@ -61,6 +61,19 @@ export function emailProblem(email: string): string | null {
   return null;
 }
 
+/** The dates a tool takes (YYYY-MM-DD, UTC) lie between these: nothing in Hatch is older, and the database can hold the
+ * whole of each day (year 0 or the end of 9999-12-31 is a database range error, not an answer). */
+export const DATE_INPUT_MIN = "2000-01-01";
+export const DATE_INPUT_MAX = "2999-12-31";
+const DATE_INPUT_PROBLEM = `Use a date from ${DATE_INPUT_MIN} to ${DATE_INPUT_MAX}, as YYYY-MM-DD (e.g. 2026-03-01)`;
+
+/** A calendar day a tool takes as input, bounded (DATE_INPUT_MIN..MAX); every date input uses this one schema. */
+export function dateInputSchema() {
+  return z.iso
+    .date({ error: DATE_INPUT_PROBLEM })
+    .refine((day) => day >= DATE_INPUT_MIN && day <= DATE_INPUT_MAX, { error: DATE_INPUT_PROBLEM });
+}
+
 export const EmailSchema = z
   .email({
     pattern: EMAIL_PATTERN,

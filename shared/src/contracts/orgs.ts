@@ -3,6 +3,7 @@ import { plainText, textBlock } from "../text.ts";
 import {
   AppAddressSchema,
   AssignableRoleSchema,
+  dateInputSchema,
   EmailSchema,
   OrgPermissionSchema,
   OrgRoleSchema,
@@ -256,8 +257,8 @@ export const org_activity = defineTool({
   class: "read",
   input: z
     .object({
-      from: z.iso.date().optional().describe("Only entries on or after this date, YYYY-MM-DD (UTC)"),
-      to: z.iso.date().optional().describe("Only entries on or before this date, YYYY-MM-DD (UTC)"),
+      from: dateInputSchema().optional().describe("Only entries on or after this date, YYYY-MM-DD (UTC)"),
+      to: dateInputSchema().optional().describe("Only entries on or before this date, YYYY-MM-DD (UTC)"),
       person: EmailSchema.optional().describe("Only what this person did"),
       app: AppAddressSchema.optional().describe("Only entries about the app with this address"),
       action: z
