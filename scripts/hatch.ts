@@ -91,7 +91,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
 
   const handles: DatabaseHandle[] = [];
   const open = async (schema: string, migrationsFolder: string) => {
-    const handle = await openServiceDatabase(source, { schema, migrationsFolder });
+    const handle = await openServiceDatabase(source, { schema, migrationsFolder, waitWhileBusy: options.logger });
     handles.push(handle);
     return handle.db;
   };

@@ -38,7 +38,7 @@ const bus = await createNatsBus({
 });
 const database = await openServiceDatabase(
   { kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 },
-  { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS },
+  { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS, waitWhileBusy: logger },
 );
 const gateway = createGateway({ config, bus, db: database.db, logger });
 const listener = gateway.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0" });

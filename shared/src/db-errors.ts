@@ -3,8 +3,14 @@ import { DrizzleQueryError } from "drizzle-orm/errors";
 // Telling "the database is down or restarting" apart from a real bug, so that the AI or the page is told to try again
 // in a moment (code `unavailable`) instead of getting an internal error with a request id to report.
 
-/** postgres.js's own connection codes, and Postgres's: 57P01-03 (shut down, starting), class 08 (connection). */
-const POSTGRES_CODES = /^(?:CONNECTION_(?:CLOSED|ENDED|DESTROYED)|CONNECT_TIMEOUT|57P0[123]|08[0-9A-Z]{3})$/;
+/**
+ * postgres.js's own connection codes, and Postgres's: 57P01-03 (shut down, starting), class 08 (connection), class 53
+ * (insufficient resources: 53300 too many connections, out of memory or disk; the server is there but cannot serve).
+ */
+const POSTGRES_CODES =
+  /^(?:CONNECTION_(?:CLOSED|ENDED|DESTROYED)|CONNECT_TIMEOUT|57P0[123]|08[0-9A-Z]{3}|53[0-9A-Z]{3})$/;
+/** Postgres answered but cannot take us yet: class 53 (53300: no free connection) or 57P03 (starting or stopping). */
+const BUSY_CODES = /^(?:57P03|53[0-9A-Z]{3})$/;
 /** Socket errors, which count only in a failed query or a connect to the database: elsewhere they may be any service. */
 const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
 
@@ -29,6 +35,24 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     e = cause;
   }
   return false;
+}
+
+/**
+ * True when Postgres itself refused for now (no free connection, starting up): waiting is the cure, so a process
+ * that starts waits for it (openServiceDatabase's `waitWhileBusy`). A refused port or a wrong query is not busy.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  return busyRefusal(error) !== null;
+}
+
+/** The Postgres code of a busy refusal in `error` (or what it wraps), and its own words; null when not busy. */
+export function busyRefusal(error: unknown): { code: string; reason: string } | null {
+  for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 6; depth++) {
+    const { code, message, cause } = e as Record<string, unknown>;
+    if (typeof code === "string" && BUSY_CODES.test(code)) return { code, reason: String(message ?? "") };
+    e = cause;
+  }
+  return null;
 }
 
 /** What a tool or page says when the database could not be reached; `changes`: the call may have changed something. */

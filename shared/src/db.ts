@@ -5,7 +5,8 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import { noteDatabasePort } from "./db-errors.ts";
+import { busyRefusal, noteDatabasePort } from "./db-errors.ts";
+import type { Logger } from "./logger.ts";
 
 /** Any drizzle Postgres database, whichever driver is behind it. Tables are qualified by their pgSchema. */
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -27,7 +28,16 @@ export interface OpenDatabaseOptions {
   /** The drizzle-kit output folder of the service. */
   migrationsFolder: string;
   applicationName?: string;
+  /**
+   * A process that starts: while Postgres refuses for now (no free connection, starting up), wait and try again, with a
+   * line in this log each time, instead of failing. Other failures (a refused port, a wrong password) still throw.
+   */
+  waitWhileBusy?: Logger;
 }
+
+/** The waits between tries while Postgres is busy at start: doubling from 0.5 s up to 10 s. */
+const BUSY_RETRY_FIRST_MS = 500;
+const BUSY_RETRY_MAX_MS = 10_000;
 
 /** Opens the embedded database: a directory under the data dir, or in memory when `dir` is omitted. */
 export async function openEmbeddedPostgres(dir?: string): Promise<PGlite> {
@@ -62,14 +72,42 @@ export async function openServiceDatabase(
     connection: { application_name: options.applicationName ?? `hatch-${options.schema}` },
   });
   const db = drizzlePostgres({ client: sql });
-  // Several instances of a service may start at once; one applies the migrations, the others wait.
-  const lock = await sql.reserve();
+  const migrate = async () => {
+    // Several instances of a service may start at once; one applies the migrations, the others wait.
+    const lock = await sql.reserve();
+    try {
+      await lock`select pg_advisory_lock(hashtext(${`hatch:migrate:${options.schema}`}))`;
+      await migratePostgres(db, migrationConfig);
+    } finally {
+      await lock`select pg_advisory_unlock(hashtext(${`hatch:migrate:${options.schema}`}))`.catch(() => {});
+      lock.release();
+    }
+  };
   try {
-    await lock`select pg_advisory_lock(hashtext(${`hatch:migrate:${options.schema}`}))`;
-    await migratePostgres(db, migrationConfig);
-  } finally {
-    await lock`select pg_advisory_unlock(hashtext(${`hatch:migrate:${options.schema}`}))`.catch(() => {});
-    lock.release();
+    await retryWhileBusy(migrate, options.waitWhileBusy);
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw error;
   }
   return { db: db as unknown as Database, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
+}
+
+/** Runs `attempt`; while it fails because Postgres is busy and `log` is given, waits (logged) and runs it again. */
+async function retryWhileBusy(attempt: () => Promise<void>, log: Logger | undefined): Promise<void> {
+  let waitMs = BUSY_RETRY_FIRST_MS;
+  const since = Date.now();
+  for (let tries = 1; ; tries++) {
+    try {
+      await attempt();
+      if (tries > 1)
+        log?.info("database ready after waiting", { tries, waitedSeconds: Math.round((Date.now() - since) / 1000) });
+      return;
+    } catch (error) {
+      const busy = busyRefusal(error);
+      if (!log || !busy) throw error;
+      log.warn("waiting for the database", { ...busy, tries, retryInSeconds: waitMs / 1000 });
+      await Bun.sleep(waitMs);
+      waitMs = Math.min(waitMs * 2, BUSY_RETRY_MAX_MS);
+    }
+  }
 }

@@ -89,7 +89,8 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
   });
   database = await openServiceDatabase(
     { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
-    { schema: options.name, migrationsFolder: options.migrationsFolder },
+    // Postgres with no free connection (or starting up) is waited for, with a log line each try, not a crash.
+    { schema: options.name, migrationsFolder: options.migrationsFolder, waitWhileBusy: logger },
   );
   running = await options.start({
     bus,

@@ -3,7 +3,8 @@ import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { createServer } from "node:net";
 import postgres from "postgres";
-import { databaseUnavailableMessage, isDatabaseUnavailable } from "../src/db-errors.ts";
+import { databaseUnavailableMessage, isDatabaseBusy, isDatabaseUnavailable } from "../src/db-errors.ts";
+import { fullPostgres } from "../../test/support/full-postgres.ts";
 
 // The errors are real ones: postgres.js through drizzle against a port where nothing listens, and (with
 // TEST_DATABASE_URL) a wrong query on a real server, which is a bug and must stay one.
@@ -43,6 +44,33 @@ describe("isDatabaseUnavailable", () => {
     const error = await failureOf(process.env.TEST_DATABASE_URL!, sql`select * from no_such_table_anywhere`);
     expect((error as { cause?: { code?: string } }).cause?.code).toBe("42P01");
     expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+
+  test.skipIf(!process.env.TEST_DATABASE_URL)(
+    "a query to a database with no free connection (53300) is unavailable, and busy: worth waiting for",
+    async () => {
+      const full = await fullPostgres(process.env.TEST_DATABASE_URL!, 1);
+      try {
+        await full.fill();
+        const error = await failureOf(full.url);
+        expect((error as { cause?: { code?: string } }).cause?.code).toBe("53300");
+        expect(isDatabaseUnavailable(error)).toBe(true);
+        expect(isDatabaseBusy(error)).toBe(true);
+      } finally {
+        await full.drop();
+      }
+    },
+  );
+
+  test("insufficient resources (class 53) and 'starting up' (57P03) are busy; a closed port or a bug is not", async () => {
+    for (const code of ["53000", "53100", "53200", "53300", "53400", "57P03"]) {
+      const error = Object.assign(new Error("server says no"), { name: "PostgresError", code });
+      expect(isDatabaseUnavailable(error)).toBe(true);
+      expect(isDatabaseBusy(error)).toBe(true);
+    }
+    expect(isDatabaseBusy(await failureOf(`postgres://postgres@127.0.0.1:${closedPort}/none`))).toBe(false);
+    expect(isDatabaseBusy(Object.assign(new Error("bad"), { name: "PostgresError", code: "42P01" }))).toBe(false);
+    expect(isDatabaseBusy(Object.assign(new Error("bad"), { code: "57P01" }))).toBe(false);
   });
 
   test("socket errors count only inside a failed query; Postgres's own shutdown codes always", () => {
