@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq } from "drizzle-orm";
+import type { Browser } from "playwright-core";
 import { appsTable } from "../services/apps/src/db/schema.ts";
+import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { refused } from "./support/orgs.ts";
@@ -32,6 +34,29 @@ export default {
     if (url.pathname === "/api/warn") { console.warn("careful"); return new Response("ok"); }
     if (url.pathname === "/api/boom") throw new Error("kaboom");
     return new Response("no route", { status: 404 });
+  },
+};`;
+// Hatch's cookies written the ways a browser still reads as theirs: a space or tab around the name, any case, a
+// __Secure-/__Host- prefix, a nameless cookie whose value is sent back as "hatch_viewer=…", the gateway's names.
+const HATCH_COOKIES = [
+  "hatch_viewer =forged; Path=/",
+  "hatch_viewer\t=forged; Path=/",
+  " \thatch_viewer= forged; Path=/",
+  "HATCH_VIEWER=forged; Path=/",
+  "Hatch_Viewer =forged; Path=/api",
+  "__Secure-hatch_viewer=forged; Path=/; Secure",
+  "=hatch_viewer=forged; Path=/",
+  "hatch_session=forged; Path=/",
+  "hatch_csrf\t=forged; Path=/",
+];
+const APP_COOKIES = ["theme=dark; Path=/", "cart =3; Path=/", "hatchling=yes; Path=/"];
+const COOKIE_SERVER = `
+export default {
+  async fetch(request) {
+    if (new URL(request.url).pathname === "/api/echo") return new Response(request.headers.get("cookie") ?? "");
+    const headers = new Headers({ "content-type": "text/plain" });
+    for (const line of ${JSON.stringify([...HATCH_COOKIES, ...APP_COOKIES])}) headers.append("set-cookie", line);
+    return new Response("cookies", { headers });
   },
 };`;
 const FILES = (server = SERVER) => [
@@ -159,6 +184,55 @@ for (const mode of MODES) {
       const none = await owner.callTool({ name: "tool_logs", arguments: { address: quiet.address } });
       expect(textOf(none)).toContain("console.log");
       expect(apps.host.flushLogs).toBeFunction();
+    });
+
+    describe("cookies server code sets", () => {
+      let cookieOrigin = "";
+      beforeAll(async () => {
+        const done = await callOk<{ address: string }>(owner, "publish", {
+          name: `Cookies ${mode}`,
+          visibility: "private",
+          files: FILES(COOKIE_SERVER),
+        });
+        await apps.context.db
+          .update(appsTable)
+          .set({ visibility: "public" })
+          .where(eq(appsTable.address, done.address));
+        apps.host.invalidate(done.address);
+        cookieOrigin = hatch.appHostUrl.replace("//", `//${done.address}.`);
+      });
+
+      test("no Hatch cookie leaves in any spelling a browser reads as one; the app's own cookies do", async () => {
+        const response = await fetch(`${cookieOrigin}/api/set`);
+        expect(await response.text()).toBe("cookies");
+        expect(response.headers.getSetCookie()).toEqual(APP_COOKIES);
+      });
+
+      test("server code reads none of Hatch's cookies the browser sends, only the app's", async () => {
+        const cookie = "theme=dark; hatch_viewer=v; HATCH_SESSION=s; __Host-hatch_viewer=h; hatchling=yes";
+        const echoed = await fetch(`${cookieOrigin}/api/echo`, { headers: { cookie } });
+        expect(await echoed.text()).toBe("theme=dark; hatchling=yes");
+      });
+
+      describe.skipIf(!hasChromium)("in headless Chromium", () => {
+        let browser: Browser;
+        beforeAll(async () => {
+          browser = await launchChromium();
+        }, 60_000);
+        afterAll(async () => {
+          await browser?.close();
+        });
+
+        test("the browser keeps only the app's cookies", async () => {
+          const context = await browser.newContext();
+          const page = await context.newPage();
+          await page.goto(`${cookieOrigin}/api/set`);
+          expect(await page.locator("body").innerText()).toBe("cookies");
+          const kept = await context.cookies(`${cookieOrigin}/api/set`);
+          expect(kept.map((c) => `${c.name}=${c.value}`).sort()).toEqual(["cart=3", "hatchling=yes", "theme=dark"]);
+          await context.close();
+        });
+      });
     });
   });
 }

@@ -164,6 +164,7 @@ export {
   InvitationPreviewSchema,
   InvitationTokenInputSchema,
   MailOutboxSchema,
+  AiResetSchema,
   OwnedAppSchema,
   OwnedAppsListInputSchema,
   OwnedAppsMoveInputSchema,
@@ -176,6 +177,7 @@ export {
 } from "./internal-rpc.ts";
 export type {
   AiKeyPage,
+  AiReset,
   AppLookup,
   DashboardApp,
   HostResolved,

@@ -8,10 +8,30 @@ import { AI_KEY_SCOPES, ORG_ROLES, VisibilitySchema } from "./contracts/common.t
 /** apps `owned.list`: the apps `userId` owns in `accountId`. The caller's ctx must be a manager of that account. */
 export const OwnedAppsListInputSchema = z.object({ accountId: z.string().min(1), userId: z.string().min(1) });
 export const OwnedAppSchema = z.object({ address: z.string(), name: z.string() });
-export const OwnedAppsSchema = z.object({ apps: z.array(OwnedAppSchema) });
+/**
+ * An app whose AI calls a person's own key (tool_ai `mine`) stopped paying for, in the change that answers it: its
+ * owner changed to someone else than that person (`moved`), or that person left the account. `now`: who pays now, the
+ * organization's key when it has one, else nobody (AI calls are refused). `owner`: who owns it after the change.
+ */
+export const AiResetSchema = z.object({
+  address: z.string(),
+  name: z.string(),
+  owner: z.object({ email: z.string(), name: z.string() }),
+  moved: z.boolean(),
+  now: z.enum(["company", "none"]),
+});
+export type AiReset = z.infer<typeof AiResetSchema>;
+export const OwnedAppsSchema = z.object({
+  apps: z.array(OwnedAppSchema),
+  /** owned.move only: the apps whose `mine` choice it reset (absent from an apps service that predates it). */
+  aiReset: z.array(AiResetSchema).optional(),
+});
 export type OwnedApps = z.infer<typeof OwnedAppsSchema>;
 
-/** apps `owned.move`: every app `fromUserId` owns in `accountId` goes to `to` (a member, as orgs vouches). */
+/**
+ * apps `owned.move`, when `fromUserId` leaves `accountId`: every app they own there goes to `to` (a member, as orgs
+ * vouches), and their own AI key stops paying for any app of the account (the reply's `aiReset`).
+ */
 export const OwnedAppsMoveInputSchema = z.object({
   accountId: z.string().min(1),
   fromUserId: z.string().min(1),

@@ -1,5 +1,6 @@
 import {
   buildQuestion,
+  type AiReset,
   callRpc,
   consumeConfirm,
   OwnedAppsSchema,
@@ -17,6 +18,8 @@ import { contextFor, recordOrgEvent, type OrgsContext } from "./context.ts";
 import { findPersonIn, returnToPersonalAccount } from "./db/accounts.ts";
 import { listMembers, memberOut, type MemberView, type OrgCaller } from "./db/members.ts";
 import { confirmUses, members } from "./db/schema.ts";
+import { aiNowWords, aiResetMail } from "./mail/ai-reset-mail.ts";
+import type { MailToQueue } from "./mail/mailer.ts";
 import { canManage } from "./roles.ts";
 
 type Input = ToolInput<typeof org_member_update>;
@@ -128,6 +131,7 @@ export async function removeMember(
     OwnedAppsSchema,
     rpc,
   );
+  const { resets, mails } = aiResetNotices(orgs, me, target, moved.aiReset ?? []);
   await orgs.db.transaction(async (tx) => {
     await consumeConfirm(tx, confirmUses, call.confirmation!);
     await findPersonIn(tx, target.userId);
@@ -151,13 +155,44 @@ export async function removeMember(
       },
       affectedUsers: [target.userId],
     });
+    if (mails.length) await orgs.mailer.queue(tx, mails);
   });
+  if (mails.length) void orgs.mailer.kick();
   return {
     text:
       `Removed ${target.email} from ${me.accountName}; they lose access on their next call.` +
       (moved.apps.length
         ? ` Their apps now belong to ${recipient.email}: ${appList(moved.apps)}.`
-        : " They owned no apps here."),
+        : " They owned no apps here.") +
+      resets,
     data: { status: "removed", member: null, appsToMove: moved.apps, appsRecipient: recipient.email },
   };
+}
+
+/**
+ * A person's own AI key that stopped paying for apps (the removed member's, or anyone's on an app that changed owner):
+ * the caller reads it in the answer, every other owner of such an app gets one mail, queued with the removal.
+ */
+function aiResetNotices(
+  orgs: OrgsContext,
+  me: OrgCaller,
+  target: MemberView,
+  reset: AiReset[],
+): { resets: string; mails: MailToQueue[] } {
+  if (reset.length === 0) return { resets: "", mails: [] };
+  const byOwner = Map.groupBy(reset, (app) => app.owner.email.toLowerCase());
+  byOwner.delete(me.email.toLowerCase());
+  const mails = [...byOwner].map(([to, apps]) =>
+    aiResetMail({
+      to,
+      orgName: me.accountName,
+      remover: { name: me.name, email: me.email },
+      removed: { name: target.name, email: target.email },
+      apps,
+      baseUrl: orgs.config.baseUrl,
+    }),
+  );
+  const told = mails.length ? ` (mailed to ${mails.map((m) => m.to).join(", ")})` : "";
+  const list = reset.map((app) => `${app.address}: ${aiNowWords(app.now)}`).join("; ");
+  return { resets: ` A person's own AI key no longer pays for: ${list}${told}.`, mails };
 }

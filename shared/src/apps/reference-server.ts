@@ -40,6 +40,8 @@ ${SERVER_CODE_EXAMPLE}
   \`setTimeout\`/\`setInterval\` (cleared when the request ends), \`console\`. Bodies are whole (no streams,
   no \`formData\`). There is no \`fetch\` (call APIs with \`env.api\`), no \`process\`, \`require\`, file system
   or environment variables.
+- **Cookies** whose names start with \`hatch_\` (any case) are Hatch's: the request carries none, and a
+  \`Set-Cookie\` that sets one is dropped. Other cookies pass both ways.
 
 ### env
 

@@ -34,6 +34,32 @@ export function viewerCookieName(config: Pick<AppsConfig, "appsProtocol">): stri
   return config.appsProtocol === "https:" ? "__Host-hatch_viewer" : "hatch_viewer";
 }
 
+/**
+ * Hatch's own cookie names, kept from apps in both directions: the viewer cookie here, and the gateway's session,
+ * CSRF and notice cookies (another site in production, but not always in development). Any case, with or without a
+ * `__Secure-`/`__Host-` prefix: server code may neither set one nor read one.
+ */
+const HATCH_COOKIE_NAME = /^(?:__(?:secure|host)-)?hatch_/i;
+
+export const isHatchCookieName = (name: string): boolean => HATCH_COOKIE_NAME.test(name);
+
+/**
+ * The name a browser gives the cookie of a Set-Cookie line (RFC 6265bis 5.6): the text before the first `=` of the
+ * part before the first `;`, spaces and tabs trimmed. A nameless cookie (`=a=b`, or no `=` at all) is sent back as
+ * its bare value, so what counts then is the name that value reads as.
+ */
+export function setCookieName(line: string): string {
+  const pair = line.split(";", 1)[0] ?? "";
+  const eq = pair.indexOf("=");
+  const name = eq < 0 ? "" : trimWsp(pair.slice(0, eq));
+  if (name) return name;
+  const value = trimWsp(eq < 0 ? pair : pair.slice(eq + 1));
+  const inner = value.indexOf("=");
+  return trimWsp(inner < 0 ? value : value.slice(0, inner));
+}
+
+const trimWsp = (text: string) => text.replace(/^[ \t]+|[ \t]+$/g, "");
+
 export function viewerCookie(
   key: Buffer,
   config: Pick<AppsConfig, "appsProtocol">,

@@ -6,11 +6,11 @@ import {
   type CallContext,
   type OwnedApps,
 } from "@hatch/shared";
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
-import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
+import { changeOwner, ownerChangeColumns, stopOwnKeyIn } from "../owner-change.ts";
 
 const MANAGERS = ["owner", "admin", "manager"];
 
@@ -35,52 +35,30 @@ export function listOwnedRpc(apps: AppsContext) {
   });
 }
 
-/** Moves every app the person owns in the account to another member, in one transaction, with an event each. */
+/**
+ * The person leaves the account: every app they own there moves to another member (changeOwner) and their own AI key
+ * stops paying for any app of it, in one transaction, with an event each.
+ */
 export function moveOwnedRpc(apps: AppsContext) {
   return bindRpc(
     OwnedAppsMoveInputSchema,
     async ({ ctx, input }): Promise<OwnedApps> => {
       const caller = requireManagerOf(ctx, input.accountId);
-      const moved = await apps.db.transaction(async (tx) => {
+      const done = await apps.db.transaction(async (tx) => {
         const owned = await tx
-          .select({
-            id: appsTable.id,
-            address: appsTable.address,
-            name: appsTable.name,
-            accountId: appsTable.accountId,
-            ownerEmail: appsTable.ownerEmail,
-          })
+          .select(ownerChangeColumns)
           .from(appsTable)
           .where(and(eq(appsTable.accountId, input.accountId), eq(appsTable.ownerId, input.fromUserId)))
           .orderBy(asc(appsTable.name), asc(appsTable.address))
           .for("update");
-        if (owned.length === 0) return { apps: [] };
-        await tx
-          .update(appsTable)
-          .set({
-            ownerId: input.to.userId,
-            ownerEmail: input.to.email,
-            ownerName: input.to.name,
-            updatedAt: new Date(),
-          })
-          .where(
-            inArray(
-              appsTable.id,
-              owned.map((a) => a.id),
-            ),
-          );
-        for (const app of owned) {
-          await appEvent(tx, caller, "moved", app, {
-            from: app.ownerEmail,
-            to: input.to.email,
-            summary: `from ${app.ownerEmail} to ${input.to.email}`,
-          });
-        }
-        return { apps: owned.map((a) => ({ address: a.address, name: a.name })) };
+        const moved = await changeOwner(tx, caller, owned, input.to);
+        const left = await stopOwnKeyIn(tx, caller, input.accountId, input.fromUserId);
+        return { apps: owned.map((a) => ({ address: a.address, name: a.name })), aiReset: [...moved, ...left] };
       });
-      // Who may open a private app changed with its owner.
-      for (const app of moved.apps) announceAppChanged(apps, app.address);
-      return moved;
+      // Who may open a private app changed with its owner, and app hosts keep the AI choice with the cached app.
+      for (const address of new Set([...done.apps, ...done.aiReset].map((a) => a.address)))
+        announceAppChanged(apps, address);
+      return done;
     },
     { writes: true },
   );

@@ -2,7 +2,7 @@ import { SERVER_LIMITS, formatBytes, type Logger } from "@hatch/shared";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { isOwnOrigin, DataError, json, type DataCaller } from "../data/access.ts";
-import { viewerCookieName } from "../host/access.ts";
+import { isHatchCookieName, setCookieName } from "../host/access.ts";
 import type { HatchRouteDeps } from "../host/hatch-routes.ts";
 import type { Site } from "../host/site.ts";
 import { hostCall } from "./env-host.ts";
@@ -62,7 +62,6 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
   );
   const logs = new AppLogWriter(ctx.db, log, { flushMs: options.logFlushMs });
   const sources = new Map<string, string>();
-  const cookieName = viewerCookieName(ctx.config);
 
   async function loadSource(file: NonNullable<Site["server"]>): Promise<string> {
     const known = sources.get(file.sha256);
@@ -90,7 +89,7 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
       request: {
         method: request.method,
         url: origin + url.pathname + url.search,
-        headers: requestHeaders(request, cookieName),
+        headers: requestHeaders(request),
         body,
         viewer: viewer ? { email: viewer.email, name: viewer.name ?? null } : null,
       },
@@ -205,12 +204,12 @@ function fromOwnOrigin(request: Request, origin: string): boolean {
   );
 }
 
-/** The request's headers for the app, names lower-case, without Hatch's own viewer cookie. */
-function requestHeaders(request: Request, cookieName: string): [string, string][] {
+/** The request's headers for the app, names lower-case, without Hatch's own cookies. */
+function requestHeaders(request: Request): [string, string][] {
   const headers: [string, string][] = [];
   request.headers.forEach((value, name) => {
     if (name === "cookie") {
-      const kept = value.split(/;\s*/).filter((pair) => pair && !pair.startsWith(`${cookieName}=`));
+      const kept = value.split(/;\s*/).filter((pair) => pair && !isHatchCookieName(setCookieName(pair)));
       if (kept.length) headers.push([name, kept.join("; ")]);
     } else headers.push([name, value]);
   });
@@ -221,7 +220,8 @@ function toResponse(reply: SandboxReply, method: string): Response {
   const headers = new Headers();
   for (const [name, value] of reply.headers) {
     if (HOP_BY_HOP.has(name)) continue;
-    if (name === "set-cookie" && /^\s*(__Host-)?hatch_viewer=/i.test(value)) continue;
+    // The browser reads the name trimmed: "hatch_viewer =x" sets hatch_viewer. No spelling of a Hatch cookie passes.
+    if (name === "set-cookie" && isHatchCookieName(setCookieName(value))) continue;
     headers.append(name, value);
   }
   if (!headers.has("x-content-type-options")) headers.set("x-content-type-options", "nosniff");
