@@ -85,6 +85,8 @@ for (const mode of MODES) {
         expect(annPage).not.toContain(new URL(benInvite).pathname);
         expect(annPage).not.toContain(new URL(benVerify).searchParams.get("token")!);
 
+        // Ben verifies his email first (an unverified account sees only its verification mail, below).
+        expect((await benJar.fetch(benVerify)).status).toBe(200);
         const benPage = await (await benJar.fetch(`${dev.baseUrl}/dev/outbox`)).text();
         expect(benPage).toContain(`href="${benInvite}"`);
         expect(benPage).toContain("Outbox Owner invited you to Outbox Co");
@@ -95,6 +97,37 @@ for (const mode of MODES) {
           (error: unknown) => error,
         );
         expect(isToolError(bare) && bare.code).toBe("forbidden");
+        await ai.close();
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    test(
+      "an unverified account sees only its verification mail, not the invitations to its address",
+      async () => {
+        // Issue 23 item 6: anyone can sign up with an address they do not own; until they open the
+        // verification link, the outbox must not hand them the invitations mailed to it.
+        const victim = `vic-${mode}-${process.pid}@example.com`;
+        const owner = await userWithToken(dev, { name: "Inviting Owner" });
+        const ai = await connectClient(dev, owner.accessToken);
+        await callOk(ai, "org_setup", { action: "create", name: "Invite Co" });
+        await callOk(ai, "org_invite", { emails: [victim] });
+        const invite = await invitationLink(dev, victim);
+
+        const squatter = await signUp(dev, victim, "Squatter");
+        const verify = await verificationLink(dev, victim);
+        const before = await (await squatter.fetch(`${dev.baseUrl}/dev/outbox`)).text();
+        expect(before).toContain(verify.replaceAll("&", "&amp;"));
+        expect(before).toContain("Verify your email for Hatch");
+        expect(before).not.toContain(new URL(invite).pathname);
+        expect(before).not.toContain("invited you to Invite Co");
+        expect(before).toContain("Only the verification mail");
+
+        // Once the address is proven, the invitation to it is theirs to see.
+        expect((await squatter.fetch(verify)).status).toBe(200);
+        const after = await (await squatter.fetch(`${dev.baseUrl}/dev/outbox`)).text();
+        expect(after).toContain(`href="${invite}"`);
+        expect(after).toContain("invited you to Invite Co");
         await ai.close();
       },
       TEST_TIMEOUT_MS,

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeJson, deriveKey, encodeJson, signContext, TOOL_CONTRACTS } from "@hatch/shared";
 import { ORGS_VERSION } from "@hatch/orgs";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_BODY_BYTES } from "../gateway/src/mcp/endpoint.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
@@ -255,6 +256,44 @@ for (const mode of MODES) {
       expect(ended.status).toBe(200);
       const after = await fetch(hatch.mcpUrl, { method: "POST", headers: own, body: list });
       expect(after.status).toBe(404);
+    });
+
+    test("a session answers only the grant that opened it: another token of the same user is refused", async () => {
+      // Issue 23 item 10: a read-only token must not drive a session opened with full access, nor the other way round.
+      const full = await hatch.gateway.auth.issueTokenForScript({ email: alice.email });
+      const readOnly = await hatch.gateway.auth.issueTokenForScript({ email: alice.email, readOnly: true });
+      /** The SDK's client whose bearer token can be swapped mid-session (the session id stays). */
+      const clientWith = async (token: string) => {
+        const bearer = { token };
+        const transport = new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), {
+          fetch: (url, init) => {
+            const headers = new Headers(init?.headers);
+            headers.set("authorization", `Bearer ${bearer.token}`);
+            return fetch(url, { ...init, headers });
+          },
+        });
+        const sdk = new Client({ name: "claude-code", version: "2.0.0" }, { capabilities: {} });
+        await sdk.connect(transport);
+        return { sdk, bearer, transport };
+      };
+
+      for (const [opener, other] of [
+        [full, readOnly],
+        [readOnly, full],
+      ] as const) {
+        const { sdk, bearer, transport } = await clientWith(opener.accessToken);
+        expect((await sdk.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
+        bearer.token = other.accessToken;
+        const refused = await sdk.callTool({ name: "whoami", arguments: {} }).catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(StreamableHTTPError);
+        expect((refused as StreamableHTTPError).code).toBe(404);
+        expect(String(refused)).toContain("Session not found");
+        // The opener's own token still drives it.
+        bearer.token = opener.accessToken;
+        expect((await sdk.callTool({ name: "whoami", arguments: {} })).isError).toBeFalsy();
+        await transport.terminateSession();
+        await sdk.close();
+      }
     });
 
     test("healthz is 200 while every service answers", async () => {

@@ -4,6 +4,8 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { Browser, MemoryOAuthProvider } from "../gateway/test/oauth-harness.ts";
+import { oauthClients } from "../gateway/src/db/schema.ts";
+import { LIMITS } from "../gateway/src/auth/throttle.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -131,6 +133,162 @@ for (const mode of MODES) {
       expect(change.isError).toBe(true);
       expect(textOf(change)).toContain("read-only");
       await client.close();
+    });
+  });
+}
+
+// Issue 23 item 9: a client id that is a URL makes the gateway fetch a stranger's document. Fetches are limited per
+// requester address and per document host, a document is kept only as long as its HTTP caching allows, and its client
+// row is written only when someone approves it.
+
+/** Documents that name their own URL as client_id; `?cache=` and `?age=` set those headers. Hits counted. */
+function documentServer(hostname: string) {
+  const hits: string[] = [];
+  const server: ReturnType<typeof Bun.serve> = Bun.serve({
+    port: 0,
+    hostname,
+    fetch(request): Response {
+      const url = new URL(request.url);
+      hits.push(url.pathname + url.search);
+      const headers: Record<string, string> = {};
+      const cache = url.searchParams.get("cache");
+      if (cache) headers["cache-control"] = cache;
+      const age = url.searchParams.get("age");
+      if (age) headers.age = age;
+      const document = {
+        client_id: `http://${hostname}:${server.port}${url.pathname}${url.search}`,
+        client_name: "Document Client",
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: "none",
+      };
+      return Response.json(document, { headers });
+    },
+  });
+  return {
+    hits,
+    url: (path: string) => `http://${hostname}:${server.port}${path}`,
+    stop: () => server.stop(true),
+  };
+}
+
+function authorizeQuery(hatch: TestHatch, clientId: string): string {
+  const query = new URLSearchParams({
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    code_challenge_method: "S256",
+    state: "st",
+    resource: hatch.mcpUrl,
+  });
+  return `/oauth/authorize?${query}`;
+}
+
+for (const mode of MODES) {
+  describe(`Client ID Metadata Documents: fetch limits, HTTP caching, rows at consent (${mode})`, () => {
+    let hatch: TestHatch;
+    let docs: ReturnType<typeof documentServer>;
+    let otherHost: ReturnType<typeof documentServer>;
+    const perSource = LIMITS.metadataFetchPerSource.count;
+    const perHost = LIMITS.metadataFetchPerHost.count;
+
+    beforeAll(async () => {
+      // Plain http on loopback needs the unsafe mode; trustProxy lets each request name its address (X-Forwarded-For).
+      hatch = await startTestHatch(mode, { gatewayConfig: { allowInsecureClientMetadata: true, trustProxy: true } });
+      docs = documentServer("127.0.0.1");
+      otherHost = documentServer("127.0.0.2");
+    }, 60_000);
+    afterAll(async () => {
+      docs?.stop();
+      otherHost?.stop();
+      await hatch?.stop();
+    });
+
+    const open = (clientId: string, from: string) =>
+      fetch(`${hatch.baseUrl}${authorizeQuery(hatch, clientId)}`, {
+        redirect: "manual",
+        headers: { "x-forwarded-for": from },
+      });
+    const metadataRows = async () =>
+      (await hatch.gatewayDb.select().from(oauthClients)).filter((row) => row.registration === "metadata");
+
+    test("40 anonymous authorize requests from one address fetch at most its budget and write no client rows", async () => {
+      const from = "203.0.113.40";
+      const statuses: number[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 40; i++) {
+        const response = await open(docs.url(`/client.json?n=${i}`), from);
+        statuses.push(response.status);
+        if (response.status === 429) refused ??= response;
+        else await response.text();
+      }
+      // Each valid document sends the anonymous visitor to sign in; past the budget, a clear refusal instead.
+      expect(statuses.slice(0, perSource)).toEqual(Array(perSource).fill(303));
+      expect(statuses.slice(perSource)).toEqual(Array(40 - perSource).fill(429));
+      expect(docs.hits.filter((h) => h.startsWith("/client.json"))).toHaveLength(perSource);
+      expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(await refused!.text()).toContain(`from your network (${perSource} an hour)`);
+      expect(await metadataRows()).toEqual([]);
+
+      // The budget is the address's: another address is served.
+      const other = await open(docs.url("/client.json?n=other"), "203.0.113.41");
+      expect(other.status).toBe(303);
+      expect(docs.hits.filter((h) => h.startsWith("/client.json"))).toHaveLength(perSource + 1);
+    });
+
+    test("one host's documents are fetched at most its budget an hour, whoever asks", async () => {
+      for (let i = 0; i < perHost; i++) {
+        const from = `198.51.100.${10 + Math.floor(i / perSource)}`;
+        const response = await open(otherHost.url(`/spread.json?n=${i}`), from);
+        expect(response.status).toBe(303);
+      }
+      expect(otherHost.hits).toHaveLength(perHost);
+      const fresh = "198.51.100.200";
+      const refused = await open(otherHost.url("/spread.json?n=last"), fresh);
+      expect(refused.status).toBe(429);
+      expect(await refused.text()).toContain("127.0.0.2");
+      expect(otherHost.hits).toHaveLength(perHost);
+      // The same fresh address still reaches another host.
+      expect((await open(docs.url("/elsewhere.json"), fresh)).status).toBe(303);
+    });
+
+    test("a document is kept as long as its Cache-Control says, and not at all with no-store", async () => {
+      const from = "192.0.2.77";
+      const hitsOf = (path: string) => docs.hits.filter((h) => h.startsWith(path)).length;
+      const thrice = async (clientId: string) => {
+        for (let i = 0; i < 3; i++) expect((await open(clientId, from)).status).toBe(303);
+      };
+      await thrice(docs.url(`/cached.json?cache=${encodeURIComponent("public, max-age=600")}`));
+      expect(hitsOf("/cached.json")).toBe(1);
+      await thrice(docs.url("/no-store.json?cache=no-store"));
+      expect(hitsOf("/no-store.json")).toBe(3);
+      await thrice(docs.url("/no-cache.json?cache=no-cache"));
+      expect(hitsOf("/no-cache.json")).toBe(3);
+      // Already as old as its max-age when it arrives (Age): stale at once.
+      await thrice(docs.url(`/stale.json?cache=${encodeURIComponent("max-age=600")}&age=600`));
+      expect(hitsOf("/stale.json")).toBe(3);
+    });
+
+    test("the client row is written when a signed-in person approves, not when the page is shown", async () => {
+      const browser = new Browser(
+        (path, init) => fetch(`${hatch.baseUrl}${path}`, { ...init, redirect: "manual" }),
+        "192.0.2.90",
+      );
+      expect((await browser.signUp(`cimd-${mode}@example.com`)).status).toBe(303);
+      const clientId = docs.url(`/approved.json?cache=${encodeURIComponent("max-age=600")}`);
+      const path = authorizeQuery(hatch, clientId);
+      const page = await browser.get(path);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("Document Client");
+      expect(await metadataRows()).toEqual([]);
+
+      const approved = await browser.submit(path, "/oauth/authorize", { decision: "write" });
+      expect(approved.status).toBe(303);
+      expect(new URL(approved.headers.get("location")!).searchParams.get("code")).toBeTruthy();
+      const rows = await metadataRows();
+      expect(rows.map((r) => [r.clientId, r.name, r.redirectUris])).toEqual([
+        [clientId, "Document Client", [REDIRECT]],
+      ]);
     });
   });
 }

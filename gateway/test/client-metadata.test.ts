@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isSpecialPurposeAddress } from "@hatch/shared";
+import { DEFAULT_FRESH_MS, freshForMs, MAX_FRESH_MS } from "../src/auth/client-documents.ts";
 import { gatewayConfig, loadGatewayConfig } from "../src/config.ts";
 import { authorizePath, createHarness, type Harness } from "./oauth-harness.ts";
 import { pkcePair } from "./support.ts";
@@ -241,6 +242,51 @@ describe("DNS rebinding: the checked address is the one connected to", () => {
       await h.close();
     }
   });
+});
+
+describe("how long a fetched document is kept (its HTTP caching)", () => {
+  const NOW = Date.parse("2026-01-01T12:00:00Z");
+  test.each([
+    [{}, DEFAULT_FRESH_MS],
+    [{ "cache-control": "max-age=60" }, 60_000],
+    [{ "cache-control": "public, max-age=60, s-maxage=10" }, 10_000],
+    [{ "cache-control": 'max-age="60"' }, 60_000],
+    [{ "cache-control": "max-age=60", age: "45" }, 15_000],
+    [{ "cache-control": "max-age=60", age: "90" }, 0],
+    [{ "cache-control": "max-age=soon" }, 0],
+    [{ "cache-control": "max-age=600, no-store" }, 0],
+    [{ "cache-control": "No-Cache" }, 0],
+    [{ "cache-control": "max-age=31536000" }, MAX_FRESH_MS],
+    [{ expires: "Thu, 01 Jan 2026 12:10:00 GMT", date: "Thu, 01 Jan 2026 12:00:00 GMT" }, 600_000],
+    [{ expires: "Thu, 01 Jan 2026 12:01:00 GMT" }, 60_000],
+    [{ expires: "0" }, 0],
+    [{ "cache-control": "max-age=30", expires: "Thu, 01 Jan 2026 13:00:00 GMT" }, 30_000],
+  ])("%j: %d ms", (headers, ms) => {
+    expect(freshForMs(new Headers(headers as Record<string, string>), NOW)).toBe(ms);
+  });
+
+  test("a cached document is fetched again once its max-age has passed, on this copy's clock", async () => {
+    let fetches = 0;
+    const h = await createHarness({
+      fetchClientMetadata: (async (url: string | URL | Request) => {
+        fetches++;
+        return Response.json(DOCUMENT(String(url)), { headers: { "cache-control": "max-age=60" } });
+      }) as typeof fetch,
+    });
+    try {
+      const browser = await signedIn(h);
+      const path = authorizePath("http://docs.example.test/client.json", pkcePair().challenge);
+      expect((await browser.get(path)).status).toBe(200);
+      h.clock.now += 59_000;
+      expect((await browser.get(path)).status).toBe(200);
+      expect(fetches).toBe(1);
+      h.clock.now += 2_000;
+      expect((await browser.get(path)).status).toBe(200);
+      expect(fetches).toBe(2);
+    } finally {
+      await h.close();
+    }
+  }, 30_000);
 });
 
 describe("the unsafe mode is an explicit setting", () => {

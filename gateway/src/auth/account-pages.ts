@@ -32,10 +32,10 @@ export async function readForm(
   return csrfValid(ctx, request, state, params.get("csrf")) ? { params, state } : { refused: csrfRefused(state) };
 }
 
-export async function showSignUp(ctx: AuthContext, request: Request): Promise<Response> {
+export async function showSignUp(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const state = await readBrowserState(ctx, request);
   const next = nextOf(ctx, request);
-  const client = await pendingClient(ctx, next);
+  const client = await pendingClient(ctx, next, source);
   return htmlResponse(signUpPage(state, { next, client }), { headers: cookieHeaders(state.setCookies) });
 }
 
@@ -51,7 +51,7 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
     password: params.get("password") ?? "",
   };
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
-  const shown = { next, client: await pendingClient(ctx, next), email: fields.email, name: fields.name };
+  const shown = { next, client: await pendingClient(ctx, next, source), email: fields.email, name: fields.name };
   const wait = await ctx.throttles.signUpSource.take(source);
   if (wait > 0) {
     ctx.logger.warn("sign-up throttled");
@@ -74,13 +74,13 @@ export async function submitSignUp(ctx: AuthContext, request: Request, source: s
   }
 }
 
-export async function showSignIn(ctx: AuthContext, request: Request): Promise<Response> {
+export async function showSignIn(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const state = await readBrowserState(ctx, request);
   const url = new URL(request.url);
   const next = nextOf(ctx, request);
   if (state.user) return redirect(next);
   const email = url.searchParams.get("email")?.slice(0, 320) ?? undefined;
-  const client = await pendingClient(ctx, next);
+  const client = await pendingClient(ctx, next, source);
   return htmlResponse(signInPage(state, { next, client, email }), { headers: cookieHeaders(state.setCookies) });
 }
 
@@ -95,7 +95,7 @@ export async function submitSignIn(ctx: AuthContext, request: Request, source: s
   const { params, state } = form;
   const email = (params.get("email") ?? "").trim();
   const next = safeNext(params.get("next"), ctx.config.baseUrl);
-  const client = await pendingClient(ctx, next);
+  const client = await pendingClient(ctx, next, source);
   const problem = formEmailProblem(email);
   if (problem) return htmlResponse(signInPage(state, { next, client, email, error: problem }), { status: 400 });
   const key = email.toLowerCase();

@@ -16,8 +16,11 @@ export interface AuthorizeRequest {
 }
 
 export type AuthorizeCheck =
-  /** Client or redirect URI cannot be trusted: show an error page, never redirect (open-redirect protection). */
-  | { kind: "page"; message: string }
+  /**
+   * Client or redirect URI cannot be trusted: show an error page, never redirect (open-redirect protection).
+   * `retryAfter` (seconds): the client's metadata document was not fetched because a fetch budget is spent.
+   */
+  | { kind: "page"; message: string; retryAfter?: number }
   /** Everything else goes back to the client's redirect URI (RFC 6749 §4.1.2.1). */
   | { kind: "redirect"; redirectUri: string; state: string | undefined; error: string; description: string }
   | { kind: "ok"; request: AuthorizeRequest };
@@ -25,11 +28,12 @@ export type AuthorizeCheck =
 async function checkClient(
   ctx: AuthContext,
   params: Params,
-): Promise<{ client: ClientRecord; redirectUri: string } | { message: string }> {
+  source: string,
+): Promise<{ client: ClientRecord; redirectUri: string } | { message: string; retryAfter?: number }> {
   const clientId = params.get("client_id");
   if (!clientId) return { message: "The application did not say who it is (client_id is missing)." };
-  const found = await resolveClient(ctx, clientId);
-  if (!found.ok) return { message: found.reason };
+  const found = await resolveClient(ctx, clientId, source);
+  if (!found.ok) return { message: found.reason, retryAfter: found.retryAfter };
   if (found.client.registration === "builtin") return { message: "This client cannot sign in through the browser." };
   const asked = params.get("redirect_uri");
   const only = found.client.redirectUris.length === 1 ? found.client.redirectUris[0] : undefined;
@@ -46,9 +50,10 @@ function requestedScope(raw: string | undefined): GrantScope {
   return asked.has("read") && !asked.has("write") ? "read" : "write";
 }
 
-export async function checkAuthorizeRequest(ctx: AuthContext, params: Params): Promise<AuthorizeCheck> {
-  const trusted = await checkClient(ctx, params);
-  if ("message" in trusted) return { kind: "page", message: trusted.message };
+/** Checks an authorization request made from `source` (the requester's address key: metadata fetches count on it). */
+export async function checkAuthorizeRequest(ctx: AuthContext, params: Params, source: string): Promise<AuthorizeCheck> {
+  const trusted = await checkClient(ctx, params, source);
+  if ("message" in trusted) return { kind: "page", message: trusted.message, retryAfter: trusted.retryAfter };
   const state = params.get("state");
   const fail = (error: string, description: string): AuthorizeCheck => ({
     kind: "redirect",

@@ -1,5 +1,6 @@
 import { htmlResponse } from "../pages/layout.ts";
-import { checkAuthorizeRequest, redirectWith } from "./authorize-request.ts";
+import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./authorize-request.ts";
+import { saveMetadataClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
 import { createGrant, issueCode } from "./grants.ts";
 import { queryParams, readParams, redirect, type Params } from "./http.ts";
@@ -32,17 +33,21 @@ function withCookies(state: BrowserState): [string, string][] {
   return state.setCookies.map((c) => ["Set-Cookie", c]);
 }
 
-/** GET /oauth/authorize: validate, then sign-in or the consent page. */
-export async function showAuthorize(ctx: AuthContext, request: Request): Promise<Response> {
+/** The page for a request that cannot go back to the client: 400, or 429 when a metadata fetch budget is spent. */
+function refusedPage(state: BrowserState, check: Extract<AuthorizeCheck, { kind: "page" }>): Response {
+  const headers = withCookies(state);
+  if (check.retryAfter === undefined)
+    return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), { status: 400, headers });
+  headers.push(["Retry-After", String(check.retryAfter)]);
+  return htmlResponse(errorPage(state, "Try again later", check.message), { status: 429, headers });
+}
+
+/** GET /oauth/authorize: validate, then sign-in or the consent page. `source`: the requester's address key. */
+export async function showAuthorize(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const params = queryParams(new URL(request.url));
-  const check = await checkAuthorizeRequest(ctx, params);
+  const check = await checkAuthorizeRequest(ctx, params, source);
   const state = await readBrowserState(ctx, request);
-  if (check.kind === "page") {
-    return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), {
-      status: 400,
-      headers: withCookies(state),
-    });
-  }
+  if (check.kind === "page") return refusedPage(state, check);
   if (check.kind === "redirect") {
     return redirect(
       redirectWith(ctx, check.redirectUri, {
@@ -57,7 +62,7 @@ export async function showAuthorize(ctx: AuthContext, request: Request): Promise
 }
 
 /** POST /oauth/authorize: the consent form. Everything is validated again; hidden fields are never trusted. */
-export async function answerAuthorize(ctx: AuthContext, request: Request): Promise<Response> {
+export async function answerAuthorize(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const params = await readParams(request, ctx.config.maxBodyBytes);
   const state = await readBrowserState(ctx, request);
   if (!csrfValid(ctx, request, state, params.get("csrf"))) {
@@ -74,9 +79,8 @@ export async function answerAuthorize(ctx: AuthContext, request: Request): Promi
     );
   }
   if (!state.user) return signInFirst(params, state);
-  const check = await checkAuthorizeRequest(ctx, params);
-  if (check.kind === "page")
-    return htmlResponse(errorPage(state, "This sign-in link is not valid", check.message), { status: 400 });
+  const check = await checkAuthorizeRequest(ctx, params, source);
+  if (check.kind === "page") return refusedPage(state, check);
   if (check.kind === "redirect") {
     return redirect(
       redirectWith(ctx, check.redirectUri, {
@@ -99,6 +103,8 @@ export async function answerAuthorize(ctx: AuthContext, request: Request): Promi
   }
   // A client that asked for read only never gets write, whatever the form says.
   const scope = decision === "write" && auth.scope === "write" ? "write" : "read";
+  // A metadata client gets its row now that a person approved it, from the document checked for this answer.
+  if (auth.client.registration === "metadata") await saveMetadataClient(ctx, auth.client);
   const grantId = await createGrant(ctx, {
     userId: state.user.id,
     clientId: auth.client.clientId,

@@ -1,6 +1,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
+import { freshForMs, type ClientDocument } from "./client-documents.ts";
 import { metadataProblem, redirectUriProblem } from "./client-rules.ts";
 import type { AuthContext } from "./context.ts";
 import { readCapped } from "./http.ts";
@@ -24,8 +25,10 @@ const DocumentSchema = z.object({
 });
 
 export type FetchedDocument =
-  | { ok: true; name: string; redirectUris: string[]; document: Record<string, unknown> }
-  | { ok: false; reason: string };
+  /** `freshMs`: how long its HTTP caching lets it be reused (0: not at all). */
+  | ({ ok: true; freshMs: number } & ClientDocument)
+  /** `retryAfter` (seconds) when a fetch budget refused it. */
+  | { ok: false; reason: string; retryAfter?: number };
 
 /** Where to connect for a client id URL: the address that was checked, and the name for Host and TLS. */
 interface Target {
@@ -40,21 +43,28 @@ export async function resolveHostAddresses(hostname: string): Promise<string[]> 
   return (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 }
 
-/**
- * Checks the URL and picks the address to connect to. The name is resolved once: the fetch goes to the address
- * checked here (a second lookup could answer differently: DNS rebinding). Plain http and special-purpose
- * addresses only with allowInsecureClientMetadata.
- */
-async function target(ctx: AuthContext, clientId: string): Promise<Target | { problem: string }> {
+/** The host of a URL as a bare name or address (an IPv6 literal without its brackets). */
+const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+
+/** What can be told from the URL alone: its shape, https, and that an address written in it is a public one. */
+function checkUrl(ctx: AuthContext, clientId: string): URL | { problem: string } {
   if (!URL.canParse(clientId)) return { problem: "The client id is not a valid URL." };
   const url = new URL(clientId);
   if (url.hash || url.username || url.password || url.pathname === "/")
     return { problem: "A client id URL needs a path and no fragment or credentials." };
-  if (ctx.config.allowInsecureClientMetadata) return { url: clientId };
+  if (ctx.config.allowInsecureClientMetadata) return url;
   if (url.protocol !== "https:") return { problem: "A client id URL must use https." };
   // The server fetches a URL chosen by a stranger: refuse anything that reaches inside our own network.
-  const literal = url.hostname.replace(/^\[|\]$/g, "");
-  if (isIP(literal)) return isSpecialPurposeAddress(literal) ? { problem: PRIVATE } : { url: clientId };
+  return isIP(hostOf(url)) && isSpecialPurposeAddress(hostOf(url)) ? { problem: PRIVATE } : url;
+}
+
+/**
+ * Picks the address to connect to. The name is resolved once: the fetch goes to the address checked here (a second
+ * lookup could answer differently: DNS rebinding). Plain http and special-purpose addresses only with
+ * allowInsecureClientMetadata.
+ */
+async function target(ctx: AuthContext, clientId: string, url: URL): Promise<Target | { problem: string }> {
+  if (ctx.config.allowInsecureClientMetadata || isIP(hostOf(url))) return { url: clientId };
   const addresses = await ctx.resolveHost(url.hostname).catch(() => []);
   if (addresses.length === 0) return { problem: "The client id URL's host does not resolve." };
   if (addresses.some(isSpecialPurposeAddress)) return { problem: PRIVATE };
@@ -70,7 +80,7 @@ async function download(
   ctx: AuthContext,
   clientId: string,
   to: Target,
-): Promise<{ ok: true; body: string } | { ok: false; reason: string }> {
+): Promise<{ ok: true; body: string; headers: Headers } | { ok: false; reason: string }> {
   try {
     const response = await ctx.fetchClientMetadata(to.url, {
       headers: { Accept: "application/json", ...(to.host ? { Host: to.host.header } : {}) },
@@ -85,7 +95,7 @@ async function download(
     const body = declared > MAX_BYTES ? null : await readCapped(response.body, MAX_BYTES);
     return body === null
       ? { ok: false, reason: "The client's metadata document is larger than 64 KiB." }
-      : { ok: true, body };
+      : { ok: true, body, headers: response.headers };
   } catch (error) {
     ctx.logger.warn("client metadata fetch failed", {
       clientId,
@@ -95,9 +105,49 @@ async function download(
   }
 }
 
-/** Fetches and checks a Client ID Metadata Document: its `client_id` must be exactly the URL it was fetched from. */
-export async function fetchMetadataDocument(ctx: AuthContext, clientId: string): Promise<FetchedDocument> {
-  const to = await target(ctx, clientId);
+/**
+ * Counts one fetch against the requester's address and the document's host name (the shared rate counter, so the
+ * budgets hold across gateway copies); the refusal when either is spent. A stranger's link makes Hatch fetch: this
+ * bounds what one address can make it fetch, and what it fetches from one site whoever asks.
+ */
+async function spendFetchBudget(
+  ctx: AuthContext,
+  source: string,
+  host: string,
+): Promise<{ ok: false; reason: string; retryAfter: number } | null> {
+  const { metadataSource, metadataHost } = ctx.throttles;
+  const inMinutes = (wait: number) => `Try again in ${Math.ceil(wait / 60)} minute(s).`;
+  const sourceWait = await metadataSource.take(source);
+  if (sourceWait > 0) {
+    ctx.logger.warn("client metadata fetch throttled", { by: "source" });
+    const reason = `Hatch fetched too many applications' metadata documents for requests from your network (${metadataSource.limit} an hour). ${inMinutes(sourceWait)}`;
+    return { ok: false, reason, retryAfter: sourceWait };
+  }
+  const hostWait = await metadataHost.take(host);
+  if (hostWait > 0) {
+    await metadataSource.undo(source);
+    ctx.logger.warn("client metadata fetch throttled", { by: "host", host });
+    const reason = `Hatch fetched too many applications' metadata documents from ${host} in the last hour (${metadataHost.limit} an hour). ${inMinutes(hostWait)}`;
+    return { ok: false, reason, retryAfter: hostWait };
+  }
+  return null;
+}
+
+/**
+ * Fetches and checks a Client ID Metadata Document for a request from `source` (its address key): its `client_id`
+ * must be exactly the URL it was fetched from. Every fetch spends the fetch budgets; the caller keeps what it got
+ * only for `freshMs`.
+ */
+export async function fetchMetadataDocument(
+  ctx: AuthContext,
+  clientId: string,
+  source: string,
+): Promise<FetchedDocument> {
+  const url = checkUrl(ctx, clientId);
+  if ("problem" in url) return { ok: false, reason: url.problem };
+  const refused = await spendFetchBudget(ctx, source, hostOf(url));
+  if (refused) return refused;
+  const to = await target(ctx, clientId, url);
   if ("problem" in to) return { ok: false, reason: to.problem };
   const downloaded = await download(ctx, clientId, to);
   if (!downloaded.ok) return downloaded;
@@ -123,5 +173,6 @@ export async function fetchMetadataDocument(ctx: AuthContext, clientId: string):
     name: doc.client_name ?? new URL(clientId).host,
     redirectUris: doc.redirect_uris,
     document: json as Record<string, unknown>,
+    freshMs: freshForMs(downloaded.headers, ctx.now()),
   };
 }

@@ -14,6 +14,8 @@ export interface ClientRecord {
   registration: "dynamic" | "metadata" | "builtin";
   name: string;
   redirectUris: string[];
+  /** A metadata client's document, as fetched (its row is written from it on approval). */
+  document?: Record<string, unknown>;
 }
 
 const RegistrationSchema = z.object({
@@ -75,43 +77,51 @@ export async function registerClient(ctx: AuthContext, body: unknown): Promise<R
   return { ok: true, body: { ...stored, client_id: clientId, client_id_issued_at: issuedAt, client_name: name } };
 }
 
-const METADATA_FRESH_MS = 60 * 60 * 1000;
+export type ClientLookup =
+  | { ok: true; client: ClientRecord }
+  /** `retryAfter` (seconds) when a metadata document was not fetched because a fetch budget is spent. */
+  | { ok: false; reason: string; retryAfter?: number };
 
-export type ClientLookup = { ok: true; client: ClientRecord } | { ok: false; reason: string };
-
-/** A registered client, the CLI, or a metadata-document client (fetched, checked and cached for an hour). */
-export async function resolveClient(ctx: AuthContext, clientId: string): Promise<ClientLookup> {
+/**
+ * A registered client, the CLI, or a metadata-document client: its document fetched and checked for a request from
+ * `source` (its address key), or still fresh in this copy's cache. A metadata client gets its row only when a person
+ * approves it (saveMetadataClient), so opening authorize links writes nothing.
+ */
+export async function resolveClient(ctx: AuthContext, clientId: string, source: string): Promise<ClientLookup> {
+  if (isMetadataClientId(clientId)) return metadataClient(ctx, clientId, source);
   const [row] = await ctx.db.select().from(oauthClients).where(eq(oauthClients.clientId, clientId)).limit(1);
-  const record = (r: NonNullable<typeof row>): ClientRecord => ({
-    clientId: r.clientId,
-    registration: r.registration as ClientRecord["registration"],
-    name: r.name,
-    redirectUris: r.redirectUris,
-  });
-  if (!isMetadataClientId(clientId)) {
-    return row
-      ? { ok: true, client: record(row) }
-      : { ok: false, reason: "This application is not registered with Hatch." };
+  if (!row) return { ok: false, reason: "This application is not registered with Hatch." };
+  const registration = row.registration as ClientRecord["registration"];
+  return { ok: true, client: { clientId, registration, name: row.name, redirectUris: row.redirectUris } };
+}
+
+async function metadataClient(ctx: AuthContext, clientId: string, source: string): Promise<ClientLookup> {
+  let document = ctx.clientDocuments.get(clientId);
+  if (!document) {
+    const fetched = await fetchMetadataDocument(ctx, clientId, source);
+    if (!fetched.ok) return fetched;
+    const { ok: _ok, freshMs, ...fresh } = fetched;
+    ctx.clientDocuments.set(clientId, fresh, freshMs);
+    document = fresh;
   }
-  if (row?.fetchedAt && ctx.now() - row.fetchedAt.getTime() < METADATA_FRESH_MS)
-    return { ok: true, client: record(row) };
-  const fetched = await fetchMetadataDocument(ctx, clientId);
-  if (!fetched.ok) return fetched;
+  const { name, redirectUris } = document;
+  return { ok: true, client: { clientId, registration: "metadata", name, redirectUris, document: document.document } };
+}
+
+/** A metadata client a person approved: its row, with the document as checked for this approval. */
+export async function saveMetadataClient(ctx: AuthContext, client: ClientRecord): Promise<void> {
+  if (client.registration !== "metadata" || !client.document) throw new Error("not a fetched metadata client");
   const values = {
     registration: "metadata",
-    name: fetched.name,
-    redirectUris: fetched.redirectUris,
-    metadata: fetched.document,
+    name: client.name,
+    redirectUris: client.redirectUris,
+    metadata: client.document,
     fetchedAt: new Date(ctx.now()),
   };
   await ctx.db
     .insert(oauthClients)
-    .values({ clientId, ...values })
+    .values({ clientId: client.clientId, ...values })
     .onConflictDoUpdate({ target: oauthClients.clientId, set: values });
-  return {
-    ok: true,
-    client: { clientId, registration: "metadata", name: fetched.name, redirectUris: fetched.redirectUris },
-  };
 }
 
 export async function ensureCliClient(ctx: AuthContext): Promise<void> {

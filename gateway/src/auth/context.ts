@@ -1,5 +1,6 @@
 import type { Database, Logger } from "@hatch/shared";
 import type { GatewayConfig } from "../config.ts";
+import type { ClientDocumentCache } from "./client-documents.ts";
 import type { AuthThrottles } from "./throttle.ts";
 import type { PublicUser } from "./users.ts";
 
@@ -12,6 +13,8 @@ export interface AuthContext {
   fetchClientMetadata: typeof fetch;
   /** Every address of a host name (Client ID Metadata URLs are resolved once, then fetched at a checked address). */
   resolveHost: (hostname: string) => Promise<string[]>;
+  /** Client ID Metadata Documents fetched by this copy, each kept as long as its HTTP caching allows. */
+  clientDocuments: ClientDocumentCache;
   /** HMAC key for CSRF tokens, derived from the deployment secret. */
   csrfKey: Buffer;
   /** Per-address limits on sign-in, sign-up and client registration; the per-email sign-in delay. */

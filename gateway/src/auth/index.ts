@@ -5,6 +5,7 @@ import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
 import { sweepExpired, type SweepResult } from "./sweep.ts";
 import { AuthThrottles } from "./throttle.ts";
 import { createAuthenticator, type AccessIdentity, type Authenticator, type BearerResult } from "./authenticate.ts";
+import { ClientDocumentCache } from "./client-documents.ts";
 import { resolveHostAddresses } from "./client-metadata.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
@@ -129,6 +130,7 @@ export function createAuth(deps: AuthDeps): Auth {
     now: deps.now ?? Date.now,
     fetchClientMetadata: deps.fetchClientMetadata ?? fetch,
     resolveHost: deps.resolveHost ?? resolveHostAddresses,
+    clientDocuments: new ClientDocumentCache(deps.now ?? Date.now),
     csrfKey: deriveKey(deps.config.secret, "csrf"),
     verifyEmailKey: deriveKey(deps.config.secret, "verify-email"),
     sendVerificationMail: deps.sendVerificationMail,

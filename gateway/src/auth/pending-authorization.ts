@@ -13,10 +13,10 @@ export interface PendingClient {
  * The pending authorization `next` leads to, checked like the authorize endpoint checks it: only a request that
  * would reach the consent page names a client, so a crafted link cannot put words in the page's heading.
  */
-export async function pendingClient(ctx: AuthContext, next: string): Promise<PendingClient | null> {
+export async function pendingClient(ctx: AuthContext, next: string, source: string): Promise<PendingClient | null> {
   const url = new URL(next, ctx.config.baseUrl);
   if (url.pathname !== "/oauth/authorize") return null;
-  const check = await checkAuthorizeRequest(ctx, queryParams(url));
+  const check = await checkAuthorizeRequest(ctx, queryParams(url), source);
   if (check.kind !== "ok") return null;
   const { client } = check.request;
   return { name: client.name, publishedBy: client.registration === "metadata" ? new URL(client.clientId).host : null };

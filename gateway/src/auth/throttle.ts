@@ -81,6 +81,13 @@ export const LIMITS = {
   registerPerSource: { count: 30, windowMs: 60 * MINUTE },
   /** Password reset requests from one address (orgs also limits the mails per email address). */
   resetPerSource: { count: 10, windowMs: 60 * MINUTE },
+  /**
+   * Client ID Metadata Documents fetched for one address (whoever opens an authorize link with a URL client id,
+   * signed in or not); a document still fresh in the cache is not a fetch.
+   */
+  metadataFetchPerSource: { count: 30, windowMs: 60 * MINUTE },
+  /** Documents fetched from one host name, whoever asks: what Hatch sends one site is bounded too. */
+  metadataFetchPerHost: { count: 120, windowMs: 60 * MINUTE },
 } as const satisfies Record<string, DelayRule | { count: number; windowMs: number }>;
 
 export const SIGN_IN_RULE =
@@ -102,6 +109,9 @@ export class AuthThrottles {
   readonly signUpSource: Throttle;
   readonly registerSource: Throttle;
   readonly resetSource: Throttle;
+  /** Client ID Metadata Document fetches, per requester address and per document host name. */
+  readonly metadataSource: Throttle;
+  readonly metadataHost: Throttle;
 
   constructor(counter: RateCounter | undefined, log: Logger, now: () => number = Date.now) {
     const shared = counter ?? new MemoryRateCounter(now);
@@ -112,6 +122,9 @@ export class AuthThrottles {
     this.signUpSource = make("signup-source", LIMITS.signUpPerSource.count, LIMITS.signUpPerSource.windowMs);
     this.registerSource = make("register-source", LIMITS.registerPerSource.count, LIMITS.registerPerSource.windowMs);
     this.resetSource = make("reset-source", LIMITS.resetPerSource.count, LIMITS.resetPerSource.windowMs);
+    const { metadataFetchPerSource: perSource, metadataFetchPerHost: perHost } = LIMITS;
+    this.metadataSource = make("metadata-source", perSource.count, perSource.windowMs);
+    this.metadataHost = make("metadata-host", perHost.count, perHost.windowMs);
   }
 
   /**

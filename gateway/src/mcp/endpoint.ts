@@ -24,6 +24,8 @@ interface SessionEntry {
   server: Server;
   transport: WebStandardStreamableHTTPServerTransport;
   userId: string;
+  /** The grant whose token opened it: only tokens of that grant (refreshed ones included) reach it. */
+  grantId: string;
   lastSeen: number;
 }
 
@@ -50,7 +52,8 @@ export interface McpEndpoint {
 
 /**
  * `/mcp`: MCP over streamable HTTP with stateful sessions. Every request is authenticated on its own (so a
- * revoked grant stops working on the next call), and a session answers only the user who opened it.
+ * revoked grant stops working on the next call), and a session answers only the grant (user and connection) that
+ * opened it: another token of the same user, say a read-only one, cannot drive a session opened with full access.
  */
 export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   const { config, logger } = deps;
@@ -91,10 +94,14 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await closeOldest([...sessions].filter(([, e]) => e.userId === biggest));
   }
 
-  async function openSession(userId: string, stream: boolean, choice: ConnectionChoice): Promise<SessionEntry> {
-    await makeRoom(userId);
+  async function openSession(
+    owner: { userId: string; grantId: string },
+    stream: boolean,
+    choice: ConnectionChoice,
+  ): Promise<SessionEntry> {
+    await makeRoom(owner.userId);
     const server = createMcpServer(deps, deps.version, logger, choice);
-    const entry: SessionEntry = { server, userId, lastSeen: Date.now(), transport: undefined as never };
+    const entry: SessionEntry = { server, ...owner, lastSeen: Date.now(), transport: undefined as never };
     entry.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomId(24),
       // Plain JSON answers are cheaper; a client that can answer questions mid-call needs the SSE stream.
@@ -173,13 +180,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     let entry: SessionEntry | undefined;
     if (sessionId) {
       entry = sessions.get(sessionId);
-      // Another user's session id is answered exactly like an unknown one.
-      if (!entry || entry.userId !== identity.userId)
+      // Another grant's session id (another user's, or another token of the same user) is answered exactly like
+      // an unknown one: the spec's 404, on which a client starts a new session with the token it holds now.
+      if (!entry || entry.userId !== identity.userId || entry.grantId !== identity.grantId)
         return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
     } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
       const choice = connectionChoice(new URL(request.url));
       if (choice instanceof Response) return choice;
-      entry = await openSession(identity.userId, declaresElicitation(parsedBody), choice);
+      const owner = { userId: identity.userId, grantId: identity.grantId };
+      entry = await openSession(owner, declaresElicitation(parsedBody), choice);
     } else {
       return rpcError(
         400,

@@ -32,7 +32,8 @@ export interface OutboxPageDeps {
 /**
  * `/dev/outbox`: the mails orgs kept because no SMTP server is configured (invitations and verification links),
  * only under `bun run dev` (config `devPages`), and only the signed-in user's own: orgs answers with mail to the
- * email of the signed context, so the links in other people's mail (credentials) are never shown.
+ * email of the signed context, so the links in other people's mail (credentials) are never shown; while that email is
+ * unverified, only its verification mail (invitations to an address are not for whoever merely typed it).
  */
 export function outboxPage(deps: OutboxPageDeps) {
   const respond = (state: BrowserState, body: SafeHtml, status = 200) => {
@@ -66,10 +67,13 @@ export function outboxPage(deps: OutboxPageDeps) {
         ) => html`<article class="card"><p><strong>${m.subject}</strong><br><span class="muted">To ${m.to} · ${m.createdAt.slice(0, 16).replace("T", " ")} UTC</span></p>
 <pre style="white-space:pre-wrap">${linkify(m.body, deps.baseUrl)}</pre></article>`,
       );
+      const whose = user.emailVerified
+        ? html`Only mail to ${user.email} is shown.`
+        : html`Only the verification mail to ${user.email} is shown until you <a href="/verify-email">verify it</a>; other mail to it waits until then.`;
       const body = !outbox.enabled
         ? html`<h1>Outbox</h1><p>Mail is sent by SMTP on this server, so nothing is kept here.</p>`
         : html`<h1>Outbox</h1><p class="muted">No mail server is configured (SMTP_URL), so mails are kept here instead of being sent.
-Only mail to ${user.email} is shown. Newest first, at most 50.</p>
+${whose} Newest first, at most 50.</p>
 ${mails.length ? mails : html`<p>No mail to ${user.email} yet.</p>`}`;
       return respond(state, body);
     } catch (error) {

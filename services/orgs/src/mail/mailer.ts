@@ -28,10 +28,11 @@ export interface Mailer {
   kick(): Promise<void>;
   start(): void;
   stop(): Promise<void>;
-  /** The latest mails to `to` kept for the dev outbox (newest first). */
+  /** The latest mails to `to` kept for the dev outbox (newest first), only those with `subject` when given. */
   outbox(
     limit: number,
     to: string,
+    subject?: string,
   ): Promise<{ id: string; to: string; subject: string; body: string; createdAt: string }[]>;
 }
 
@@ -172,11 +173,17 @@ export function createMailer(options: {
       sender?.close();
       sender = null;
     },
-    async outbox(limit, to) {
+    async outbox(limit, to, subject) {
       const rows = await db
         .select()
         .from(mails)
-        .where(and(eq(mails.status, "outbox"), eq(sql`lower(${mails.to})`, to.toLowerCase())))
+        .where(
+          and(
+            eq(mails.status, "outbox"),
+            eq(sql`lower(${mails.to})`, to.toLowerCase()),
+            subject === undefined ? undefined : eq(mails.subject, subject),
+          ),
+        )
         .orderBy(desc(mails.createdAt), desc(sql`${mails.id}`))
         .limit(limit);
       return rows.map((m) => ({

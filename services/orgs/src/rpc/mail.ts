@@ -19,12 +19,18 @@ const VERIFICATION_MAILS_PER_HOUR = 5;
 /** At most this many password reset mails to one address per hour. */
 const PASSWORD_RESET_MAILS_PER_HOUR = 3;
 
-/** The dev outbox of the caller: only mail addressed to their own email, and only when mail is not sent. */
+/**
+ * The dev outbox of the caller: only mail addressed to their own email, and only when mail is not sent. Until that
+ * email is verified, only the verification mails: anyone can sign up with an address they do not own, and the
+ * invitations to it are not theirs to open (the subject of an invitation always names who invited, so it never equals
+ * the verification subject).
+ */
 export function mailOutboxRpc(orgs: OrgsContext) {
   return bindRpc(z.object({}).strict(), async ({ ctx }): Promise<MailOutbox> => {
     if (!ctx) throw new ToolError("forbidden", "A signed call context is required.");
     if (orgs.mailer.mode !== "outbox") return MailOutboxSchema.parse({ enabled: false, mails: [] });
-    return { enabled: true, mails: await orgs.mailer.outbox(50, ctx.email) };
+    const only = ctx.emailVerified ? undefined : VERIFICATION_SUBJECT;
+    return { enabled: true, mails: await orgs.mailer.outbox(50, ctx.email, only) };
   });
 }
 
