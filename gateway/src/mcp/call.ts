@@ -20,7 +20,7 @@ import {
   type ToolContract,
   withDeadline,
 } from "@hatch/shared";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, InputRequiredResult } from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";
 import { type AccountSessions, withSession } from "./accounts.ts";
@@ -53,6 +53,11 @@ export interface ToolCallDeps {
   askUser?: (question: Question) => Promise<Record<string, unknown> | null>;
   /** Offers a page for the user to open (MCP URL-mode elicitation) and says what they chose; throws when it failed. */
   offerLink?: (link: { message: string; url: string }) => Promise<"accept" | "decline" | "cancel">;
+  /**
+   * A 2026-07-28 client that shows forms: the question goes back as an `input_required` result (its state sealed), and
+   * the call that brings the answer finishes it (`finishQuestion`), on whichever gateway copy it lands.
+   */
+  deferQuestion?: (question: Question) => InputRequiredResult;
 }
 
 /** Sends a validated tool call to its service and turns the reply into an MCP tool result. Never throws. */
@@ -61,22 +66,54 @@ export async function forwardToolCall(
   contract: ToolContract,
   input: unknown,
   caller: CallerInfo,
-): Promise<CallToolResult> {
+): Promise<CallToolResult | InputRequiredResult> {
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
     const reply = await callService(deps, contract, caller, { input });
+    if (isAskReply(reply) && caller.client.elicitation.form && deps.deferQuestion) return deps.deferQuestion(reply.ask);
     const result = isAskReply(reply)
       ? await answerQuestion(deps, contract, input, caller, reply.ask, log)
       : toResult(contract, reply, log);
     return await offerLink(deps, caller, result, log);
   } catch (error) {
-    if (isToolError(error)) return errorResult(error.code, error.message);
-    log.error("tool call failed in the gateway", { error });
-    return errorResult(
-      "internal",
-      `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`,
-    );
+    return failedResult(error, contract, caller, log);
   }
+}
+
+/**
+ * The second round of a deferred question: the user's answer (null when they declined or cancelled) is checked
+ * against the form and sent with the question's confirm token. Never throws.
+ */
+export async function finishQuestion(
+  deps: ToolCallDeps,
+  contract: ToolContract,
+  input: unknown,
+  caller: CallerInfo,
+  question: Question,
+  answer: Record<string, unknown> | null,
+): Promise<CallToolResult> {
+  const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
+  try {
+    const checked = checkAnswer(contract.name, question, answer);
+    if (!checked.ok) return checked.result;
+    const reply = await callService(deps, contract, caller, {
+      input,
+      answer: checked.answer,
+      confirm: question.confirm,
+    });
+    return await offerLink(deps, caller, toResult(contract, reply, log), log);
+  } catch (error) {
+    return failedResult(error, contract, caller, log);
+  }
+}
+
+function failedResult(error: unknown, contract: ToolContract, caller: CallerInfo, log: Logger): CallToolResult {
+  if (isToolError(error)) return errorResult(error.code, error.message);
+  log.error("tool call failed in the gateway", { error });
+  return errorResult(
+    "internal",
+    `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`,
+  );
 }
 
 const OFFER_OUTCOME = {
