@@ -1,18 +1,8 @@
 import {
-  BusError,
-  CallReplySchema,
-  decodeJson,
-  encodeJson,
   isAskReply,
   isToolError,
-  requestTraced,
-  signContext,
-  subjects,
-  unavailable,
   type Bus,
-  type CallContextClaims,
   type CallReply,
-  type ClientKind,
   type ErrorCode,
   type Logger,
   type Question,
@@ -23,16 +13,11 @@ import {
 import type { CallToolResult, InputRequiredResult } from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";
-import { type AccountSessions, withSession } from "./accounts.ts";
+import { callService, type CallerInfo } from "../services.ts";
+import type { AccountSessions } from "./accounts.ts";
 import { checkAnswer } from "./answers.ts";
-import type { ElicitationSupport } from "./profile.ts";
 
-export interface CallerInfo {
-  identity: AccessIdentity;
-  client: { kind: ClientKind; name: string; elicitation: ElicitationSupport };
-  requestId: string;
-  traceparent: string;
-}
+export type { CallerInfo } from "../services.ts";
 
 export interface ToolCallLimits {
   counter: RateCounter;
@@ -180,93 +165,6 @@ async function answerQuestion(
     return askResult(contract, question, pending, log);
   }
   return askResult(contract, question, { url: question.link ?? null, expiresAt: question.expiresAt ?? null }, log);
-}
-
-/**
- * Signs a fresh call context for this caller (account resolved as for every call) and sends the call. Throws
- * ToolError `unavailable` when the service cannot be reached; the confirm page uses it to send the user's answer.
- */
-export async function callService(
-  deps: Pick<ToolCallDeps, "bus" | "contextKey" | "accounts">,
-  contract: ToolContract,
-  caller: CallerInfo,
-  body: { input: unknown; answer?: Record<string, unknown>; confirm?: string },
-): Promise<CallReply> {
-  // One deadline for the whole call (the account lookup and the service's answer), so the AI hears back within the
-  // tool's own timeout even when orgs is slow too.
-  const deadline = Date.now() + contract.timeoutMs;
-  const ctx = signContext(
-    await claimsFor(deps, caller, Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs)),
-    deps.contextKey,
-  );
-  return send(deps.bus, contract, { ctx, ...body }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
-}
-
-/** At most this long for the account lookup (orgs `session.resolve`), within the tool's deadline. */
-const ACCOUNT_LOOKUP_MS = 5_000;
-/** A call whose lookup took nearly all its time still gets this long to be answered. */
-const MIN_SEND_MS = 1_000;
-
-async function claimsFor(
-  deps: Pick<ToolCallDeps, "accounts">,
-  caller: CallerInfo,
-  timeoutMs: number,
-): Promise<CallContextClaims> {
-  const { identity } = caller;
-  const base: CallContextClaims = {
-    sub: identity.userId,
-    email: identity.email,
-    emailVerified: identity.emailVerified,
-    name: identity.name,
-    permissions: [],
-    scope: identity.scope,
-    client: caller.client,
-    grant: identity.grantId,
-    rid: caller.requestId,
-  };
-  const session = await deps.accounts.resolve(base, {
-    requestId: caller.requestId,
-    traceparent: caller.traceparent,
-    timeoutMs,
-  });
-  return withSession(base, session);
-}
-
-async function send(
-  bus: Bus,
-  contract: ToolContract,
-  envelope: Record<string, unknown>,
-  caller: CallerInfo,
-  timeoutMs: number,
-): Promise<CallReply> {
-  let raw: unknown;
-  try {
-    const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
-      timeoutMs,
-      requestId: caller.requestId,
-      traceparent: caller.traceparent,
-    });
-    raw = decodeJson(reply.data);
-  } catch (error) {
-    if (error instanceof BusError && error.code === "timeout" && contract.class !== "read") {
-      return {
-        ok: false,
-        error: {
-          code: "unavailable",
-          message: `The ${contract.service} service did not answer in time, so Hatch cannot tell whether ${contract.name} took effect. Check the current state (for example with a listing tool) before trying again.`,
-        },
-      };
-    }
-    if (error instanceof BusError) throw unavailable(contract.service);
-    throw error;
-  }
-  const parsed = CallReplySchema.safeParse(raw);
-  if (!parsed.success)
-    return {
-      ok: false,
-      error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` },
-    };
-  return parsed.data;
 }
 
 function toResult(contract: ToolContract, reply: CallReply, log: Logger): CallToolResult {
