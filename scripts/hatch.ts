@@ -1,4 +1,11 @@
-import { createGateway, gatewayConfig, GATEWAY_MIGRATIONS, type Gateway, type GatewayConfig } from "@hatch/gateway";
+import {
+  createGateway,
+  deleteSessionBucket,
+  gatewayConfig,
+  GATEWAY_MIGRATIONS,
+  type Gateway,
+  type GatewayConfig,
+} from "@hatch/gateway";
 import {
   createMemoryBus,
   createNatsBus,
@@ -157,6 +164,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
               await deleteEventsStream(bus).catch(() => {});
               await deleteRateBucket(bus).catch(() => {});
               await deleteRateBucket(bus, "apps").catch(() => {});
+              await deleteSessionBucket(bus).catch(() => {});
             }
             await bus.drain();
           },

@@ -1,13 +1,10 @@
 import {
-  callRpc,
   createRateCounter,
   decodeJson,
   deriveKey,
   encodeJson,
   metricsResponse,
-  randomId,
   rpcMethods,
-  signContext,
   subjects,
   VerificationMailSentSchema,
   type Bus,
@@ -23,6 +20,7 @@ import { checkHealth } from "./health.ts";
 import { listenOptions } from "./listen.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
+import { callServiceRpc, type ServiceClientDeps, websiteCaller } from "./services.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { billingPages } from "./pages/billing-page.ts";
@@ -72,6 +70,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { config, bus, logger } = options;
   const contextKey = deriveKey(config.secret, "ctx");
   const accounts = new AccountSessions(bus, contextKey);
+  /** How every part of the gateway reaches a service (services.ts). */
+  const services: ServiceClientDeps = { bus, contextKey, accounts };
   // Tool call limits and sign-in throttles count here: shared by every gateway copy on NATS, in memory in dev.
   const rateCounter = createRateCounter(bus);
   const auth = createAuth({
@@ -89,26 +89,31 @@ export function createGateway(options: GatewayOptions): Gateway {
         })
         .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
     },
-    sendVerificationMail: async (user, token) => {
-      const ctx = signContext(
-        websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
-        contextKey,
-      );
-      return (
-        await callRpc(bus, "orgs", rpcMethods.orgs.sendVerificationMail, { token }, VerificationMailSentSchema, { ctx })
-      ).delivery;
-    },
-    sendPasswordResetMail: async (user, token) => {
-      const ctx = signContext(
-        websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
-        contextKey,
-      );
-      return (
-        await callRpc(bus, "orgs", rpcMethods.orgs.sendPasswordResetMail, { token }, VerificationMailSentSchema, {
-          ctx,
-        })
-      ).delivery;
-    },
+    // Mails about the person's own sign-in: the context names the person only (no account to resolve).
+    sendVerificationMail: async (user, token) =>
+      (
+        await callServiceRpc(
+          services,
+          "orgs",
+          rpcMethods.orgs.sendVerificationMail,
+          { token },
+          VerificationMailSentSchema,
+          websiteCaller(user, { scope: "write", client: "Hatch website" }),
+          { account: false },
+        )
+      ).delivery,
+    sendPasswordResetMail: async (user, token) =>
+      (
+        await callServiceRpc(
+          services,
+          "orgs",
+          rpcMethods.orgs.sendPasswordResetMail,
+          { token },
+          VerificationMailSentSchema,
+          websiteCaller(user, { scope: "write", client: "Hatch website" }),
+          { account: false },
+        )
+      ).delivery,
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
     // Sign-out ends every app session of that browser: app hosts drop their cached answer before the page answers.
     onSessionEnded: (session) => announceViewerChanged(bus, logger, { session }, true),
@@ -118,7 +123,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     db: options.db,
     baseUrl: config.baseUrl,
     auth,
-    calls: { bus, contextKey, accounts },
+    calls: services,
     logger,
   });
   const toolCallLimits = {
@@ -194,7 +199,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         notices,
       }),
     )
-    .use(outboxPage({ auth, bus, contextKey, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
+    .use(outboxPage({ auth, bus, contextKey, accounts, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
     // Prometheus: with METRICS_TOKEN, for that bearer only; without it, only in `bun run dev` (SECURITY.md).
     .get("/metrics", ({ request }) =>
       config.metricsToken || config.devPages

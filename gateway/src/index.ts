@@ -7,3 +7,4 @@ export { gatewayConfig, loadGatewayConfig } from "./config.ts";
 export type { GatewayConfig, GatewayConfigOverrides } from "./config.ts";
 export { checkHealth } from "./health.ts";
 export type { HealthReport } from "./health.ts";
+export { deleteSessionBucket } from "./mcp/session-directory.ts";

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import type { Auth } from "../auth/index.ts";
 import { BodyTooLargeError } from "../auth/errors.ts";
 import { errorPage } from "../auth/views.ts";
-import type { CallerInfo, ToolCallDeps } from "../mcp/call.ts";
+import type { CallerInfo, ServiceClientDeps } from "../services.ts";
 import { htmlResponse } from "../pages/layout.ts";
 import { showConfirm, submitConfirm, type ConfirmPagesDeps } from "./pages.ts";
 import { insertConfirmation, sweepConfirmations } from "./store.ts";
@@ -36,7 +36,7 @@ export interface ConfirmationsDeps {
   baseUrl: string;
   auth: Pick<Auth, "pages" | "identityForGrant">;
   /** How tool calls reach services; the confirmed answer travels the same way. */
-  calls: Pick<ToolCallDeps, "bus" | "contextKey" | "accounts">;
+  calls: ServiceClientDeps;
   logger: Logger;
   now?: () => number;
 }

@@ -11,7 +11,7 @@ import {
 } from "@hatch/shared";
 import { cookieHeaders, type AccessIdentity, type Auth, type BrowserState } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";
-import { callService, type CallerInfo, type ToolCallDeps } from "../mcp/call.ts";
+import { callService, type CallerInfo, type ServiceClientDeps } from "../services.ts";
 import { htmlResponse } from "../pages/layout.ts";
 import { parseAnswer } from "./form.ts";
 import { decideConfirmation, findConfirmation, recordResult, type PendingConfirmation } from "./store.ts";
@@ -20,7 +20,7 @@ import { confirmPage, outcomePage, unavailablePage, type Unavailable } from "./v
 export interface ConfirmPagesDeps {
   db: Database;
   auth: Pick<Auth, "pages" | "identityForGrant">;
-  calls: Pick<ToolCallDeps, "bus" | "contextKey" | "accounts">;
+  calls: ServiceClientDeps;
   logger: Logger;
   now: () => number;
 }

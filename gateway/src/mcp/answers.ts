@@ -1,5 +1,5 @@
 import type { Question } from "@hatch/shared";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 
 // What the user answered in a form (MCP form elicitation), checked before it goes to the service. Declining,
 // cancelling and leaving a confirmation box unticked mean one thing, so they get one shape: not an error, status

@@ -1,18 +1,8 @@
 import {
-  BusError,
-  CallReplySchema,
-  decodeJson,
-  encodeJson,
   isAskReply,
   isToolError,
-  requestTraced,
-  signContext,
-  subjects,
-  unavailable,
   type Bus,
-  type CallContextClaims,
   type CallReply,
-  type ClientKind,
   type ErrorCode,
   type Logger,
   type Question,
@@ -20,19 +10,14 @@ import {
   type ToolContract,
   withDeadline,
 } from "@hatch/shared";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, InputRequiredResult } from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";
-import { type AccountSessions, withSession } from "./accounts.ts";
+import { callService, type CallerInfo } from "../services.ts";
+import type { AccountSessions } from "./accounts.ts";
 import { checkAnswer } from "./answers.ts";
-import type { ElicitationSupport } from "./profile.ts";
 
-export interface CallerInfo {
-  identity: AccessIdentity;
-  client: { kind: ClientKind; name: string; elicitation: ElicitationSupport };
-  requestId: string;
-  traceparent: string;
-}
+export type { CallerInfo } from "../services.ts";
 
 export interface ToolCallLimits {
   counter: RateCounter;
@@ -53,6 +38,11 @@ export interface ToolCallDeps {
   askUser?: (question: Question) => Promise<Record<string, unknown> | null>;
   /** Offers a page for the user to open (MCP URL-mode elicitation) and says what they chose; throws when it failed. */
   offerLink?: (link: { message: string; url: string }) => Promise<"accept" | "decline" | "cancel">;
+  /**
+   * A 2026-07-28 client that shows forms: the question goes back as an `input_required` result (its state sealed), and
+   * the call that brings the answer finishes it (`finishQuestion`), on whichever gateway copy it lands.
+   */
+  deferQuestion?: (question: Question) => InputRequiredResult;
 }
 
 /** Sends a validated tool call to its service and turns the reply into an MCP tool result. Never throws. */
@@ -61,22 +51,54 @@ export async function forwardToolCall(
   contract: ToolContract,
   input: unknown,
   caller: CallerInfo,
-): Promise<CallToolResult> {
+): Promise<CallToolResult | InputRequiredResult> {
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
     const reply = await callService(deps, contract, caller, { input });
+    if (isAskReply(reply) && caller.client.elicitation.form && deps.deferQuestion) return deps.deferQuestion(reply.ask);
     const result = isAskReply(reply)
       ? await answerQuestion(deps, contract, input, caller, reply.ask, log)
       : toResult(contract, reply, log);
     return await offerLink(deps, caller, result, log);
   } catch (error) {
-    if (isToolError(error)) return errorResult(error.code, error.message);
-    log.error("tool call failed in the gateway", { error });
-    return errorResult(
-      "internal",
-      `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`,
-    );
+    return failedResult(error, contract, caller, log);
   }
+}
+
+/**
+ * The second round of a deferred question: the user's answer (null when they declined or cancelled) is checked
+ * against the form and sent with the question's confirm token. Never throws.
+ */
+export async function finishQuestion(
+  deps: ToolCallDeps,
+  contract: ToolContract,
+  input: unknown,
+  caller: CallerInfo,
+  question: Question,
+  answer: Record<string, unknown> | null,
+): Promise<CallToolResult> {
+  const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
+  try {
+    const checked = checkAnswer(contract.name, question, answer);
+    if (!checked.ok) return checked.result;
+    const reply = await callService(deps, contract, caller, {
+      input,
+      answer: checked.answer,
+      confirm: question.confirm,
+    });
+    return await offerLink(deps, caller, toResult(contract, reply, log), log);
+  } catch (error) {
+    return failedResult(error, contract, caller, log);
+  }
+}
+
+function failedResult(error: unknown, contract: ToolContract, caller: CallerInfo, log: Logger): CallToolResult {
+  if (isToolError(error)) return errorResult(error.code, error.message);
+  log.error("tool call failed in the gateway", { error });
+  return errorResult(
+    "internal",
+    `Hatch could not complete ${contract.name}. Try again; if it keeps failing, report request id ${caller.requestId}.`,
+  );
 }
 
 const OFFER_OUTCOME = {
@@ -143,93 +165,6 @@ async function answerQuestion(
     return askResult(contract, question, pending, log);
   }
   return askResult(contract, question, { url: question.link ?? null, expiresAt: question.expiresAt ?? null }, log);
-}
-
-/**
- * Signs a fresh call context for this caller (account resolved as for every call) and sends the call. Throws
- * ToolError `unavailable` when the service cannot be reached; the confirm page uses it to send the user's answer.
- */
-export async function callService(
-  deps: Pick<ToolCallDeps, "bus" | "contextKey" | "accounts">,
-  contract: ToolContract,
-  caller: CallerInfo,
-  body: { input: unknown; answer?: Record<string, unknown>; confirm?: string },
-): Promise<CallReply> {
-  // One deadline for the whole call (the account lookup and the service's answer), so the AI hears back within the
-  // tool's own timeout even when orgs is slow too.
-  const deadline = Date.now() + contract.timeoutMs;
-  const ctx = signContext(
-    await claimsFor(deps, caller, Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs)),
-    deps.contextKey,
-  );
-  return send(deps.bus, contract, { ctx, ...body }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
-}
-
-/** At most this long for the account lookup (orgs `session.resolve`), within the tool's deadline. */
-const ACCOUNT_LOOKUP_MS = 5_000;
-/** A call whose lookup took nearly all its time still gets this long to be answered. */
-const MIN_SEND_MS = 1_000;
-
-async function claimsFor(
-  deps: Pick<ToolCallDeps, "accounts">,
-  caller: CallerInfo,
-  timeoutMs: number,
-): Promise<CallContextClaims> {
-  const { identity } = caller;
-  const base: CallContextClaims = {
-    sub: identity.userId,
-    email: identity.email,
-    emailVerified: identity.emailVerified,
-    name: identity.name,
-    permissions: [],
-    scope: identity.scope,
-    client: caller.client,
-    grant: identity.grantId,
-    rid: caller.requestId,
-  };
-  const session = await deps.accounts.resolve(base, {
-    requestId: caller.requestId,
-    traceparent: caller.traceparent,
-    timeoutMs,
-  });
-  return withSession(base, session);
-}
-
-async function send(
-  bus: Bus,
-  contract: ToolContract,
-  envelope: Record<string, unknown>,
-  caller: CallerInfo,
-  timeoutMs: number,
-): Promise<CallReply> {
-  let raw: unknown;
-  try {
-    const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
-      timeoutMs,
-      requestId: caller.requestId,
-      traceparent: caller.traceparent,
-    });
-    raw = decodeJson(reply.data);
-  } catch (error) {
-    if (error instanceof BusError && error.code === "timeout" && contract.class !== "read") {
-      return {
-        ok: false,
-        error: {
-          code: "unavailable",
-          message: `The ${contract.service} service did not answer in time, so Hatch cannot tell whether ${contract.name} took effect. Check the current state (for example with a listing tool) before trying again.`,
-        },
-      };
-    }
-    if (error instanceof BusError) throw unavailable(contract.service);
-    throw error;
-  }
-  const parsed = CallReplySchema.safeParse(raw);
-  if (!parsed.success)
-    return {
-      ok: false,
-      error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` },
-    };
-  return parsed.data;
 }
 
 function toResult(contract: ToolContract, reply: CallReply, log: Logger): CallToolResult {

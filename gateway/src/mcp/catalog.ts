@@ -6,7 +6,7 @@ import {
   type ToolContract,
   type ToolGroup,
 } from "@hatch/shared";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/server";
 import { z } from "zod";
 
 // `tools/list` is read by a model before the user says a word, so every byte costs. What it carries: the name, a

@@ -1,15 +1,26 @@
 import {
   acceptRequestId,
+  decodeJson,
+  deriveKey,
+  encodeJson,
   inSpan,
   parseFeatures,
   randomId,
   SpanKind,
   TOOL_GROUP_NAMES,
+  type BusSubscription,
   type Logger,
 } from "@hatch/shared";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  type JSONRPCMessage,
+  type Server,
+  type Transport,
+  type TransportSendOptions,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import { BodyTooLargeError } from "../auth/errors.ts";
 import { readBodyText } from "../auth/http.ts";
 import type { Auth } from "../auth/index.ts";
@@ -17,22 +28,32 @@ import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
 import { SessionEventStore } from "./event-store.ts";
 import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
+import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
 const IDLE_MS = 30 * 60_000;
+/** A session in use writes its record again at most this often (each write restarts the record's idle time). */
+const TOUCH_EVERY_MS = 5 * 60_000;
 
 interface SessionEntry {
   server: Server;
   transport: WebStandardStreamableHTTPServerTransport;
+  /** The server's side of the transport: names the requests it sends after this copy (answers find their way back). */
+  wire: CopyTransport;
   userId: string;
-  /** The grant whose token opened it: only tokens of that grant (refreshed ones included) reach it. */
   grantId: string;
   lastSeen: number;
+  lastTouched: number;
 }
 
 /** How long a client waits before reconnecting a dropped SSE stream (the priming event's `retry`). */
 const SSE_RETRY_MS = 2_000;
 
-export interface McpEndpointDeps extends Omit<ToolCallDeps, "askUser"> {
+/** Where another copy sends this copy the answer to a question it asked a 2025 client (`<copy>` is its id). */
+const answerSubject = (copy: string) => `broadcast.gateway.mcp.answer.${copy}`;
+/** A 2025 session was ended (DELETE) on one copy: every copy forgets its local half. */
+const SESSION_CLOSED = "broadcast.gateway.mcp.session.closed";
+
+export interface McpEndpointDeps extends Omit<ToolCallDeps, "askUser" | "offerLink" | "deferQuestion"> {
   config: GatewayConfig;
   auth: Pick<Auth, "authenticate">;
   version: string;
@@ -41,6 +62,7 @@ export interface McpEndpointDeps extends Omit<ToolCallDeps, "askUser"> {
 
 export interface McpEndpoint {
   handle(request: Request): Promise<Response>;
+  /** 2025-11-25 sessions this copy holds in memory (any copy can rebuild any session from its record). */
   readonly sessionCount: number;
   /**
    * The first step of a shutdown: new requests are refused (503) and each session's GET event stream ends, since a
@@ -51,14 +73,55 @@ export interface McpEndpoint {
 }
 
 /**
- * `/mcp`: MCP over streamable HTTP with stateful sessions. Every request is authenticated on its own (so a
- * revoked grant stops working on the next call), and a session answers only the grant (user and connection) that
- * opened it: another token of the same user, say a read-only one, cannot drive a session opened with full access.
+ * `/mcp`, for both eras of the protocol on one endpoint, served by any gateway copy:
+ * - 2026-07-28 (a request with the `_meta` envelope): stateless, one server per request from the SDK's
+ *   `createMcpHandler` (server/discover, Mcp-Method/Mcp-Name checks, `ttlMs`/`cacheScope`); a question to the user is
+ *   an `input_required` answer whose `requestState` is sealed and bound to user, grant, tool and arguments.
+ * - 2025-11-25 (initialize, then Mcp-Session-Id): sessions whose record (user, grant, the client's initialize) is in
+ *   the session directory, so a copy that has not seen a session rebuilds it by replaying the initialize. A form the
+ *   gateway shows mid-call waits on the copy that asked; the client's answer reaches it over the bus from any copy.
+ * Every request is authenticated on its own (a revoked grant stops working on the next call); a session answers only
+ * the user and the grant that opened it.
  */
 export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   const { config, logger } = deps;
   const sessions = new Map<string, SessionEntry>();
   const allowedOrigin = new URL(config.baseUrl).origin;
+  const directory = createSessionDirectory(deps.bus, IDLE_MS, logger);
+  const copy = randomId(9);
+  const serverDeps = { ...deps, requestStateKey: deriveKey(config.secret, "mcp-request-state") };
+
+  const modern = createMcpHandler(
+    (ctx) => {
+      const choice = ctx.requestInfo ? connectionChoice(new URL(ctx.requestInfo.url)) : null;
+      return createMcpServer(
+        serverDeps,
+        deps.version,
+        logger,
+        choice && !(choice instanceof Response) ? choice : undefined,
+        ctx.era,
+      );
+    },
+    {
+      legacy: "reject",
+      maxRequestBodySize: Math.max(config.maxBodyBytes, MAX_BODY_BYTES),
+      onerror: (error) => logger.debug("MCP request refused", { error: error.message }),
+    },
+  );
+
+  const subscriptions: BusSubscription[] = [
+    // An answer to a question this copy asked, posted to another copy.
+    deps.bus.subscribe(answerSubject(copy), (msg) => {
+      const { session, message } = decodeJson(msg.data) as { session?: string; message?: JSONRPCMessage };
+      const entry = session ? sessions.get(session) : undefined;
+      if (entry && message) entry.wire.deliver(message);
+    }),
+    deps.bus.subscribe(SESSION_CLOSED, (msg) => {
+      const { session } = decodeJson(msg.data) as { session?: string };
+      const entry = session ? sessions.get(session) : undefined;
+      if (session && entry) void closeSession(session, entry);
+    }),
+  ];
 
   const sweep = setInterval(() => {
     const cutoff = Date.now() - IDLE_MS;
@@ -81,8 +144,9 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   }
 
   /**
-   * Room for one more session of this user: their own oldest goes past the per-user cap; past the global bound,
-   * the oldest of whoever holds the most sessions. One user opening many sessions only ever closes their own.
+   * Room for one more session of this user in this copy's memory: their own oldest goes past the per-user cap; past
+   * the global bound, the oldest of whoever holds the most sessions. One user opening many sessions only ever closes
+   * their own. (A session closed here for room keeps its record: a later request rebuilds it.)
    */
   async function makeRoom(userId: string): Promise<void> {
     const mine = [...sessions].filter(([, e]) => e.userId === userId);
@@ -94,27 +158,77 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await closeOldest([...sessions].filter(([, e]) => e.userId === biggest));
   }
 
+  /**
+   * A session's server and transport on this copy. `restore` names the id of a session opened elsewhere (or before a
+   * restart), whose initialize is replayed; otherwise the client's initialize opens a new one.
+   */
   async function openSession(
-    owner: { userId: string; grantId: string },
-    stream: boolean,
-    choice: ConnectionChoice,
+    identity: { userId: string; grantId: string },
+    record: Omit<SessionRecord, "user" | "grant">,
+    restore?: string,
   ): Promise<SessionEntry> {
-    await makeRoom(owner.userId);
-    const server = createMcpServer(deps, deps.version, logger, choice);
-    const entry: SessionEntry = { server, ...owner, lastSeen: Date.now(), transport: undefined as never };
+    await makeRoom(identity.userId);
+    const server = createMcpServer(serverDeps, deps.version, logger, record.choice as ConnectionChoice, "legacy");
+    const now = Date.now();
+    const entry: SessionEntry = {
+      server,
+      userId: identity.userId,
+      grantId: identity.grantId,
+      lastSeen: now,
+      lastTouched: now,
+      transport: undefined as never,
+      wire: undefined as never,
+    };
     entry.transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomId(24),
+      sessionIdGenerator: () => restore ?? randomId(24),
       // Plain JSON answers are cheaper; a client that can answer questions mid-call needs the SSE stream.
-      enableJsonResponse: !stream,
+      enableJsonResponse: !record.stream,
       // Resumable streams: each SSE event has an id, a priming event opens the stream with the client's reconnect
       // delay, and a client that lost a stream resumes with Last-Event-ID from this session's bounded store.
       eventStore: new SessionEventStore(),
       retryInterval: SSE_RETRY_MS,
-      onsessioninitialized: (id) => void sessions.set(id, entry),
-      onsessionclosed: (id) => void sessions.delete(id),
+      onsessioninitialized: async (id) => {
+        sessions.set(id, entry);
+        if (!restore)
+          await directory.put(id, { ...record, user: identity.userId, grant: identity.grantId }).catch((error) => {
+            logger.warn("MCP session not recorded: only this copy can serve it", { error });
+          });
+      },
+      onsessionclosed: async (id) => {
+        sessions.delete(id);
+        await directory.delete(id).catch(() => {});
+        deps.bus.publish(SESSION_CLOSED, encodeJson({ session: id }));
+      },
     });
-    await server.connect(entry.transport);
+    entry.wire = new CopyTransport(entry.transport, copy);
+    await server.connect(entry.wire);
+    if (restore) await replayInitialize(entry, restore, record);
     return entry;
+  }
+
+  /** Brings a fresh server and transport to where the session is: the client's initialize, then initialized. */
+  async function replayInitialize(
+    entry: SessionEntry,
+    id: string,
+    record: Omit<SessionRecord, "user" | "grant">,
+  ): Promise<void> {
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    const init = { jsonrpc: "2.0" as const, id: `${copy}-restore`, method: "initialize", params: record.init };
+    const opened = await entry.transport.handleRequest(
+      new Request("http://gateway/mcp", { method: "POST", headers, body: "" }),
+      { parsedBody: init },
+    );
+    await opened.text();
+    const version = typeof record.init.protocolVersion === "string" ? record.init.protocolVersion : "2025-11-25";
+    const sessionHeaders = { ...headers, "mcp-session-id": id, "mcp-protocol-version": version };
+    const initialized = { jsonrpc: "2.0" as const, method: "notifications/initialized" };
+    await entry.transport.handleRequest(
+      new Request("http://gateway/mcp", { method: "POST", headers: sessionHeaders, body: "" }),
+      { parsedBody: initialized },
+    );
   }
 
   let closing = false;
@@ -176,28 +290,6 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         'Invalid params: "arguments" of tools/call must be an object of the tool\'s parameters, e.g. {"address": "my-todo"}.',
       );
 
-    const sessionId = request.headers.get("mcp-session-id");
-    let entry: SessionEntry | undefined;
-    if (sessionId) {
-      entry = sessions.get(sessionId);
-      // Another grant's session id (another user's, or another token of the same user) is answered exactly like
-      // an unknown one: the spec's 404, on which a client starts a new session with the token it holds now.
-      if (!entry || entry.userId !== identity.userId || entry.grantId !== identity.grantId)
-        return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
-    } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
-      const choice = connectionChoice(new URL(request.url));
-      if (choice instanceof Response) return choice;
-      const owner = { userId: identity.userId, grantId: identity.grantId };
-      entry = await openSession(owner, declaresElicitation(parsedBody), choice);
-    } else {
-      return rpcError(
-        400,
-        -32000,
-        "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.",
-      );
-    }
-    entry.lastSeen = Date.now();
-
     const scope: RequestScope = {
       identity,
       requestId: acceptRequestId(request.headers.get("x-request-id")),
@@ -209,7 +301,83 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       scopes: identity.scope === "read" ? ["read"] : ["read", "write"],
       extra: scope as unknown as Record<string, unknown>,
     };
+
+    const legacy =
+      request.method === "POST"
+        ? await isLegacyRequest(request, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES })
+        : await isLegacyRequest(request);
+    if (!legacy) {
+      const choice = connectionChoice(new URL(request.url));
+      if (choice instanceof Response) return choice;
+      return modern.fetch(request, { authInfo, parsedBody });
+    }
+
+    const sessionId = request.headers.get("mcp-session-id");
+    let entry: SessionEntry | undefined;
+    if (sessionId) {
+      entry = await sessionFor(sessionId, identity);
+      // Another user's (or another grant's) session id is answered exactly like an unknown one.
+      if (!entry) return rpcError(404, -32001, "Session not found. Start a new session with initialize.");
+      const answer = answerForAnotherCopy(parsedBody);
+      if (answer) {
+        deps.bus.publish(answerSubject(answer), encodeJson({ session: sessionId, message: parsedBody }));
+        return new Response(null, { status: 202 });
+      }
+    } else if (request.method === "POST" && isInitializeBody(parsedBody)) {
+      const choice = connectionChoice(new URL(request.url));
+      if (choice instanceof Response) return choice;
+      const init = initializeParams(parsedBody);
+      entry = await openSession(identity, {
+        init,
+        choice: { groups: choice.groups ? [...choice.groups] : null, readOnly: choice.readOnly },
+        stream: declaresElicitation(parsedBody),
+      });
+    } else {
+      return rpcError(
+        400,
+        -32000,
+        "Bad request: send initialize first, then include the Mcp-Session-Id header it returned.",
+      );
+    }
+    entry.lastSeen = Date.now();
+    if (sessionId && entry.lastSeen - entry.lastTouched > TOUCH_EVERY_MS) {
+      entry.lastTouched = entry.lastSeen;
+      void directory.get(sessionId).then(
+        (record) => record && directory.put(sessionId, record),
+        () => undefined,
+      );
+    }
     return entry.transport.handleRequest(request, { authInfo, parsedBody });
+  }
+
+  /** The session this request names, held here or rebuilt from its record; undefined when it is not this bearer's. */
+  async function sessionFor(
+    id: string,
+    identity: { userId: string; grantId: string },
+  ): Promise<SessionEntry | undefined> {
+    const held = sessions.get(id);
+    if (held) return held.userId === identity.userId && held.grantId === identity.grantId ? held : undefined;
+    let record: SessionRecord | null;
+    try {
+      record = await directory.get(id);
+    } catch (error) {
+      logger.warn("MCP session directory not answering", { error });
+      return undefined;
+    }
+    if (!record || record.user !== identity.userId || record.grant !== identity.grantId) return undefined;
+    const again = sessions.get(id);
+    if (again) return again;
+    return openSession(identity, record, id);
+  }
+
+  /** The copy a posted answer belongs to, when it is not this one (the answer is sent there over the bus). */
+  function answerForAnotherCopy(body: unknown): string | null {
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
+    if (messages.length !== 1) return null;
+    const message = messages[0] as { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
+    if (message?.method !== undefined || (message?.result === undefined && message?.error === undefined)) return null;
+    const owner = typeof message.id === "string" ? CopyTransport.copyOf(message.id) : null;
+    return owner && owner !== copy ? owner : null;
   }
 
   return {
@@ -223,9 +391,75 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     },
     async close() {
       clearInterval(sweep);
+      for (const sub of subscriptions) sub.unsubscribe();
+      await modern.close().catch(() => {});
+      // The records stay: the sessions go on at another copy (or at this one when it is back).
       await Promise.all([...sessions].map(([id, entry]) => closeSession(id, entry)));
     },
   };
+}
+
+/**
+ * The server's side of a 2025 session's transport. The requests the server sends (a form for the user) get ids that
+ * name this copy (`<copy>~<n>`), so the client's answer, posted to whichever copy, finds the copy that waits for it;
+ * the answer arriving here gets its own id back.
+ */
+class CopyTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(
+    message: T,
+    extra?: Parameters<NonNullable<Transport["onmessage"]>>[1],
+  ) => void;
+
+  constructor(
+    private readonly inner: WebStandardStreamableHTTPServerTransport,
+    private readonly copy: string,
+  ) {}
+
+  static copyOf(id: string): string | null {
+    const cut = id.indexOf("~");
+    return cut > 0 ? id.slice(0, cut) : null;
+  }
+
+  get sessionId(): string | undefined {
+    return this.inner.sessionId;
+  }
+
+  setSupportedProtocolVersions(versions: string[]): void {
+    this.inner.setSupportedProtocolVersions(versions);
+  }
+
+  async start(): Promise<void> {
+    this.inner.onmessage = (message, extra) => this.onmessage?.(this.inbound(message), extra);
+    this.inner.onclose = () => this.onclose?.();
+    this.inner.onerror = (error) => this.onerror?.(error);
+    await this.inner.start();
+  }
+
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const outbound =
+      "method" in message && "id" in message && message.id !== undefined
+        ? { ...message, id: `${this.copy}~${message.id}` }
+        : message;
+    return this.inner.send(outbound, options);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  /** An answer another copy received for this one. */
+  deliver(message: JSONRPCMessage): void {
+    this.onmessage?.(this.inbound(message));
+  }
+
+  private inbound(message: JSONRPCMessage): JSONRPCMessage {
+    if ("method" in message || !("id" in message) || typeof message.id !== "string") return message;
+    if (!message.id.startsWith(`${this.copy}~`)) return message;
+    const n = Number(message.id.slice(this.copy.length + 1));
+    return Number.isSafeInteger(n) ? ({ ...message, id: n } as JSONRPCMessage) : message;
+  }
 }
 
 /** DNS-rebinding protection: the Host must be ours, and a browser Origin, when sent, must be ours too. */
@@ -308,6 +542,12 @@ function rpcResult(id: string | number, code: number, message: string): Response
 
 function isInitializeBody(body: unknown): boolean {
   return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+}
+
+function initializeParams(body: unknown): Record<string, unknown> {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  const init = messages.find((m) => isInitializeRequest(m)) as { params: Record<string, unknown> };
+  return init.params;
 }
 
 function declaresElicitation(body: unknown): boolean {

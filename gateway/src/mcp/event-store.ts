@@ -1,5 +1,4 @@
-import type { EventStore } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { EventStore, JSONRPCMessage } from "@modelcontextprotocol/server";
 
 // What lets a client resume an SSE stream after it dropped (`Last-Event-ID`): the messages each of one session's
 // streams sent, kept per session and bounded. An id is `<stream>.<sequence>`, so a replay finds its stream at once

@@ -6,20 +6,23 @@ import {
   metrics,
   traceIdOf,
   type Logger,
+  type Question,
   type ToolGroup,
 } from "@hatch/shared";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
-  CallToolRequestSchema,
-  ElicitResultSchema,
-  ErrorCode,
-  type ElicitRequestFormParams,
-  ListToolsRequestSchema,
-  McpError,
   type CallToolResult,
-} from "@modelcontextprotocol/sdk/types.js";
+  type ElicitRequestFormParams,
+  type InputRequiredResult,
+  inputRequired,
+  inputResponse,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
-import { forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
+import { finishQuestion, forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
+import { checkBinding, openQuestion, sealQuestion, type StateRefusal } from "./request-state.ts";
 import { contractFor, inGroups, toolsFor } from "./catalog.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 
@@ -45,16 +48,43 @@ export interface ConnectionChoice {
 
 const ALL: ConnectionChoice = { groups: null, readOnly: false };
 
-/** One MCP server per session: its tool list depends on the client that initialized it and the connection URL. */
+/**
+ * How long a client may keep the tool list (2026-07-28 `ttlMs`). Private: it depends on the grant (read-only), the
+ * client and the connection URL. The list only changes with a deploy of Hatch.
+ */
+export const TOOLS_TTL_MS = 10 * 60_000;
+
+/** The key of the one question in an `input_required` answer (its `inputResponses` entry comes back under it). */
+const ANSWER_KEY = "answer";
+
+export interface McpServerDeps extends Omit<ToolCallDeps, "askUser" | "offerLink" | "deferQuestion"> {
+  /** Seals the state of a question asked as `input_required` (derived from the deployment secret). */
+  requestStateKey: Buffer;
+}
+
+/**
+ * One MCP server per 2025-11-25 session or per 2026-07-28 request (`era`): its tool list depends on the client (its
+ * initialize, or the request's `_meta`) and the connection URL. A 2025 session asks the user mid-call (elicitation
+ * on the call's stream); a 2026 request answers `input_required` with the question sealed in `requestState`, and the
+ * call that brings the answer back may land on any gateway copy.
+ */
 export function createMcpServer(
-  deps: Omit<ToolCallDeps, "askUser" | "offerLink">,
+  deps: McpServerDeps,
   version: string,
   log: Logger,
   choice: ConnectionChoice = ALL,
+  era: "legacy" | "modern" = "legacy",
 ): Server {
   const server = new Server(
     { name: "hatch", title: "Hatch", version },
-    { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions: INSTRUCTIONS,
+      cacheHints: { "tools/list": { ttlMs: TOOLS_TTL_MS, cacheScope: "private" } },
+      // Hatch's own forms are checked by answers.ts (which names the field that did not fit); the SDK's legacy shim
+      // is never used: 2025 sessions ask with a plain elicitation request below.
+      inputRequired: { legacyShim: false },
+    },
   );
   const client = () => {
     const name = clientNameOf(server.getClientVersion()?.name);
@@ -63,29 +93,29 @@ export function createMcpServer(
 
   const readOnly = (scope: RequestScope | undefined) => choice.readOnly || scope?.identity.scope === "read";
 
-  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
+  server.setRequestHandler("tools/list", async (_request, ctx) => ({
     tools: toolsFor({
       kind: client().kind,
       groups: choice.groups,
-      readOnly: readOnly(extra.authInfo?.extra as RequestScope | undefined),
+      readOnly: readOnly(scopeOf(ctx)),
     }),
   }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const scope = extra.authInfo?.extra as RequestScope | undefined;
-    if (!scope) throw new McpError(ErrorCode.InternalError, "The request was not authenticated.");
+  server.setRequestHandler("tools/call", async (request, ctx): Promise<CallToolResult | InputRequiredResult> => {
+    const scope = scopeOf(ctx);
+    if (!scope) throw new ProtocolError(ProtocolErrorCode.InternalError, "The request was not authenticated.");
     const name = request.params.name;
     if (!contractFor(name, client().kind)) {
       metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `Unknown tool "${name}". Call tools/list to see the tools Hatch offers.`,
       );
     }
     const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
     return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
       const started = performance.now();
-      const result = await callTool(request.params, scope, traceparent, extra.requestId);
+      const result = await callTool(request.params, scope, traceparent, ctx);
       const seconds = (performance.now() - started) / 1000;
       const outcome = outcomeOf(result);
       metrics.mcpToolCalls.inc({ tool: name, outcome });
@@ -99,7 +129,7 @@ export function createMcpServer(
         user: scope.identity.userId,
         client: clientNameOf(server.getClientVersion()?.name),
         ms: Math.round(seconds * 100_000) / 100,
-        isError: result.isError === true,
+        isError: (result as CallToolResult).isError === true,
       });
       return result;
     });
@@ -109,8 +139,9 @@ export function createMcpServer(
     params: { name: string; arguments?: Record<string, unknown> },
     scope: RequestScope,
     traceparent: string,
-    mcpRequestId: string | number,
-  ): Promise<CallToolResult> {
+    ctx: ServerContext,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    const mcpRequestId = ctx.mcpReq.id;
     const caller = { ...scope, client: client(), traceparent };
     const name = params.name;
     const contract = contractFor(name, caller.client.kind)!;
@@ -141,8 +172,52 @@ export function createMcpServer(
     }
     const overLimit = contract.limitProblem?.(input.data);
     if (overLimit) return errorResult("limit_exceeded", overLimit);
+    const binding = { sub: caller.identity.userId, grant: caller.identity.grantId, tool: name, input: input.data };
+    const ask = (question: Question): InputRequiredResult =>
+      inputRequired({
+        inputRequests: {
+          [ANSWER_KEY]: inputRequired.elicit({
+            message: question.message,
+            requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"],
+          }),
+        },
+        requestState: sealQuestion(deps.requestStateKey, binding, question),
+      });
+    const echoed = era === "modern" ? ctx.mcpReq.requestState<string>() : undefined;
+    if (echoed !== undefined) {
+      // The second round of a question: the sealed state says what was asked; it must be this user's, on this grant,
+      // for this tool with these exact arguments, and not expired. It is not counted again against the rate limits.
+      const state = openQuestion(deps.requestStateKey, echoed);
+      const refused: StateRefusal | null = typeof state === "string" ? state : checkBinding(state, binding);
+      if (refused || typeof state === "string") {
+        log.info("requestState refused", { tool: name, rid: scope.requestId, reason: refused });
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          refused === "expired"
+            ? `The question of this ${name} call expired. Call ${name} again without requestState to ask again.`
+            : `This requestState does not belong to this ${name} call. Call ${name} again without requestState.`,
+        );
+      }
+      const view = inputResponse(ctx.mcpReq.inputResponses, ANSWER_KEY);
+      // The state came back without the answer: ask the same question again.
+      if (view.kind === "missing") return ask(state.question);
+      const answer =
+        view.kind === "elicit" && view.action === "accept" ? ((view.content ?? {}) as Record<string, unknown>) : null;
+      return finishQuestion(deps, contract, input.data, caller, state.question, answer);
+    }
     const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
     if (tooMany) return errorResult("limit_exceeded", tooMany);
+    if (era === "modern") {
+      return forwardToolCall(
+        {
+          ...deps,
+          deferQuestion: ask,
+        },
+        contract,
+        input.data,
+        caller,
+      );
+    }
     return forwardToolCall(
       {
         ...deps,
@@ -154,9 +229,10 @@ export function createMcpServer(
             message: question.message,
             requestedSchema: question.schema as ElicitRequestFormParams["requestedSchema"],
           };
-          const result = await server.request({ method: "elicitation/create", params: form }, ElicitResultSchema, {
-            relatedRequestId: mcpRequestId,
-          });
+          const result = await server.request(
+            { method: "elicitation/create", params: form },
+            { relatedRequestId: mcpRequestId },
+          );
           return result.action === "accept" ? (result.content ?? {}) : null;
         },
         offerLink: async (link) => {
@@ -177,15 +253,21 @@ export function createMcpServer(
   return server;
 }
 
+function scopeOf(ctx: ServerContext): RequestScope | undefined {
+  return ctx.http?.authInfo?.extra as RequestScope | undefined;
+}
+
 const CODES = new Set<string>(ERROR_CODES);
 
 /** A result's outcome label: ok, needs_user (a question is waiting), the error code it ends with, or error (declined, …). */
-function outcomeOf(result: CallToolResult): string {
-  if (!result.isError) {
-    const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
+function outcomeOf(result: CallToolResult | InputRequiredResult): string {
+  if ("resultType" in result && result.resultType === "input_required") return "needs_user";
+  const done = result as CallToolResult;
+  if (!done.isError) {
+    const status = (done.structuredContent as { status?: unknown } | undefined)?.status;
     return status === "needs_user" || status === "declined" ? status : "ok";
   }
-  const first = result.content[0];
+  const first = done.content[0];
   const code = first?.type === "text" ? /\(([a-z_]+)\)$/.exec(first.text)?.[1] : undefined;
   return code && CODES.has(code) ? code : "error";
 }

@@ -1,11 +1,9 @@
 import {
   acceptRequestId,
   AppAddressSchema,
-  callRpc,
   deriveKey,
   isToolError,
   rpcMethods,
-  signContext,
   signViewerTicket,
   ViewerOriginSchema,
   type Bus,
@@ -16,7 +14,7 @@ import { localPath, redirect } from "../auth/http.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
-import { websiteClaims } from "../website-claims.ts";
+import { callServiceRpc, websiteCaller } from "../services.ts";
 
 // Viewer sign-in for published apps. The app host sends a viewer of a non-public app here
 // (`/apps/signin?app=<address>&path=<path>`); once signed in, the gateway hands the browser a one-minute ticket
@@ -89,27 +87,14 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     if (url.searchParams.get("switch") === "1")
       return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
-    const claims = websiteClaims(state.user, { scope: "read", client: "browser", grant: "browser", rid: requestId });
     try {
-      const session = await deps.accounts.resolve(claims, { requestId, traceparent: "" });
-      const ctx = signContext(
-        {
-          ...claims,
-          account: session.account,
-          accountKind: session.accountKind,
-          org: session.org,
-          role: session.role,
-          permissions: session.permissions,
-        },
-        deps.contextKey,
-      );
-      const { origin } = await callRpc(
-        deps.bus,
+      const { origin } = await callServiceRpc(
+        deps,
         "apps",
         rpcMethods.apps.viewerOrigin,
         { address: target.address },
         ViewerOriginSchema,
-        { ctx, requestId },
+        websiteCaller(state.user, { scope: "read", client: "browser", requestId }),
       );
       // The ticket names this browser session, not the account: the app host asks who it is on every request.
       const ticket = signViewerTicket(viewerKey, {

@@ -1,9 +1,8 @@
-import { childTraceparent, randomId, signContext } from "@hatch/shared";
 import { BodyTooLargeError } from "../auth/errors.ts";
 import type { Auth, PublicUser } from "../auth/index.ts";
 import { htmlResponse } from "./layout.ts";
-import { type AccountSessions, withSession } from "../mcp/accounts.ts";
-import { websiteClaims } from "../website-claims.ts";
+import type { AccountSessions } from "../mcp/accounts.ts";
+import { signedContext, websiteCaller } from "../services.ts";
 
 export interface DashboardCallDeps {
   contextKey: Buffer;
@@ -19,10 +18,8 @@ export async function dashboardContext(
   user: PublicUser,
   scope: "read" | "write",
 ): Promise<{ ctx: string; requestId: string }> {
-  const requestId = randomId(12);
-  const base = websiteClaims(user, { scope, client: "Hatch website", grant: "browser", rid: requestId });
-  const session = await deps.accounts.resolve(base, { requestId, traceparent: childTraceparent(null) });
-  return { ctx: signContext(withSession(base, session), deps.contextKey), requestId };
+  const caller = websiteCaller(user, { scope, client: "Hatch website" });
+  return { ctx: await signedContext(deps, caller), requestId: caller.requestId };
 }
 
 type FormResult = Awaited<ReturnType<Auth["pages"]["form"]>>;

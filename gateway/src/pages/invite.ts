@@ -3,9 +3,7 @@ import {
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
   isToolError,
-  randomId,
   rpcMethods,
-  signContext,
   type Bus,
   type InvitationPreview,
   type Logger,
@@ -14,7 +12,7 @@ import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
-import { websiteClaims } from "../website-claims.ts";
+import { callServiceRpc, websiteCaller } from "../services.ts";
 
 export interface InvitePagesDeps {
   auth: Auth;
@@ -120,18 +118,15 @@ export function invitePages(deps: InvitePagesDeps) {
         404,
       );
     const user = state.user;
-    const ctx = signContext(
-      websiteClaims(user, { scope: "write", client: "Hatch website", grant: "browser", rid: randomId(12) }),
-      deps.contextKey,
-    );
     try {
-      const joined = await callRpc(
-        deps.bus,
+      const joined = await callServiceRpc(
+        deps,
         "orgs",
         rpcMethods.orgs.acceptInvitation,
         { token },
         InvitationAcceptedSchema,
-        { ctx },
+        websiteCaller(user, { scope: "write", client: "Hatch website" }),
+        { account: false },
       );
       deps.accounts.drop(user.id);
       // The link went to that inbox: using it proves the address when it is the user's own.

@@ -1,17 +1,9 @@
-import {
-  callRpc,
-  isToolError,
-  MailOutboxSchema,
-  randomId,
-  rpcMethods,
-  signContext,
-  type Bus,
-  type Logger,
-} from "@hatch/shared";
+import { isToolError, MailOutboxSchema, rpcMethods, type Bus, type Logger } from "@hatch/shared";
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
-import { websiteClaims } from "../website-claims.ts";
+import type { AccountSessions } from "../mcp/accounts.ts";
+import { callServiceRpc, websiteCaller } from "../services.ts";
 
 /** Links into this Hatch become clickable; everything else is shown as text. */
 function linkify(text: string, baseUrl: string): SafeHtml {
@@ -24,6 +16,7 @@ export interface OutboxPageDeps {
   auth: Auth;
   bus: Bus;
   contextKey: Buffer;
+  accounts: AccountSessions;
   logger: Logger;
   baseUrl: string;
   enabled: boolean;
@@ -55,12 +48,16 @@ export function outboxPage(deps: OutboxPageDeps) {
       ] as [string, string][];
       return new Response(null, { status: 303, headers });
     }
-    const ctx = signContext(
-      websiteClaims(user, { scope: "read", client: "Hatch website", grant: "browser", rid: randomId(12) }),
-      deps.contextKey,
-    );
     try {
-      const outbox = await callRpc(deps.bus, "orgs", rpcMethods.orgs.mailOutbox, {}, MailOutboxSchema, { ctx });
+      const outbox = await callServiceRpc(
+        deps,
+        "orgs",
+        rpcMethods.orgs.mailOutbox,
+        {},
+        MailOutboxSchema,
+        websiteCaller(user, { scope: "read", client: "Hatch website" }),
+        { account: false },
+      );
       const mails = outbox.mails.map(
         (
           m,

@@ -1,5 +1,4 @@
 import {
-  childTraceparent,
   isAskReply,
   isToolError,
   randomId,
@@ -12,7 +11,7 @@ import {
 import type { z } from "zod";
 import type { PublicUser } from "../../auth/index.ts";
 import type { AccountSessions } from "../../mcp/accounts.ts";
-import { callService, type CallerInfo } from "../../mcp/call.ts";
+import { callService, websiteCaller, type CallerInfo } from "../../services.ts";
 
 // Every action on the dashboard is the tool itself, sent over the bus as `tools.<service>.<tool>` with a ctx signed
 // for the browser's person (account, org, role and permissions resolved as for an AI's call), so the service checks
@@ -52,21 +51,11 @@ export async function callTool<C extends ToolContract>(
     return { kind: "refused", code: "invalid_input", message: `${where}${issue?.message ?? "invalid input"}` };
   }
   const requestId = randomId(12);
-  const caller: CallerInfo = {
-    identity: {
-      userId: user.id,
-      email: user.email,
-      emailVerified: user.emailVerified,
-      name: user.name,
-      grantId: "browser",
-      clientId: "dashboard",
-      clientName: DASHBOARD_CLIENT.name,
-      scope: contract.class === "read" ? "read" : "write",
-    },
-    client: { ...DASHBOARD_CLIENT, elicitation: { form: false, url: false } },
+  const caller: CallerInfo = websiteCaller(user, {
+    scope: contract.class === "read" ? "read" : "write",
+    client: DASHBOARD_CLIENT.name,
     requestId,
-    traceparent: childTraceparent(null),
-  };
+  });
   try {
     const reply = await callService(deps, contract, caller, { input: parsed.data, ...extra });
     if (!reply.ok) return { kind: "refused", code: reply.error.code, message: reply.error.message };

@@ -1,0 +1,181 @@
+import {
+  BusError,
+  callRpc,
+  CallReplySchema,
+  childTraceparent,
+  decodeJson,
+  encodeJson,
+  randomId,
+  requestTraced,
+  signContext,
+  subjects,
+  unavailable,
+  type Bus,
+  type CallContextClaims,
+  type CallReply,
+  type ClientKind,
+  type ServiceName,
+  type ToolContract,
+} from "@hatch/shared";
+import type { z } from "zod";
+import type { AccessIdentity, PublicUser } from "./auth/index.ts";
+import { type AccountSessions, withSession } from "./mcp/accounts.ts";
+import type { ElicitationSupport } from "./mcp/profile.ts";
+
+// The gateway's one way to a service: a call context signed for the caller (with the account, organization, role and
+// permissions they act as, resolved as for every call), sent over the bus with its span and deadline, and a reply or
+// failure mapped to what the gateway shows (a ToolError `unavailable` when the service cannot be reached). MCP tool
+// calls, the confirm pages and the dashboard pages all call services through here, so a service checks each the same.
+
+export interface ServiceClientDeps {
+  bus: Bus;
+  contextKey: Buffer;
+  accounts: AccountSessions;
+}
+
+/** Who is calling: an AI client through an OAuth grant, or a person on one of Hatch's pages (`websiteCaller`). */
+export interface CallerInfo {
+  identity: AccessIdentity;
+  client: { kind: ClientKind; name: string; elicitation: ElicitationSupport };
+  requestId: string;
+  traceparent: string;
+}
+
+/**
+ * A person acting on Hatch's own pages: no AI client, no OAuth grant (`grant` says where: "browser", "signup"), no
+ * forms to elicit. `client` is how the activity log names the place ("Hatch website", "dashboard", "browser").
+ */
+export function websiteCaller(
+  user: PublicUser,
+  options: { scope: "read" | "write"; client: string; grant?: string; requestId?: string; traceparent?: string },
+): CallerInfo {
+  return {
+    identity: {
+      userId: user.id,
+      email: user.email,
+      emailVerified: user.emailVerified,
+      name: user.name,
+      grantId: options.grant ?? "browser",
+      clientId: options.client,
+      clientName: options.client,
+      scope: options.scope,
+    },
+    client: { kind: "other", name: options.client, elicitation: { form: false, url: false } },
+    requestId: options.requestId ?? randomId(12),
+    traceparent: options.traceparent ?? childTraceparent(null),
+  };
+}
+
+/**
+ * The signed call context of this caller. With `account` (the default) the account they act as is resolved first
+ * (orgs `session.resolve`, cached); without it the context names the person only (mails about their own sign-in).
+ */
+export async function signedContext(
+  deps: Pick<ServiceClientDeps, "contextKey" | "accounts">,
+  caller: CallerInfo,
+  options: { account?: boolean; timeoutMs?: number } = {},
+): Promise<string> {
+  const base = baseClaims(caller);
+  if (options.account === false) return signContext(base, deps.contextKey);
+  const session = await deps.accounts.resolve(base, {
+    requestId: caller.requestId,
+    traceparent: caller.traceparent,
+    timeoutMs: options.timeoutMs ?? ACCOUNT_LOOKUP_MS,
+  });
+  return signContext(withSession(base, session), deps.contextKey);
+}
+
+/**
+ * An internal method of a service (`rpc.<service>.<method>`) for this caller, its result parsed by `schema`. A service
+ * that is down or slow is a ToolError `unavailable`; an error reply is the ToolError it carried.
+ */
+export async function callServiceRpc<S extends z.ZodType>(
+  deps: ServiceClientDeps,
+  service: ServiceName,
+  method: string,
+  input: unknown,
+  schema: S,
+  caller: CallerInfo,
+  options: { account?: boolean } = {},
+): Promise<z.infer<S>> {
+  const ctx = await signedContext(deps, caller, options);
+  return callRpc(deps.bus, service, method, input, schema, {
+    ctx,
+    requestId: caller.requestId,
+    traceparent: caller.traceparent,
+  });
+}
+
+function baseClaims(caller: CallerInfo): CallContextClaims {
+  const { identity } = caller;
+  return {
+    sub: identity.userId,
+    email: identity.email,
+    emailVerified: identity.emailVerified,
+    name: identity.name,
+    permissions: [],
+    scope: identity.scope,
+    client: caller.client,
+    grant: identity.grantId,
+    rid: caller.requestId,
+  };
+}
+
+/**
+ * Signs a fresh call context for this caller (account resolved as for every call) and sends the call. Throws
+ * ToolError `unavailable` when the service cannot be reached; the confirm page uses it to send the user's answer.
+ */
+export async function callService(
+  deps: ServiceClientDeps,
+  contract: ToolContract,
+  caller: CallerInfo,
+  body: { input: unknown; answer?: Record<string, unknown>; confirm?: string },
+): Promise<CallReply> {
+  // One deadline for the whole call (the account lookup and the service's answer), so the AI hears back within the
+  // tool's own timeout even when orgs is slow too.
+  const deadline = Date.now() + contract.timeoutMs;
+  const ctx = await signedContext(deps, caller, { timeoutMs: Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs) });
+  return send(deps.bus, contract, { ctx, ...body }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
+}
+
+/** At most this long for the account lookup (orgs `session.resolve`), within the tool's deadline. */
+const ACCOUNT_LOOKUP_MS = 5_000;
+/** A call whose lookup took nearly all its time still gets this long to be answered. */
+const MIN_SEND_MS = 1_000;
+
+async function send(
+  bus: Bus,
+  contract: ToolContract,
+  envelope: Record<string, unknown>,
+  caller: CallerInfo,
+  timeoutMs: number,
+): Promise<CallReply> {
+  let raw: unknown;
+  try {
+    const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
+      timeoutMs,
+      requestId: caller.requestId,
+      traceparent: caller.traceparent,
+    });
+    raw = decodeJson(reply.data);
+  } catch (error) {
+    if (error instanceof BusError && error.code === "timeout" && contract.class !== "read") {
+      return {
+        ok: false,
+        error: {
+          code: "unavailable",
+          message: `The ${contract.service} service did not answer in time, so Hatch cannot tell whether ${contract.name} took effect. Check the current state (for example with a listing tool) before trying again.`,
+        },
+      };
+    }
+    if (error instanceof BusError) throw unavailable(contract.service);
+    throw error;
+  }
+  const parsed = CallReplySchema.safeParse(raw);
+  if (!parsed.success)
+    return {
+      ok: false,
+      error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` },
+    };
+  return parsed.data;
+}
