@@ -218,6 +218,7 @@ export {
   VIEWER_CHECK_TTL_SECONDS,
   VIEWER_TICKET_TTL_SECONDS,
   ViewerChangedSchema,
+  ViewerCheckAppSchema,
   ViewerCheckInputSchema,
   ViewerCheckSchema,
   ViewerIdentitySchema,
@@ -227,6 +228,8 @@ export {
 export type {
   ViewerChanged,
   ViewerCheck,
+  ViewerCheckApp,
+  ViewerCheckQuestion,
   ViewerIdentity,
   ViewerOrigin,
   ViewerSession,
