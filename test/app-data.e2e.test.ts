@@ -87,16 +87,25 @@ for (const mode of MODES) {
       return page;
     }
 
-    /** The app's own Sign in button: hatch.signIn() → Hatch's sign-in page → back to the app, signed in. */
+    /**
+     * The app's own Sign in button: hatch.signIn() → Hatch's sign-in page → (someone else's public app: the consent page,
+     * Continue) → back to the app, signed in.
+     */
     async function signIn(page: Page, user: User): Promise<void> {
+      const appOrigin = new URL(url).origin;
       await page.getByRole("button", { name: "Sign in" }).click();
       await page.waitForURL((next) => next.pathname === "/signin");
       await page.getByLabel("Email").fill(user.email);
       await page.getByLabel("Password").fill(PASSWORD);
       await Promise.all([
-        page.waitForURL((next) => next.origin === new URL(url).origin),
+        page.waitForURL((next) => next.origin === appOrigin || next.pathname === "/apps/signin"),
         page.getByRole("button", { name: "Sign in" }).click(),
       ]);
+      if (new URL(page.url()).pathname === "/apps/signin")
+        await Promise.all([
+          page.waitForURL((next) => next.origin === appOrigin),
+          page.getByRole("button", { name: "Continue" }).click(),
+        ]);
       await shows(page.locator("#who"), user.email);
     }
 

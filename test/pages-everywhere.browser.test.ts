@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import type { AppsService } from "@hatch/apps";
 import { type Browser, type BrowserContext, type Page } from "playwright-core";
+import { seedApp } from "../services/apps/test/support/seed.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -109,6 +111,15 @@ for (const mode of MODES) {
       const invite = await eventually(() => invitationLink(hatch, email).catch(() => undefined), "the invitation mail");
       signedIn.invitation = new URL(invite).pathname;
       await inviterClient.close();
+      // A public app of someone else's: signing in to it asks first (the consent page).
+      await seedApp((hatch.services.get("apps") as AppsService).context, {
+        owner: { id: inviter.id, email: inviter.email, name: "Ivy Inviter" },
+        address: `ivys-guestbook-${mode}`,
+        name: "Ivy's guestbook with a rather long name",
+        visibility: "public",
+        files: { "index.html": "<h1>Guestbook</h1>" },
+      });
+      signedIn["app consent"] = `/apps/signin?app=ivys-guestbook-${mode}&path=/`;
 
       browser = await launchChromium();
       context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -238,7 +249,7 @@ for (const mode of MODES) {
     );
 
     test(
-      "signed in: landing, dashboard, app and organization pages, Tokens, a confirm page, the secret and AI key pages, billing, an invitation, the dev outbox",
+      "signed in: landing, dashboard, app and organization pages, Tokens, a confirm page, the secret and AI key pages, billing, an invitation, the dev outbox, an app's consent page",
       async () => {
         await page.setViewportSize({ width: 1280, height: 800 });
         await page.emulateMedia({ colorScheme: "light" });

@@ -142,7 +142,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     version: GATEWAY_VERSION,
     toolCallLimits,
   });
-  const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, logger });
+  const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, db: options.db, logger });
   const stripeWebhook = stripeWebhookHandler({ secret: config.stripeWebhookSecret, bus, logger });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
@@ -197,6 +197,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger,
         baseUrl: config.baseUrl,
         notices,
+        db: options.db,
       }),
     )
     .use(outboxPage({ auth, bus, contextKey, accounts, logger, baseUrl: config.baseUrl, enabled: config.devPages }))
@@ -218,6 +219,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     .post("/webhooks/stripe", ({ request }) => stripeWebhook(request), { parse: "none" })
     .get("/apps/signin", ({ request }) => appSignIn.show(request))
     .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
+    .post("/apps/signin/consent", ({ request }) => appSignIn.consent(request), { parse: "none" })
     .get("/mcp/docs", ({ request }) => docsResponse(request, false, { appsOrigin: config.appsUrl }))
     .get("/mcp/docs.md", ({ request }) => docsResponse(request, true, { appsOrigin: config.appsUrl }))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))

@@ -77,12 +77,20 @@ export async function signedContext(
 ): Promise<string> {
   const base = baseClaims(caller);
   if (options.account === false) return signContext(base, deps.contextKey);
-  const session = await deps.accounts.resolve(base, {
+  return signContext(withSession(base, await callerSession(deps, caller, options)), deps.contextKey);
+}
+
+/** The account, organization, role and permissions this caller acts as (orgs `session.resolve`, cached). */
+export function callerSession(
+  deps: Pick<ServiceClientDeps, "accounts">,
+  caller: CallerInfo,
+  options: { timeoutMs?: number } = {},
+): ReturnType<AccountSessions["resolve"]> {
+  return deps.accounts.resolve(baseClaims(caller), {
     requestId: caller.requestId,
     traceparent: caller.traceparent,
     timeoutMs: options.timeoutMs ?? ACCOUNT_LOOKUP_MS,
   });
-  return signContext(withSession(base, session), deps.contextKey);
 }
 
 /**

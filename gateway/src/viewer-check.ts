@@ -19,15 +19,17 @@ import {
   type RpcReply,
   type ViewerChanged,
   type ViewerCheck,
-  type ViewerSession,
+  type ViewerCheckQuestion,
 } from "@hatch/shared";
 import { and, eq, gt } from "drizzle-orm";
+import { hasConsent } from "./app-consents.ts";
 import { browserSessions, users } from "./db/schema.ts";
 import type { AccountSessions } from "./mcp/accounts.ts";
 import { websiteClaims } from "./website-claims.ts";
 
-// The gateway's side of app viewers (shared/src/viewer-ticket.ts): it answers who a browser session is now, and
-// tells every app host when a session ended or a person's membership changed.
+// The gateway's side of app viewers (shared/src/viewer-ticket.ts): it answers who a browser session is now (and, for
+// a question naming an app, whether the person agreed that it learns who they are: app-consents.ts), and tells every
+// app host when a session ended, a person's membership changed or they took a consent back.
 
 export const VIEWER_CHECK_SUBJECT = `rpc.gateway.${rpcMethods.gateway.viewerCheck}`;
 /** The longest a sign-out waits for its broadcast to leave (the page still answers if the bus is slow). */
@@ -49,7 +51,7 @@ export interface ViewerCheckDeps {
 export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
   const log = deps.logger.child({ component: "viewer-check" });
 
-  async function liveViewer(asked: ViewerSession, requestId: string): Promise<ViewerCheck> {
+  async function liveViewer(asked: ViewerCheckQuestion, requestId: string): Promise<ViewerCheck> {
     const [row] = await deps.db
       .select({ id: users.id, email: users.email, name: users.name, emailVerifiedAt: users.emailVerifiedAt })
       .from(browserSessions)
@@ -57,6 +59,8 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
       .where(and(eq(browserSessions.idHash, asked.session), gt(browserSessions.expiresAt, new Date())))
       .limit(1);
     if (!row || row.id !== asked.sub) return { viewer: null };
+    // A question naming an app (a public one's data request) is answered with whether this person agreed it may know them.
+    const consent = asked.app ? await hasConsent(deps.db, row.id, asked.app) : undefined;
     const session = await deps.accounts.resolve(
       websiteClaims(
         { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null },
@@ -71,6 +75,7 @@ export function answerViewerChecks(deps: ViewerCheckDeps): BusSubscription {
         name: row.name,
         emailVerified: row.emailVerifiedAt !== null,
         account: session.account,
+        ...(consent === undefined ? {} : { consent }),
       },
     };
   }

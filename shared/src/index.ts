@@ -220,6 +220,7 @@ export {
   VIEWER_CHECK_TTL_SECONDS,
   VIEWER_TICKET_TTL_SECONDS,
   ViewerChangedSchema,
+  ViewerCheckAppSchema,
   ViewerCheckInputSchema,
   ViewerCheckSchema,
   ViewerIdentitySchema,
@@ -229,6 +230,8 @@ export {
 export type {
   ViewerChanged,
   ViewerCheck,
+  ViewerCheckApp,
+  ViewerCheckQuestion,
   ViewerIdentity,
   ViewerOrigin,
   ViewerSession,

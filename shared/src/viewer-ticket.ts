@@ -50,6 +50,12 @@ export const ViewerIdentitySchema = z.object({
   account: z.string().min(1),
   /** Whether the email was proven (the `people` rule will want it); absent while users do not record it. */
   emailVerified: z.boolean().optional(),
+  /**
+   * Present when the question named an app (`ViewerCheckApp`): whether this person agreed that the app learns who
+   * they are (the consent page of /apps/signin), given while the app had its owner now. A public app that is not the
+   * viewer's own or their organization's sees no viewer without it.
+   */
+  consent: z.boolean().optional(),
 });
 export type ViewerIdentity = z.infer<typeof ViewerIdentitySchema>;
 
@@ -87,21 +93,31 @@ export function verifyViewerTicket(key: Buffer, token: string, address: string, 
  */
 export const VIEWER_CHECK_TTL_SECONDS = 60;
 
+/** The app a viewer check is for, when the answer must say whether the person agreed that it learns who they are. */
+export const ViewerCheckAppSchema = z.object({ id: z.string().min(1), owner: z.string().min(1) });
+export type ViewerCheckApp = z.infer<typeof ViewerCheckAppSchema>;
+
 const CheckClaimsSchema = z.object({
   v: z.literal(1),
   typ: z.literal("viewer-check"),
   sub: z.string().min(1),
   session: z.string().min(1),
+  /** Additive: with it the answer carries `consent` for this app (its id and current owner). */
+  app: ViewerCheckAppSchema.optional(),
   exp: z.number(),
 });
 
-export function signViewerCheck(key: Buffer, viewer: ViewerSession, nowMs = Date.now()): string {
+/** A viewer check question: a session, and optionally the app whose consent the answer must carry. */
+export type ViewerCheckQuestion = ViewerSession & { app?: ViewerCheckApp };
+
+export function signViewerCheck(key: Buffer, viewer: ViewerCheckQuestion, nowMs = Date.now()): string {
   return signPayload(
     {
       v: 1,
       typ: "viewer-check",
       sub: viewer.sub,
       session: viewer.session,
+      ...(viewer.app ? { app: { id: viewer.app.id, owner: viewer.app.owner } } : {}),
       exp: Math.floor(nowMs / 1000) + VIEWER_CHECK_TTL_SECONDS,
     },
     key,
@@ -109,10 +125,11 @@ export function signViewerCheck(key: Buffer, viewer: ViewerSession, nowMs = Date
 }
 
 /** The session asked about, when the question is signed with `key`, well formed and fresh; null otherwise. Never throws. */
-export function openViewerCheck(key: Buffer, token: string, nowMs = Date.now()): ViewerSession | null {
+export function openViewerCheck(key: Buffer, token: string, nowMs = Date.now()): ViewerCheckQuestion | null {
   const claims = CheckClaimsSchema.safeParse(openPayload(token, key));
   if (!claims.success || claims.data.exp * 1000 < nowMs) return null;
-  return { sub: claims.data.sub, session: claims.data.session };
+  const { sub, session, app } = claims.data;
+  return app ? { sub, session, app } : { sub, session };
 }
 
 export const ViewerCheckInputSchema = z.object({ check: z.string().min(1).max(4096) });
@@ -130,11 +147,21 @@ export const ViewerChangedSchema = z.union([
 export type ViewerChanged = z.infer<typeof ViewerChangedSchema>;
 
 /**
- * `rpc.apps.viewer.origin`: the gateway asks where an app is served before sending a viewer there. The answer is
+ * `rpc.apps.viewer.origin`: the gateway asks where an app is served before sending a viewer there. The origin is
  * computed from the address alone, so it is the same for a public, a private, a deleted and a never-created app.
+ * `public` (additive) is present for a public app only, whose existence is no secret: what the consent page names
+ * (the app, its owner) and what decides whether it is needed (the viewer's own app or their organization's).
  */
 export const ViewerOriginInputSchema = z.object({ address: AppAddressSchema });
 export const ViewerOriginSchema = z.object({
   origin: z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)),
+  public: z
+    .object({
+      id: z.string().min(1),
+      name: z.string(),
+      account: z.string().min(1),
+      owner: z.object({ id: z.string().min(1), name: z.string() }),
+    })
+    .optional(),
 });
 export type ViewerOrigin = z.infer<typeof ViewerOriginSchema>;

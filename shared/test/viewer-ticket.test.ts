@@ -74,6 +74,19 @@ describe("viewer checks (the app host's signed question to the gateway)", () => 
     expect(openViewerCheck(deriveKey("another-secret".padEnd(40, "y"), "viewer-ticket"), check, now)).toBeNull();
   });
 
+  test("a check may name the app whose consent the answer must carry; the name is signed with the rest", () => {
+    const app = { id: "app_1", owner: "user-2" };
+    const check = signViewerCheck(key, { sub: "user-1", session: "s-1", app });
+    expect(openViewerCheck(key, check)).toEqual({ sub: "user-1", session: "s-1", app });
+    // Naming another app (or dropping the name) breaks the signature.
+    const [body, mac] = check.split(".");
+    const claims = JSON.parse(Buffer.from(body!, "base64url").toString());
+    const other = Buffer.from(JSON.stringify({ ...claims, app: { id: "app_2", owner: "user-2" } })).toString(
+      "base64url",
+    );
+    expect(openViewerCheck(key, `${other}.${mac}`)).toBeNull();
+  });
+
   test("a ticket is not a check, and a check is not a ticket", () => {
     const ticket = signViewerTicket(key, viewer);
     expect(openViewerCheck(key, ticket)).toBeNull();

@@ -1,5 +1,16 @@
 import { sql } from "drizzle-orm";
-import { boolean, check, index, json, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import {
+  boolean,
+  check,
+  index,
+  json,
+  jsonb,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
 
 /** The gateway's own schema: people, their browser sessions, OAuth clients, grants and tokens, pending confirmations. */
 export const gateway = pgSchema("gateway");
@@ -140,4 +151,25 @@ export const pendingConfirmations = gateway.table(
     index("pending_confirmations_expires").on(t.expiresAt),
     check("pending_confirmations_state", sql`${t.state} in ('pending', 'confirmed', 'cancelled')`),
   ],
+);
+
+/**
+ * A person's yes to a public app learning who they are (name, email), given on the consent page of /apps/signin. It
+ * counts for the app while it has the owner it had then (`owner_id`); the name, address and owner's name are what
+ * the page showed, kept for the dashboard's list (where Remove deletes the row).
+ */
+export const appConsents = gateway.table(
+  "app_consents",
+  {
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    appId: text("app_id").notNull(),
+    ownerId: text("owner_id").notNull(),
+    address: text("address").notNull(),
+    appName: text("app_name").notNull(),
+    ownerName: text("owner_name").notNull(),
+    createdAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.appId] })],
 );

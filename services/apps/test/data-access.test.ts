@@ -84,6 +84,26 @@ describe("app data: the common part of every request", () => {
     expect(await (await t.get("open", "/_hatch/me", { headers: { cookie } })).json()).toBeNull();
   });
 
+  test("/_hatch/me: a public app sees someone who has not agreed to share who they are as nobody; its owner and organization need no consent", async () => {
+    const { id } = await seedApp(t.ctx, {
+      owner: { id: owner.sub, email: owner.email },
+      accountId: "acct-company",
+      address: "asking",
+      visibility: "public",
+      files: { "index.html": "<h1>Asking</h1>" },
+    });
+    const colleague: TestViewer = { sub: "user-colleague", email: "colleague@example.com", account: "acct-company" };
+    for (const viewer of [stranger, owner, colleague]) t.gateway.withheld.add(`${viewer.sub} ${id}`);
+    const me = async (viewer: TestViewer) =>
+      (await t.get("asking", "/_hatch/me", { headers: { cookie: await signInTo(t, "asking", viewer) } })).json();
+    expect(await me(stranger)).toBeNull();
+    expect(await me(owner)).toEqual({ email: owner.email, name: "Olga Owner" });
+    expect(await me(colleague)).toEqual({ email: colleague.email, name: null });
+    // Agreed (the gateway now says so): the same person is named.
+    t.gateway.withheld.delete(`${stranger.sub} ${id}`);
+    expect(await me(stranger)).toEqual({ email: stranger.email, name: null });
+  });
+
   test("/_hatch/me answers GET only", async () => {
     const response = await t.get("open", "/_hatch/me", { method: "POST" });
     expect(response.headers.get("allow")).toBe("GET");

@@ -48,8 +48,8 @@ All return promises except \`signIn\`, \`url\` and \`subscribe\`.
 
 | call | result |
 | --- | --- |
-| \`hatch.me()\` | \`{ email, name } \\| null\`: the signed-in viewer of this app |
-| \`hatch.signIn()\` | goes to Hatch's sign-in and back to this page |
+| \`hatch.me()\` | \`{ email, name } \\| null\`: the signed-in viewer of this app; on a public app, null until the viewer agreed on Hatch's page to share their name and email with it (never asked of the owner or their organization) |
+| \`hatch.signIn()\` | goes to Hatch's sign-in (and, on a public app, that page) and back to this page |
 | \`const todos = hatch.db("todos")\` | a collection declared in service.json (\`hatch.db<T>(name)\` in TypeScript) |
 | \`todos.add(fields)\` | the new document |
 | \`todos.get(id)\` | the document |

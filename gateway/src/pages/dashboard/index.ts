@@ -15,11 +15,13 @@ import {
   rpcMethods,
   share,
   tool_stats,
+  type Database,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
 } from "@hatch/shared";
 import { Elysia } from "elysia";
+import { listConsents, removeConsent } from "../../app-consents.ts";
 import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../auth/index.ts";
 import { localPath, redirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
@@ -27,6 +29,7 @@ import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
+import { announceViewerChanged } from "../../viewer-check.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -39,6 +42,8 @@ export interface DashboardPagesDeps extends DashboardCallDeps {
   baseUrl: string;
   /** The one-time words a page shows after a form that worked (notice.ts). */
   notices: NoticeCookies;
+  /** The gateway's database: the public apps a person let learn who they are (app-consents.ts). */
+  db: Database;
 }
 
 const FORM_MAX_BYTES = 16 * 1024;
@@ -121,8 +126,36 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   // ---- /dashboard
 
   async function listPage(state: Signed, notice: Notice = null, status = 200): Promise<Response> {
-    const { apps } = await readTool(deps, state.user, list_tools, { include: "all" });
-    return page(state, "Your apps", appsListBody(apps, notice), status);
+    const [{ apps }, consents] = await Promise.all([
+      readTool(deps, state.user, list_tools, { include: "all" }),
+      listConsents(deps.db, state.user.id),
+    ]);
+    return page(state, "Your apps", appsListBody(apps, notice, state.csrfToken, consents), status);
+  }
+
+  /**
+   * `POST /dashboard/consents/remove`: the person takes back a public app's consent. Gateway data, not a tool's: the
+   * row goes, and every app host drops what it cached about this person before the page answers, so the app's next
+   * request (hatch.me(), data, server code) sees nobody signed in.
+   */
+  async function removeConsentAction(request: Request): Promise<Response> {
+    const form = await posted(request, "/dashboard");
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const removed = await removeConsent(deps.db, state.user.id, params.get("appId") ?? "");
+      if (!removed) return done(state, "/dashboard", "That app was already removed from your list.");
+      await announceViewerChanged(deps.bus, deps.logger, { sub: state.user.id }, true);
+      deps.logger.info("app consent removed", { user: state.user.id, address: removed.address });
+      const name = removed.appName || removed.address;
+      return done(
+        state,
+        "/dashboard",
+        `${name} no longer learns who you are. It asks again if you sign in to it; what it already stored stays with it.`,
+      );
+    } catch (error) {
+      return problem(state, error);
+    }
   }
 
   // ---- /dashboard/apps/<address>
@@ -358,6 +391,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     .post("/dashboard/apps/:address/share", ({ request, params }) => shareAction(request, params.address), raw)
     .post("/dashboard/apps/:address/delete", ({ request, params }) => deleteAction(request, params.address), raw)
     .post("/dashboard/confirm", ({ request }) => confirmAction(request), raw)
+    .post("/dashboard/consents/remove", ({ request }) => removeConsentAction(request), raw)
     .get("/dashboard/org", ({ request }) => guard((state, notice) => orgPage(state, notice))(request))
     .post(
       "/dashboard/org/invite",

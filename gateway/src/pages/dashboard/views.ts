@@ -59,13 +59,37 @@ function appCard(app: ListedApp): SafeHtml {
 <div class="actions" style="margin-top:.5rem"><a class="button" href="${app.url}" rel="noopener">Open ${app.name}</a>${manage}</div></article>`;
 }
 
-export function appsListBody(apps: ListToolsOutput["apps"], notice: Notice): SafeHtml {
+/** A public app the person let learn who they are (their yes on the app sign-in's consent page). */
+export interface ConsentRow {
+  appId: string;
+  address: string;
+  appName: string;
+  ownerName: string;
+  since: Date;
+}
+
+function consentsSection(csrf: string, consents: ConsentRow[]): SafeHtml {
+  const row = (c: ConsentRow) =>
+    html`<li class="card" data-consent="${c.address}"><strong>${c.appName || c.address}</strong> <span class="muted">(${c.address}) by ${c.ownerName || "someone else"} · since ${when(c.since.toISOString())}</span>
+<form method="post" action="/dashboard/consents/remove" style="display:inline">${csrfField(csrf)}<input type="hidden" name="appId" value="${c.appId}"> <button type="submit" class="link">Remove ${c.appName || c.address}</button></form></li>`;
+  return html`<section aria-labelledby="consents"><h2 id="consents">Apps that know who you are</h2>
+<p class="muted">These apps by other people learn your name and email when you sign in to them. Remove one and it no longer sees who you are (it keeps what it already stored); it asks again the next time you sign in to it.</p>
+${consents.length ? html`<ul style="list-style:none;padding:0">${consents.map(row)}</ul>` : html`<p class="muted">None yet.</p>`}</section>`;
+}
+
+export function appsListBody(
+  apps: ListToolsOutput["apps"],
+  notice: Notice,
+  csrf: string,
+  consents: ConsentRow[],
+): SafeHtml {
   const mine = apps.filter((a) => !a.sharedWithMe);
   const shared = apps.filter((a) => a.sharedWithMe);
   const empty = html`<p class="muted">No apps yet. Ask your AI to publish one: connect it from the <a href="/mcp">install page</a>.</p>`;
   return html`<h1>Your apps</h1>${dashboardNav("apps")}${noticeOf(notice)}
 <section aria-labelledby="mine"><h2 id="mine">Yours</h2>${mine.length ? mine.map(appCard) : empty}</section>
-<section aria-labelledby="shared"><h2 id="shared">Shared with you</h2>${shared.length ? shared.map(appCard) : html`<p class="muted">Nobody has shared an app with you yet.</p>`}</section>`;
+<section aria-labelledby="shared"><h2 id="shared">Shared with you</h2>${shared.length ? shared.map(appCard) : html`<p class="muted">Nobody has shared an app with you yet.</p>`}</section>
+${consentsSection(csrf, consents)}`;
 }
 
 export function appBody(

@@ -166,9 +166,9 @@ export interface HatchAi {
 }
 
 export interface Hatch {
-  /** The signed-in viewer, or null. */
+  /** The signed-in viewer, or null (on a public app: until they agreed to share their name and email with it). */
   me(): Promise<HatchUser | null>;
-  /** Goes to Hatch's sign-in and comes back to this page. */
+  /** Goes to Hatch's sign-in (on a public app, also the page where the viewer agrees) and comes back to this page. */
   signIn(): void;
   db<T extends object = Fields>(name: string): Collection<T>;
   files(name: string): Bucket;

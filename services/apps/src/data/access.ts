@@ -12,7 +12,7 @@ import {
   withDeadline,
 } from "@hatch/shared";
 import { appOrigin, type AppsConfig } from "../config.ts";
-import { canView, readViewerSession, type Viewer } from "../host/access.ts";
+import { canView, needsConsent, readViewerSession, type Viewer } from "../host/access.ts";
 import type { HostedApp } from "../host/site.ts";
 import type { LiveViewers } from "../host/viewers.ts";
 
@@ -88,7 +88,8 @@ export interface CallerDeps {
 
 /**
  * The verified viewer of a data request. A cookie is checked with the gateway for public apps too (a rule like
- * `signed_in` needs to know); a cookie whose session ended counts as no viewer. Refuses with `forbidden` whoever
+ * `signed_in` needs to know); a cookie whose session ended counts as no viewer, and so does a person who has not
+ * agreed that this public app learns who they are (or took it back on the dashboard; see needsConsent). Refuses with `forbidden` whoever
  * may not open the app, and with `unavailable` a paused app (only to those who may open it, as its pages do: a
  * stranger learns nothing about a non-public app).
  */
@@ -99,7 +100,11 @@ export async function dataCaller(
   remoteAddress: string,
 ): Promise<DataCaller> {
   const session = readViewerSession(request, deps.viewerKey, deps.cookieName, app.address);
-  const viewer = session ? await deps.viewers.check(session) : null;
+  // A public app's question names the app, so the answer says whether this person agreed that it learns who they are.
+  const checked = session
+    ? await deps.viewers.check(session, app.visibility === "public" ? { id: app.id, owner: app.ownerId } : undefined)
+    : null;
+  const viewer = checked && needsConsent(app, checked) && checked.consent !== true ? null : checked;
   if (!canView(app, viewer)) {
     throw new DataError(
       "forbidden",

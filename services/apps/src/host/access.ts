@@ -123,6 +123,15 @@ export function canView(app: HostedApp, viewer: Viewer | null): boolean {
   }
 }
 
+/**
+ * Whether an app sees who this viewer is only after they agreed (the consent page of the gateway's /apps/signin): a
+ * public app that is neither the viewer's own nor their organization's. Anyone can open a public app, so its owner
+ * never chose this person; a non-public app's viewers are people its owner chose (by email or organization).
+ */
+export function needsConsent(app: HostedApp, viewer: Viewer): boolean {
+  return app.visibility === "public" && viewer.sub !== app.ownerId && viewer.account !== app.accountId;
+}
+
 /** The gateway page that signs a viewer in and sends them back with a ticket. */
 export function signInUrl(gatewayUrl: string, address: string, path: string, switchUser = false): string {
   const query = new URLSearchParams({ app: address, path });

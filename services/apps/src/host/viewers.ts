@@ -9,6 +9,7 @@ import {
   type Bus,
   type BusSubscription,
   type Logger,
+  type ViewerCheckApp,
   type ViewerIdentity,
   type ViewerSession,
 } from "@hatch/shared";
@@ -16,7 +17,8 @@ import {
 // Who the viewer of a non-public app is now: the gateway answers for the browser session the app cookie names
 // (`rpc.gateway.viewer.check`). Answers are kept briefly and dropped at once when the gateway broadcasts that a
 // session ended or a person's membership changed, so a request costs a bus round trip about every 30 s per viewer.
-// Public apps never ask.
+// Public apps' pages never ask; their data requests (and hatch.me()) ask with the app named, and the answer then
+// says whether the person agreed that this app learns who they are (kept per session and app).
 
 export interface LiveViewersOptions {
   /** How long an answer is trusted without a broadcast (default 30 s, as the gateway's own account cache). */
@@ -58,13 +60,13 @@ export class LiveViewers {
    * The viewer now, or null when the session ended or is someone else's. Synchronous on a cache hit. Rejects
    * (ToolError `unavailable`) when the gateway does not answer: the caller refuses, never guesses.
    */
-  check(asked: ViewerSession): ViewerIdentity | null | Promise<ViewerIdentity | null> {
-    const key = `${asked.session}\n${asked.sub}`;
+  check(asked: ViewerSession, app?: ViewerCheckApp): ViewerIdentity | null | Promise<ViewerIdentity | null> {
+    const key = `${asked.session}\n${asked.sub}${app ? `\n${app.id}\n${app.owner}` : ""}`;
     const hit = this.cache.get(key);
     if (hit && hit.expires > Date.now()) return hit.viewer;
     let running = this.pending.get(key);
     if (!running) {
-      const started = this.fetch(key, asked).finally(() => {
+      const started = this.fetch(key, asked, app).finally(() => {
         if (this.pending.get(key) === started) this.pending.delete(key);
       });
       this.pending.set(key, started);
@@ -104,13 +106,13 @@ export class LiveViewers {
     this.drops++;
   }
 
-  private async fetch(key: string, asked: ViewerSession): Promise<ViewerIdentity | null> {
+  private async fetch(key: string, asked: ViewerSession, app?: ViewerCheckApp): Promise<ViewerIdentity | null> {
     const drops = this.drops;
     const { viewer } = await callRpc(
       this.bus,
       "gateway",
       rpcMethods.gateway.viewerCheck,
-      { check: signViewerCheck(this.key, asked) },
+      { check: signViewerCheck(this.key, { sub: asked.sub, session: asked.session, app }) },
       ViewerCheckSchema,
       {
         timeoutMs: this.timeoutMs,

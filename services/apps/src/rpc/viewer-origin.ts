@@ -1,17 +1,38 @@
 import { bindRpc, ViewerOriginInputSchema, type RpcBinding, type ViewerOrigin } from "@hatch/shared";
+import { and, eq } from "drizzle-orm";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
+import { appsTable } from "../db/schema.ts";
 
 /**
  * `rpc.apps.viewer.origin`: where the gateway sends a viewer it signed in for an app. Requires the gateway's
- * signed context (only the gateway, acting for a signed-in person, asks). The answer is computed from the address
- * and the configuration alone, never from the database, so it says nothing about whether the app exists or who
- * may see it: a stranger learns no more than the app host's own redirect to the sign-in page already shows.
+ * signed context (only the gateway, acting for a signed-in person, asks). The origin is computed from the address
+ * and the configuration alone, so it says nothing about whether the app exists or who may see it. A public app
+ * (anyone can open it, so its existence is no secret) also answers `public`: its id, name, account and owner, which
+ * the gateway's consent page names and uses to tell whether the viewer needs to agree at all.
  */
 export function viewerOriginRpc(ctx: AppsContext): RpcBinding {
   return bindRpc(
     ViewerOriginInputSchema,
-    async ({ input }): Promise<ViewerOrigin> => ({ origin: appOrigin(ctx.config, input.address) }),
+    async ({ input }): Promise<ViewerOrigin> => {
+      const origin = appOrigin(ctx.config, input.address);
+      const [app] = await ctx.db
+        .select({
+          id: appsTable.id,
+          name: appsTable.name,
+          account: appsTable.accountId,
+          ownerId: appsTable.ownerId,
+          ownerName: appsTable.ownerName,
+        })
+        .from(appsTable)
+        .where(and(eq(appsTable.address, input.address), eq(appsTable.visibility, "public")))
+        .limit(1);
+      if (!app) return { origin };
+      return {
+        origin,
+        public: { id: app.id, name: app.name, account: app.account, owner: { id: app.ownerId, name: app.ownerName } },
+      };
+    },
     {
       requiresContext: true,
     },

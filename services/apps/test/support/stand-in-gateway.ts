@@ -14,14 +14,16 @@ import {
 
 /**
  * The gateway's part of app viewers, for app host tests without a gateway: answers `rpc.gateway.viewer.check` in
- * the real wire format (signed question, `{ viewer }` or null) from the sessions signed in here, and broadcasts
- * `viewerChanged` the way the gateway does. `down()` takes it off the bus, as a gateway (or bus) that is down.
+ * the real wire format (signed question, `{ viewer }` or null, with `consent` when the question names an app) from the
+ * sessions signed in here, and broadcasts `viewerChanged` the way the gateway does. `down()` takes it off the bus, as a gateway (or bus) that is down.
  */
 export class StandInGateway {
   private readonly sessions = new Map<string, ViewerIdentity>();
   private subscription: BusSubscription | null = null;
   /** How many questions reached it (tests of what must not ask). */
   asked = 0;
+  /** `<sub> <app id>`: people who have not agreed that a public app learns who they are (everyone else has). */
+  readonly withheld = new Set<string>();
 
   constructor(
     private readonly bus: Bus,
@@ -39,13 +41,12 @@ export class StandInGateway {
         this.asked++;
         const input = ViewerCheckInputSchema.safeParse((decodeJson(msg.data) as { input?: unknown }).input);
         const asked = input.success ? openViewerCheck(key, input.data.check) : null;
+        const viewer =
+          asked && this.sessions.get(asked.session)?.sub === asked.sub ? this.sessions.get(asked.session)! : null;
+        // A question naming an app is answered with the person's consent to it: given, unless a test withheld it.
+        const consent = asked?.app ? { consent: !this.withheld.has(`${asked.sub} ${asked.app.id}`) } : {};
         const reply: RpcReply = asked
-          ? {
-              ok: true,
-              result: {
-                viewer: this.sessions.get(asked.session)?.sub === asked.sub ? this.sessions.get(asked.session)! : null,
-              },
-            }
+          ? { ok: true, result: { viewer: viewer ? { ...viewer, ...consent } : null } }
           : { ok: false, error: { code: "forbidden", message: "not signed" } };
         return { data: encodeJson(reply) };
       },
