@@ -1,4 +1,4 @@
-import { apiRule, type ApiDeclaration } from "@hatch/shared";
+import { apiRule, type ApiDeclaration, type ApiPlacement } from "@hatch/shared";
 import { and, eq } from "drizzle-orm";
 import type { AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -9,6 +9,8 @@ export interface SecretUse {
   name: string;
   /** The API's base url. */
   url: string;
+  /** Where the value goes in the request. */
+  in: ApiPlacement;
 }
 
 /** The apis of the app's current version that name this secret, by name; [] before the first publish. */
@@ -23,9 +25,17 @@ export async function apisUsing(
     .from(versions)
     .where(and(eq(versions.appId, app.id), eq(versions.number, app.currentVersion)))
     .limit(1);
-  const declared = ((version?.config ?? {}) as { apis?: Record<string, ApiDeclaration> }).apis ?? {};
+  return usesIn(version?.config ?? {}, secret);
+}
+
+/** The apis of a version's service.json that name this secret, by name. */
+export function usesIn(config: Record<string, unknown>, secret: string): SecretUse[] {
+  const declared = (config as { apis?: Record<string, ApiDeclaration> }).apis ?? {};
   return Object.entries(declared)
     .filter(([, api]) => api.secret === secret)
-    .map(([name, api]) => ({ name, url: apiRule(api).url }))
+    .map(([name, api]) => {
+      const rule = apiRule(api);
+      return { name, url: rule.url, in: rule.in };
+    })
     .sort((a, b) => (a.name < b.name ? -1 : 1));
 }
