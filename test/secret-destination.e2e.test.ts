@@ -131,19 +131,20 @@ for (const mode of MODES) {
     });
 
     /** Publishes the app with its weather API at `url`, the secret placed by `place`. */
-    async function publish(url: string, place: Record<string, string>): Promise<void> {
+    async function publish(url: string, place: Record<string, string>): Promise<string> {
       const serviceJson = { server: "api/index.js", apis: { weather: { url, secret: "WEATHER_KEY", in: place } } };
       const files = [
         { path: "index.html", content: "<h1>Weather</h1>", encoding: "utf8" },
         { path: "api/index.js", content: SERVER, encoding: "utf8" },
         { path: "service.json", content: JSON.stringify(serviceJson), encoding: "utf8" },
       ];
-      const done = await callOk<{ address: string; url: string }>(
-        ai,
-        "publish",
-        address ? { address, files } : { name: `Weather ${mode}`, visibility: "public", files },
-      );
-      ({ address, url: appUrl } = done);
+      const result = await ai.callTool({
+        name: "publish",
+        arguments: address ? { address, files } : { name: `Weather ${mode}`, visibility: "public", files },
+      });
+      expect(result.isError).toBeFalsy();
+      ({ address, url: appUrl } = result.structuredContent as { address: string; url: string });
+      return textOf(result);
     }
 
     async function signedIn(): Promise<Browser> {
@@ -172,7 +173,10 @@ for (const mode of MODES) {
     });
 
     test("a publish that moves the API to another host: nothing is sent, the app is told, tool_secret says where and links", async () => {
-      await publish(`${second.origin}/v1`, { query: "appid" });
+      const published = await publish(`${second.origin}/v1`, { query: "appid" });
+      expect(published).toEndWith(
+        "This version sends a secret to a new destination, so nothing is sent until the owner confirms it on the secret's page (tool_secret with the name gives it): WEATHER_KEY (api weather).",
+      );
       const page = await fromPage();
       const server = await fromServer();
       expect(second.requests).toEqual([]);
@@ -242,7 +246,8 @@ for (const mode of MODES) {
       expect((await fromServer()).status).toBe(503);
       const link = await callOk<SecretOut>(ai, "tool_secret", { address, name: "WEATHER_KEY" });
       expect(link.unconfirmed?.[0]?.was).toEqual({ url: `${second.origin}/v1`, in: "the header X-Api-Key" });
-      await callOk(ai, "rollback", { address, version: 1 });
+      const rolledBack = await ai.callTool({ name: "rollback", arguments: { address, version: 1 } });
+      expect(textOf(rolledBack)).toContain("nothing is sent until the owner confirms it");
       expect((await fromServer()).status).toBe(503);
       expect(second.requests).toHaveLength(1);
       expect(first.requests).toHaveLength(2);
@@ -250,7 +255,7 @@ for (const mode of MODES) {
 
     test("what the API echoes is scrubbed in every common encoding, in answers and in tool_logs", async () => {
       // Back to the destination confirmed before: sent again without asking.
-      await publish(`${second.origin}/v1`, { header: "X-Api-Key" });
+      expect(await publish(`${second.origin}/v1`, { header: "X-Api-Key" })).not.toContain("WEATHER_KEY");
 
       const fromServerCode = await (await fetch(`${appUrl}api/echo`)).text();
       const fromPageCall = await (await fetch(`${appUrl}_hatch/api/weather/echo`)).text();
