@@ -5,7 +5,7 @@ import type { ApiCallInit, ApiCallResult, Outbound, OutboundCaller } from "../ho
 import type { HostedApp } from "../host/site.ts";
 import { destinationText } from "../secrets/destinations.ts";
 import { openSecretFor } from "../secrets/store.ts";
-import { redact, redactText } from "./redact.ts";
+import { formsOf, redact, redactText } from "./redact.ts";
 import { apiUrl, destination, resolveHostAddresses } from "./target.ts";
 
 // Outbound.callApi: a call to an API the app's service.json declares, with the secret injected here, at the last
@@ -128,7 +128,8 @@ export function createApiCaller(
       status: response.status,
       ms: Math.round(performance.now() - started),
     });
-    return { status: response.status, headers: passedBack(response.headers, secret), body: redact(body, secret) };
+    const forms = formsOf(secret);
+    return { status: response.status, headers: passedBack(response.headers, forms), body: redact(body, forms) };
   };
 }
 
@@ -242,11 +243,11 @@ export async function readAtMost(stream: ReadableStream<Uint8Array> | null, limi
   }
 }
 
-function passedBack(headers: Headers, secret: string): Record<string, string> {
+function passedBack(headers: Headers, forms: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   headers.forEach((value, key) => {
     if (PASSED_BACK.has(key) || key.startsWith("x-ratelimit-") || key.startsWith("ratelimit"))
-      out[key] = redactText(value, secret);
+      out[key] = redactText(value, forms);
   });
   return out;
 }

@@ -55,15 +55,16 @@ export function formsOf(secret: string): string[] {
   return [...new Set([secret, ...derived])].sort((a, b) => b.length - a.length);
 }
 
-export function redactText(text: string, secret: string): string {
-  return formsOf(secret).reduce((out, form) => out.split(form).join(REDACTED), text);
+/** Replaces every occurrence of the forms (formsOf, computed once per call) in a header value. */
+export function redactText(text: string, forms: readonly string[]): string {
+  return forms.reduce((out, form) => out.split(form).join(REDACTED), text);
 }
 
-/** Replaces every occurrence of any form of the secret in a body of any type. */
-export function redact(body: Uint8Array, secret: string): Uint8Array {
+/** Replaces every occurrence of the forms (formsOf) in a body of any type. */
+export function redact(body: Uint8Array, forms: readonly string[]): Uint8Array {
   let out = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const mark = Buffer.from(REDACTED);
-  for (const form of formsOf(secret)) {
+  for (const form of forms) {
     const needle = Buffer.from(form, "utf8");
     if (out.indexOf(needle) === -1) continue;
     const parts: Buffer[] = [];
