@@ -209,7 +209,7 @@ for (const mode of MODES) {
       const html = await (await (await signedIn()).get(pagePath())).text();
       expect(html).toContain(`now goes to <code>${second.origin}/v1</code>`);
       expect(html).toContain(
-        `It went to <code>${first.origin}/v1</code>, in the query parameter appid when the value was saved.`,
+        `It went to <code>${first.origin}/v1</code>, in the query parameter appid when the value was last saved or confirmed.`,
       );
       expect(html).toContain("Confirm new destination");
     });

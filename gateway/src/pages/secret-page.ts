@@ -70,7 +70,7 @@ published version declares an API with this secret, this page shows where it wou
   const items = secret.apis.map((api) => {
     if (!secret.isSet || api.confirmed) return html`<li>the API <strong>${api.name}</strong> (${where(api)})</li>`;
     const before = api.was
-      ? html`It went to ${where(api.was)} when the value was saved.`
+      ? html`It went to ${where(api.was)} when the value was last saved or confirmed.`
       : html`You have not confirmed it for this secret.`;
     return html`<li>the API <strong>${api.name}</strong> now goes to ${where(api)}. ${before} <strong>Nothing is sent
 there until you confirm.</strong></li>`;
