@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq } from "drizzle-orm";
 import { Browser } from "../gateway/test/oauth-harness.ts";
-import { csrfOf } from "../gateway/test/support.ts";
+import { csrfOf, hiddenFields } from "../gateway/test/support.ts";
 import { outbox, secrets } from "../services/apps/src/db/schema.ts";
 import { openSecret } from "../services/apps/src/secrets/store.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
@@ -149,12 +149,12 @@ for (const mode of MODES) {
     test("the value typed on the page is stored sealed, never shown; the tool then says it is set", async () => {
       const browser = await signedIn(ownerUser);
       const form = await (await browser.get(pagePath())).text();
-      const empty = await browser.post(pagePath(), { csrf: csrfOf(form), value: "   " });
+      const empty = await browser.post(pagePath(), { ...hiddenFields(form), value: "   " });
       expect(empty.status).toBe(400);
       expect(await empty.text()).toContain("Type or paste the value first.");
 
       // Saved: back to the page (303), so a reload does not send the value again; the page says so once.
-      const saved = await browser.post(pagePath(), { csrf: csrfOf(form), value: `${VALUE}\n` });
+      const saved = await browser.post(pagePath(), { ...hiddenFields(form), value: `${VALUE}\n` });
       expect(saved.status).toBe(303);
       expect(saved.headers.get("location")).toBe(pagePath());
       expect(await saved.text()).not.toContain(VALUE);
@@ -265,7 +265,7 @@ for (const mode of MODES) {
     test("without elicitation, delete gives a confirm link and changes nothing yet", async () => {
       const browser = await signedIn(ownerUser);
       const form = await (await browser.get(pagePath())).text();
-      expect((await browser.post(pagePath(), { csrf: csrfOf(form), value: VALUE })).status).toBe(303);
+      expect((await browser.post(pagePath(), { ...hiddenFields(form), value: VALUE })).status).toBe(303);
       const result = await owner.callTool({
         name: "tool_secret",
         arguments: { address, name: "WEATHER_KEY", action: "delete" },

@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { AI_PROVIDER_NAME, SecretNameSchema } from "./apps/server-code.ts";
+import {
+  AI_PROVIDER_NAME,
+  ApiPlacementSchema,
+  SECRET_VALUE_MAX_CHARS,
+  SECRET_VALUE_MIN_CHARS,
+  SecretNameSchema,
+} from "./apps/server-code.ts";
 import { AI_KEY_SCOPES, ORG_ROLES, VisibilitySchema } from "./contracts/common.ts";
 
 // Shapes of the internal rpc methods between services and the gateway (`rpcMethods` names them). Both ends
@@ -92,22 +98,48 @@ export type VerificationMailSent = z.infer<typeof VerificationMailSentSchema>;
 
 const AddressSchema = z.string().min(1).max(63);
 
+/** Where a secret goes: an API's base url and its place in the request. */
+export const SecretDestinationSchema = z.object({ url: z.string(), in: ApiPlacementSchema });
+
 /** apps `secret.page`: what the page shows about one secret of one app. */
 export const SecretPageInputSchema = z.object({ address: AddressSchema, name: SecretNameSchema });
 export const SecretPageSchema = z.object({
   address: z.string(),
   appName: z.string(),
   name: z.string(),
-  /** The apis in the current version's service.json that use this secret (with their base url). */
-  apis: z.array(z.object({ name: z.string(), url: z.string() })),
+  /** The apis in the current version's service.json that use this secret: base url, placement, and whether the value may go there. */
+  apis: z.array(
+    z.object({
+      name: z.string(),
+      url: z.string(),
+      in: ApiPlacementSchema,
+      /** The destination was shown when the value was saved or confirmed; false: nothing is sent to this api. */
+      confirmed: z.boolean(),
+      /** Where this api sent the secret when it was last confirmed; null when it never did. */
+      was: SecretDestinationSchema.nullable(),
+    }),
+  ),
+  /** A digest of the destinations above; the form sends it back, so a publish after the page was opened is noticed. */
+  shown: z.string(),
   isSet: z.boolean(),
   updatedAt: z.string().nullable(),
   updatedBy: z.string().nullable(),
 });
 export type SecretPage = z.infer<typeof SecretPageSchema>;
 
-/** apps `secret.set`: stores (or replaces) the value; the answer is the page's summary again, without it. */
-export const SecretSetInputSchema = SecretPageInputSchema.extend({ value: z.string().min(1).max(8192) });
+const ShownSchema = z.string().min(1).max(128);
+
+/**
+ * apps `secret.set`: stores (or replaces) the value, bound to the destinations the page showed (`shown`); the answer is
+ * the page's summary again, without it.
+ */
+export const SecretSetInputSchema = SecretPageInputSchema.extend({
+  value: z.string().min(SECRET_VALUE_MIN_CHARS).max(SECRET_VALUE_MAX_CHARS),
+  shown: ShownSchema,
+});
+
+/** apps `secret.confirm`: binds the value already set to the destinations the page showed (`shown`). */
+export const SecretConfirmInputSchema = SecretPageInputSchema.extend({ shown: ShownSchema });
 
 export const AiKeyTargetSchema = z.object({
   scope: z.enum(AI_KEY_SCOPES),

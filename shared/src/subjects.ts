@@ -88,6 +88,8 @@ export const rpcMethods = {
     secretPage: "secret.page",
     /** The dashboard's secret form: stores a value the person typed (the only way a value reaches Hatch). */
     secretSet: "secret.set",
+    /** The dashboard's secret page: the person confirms the destinations a new version gave the secret's apis. */
+    secretConfirm: "secret.confirm",
     /** The dashboard's AI key page: the scope, the providers Hatch knows, the keys that exist (never a key). */
     aiKeyPage: "ai-key.page",
     /** The dashboard's AI key form: stores a key the person typed. */

@@ -29,6 +29,7 @@ const PHRASES: Record<string, string> = {
   moved: "moved",
   secret_set: "set a secret of",
   secret_deleted: "deleted a secret of",
+  secret_confirmed: "confirmed where a secret goes for",
   ai_choice_changed: "changed the AI key choice of",
   ai_key_added: "added an AI key to",
   ai_key_deleted: "deleted an AI key of",

@@ -19,7 +19,7 @@ import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
-import { secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
+import { secretConfirmRpc, secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
 import { accountStorageRpc } from "./rpc/account-storage.ts";
 import { resealStaleRows } from "./secrets/rotate.ts";
@@ -81,6 +81,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
       [rpcMethods.apps.secretPage]: secretPageRpc(ctx),
       [rpcMethods.apps.secretSet]: secretSetRpc(ctx),
+      [rpcMethods.apps.secretConfirm]: secretConfirmRpc(ctx),
       [rpcMethods.apps.aiKeyPage]: aiKeyPageRpc(ctx),
       [rpcMethods.apps.aiKeySet]: aiKeySetRpc(ctx),
       [rpcMethods.apps.appLookup]: appLookupRpc(ctx),

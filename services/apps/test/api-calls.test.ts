@@ -4,7 +4,9 @@ import { createApiCaller, type ApiCallerOptions } from "../src/apis/call.ts";
 import { apiUrl } from "../src/apis/target.ts";
 import { DataError } from "../src/data/access.ts";
 import { secrets } from "../src/db/schema.ts";
+import { bindingOf } from "../src/secrets/destinations.ts";
 import { secretAad } from "../src/secrets/sealed.ts";
+import { usesIn } from "../src/secrets/usage.ts";
 import { loadHostedApp, type HostedApp } from "../src/host/site.ts";
 import { DataClient, member, owner, ownerSeed } from "./support/collections.ts";
 import { startFakeApi, type FakeApi } from "./support/fake-api.ts";
@@ -53,6 +55,8 @@ describe("declared APIs", () => {
         appId: app.id,
         name,
         ...t.ctx.sealer.seal(value, secretAad(app.id, name)),
+        // Bound to the destinations the config declares, as the owner saw them on the secret's page.
+        destinations: bindingOf(usesIn(config, name)),
         updatedBy: owner.sub,
         updatedByEmail: owner.email,
       });

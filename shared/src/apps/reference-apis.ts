@@ -33,7 +33,11 @@ ${FENCE}
 \`tool_secret\` with the app's address and the secret's name: it returns a dashboard link; give it to the user, who
 types the value there (the app's owner or a manager of its organization). \`tool_secret\` also tells whether a value
 is set, and deletes one (\`action: "delete"\`, after the user confirms). Values are encrypted at rest and added to
-a request only as it leaves. A secret may be set before or after the publish that declares its API.
+a request only as it leaves. The page shows where the value goes (each API's \`url\` and \`in\`); the value is sent
+only there. A publish that changes an API's \`url\` (host or base path) or \`in\` leaves that API without the value
+until the owner confirms the new destination on the same page: its calls fail with \`unavailable\`, and publish and
+\`tool_secret\` say which API waits and give the page. A secret set before the publish that declares its API is
+confirmed there too. Values are at least 8 characters.
 
 **Calling it.** From a page: \`const answer = await hatch.api("weather", "/current?city=Paris")\` (a \`Response\`; a
 third argument like fetch's: \`{ method, headers, body }\`). From server code: \`await env.api("weather",
@@ -44,11 +48,12 @@ third argument like fetch's: \`{ method, headers, body }\`). From server code: \
 
 **The answer** is the API's own: its status, body and \`Content-Type\` (plus \`ETag\`, \`Last-Modified\`,
 \`Retry-After\`, rate-limit headers). Redirects are not followed (a 3xx comes back without its \`Location\`). Any
-occurrence of the secret in the answer is replaced with \`[secret]\`. When Hatch itself refuses, \`hatch.api\`
+occurrence of the secret in the answer is replaced with \`[secret]\`, also URL-encoded, JSON-escaped, hex, base64 or
+base64url (never rely on an API echoing the key). When Hatch itself refuses, \`hatch.api\`
 rejects with an error whose \`code\` says why (the HTTP answer carries \`X-Hatch-Error\`): \`not_found\` (no such
 API in the current service.json), \`forbidden\` (the \`browser\` rule, or a private address), \`invalid\` (the
-path or a header), \`too_large\`, \`unavailable\` (the secret is not set yet: set it with \`tool_secret\`; or the
-API did not answer in time).
+path or a header), \`too_large\`, \`unavailable\` (the secret is not set yet, or the owner has not confirmed the API's
+new destination: \`tool_secret\` gives the page for either; or the API did not answer in time).
 
 | limit | value |
 | --- | --- |

@@ -74,6 +74,21 @@ export type ApiPlacement = z.infer<typeof ApiPlacementSchema>;
 /** Where a secret goes when `in` is left out. */
 export const DEFAULT_API_PLACEMENT: ApiPlacement = { header: "Authorization", prefix: "Bearer " };
 
+/** Where a secret goes, in words: `the header Authorization (prefix "Bearer ")` or `the query parameter appid`. */
+export function placementText(placement: ApiPlacement): string {
+  if ("query" in placement) return `the query parameter ${placement.query}`;
+  return placement.prefix
+    ? `the header ${placement.header} (prefix ${JSON.stringify(placement.prefix)})`
+    : `the header ${placement.header}`;
+}
+
+/**
+ * The shortest secret value the page takes: a shorter one is guessable, and its encoded forms are too short to scrub
+ * from an answer without mangling unrelated text.
+ */
+export const SECRET_VALUE_MIN_CHARS = 8;
+export const SECRET_VALUE_MAX_CHARS = 8192;
+
 export const ApiSchema = z
   .object({
     url: z

@@ -37,6 +37,23 @@ export const tool_secret = defineTool({
       .describe("Dashboard page where the user types the value; give it to the user to open in a browser"),
     isSet: z.boolean().describe("Whether a value is stored now (the value itself is never shown)"),
     referencedBy: z.array(z.string()).describe("Names of the apis in service.json that use this secret"),
+    unconfirmed: z
+      .array(
+        z.object({
+          api: z.string(),
+          url: z.string().describe("The base url the current version declares for this api"),
+          in: z.string().describe("Where the secret would go in the request"),
+          was: z
+            .object({ url: z.string(), in: z.string() })
+            .nullable()
+            .describe("Where the owner last confirmed it would go for this api; null when never"),
+        }),
+      )
+      .optional()
+      .describe(
+        "Apis the secret is not sent to: their destination is not the one the owner saw when setting the value. " +
+          "The owner confirms the new one on the page at url",
+      ),
     userAction: UserActionSchema.optional(),
   }),
 });

@@ -3,7 +3,9 @@ import type { AppsContext } from "../context.ts";
 import { allows, DataError, refusal } from "../data/access.ts";
 import type { ApiCallInit, ApiCallResult, Outbound, OutboundCaller } from "../host/outbound.ts";
 import type { HostedApp } from "../host/site.ts";
-import { openSecret } from "../secrets/store.ts";
+import { destinationText } from "../secrets/destinations.ts";
+import { openSecretFor } from "../secrets/store.ts";
+import { formsOf, redact, redactText } from "./redact.ts";
 import { apiUrl, destination, resolveHostAddresses } from "./target.ts";
 
 // Outbound.callApi: a call to an API the app's service.json declares, with the secret injected here, at the last
@@ -33,7 +35,6 @@ const FORWARDED = new Set([
 /** Response headers passed back besides those of rate limits; never Set-Cookie or the API's own caching rules. */
 const PASSED_BACK = new Set(["content-type", "content-language", "etag", "last-modified", "retry-after"]);
 const NO_BODY = new Set([101, 204, 205, 304]);
-const REDACTED = "[secret]";
 
 export function createApiCaller(
   apps: Pick<AppsContext, "db" | "sealer" | "config" | "logger">,
@@ -127,7 +128,8 @@ export function createApiCaller(
       status: response.status,
       ms: Math.round(performance.now() - started),
     });
-    return { status: response.status, headers: passedBack(response.headers, secret), body: redact(body, secret) };
+    const forms = formsOf(secret);
+    return { status: response.status, headers: passedBack(response.headers, forms), body: redact(body, forms) };
   };
 }
 
@@ -173,11 +175,14 @@ async function secretValue(
   app: HostedApp,
   api: ApiRule,
   name: string,
-  log: { error(msg: string, fields?: Record<string, unknown>): void },
+  log: {
+    error(msg: string, fields?: Record<string, unknown>): void;
+    warn(msg: string, fields?: Record<string, unknown>): void;
+  },
 ): Promise<string> {
-  let value: string | null;
+  let found: Awaited<ReturnType<typeof openSecretFor>>;
   try {
-    value = await openSecret(apps, app.id, api.secret);
+    found = await openSecretFor(apps, app.id, api.secret, api);
   } catch {
     log.error("a secret did not open (its key is no longer in SECRETS_KEYS, or the row was altered)", {
       address: app.address,
@@ -188,13 +193,25 @@ async function secretValue(
       `The secret ${api.secret} of this app could not be read. The app's owner should set it again with tool_secret.`,
     );
   }
-  if (value === null) {
+  if (found.state === "unset") {
     throw new DataError(
       "unavailable",
       `The secret ${api.secret} is not set, so the API ${name} cannot be called. The app's owner sets it with tool_secret (name ${api.secret}).`,
     );
   }
-  return value;
+  if (found.state === "unconfirmed") {
+    // A publish pointed this API somewhere its owner never saw when setting the value: nothing is sent there.
+    log.warn("declared API call held: the secret's destination is not confirmed", {
+      address: app.address,
+      api: name,
+      secret: api.secret,
+    });
+    throw new DataError(
+      "unavailable",
+      `The API ${name} now goes to ${destinationText(api)}, which the app's owner has not confirmed for the secret ${api.secret}, so nothing was sent. The owner confirms the new destination on the secret's page (tool_secret, name ${api.secret}).`,
+    );
+  }
+  return found.value;
 }
 
 /** The answer's body up to `limit` bytes; DataError too_large past it (reading stops there). */
@@ -226,41 +243,11 @@ export async function readAtMost(stream: ReadableStream<Uint8Array> | null, limi
   }
 }
 
-function passedBack(headers: Headers, secret: string): Record<string, string> {
+function passedBack(headers: Headers, forms: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   headers.forEach((value, key) => {
     if (PASSED_BACK.has(key) || key.startsWith("x-ratelimit-") || key.startsWith("ratelimit"))
-      out[key] = redactText(value, secret);
+      out[key] = redactText(value, forms);
   });
-  return out;
-}
-
-/** The forms a secret may come back in: as it is and as a URL would carry it. */
-function formsOf(secret: string): string[] {
-  return [...new Set([secret, encodeURIComponent(secret)])]
-    .filter((form) => form.length > 0)
-    .sort((a, b) => b.length - a.length);
-}
-
-function redactText(text: string, secret: string): string {
-  return formsOf(secret).reduce((out, form) => out.split(form).join(REDACTED), text);
-}
-
-/** Replaces every occurrence of the secret (raw bytes, and URL-encoded) in a body of any type. */
-export function redact(body: Uint8Array, secret: string): Uint8Array {
-  let out = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  for (const form of formsOf(secret)) {
-    const needle = Buffer.from(form, "utf8");
-    if (out.indexOf(needle) === -1) continue;
-    const parts: Buffer[] = [];
-    const mark = Buffer.from(REDACTED);
-    let from = 0;
-    for (let at = out.indexOf(needle, from); at !== -1; at = out.indexOf(needle, from)) {
-      parts.push(out.subarray(from, at), mark);
-      from = at + needle.length;
-    }
-    parts.push(out.subarray(from));
-    out = Buffer.concat(parts);
-  }
   return out;
 }

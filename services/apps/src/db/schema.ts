@@ -1,4 +1,4 @@
-import { confirmUsesTable, outboxTable, type AiKeyChoice, type AiKeyScope } from "@hatch/shared";
+import { confirmUsesTable, outboxTable, type AiKeyChoice, type AiKeyScope, type ApiPlacement } from "@hatch/shared";
 import {
   bigint,
   bigserial,
@@ -273,7 +273,16 @@ export const appLogs = apps.table(
 /**
  * Secret values of an app (service.json `apis` name them), sealed with AES-256-GCM: `sealed` is
  * base64url(iv | tag | ciphertext) under the key `keyId` names, with the app id and secret name as associated data.
+ * `destinations` are where the person who set or confirmed it saw it would go (src/secrets/destinations.ts): an API
+ * whose declared destination is not among them gets no value.
  */
+/** A destination a secret's value was confirmed for: the api that declared it then, its base url, where the value goes. */
+export interface BoundDestination {
+  api: string;
+  url: string;
+  in: ApiPlacement;
+}
+
 export const secrets = apps.table(
   "secrets",
   {
@@ -283,6 +292,7 @@ export const secrets = apps.table(
     name: text("name").notNull(),
     keyId: text("key_id").notNull(),
     sealed: text("sealed").notNull(),
+    destinations: jsonb("destinations").$type<BoundDestination[]>().notNull().default([]),
     updatedBy: text("updated_by").notNull(),
     updatedByEmail: text("updated_by_email").notNull(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),

@@ -1,14 +1,17 @@
-import { apiRule, type ApiDeclaration } from "@hatch/shared";
-import { and, eq } from "drizzle-orm";
+import { apiRule, type ApiDeclaration, type ApiPlacement } from "@hatch/shared";
+import { and, eq, inArray } from "drizzle-orm";
 import type { AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
-import { versions } from "../db/schema.ts";
+import { secrets, versions } from "../db/schema.ts";
+import { unconfirmedUses } from "./destinations.ts";
 
 /** An API of the current version's service.json that uses a secret. */
 export interface SecretUse {
   name: string;
   /** The API's base url. */
   url: string;
+  /** Where the value goes in the request. */
+  in: ApiPlacement;
 }
 
 /** The apis of the app's current version that name this secret, by name; [] before the first publish. */
@@ -23,9 +26,43 @@ export async function apisUsing(
     .from(versions)
     .where(and(eq(versions.appId, app.id), eq(versions.number, app.currentVersion)))
     .limit(1);
-  const declared = ((version?.config ?? {}) as { apis?: Record<string, ApiDeclaration> }).apis ?? {};
+  return usesIn(version?.config ?? {}, secret);
+}
+
+/** The apis of a version's service.json that name this secret, by name. */
+export function usesIn(config: Record<string, unknown>, secret: string): SecretUse[] {
+  const declared = (config as { apis?: Record<string, ApiDeclaration> }).apis ?? {};
   return Object.entries(declared)
     .filter(([, api]) => api.secret === secret)
-    .map(([name, api]) => ({ name, url: apiRule(api).url }))
+    .map(([name, api]) => {
+      const rule = apiRule(api);
+      return { name, url: rule.url, in: rule.in };
+    })
     .sort((a, b) => (a.name < b.name ? -1 : 1));
+}
+
+/**
+ * For the answer of a publish or rollback that made `config` current: the secrets with a value that some of its apis
+ * do not get, because their destination is not the one the owner confirmed; null when there are none.
+ */
+export async function heldSecretsNote(
+  apps: Pick<AppsContext, "db">,
+  appId: string,
+  config: Record<string, unknown>,
+): Promise<string | null> {
+  const declared = Object.values((config as { apis?: Record<string, ApiDeclaration> }).apis ?? {});
+  const names = [...new Set(declared.map((api) => api.secret))];
+  if (names.length === 0) return null;
+  const rows = await apps.db
+    .select({ name: secrets.name, destinations: secrets.destinations })
+    .from(secrets)
+    .where(and(eq(secrets.appId, appId), inArray(secrets.name, names)))
+    .orderBy(secrets.name);
+  const held = rows.flatMap((row) => {
+    const waiting = unconfirmedUses(row.destinations, usesIn(config, row.name));
+    return waiting.length ? [`${row.name} (${waiting.map((w) => `api ${w.api}`).join(", ")})`] : [];
+  });
+  return held.length
+    ? `This version sends ${held.length === 1 ? "a secret" : "secrets"} to a new destination, so nothing is sent until the owner confirms it on the secret's page (tool_secret with the name gives it): ${held.join(", ")}.`
+    : null;
 }

@@ -16,6 +16,7 @@ import {
 } from "@hatch/shared";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
+import { heldSecretsNote } from "../secrets/usage.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, blobs, folderUploads, uploads, versionFiles } from "../db/schema.ts";
 import { accountOfApp, checkAppLimit } from "../publish/account.ts";
@@ -292,8 +293,9 @@ async function finish(
     files: entries.length,
     created: done.created,
   });
+  const held = done.created ? null : await heldSecretsNote(app, done.app.id, config as Record<string, unknown>);
   return {
-    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.value}).${note ? ` ${note}` : ""}`,
+    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.value}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
     data: { status: "published", address: done.app.address, url, version: done.version, account: account.value },
   };
 }

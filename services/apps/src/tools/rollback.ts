@@ -5,6 +5,7 @@ import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
 import { announceAppChanged } from "../host/announce.ts";
 import { appsTable, versions } from "../db/schema.ts";
+import { heldSecretsNote } from "../secrets/usage.ts";
 
 /** rollback: make an older version current; without a version, list them so the user can choose. */
 export function rollbackTool(app: AppsContext) {
@@ -71,8 +72,10 @@ export function rollbackTool(app: AppsContext) {
         previousVersion: current.currentVersion,
       });
       app.logger.info("rolled back", { address: current.address, from: current.currentVersion, to: input.version });
+      const config = rows.find((v) => v.number === input.version)?.config ?? {};
+      const held = await heldSecretsNote({ db: tx }, current.id, config);
       return {
-        text: `${current.address} now serves version ${input.version} (was ${current.currentVersion}) at ${url}. Version ${current.currentVersion} is kept; roll forward the same way.`,
+        text: `${current.address} now serves version ${input.version} (was ${current.currentVersion}) at ${url}. Version ${current.currentVersion} is kept; roll forward the same way.${held ? ` ${held}` : ""}`,
         data: { status: "rolled_back" as const, ...base, currentVersion: input.version, versions: list(input.version) },
       };
     });

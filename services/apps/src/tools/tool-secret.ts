@@ -2,6 +2,7 @@ import {
   bindTool,
   buildQuestion,
   consumeConfirm,
+  placementText,
   tool_secret,
   type ToolOutcome,
   type ToolSecretOutput,
@@ -9,11 +10,13 @@ import {
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";
+import { destinationText, unconfirmedUses } from "../secrets/destinations.ts";
 import { deleteSecret, secretStatus, type SecretStatus } from "../secrets/store.ts";
 import { apisUsing, type SecretUse } from "../secrets/usage.ts";
 
 // tool_secret: the value never passes through here. `link` gives the dashboard page where the owner (or a manager of
-// the app's organization) types it; `delete` removes it after the user confirms.
+// the app's organization) types it, or confirms where it goes after a publish moved an api's destination (until then
+// that api gets no value, and the answer says which and where); `delete` removes it after the user confirms.
 
 /** The dashboard page of one secret of one app (gateway/src/pages/secret-page.ts). */
 export function secretPageUrl(gatewayUrl: string, address: string, name: string): string {
@@ -91,6 +94,36 @@ function link(
   const usedBy = uses.length
     ? `Used by ${names(uses)}.`
     : `No api in the current version's service.json uses ${name} yet: publish one that does (service_docs topic service_json, Declared APIs).`;
+  const waiting = status.isSet ? unconfirmedUses(status.destinations, uses) : [];
+  const referencedBy = uses.map((u) => u.name);
+  if (waiting.length > 0) {
+    const what = waiting.map((w) =>
+      w.was
+        ? `api ${w.api} now goes to ${destinationText(w)} (it was ${destinationText(w.was)})`
+        : `api ${w.api} goes to ${destinationText(w)}, which was never confirmed`,
+    );
+    const message = `Open this page and confirm where ${name} of ${app.name} is sent, then tell your AI it is done.`;
+    return {
+      text:
+        `${name} is not sent to ${waiting.map((w) => `api ${w.api}`).join(", ")} of ${app.address}: ${what.join("; ")}. ` +
+        `Its calls fail until the owner confirms the new destination. Give the user this link to confirm it in their browser: ${url}\n${now} ${usedBy}`,
+      data: {
+        status: "link",
+        address: app.address,
+        name,
+        url,
+        isSet: true,
+        referencedBy,
+        unconfirmed: waiting.map((w) => ({
+          api: w.api,
+          url: w.url,
+          in: placementText(w.in),
+          was: w.was ? { url: w.was.url, in: placementText(w.was.in) } : null,
+        })),
+        userAction: { kind: "open_link", message, fields: [], url, expiresAt: null },
+      },
+    };
+  }
   const message = `Open this page and type the value of ${name} for ${app.name} there, then tell your AI it is set.`;
   return {
     text: `Give the user this link to set ${name} for ${app.address} in their browser (never ask them for the value): ${url}\n${now} ${usedBy}`,
@@ -100,7 +133,7 @@ function link(
       name,
       url,
       isSet: status.isSet,
-      referencedBy: uses.map((u) => u.name),
+      referencedBy,
       userAction: { kind: "open_link", message, fields: [], url, expiresAt: null },
     },
   };

@@ -1,0 +1,202 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { apiRule, openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import { sql } from "drizzle-orm";
+import { formsOf, redact, redactText } from "../src/apis/redact.ts";
+import { addresses, appsTable, secrets, versions } from "../src/db/schema.ts";
+import { sameDestination } from "../src/secrets/destinations.ts";
+import { secretAad, Sealer } from "../src/secrets/sealed.ts";
+import { openSecretFor } from "../src/secrets/store.ts";
+import { APPS_MIGRATIONS } from "../src/service.ts";
+import { freshDatabase } from "../../../test/support/servers.ts";
+
+// Where a secret may go (src/secrets/destinations.ts), the migration that bound the values set before destinations
+// were recorded, and the forms of a secret scrubbed from what an API answers (src/apis/redact.ts).
+
+describe("destinations", () => {
+  const at = (url: string, place: Record<string, string> = { query: "key" }) => ({ url, in: place as never });
+
+  test("the same origin and base path, however written, is the same destination", () => {
+    for (const [a, b] of [
+      ["https://api.example.com/v1", "https://API.example.com:443/v1/"],
+      ["http://api.example.com", "http://api.example.com:80/"],
+    ] as const)
+      expect([a, b, sameDestination(at(a), at(b))]).toEqual([a, b, true]);
+    expect(
+      sameDestination(
+        at("https://a.example", { header: "X-Api-Key" }),
+        at("https://a.example", { header: "x-api-key", prefix: "" }),
+      ),
+    ).toBe(true);
+  });
+
+  test("another host, port, scheme, base path or placement is another destination", () => {
+    const base = at("https://api.example.com/v1");
+    for (const other of [
+      at("https://api.example.org/v1"),
+      at("https://api.example.com.evil.example/v1"),
+      at("https://api.example.com:8443/v1"),
+      at("http://api.example.com/v1"),
+      at("https://api.example.com/v2"),
+      at("https://api.example.com/v1/echo"),
+      at("https://api.example.com"),
+      at("https://api.example.com/v1", { query: "appid" }),
+      at("https://api.example.com/v1", { header: "key" }),
+    ])
+      expect([other, sameDestination(base, other)]).toEqual([other, false]);
+    expect(
+      sameDestination(
+        at("https://a.example", { header: "Authorization", prefix: "Bearer " }),
+        at("https://a.example", { header: "Authorization", prefix: "Token " }),
+      ),
+    ).toBe(false);
+  });
+});
+
+describe("redaction", () => {
+  const secret = "sk-0123456789abcdef";
+
+  test("base64 and base64url of the secret inside a longer base64 text, at each byte offset, are scrubbed", () => {
+    for (const before of ["", "a", "ab", "abc", "user:"]) {
+      for (const after of ["", "x", "xy", ":tail"]) {
+        const bytes = Buffer.from(`${before}${secret}${after}`);
+        for (const encoded of [bytes.toString("base64"), bytes.toString("base64url")]) {
+          const out = redactText(`token=${encoded};`, formsOf(secret));
+          expect([before, after, out.includes("[secret]")]).toEqual([before, after, true]);
+          // What is left is the neighbours' encoding and at most the two characters at each edge that mix bits.
+          const neighbours = Math.ceil(((before.length + after.length) * 4) / 3);
+          expect(out.replace("[secret]", "").length).toBeLessThanOrEqual("token=;".length + neighbours + 4);
+        }
+      }
+    }
+  });
+
+  test("bodies: each form becomes [secret]; text without the secret is left as it was", () => {
+    const body = Buffer.from(
+      [secret, Buffer.from(secret).toString("hex").toUpperCase(), encodeURIComponent("é/" + secret)].join(" "),
+    );
+    expect(Buffer.from(redact(body, formsOf(secret))).toString()).toBe(
+      `[secret] [secret] ${encodeURIComponent("é/")}[secret]`,
+    );
+    const plain = Buffer.from("nothing to see here, abcdef0123456789");
+    expect(Buffer.from(redact(plain, formsOf(secret))).toString()).toBe(plain.toString());
+  });
+
+  test("a short value (set before the 8-character minimum) is still scrubbed as it is, but no short derived form is", () => {
+    expect(formsOf("abc")).toEqual(["abc"]);
+    expect(redactText("xabcx YWJj 616263", formsOf("abc"))).toBe("x[secret]x YWJj 616263");
+  });
+});
+
+describe("the migration that records destinations", () => {
+  const cleanup: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+
+  test("values set before it are bound to what the app's current version declares, so calls go on working", async () => {
+    // The migrations as they were before 0006, then all of them, on one database.
+    const before = mkdtempSync(join(tmpdir(), "hatch-migrations-"));
+    cleanup.push(() => rmSync(before, { recursive: true, force: true }));
+    cpSync(APPS_MIGRATIONS, before, { recursive: true });
+    const journal = JSON.parse(readFileSync(join(before, "meta/_journal.json"), "utf8")) as {
+      entries: { tag: string }[];
+    };
+    const at = journal.entries.findIndex((entry) => entry.tag === "0006_secret_destinations");
+    expect(at).toBeGreaterThan(0);
+    journal.entries = journal.entries.slice(0, at);
+    writeFileSync(join(before, "meta/_journal.json"), JSON.stringify(journal));
+
+    const serverUrl = process.env.TEST_DATABASE_URL;
+    const pglite = serverUrl ? null : await openEmbeddedPostgres();
+    const database = serverUrl ? await freshDatabase(serverUrl) : null;
+    cleanup.push(async () => {
+      await pglite?.close();
+      await database?.drop();
+    });
+    const open = async (folder: string) => {
+      const handle = await openServiceDatabase(
+        pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url },
+        { schema: "apps", migrationsFolder: folder },
+      );
+      cleanup.push(() => handle.close());
+      return handle.db;
+    };
+    const old = await open(before);
+
+    const sealer = new Sealer([{ id: "k1", key: randomBytes(32) }]);
+    const weather = { url: "https://API.weather.example:443/v1/", secret: "WEATHER_KEY", in: { query: "appid" } };
+    const forecast = { url: "https://forecast.example", secret: "WEATHER_KEY" };
+    const moved = { url: "https://old.example/v1", secret: "WEATHER_KEY", in: { query: "appid" } };
+    await seed(old, "app_one", 2, [{ apis: { weather: moved } }, { apis: { weather, forecast } }]);
+    await seed(old, "app_two", null, []);
+    for (const [appId, name] of [
+      ["app_one", "WEATHER_KEY"],
+      ["app_one", "UNUSED_KEY"],
+      ["app_two", "WEATHER_KEY"],
+    ] as const) {
+      const sealed = sealer.seal(`value-of-${name}`, secretAad(appId, name));
+      await old.execute(sql`insert into apps.secrets (app_id, name, key_id, sealed, updated_by, updated_by_email)
+        values (${appId}, ${name}, ${sealed.keyId}, ${sealed.sealed}, 'usr_1', 'owner@example.com')`);
+    }
+
+    const db = await open(APPS_MIGRATIONS);
+    const rows = await db.select().from(secrets).orderBy(secrets.appId, secrets.name);
+    expect(rows.map((row) => [row.appId, row.name, row.destinations])).toEqual([
+      ["app_one", "UNUSED_KEY", []],
+      [
+        "app_one",
+        "WEATHER_KEY",
+        [
+          {
+            api: "forecast",
+            url: "https://forecast.example",
+            in: { header: "Authorization", prefix: "Bearer " },
+          },
+          { api: "weather", url: "https://API.weather.example:443/v1", in: { query: "appid" } },
+        ],
+      ],
+      ["app_two", "WEATHER_KEY", []],
+    ]);
+
+    // The host sends the value to both current destinations (as the host reads them) and to nothing else.
+    const apps = { db, sealer };
+    for (const api of [weather, forecast])
+      expect(await openSecretFor(apps, "app_one", "WEATHER_KEY", apiRule(api))).toEqual({
+        state: "set",
+        value: "value-of-WEATHER_KEY",
+      });
+    expect((await openSecretFor(apps, "app_one", "WEATHER_KEY", apiRule(moved))).state).toBe("unconfirmed");
+    expect((await openSecretFor(apps, "app_two", "WEATHER_KEY", apiRule(moved))).state).toBe("unconfirmed");
+  }, 60_000);
+});
+
+/** An app with its versions (configs in order; `current` is the current one's number). */
+async function seed(db: Database, id: string, current: number | null, configs: Record<string, unknown>[]) {
+  await db.insert(addresses).values({ address: id.replace("_", "-"), appId: id });
+  await db.insert(appsTable).values({
+    id,
+    address: id.replace("_", "-"),
+    name: id,
+    accountId: "acc_1",
+    ownerId: "usr_1",
+    ownerEmail: "owner@example.com",
+    ownerName: "Owner",
+    visibility: "private",
+    currentVersion: current,
+    lastVersion: configs.length,
+  });
+  for (const [i, config] of configs.entries())
+    await db.insert(versions).values({
+      appId: id,
+      number: i + 1,
+      publishedBy: "usr_1",
+      publisherEmail: "owner@example.com",
+      fileCount: 1,
+      totalBytes: 1,
+      config,
+    });
+}
