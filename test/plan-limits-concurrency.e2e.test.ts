@@ -67,8 +67,8 @@ for (const mode of MODES) {
     }
 
     /** Calls that succeeded, and the texts of those refused with needs_payment (anything else fails the test). */
-    function sortOut(results: { isError?: unknown; content?: unknown }[]): { ok: number; refused: string[] } {
-      const refused = results.filter((r) => r.isError).map(textOf);
+    function sortOut(results: object[]): { ok: number; refused: string[] } {
+      const refused = results.filter((r) => (r as { isError?: boolean }).isError).map(textOf);
       for (const text of refused) expect(text).toMatch(/\(needs_payment\)$/);
       return { ok: results.length - refused.length, refused };
     }
@@ -108,7 +108,14 @@ for (const mode of MODES) {
         LocalActResultSchema,
         {
           ctx: signContext(
-            { ...claimsOf(user), account, accountKind: s.accountKind, org: s.org, role: s.role, permissions: s.permissions },
+            {
+              ...claimsOf(user),
+              account,
+              accountKind: s.accountKind,
+              org: s.org,
+              role: s.role,
+              permissions: s.permissions,
+            },
             ctxKey,
           ),
         },
@@ -161,10 +168,11 @@ for (const mode of MODES) {
     }, 60_000);
 
     /** An app of the user's with an open bucket and collection, its account's storage full but for `room` bytes. */
+    let stores = 0;
     async function appWithRoom(user: User, room: number) {
       const account = await accountOf(user);
       const app = await seedApp(apps.context, {
-        address: `store-${mode}-${process.pid}-${user.id.slice(-6).toLowerCase()}`,
+        address: `store-${mode}-${process.pid}-${++stores}`,
         owner: { id: user.id, email: user.email },
         accountId: account,
         visibility: "public",
@@ -184,7 +192,10 @@ for (const mode of MODES) {
     test(`${CALLS} file uploads at once stop at the plan's storage`, async () => {
       const size = 1000;
       const fits = 3;
-      const origin = await appWithRoom(await userWithToken(hatch, { name: "Files" }), fits * size + Math.floor(size / 2));
+      const origin = await appWithRoom(
+        await userWithToken(hatch, { name: "Files" }),
+        fits * size + Math.floor(size / 2),
+      );
       const statuses = await Promise.all(
         Array.from({ length: CALLS }, async (_, i) => {
           const response = await fetch(`${origin}/_hatch/files/open?name=f${i}.txt`, {
@@ -194,7 +205,11 @@ for (const mode of MODES) {
           });
           const text = await response.text();
           if (response.status === 201) return "stored";
-          return (JSON.parse(text) as { error?: { code: string } }).error?.code ?? `${response.status} ${text}`;
+          try {
+            return (JSON.parse(text) as { error: { code: string } }).error.code;
+          } catch {
+            return `${response.status} ${text.slice(0, 300)}`;
+          }
         }),
       );
       expect(statuses.filter((s) => s === "stored")).toHaveLength(fits);
@@ -207,7 +222,10 @@ for (const mode of MODES) {
       const fields = { text: "y".repeat(988) };
       const size = JSON.stringify(fields).length;
       const fits = 3;
-      const origin = await appWithRoom(await userWithToken(hatch, { name: "Docs" }), fits * size + Math.floor(size / 2));
+      const origin = await appWithRoom(
+        await userWithToken(hatch, { name: "Docs" }),
+        fits * size + Math.floor(size / 2),
+      );
       const statuses = await Promise.all(
         Array.from({ length: CALLS }, async () => {
           const response = await fetch(`${origin}/_hatch/db/notes`, {
@@ -221,8 +239,33 @@ for (const mode of MODES) {
       );
       expect(statuses.filter((s) => s === "stored")).toHaveLength(fits);
       expect(statuses.filter((s) => s === "needs_payment")).toHaveLength(CALLS - fits);
-      const listed = (await (await fetch(`${origin}/_hatch/db/notes`)).json()) as { documents: unknown[] };
+      const listed = (await (await fetch(`${origin}/_hatch/db/notes`)).json()) as { documents: { id: string }[] };
       expect(listed.documents).toHaveLength(fits);
+
+      // The counts follow every change: a removed document frees its room, a grown one takes more.
+      const add = (body: object) =>
+        fetch(`${origin}/_hatch/db/notes`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const [first, second] = listed.documents;
+      expect((await fetch(`${origin}/_hatch/db/notes/${first!.id}`, { method: "DELETE" })).status).toBe(200);
+      expect((await add(fields)).status).toBe(201);
+      expect((await add(fields)).status).toBe(402);
+      const grow = await fetch(`${origin}/_hatch/db/notes/${second!.id}`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ more: "z".repeat(size) }),
+      });
+      expect(grow.status).toBe(402);
+      const shrink = await fetch(`${origin}/_hatch/db/notes/${second!.id}`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ text: "" }),
+      });
+      expect(shrink.status).toBe(200);
+      expect((await add({ text: "w".repeat(size - 20) })).status).toBe(201);
     }, 60_000);
   });
 }
