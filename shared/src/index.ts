@@ -141,6 +141,8 @@ export {
 } from "./billing/plans.ts";
 export type { ChargeResult, Entitlements, RefundResult, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
+export { checkLimitLocked } from "./billing/limit-lock.ts";
+export type { LockedLimit } from "./billing/limit-lock.ts";
 export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
 export type { RateCounter, RateDecision } from "./rate/counter.ts";
 export {

@@ -9,7 +9,7 @@ import {
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
 import { etagMatches } from "../host/paths.ts";
 import { allows, checkSameOrigin, DataError, json, refusal, type DataCaller } from "./access.ts";
-import { checkStorageLimit } from "./storage-limit.ts";
+import { storageLimitOf } from "./storage-limit.ts";
 import { getFile, isFileId, listFiles, readUpload, removeFile, saveFile, type StoredFile } from "./files.ts";
 
 // `/_hatch/files/<bucket>[/<id>]`: the files of an app's buckets (service.json `buckets`), under the bucket's rules.
@@ -65,7 +65,7 @@ async function upload(req: DataRequest, bucket: string, rules: BucketRules): Pro
   }
   const body = await readUpload(request.body, rules.maxFileSize);
   if (!body) throw new DataError("too_large", `This file is larger than that. ${tooLarge}`);
-  await checkStorageLimit(req.deps.ctx, caller.app.accountId, body.bytes.byteLength);
+  const storage = await storageLimitOf(req.deps.ctx, caller.app.accountId);
   const file = await saveFile(req.deps.ctx, {
     appId: caller.app.id,
     bucket,
@@ -73,6 +73,7 @@ async function upload(req: DataRequest, bucket: string, rules: BucketRules): Pro
     contentType,
     ...body,
     viewer: caller.viewer,
+    storage,
   });
   return json(wireFile(bucket, file), 201);
 }

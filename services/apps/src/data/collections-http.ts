@@ -1,10 +1,9 @@
 import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/shared";
 import { allows, checkSameOrigin, dataCaller, DataError, json, refusal, type DataCaller } from "./access.ts";
-import { checkStorageLimit } from "./storage-limit.ts";
+import { storageLimitOf } from "./storage-limit.ts";
 import {
   addDocument,
   appFields,
-  documentBytes,
   getDocument,
   listDocuments,
   removeDocument,
@@ -127,9 +126,15 @@ async function add(req: DataRequest, name: string, rules: Rules): Promise<Respon
   const { caller } = req;
   if (!allows(rules.create, caller)) throw refusal(rules.create, caller, `add documents to ${name}`);
   const fields = appFields(await readObject(req.request));
-  await checkStorageLimit(req.deps.ctx, caller.app.accountId, documentBytes(fields));
+  const storage = await storageLimitOf(req.deps.ctx, caller.app.accountId);
   const author = caller.viewer ? { sub: caller.viewer.sub, email: caller.viewer.email } : null;
-  const document = await addDocument(req.deps.ctx.db, { appId: caller.app.id, collection: name }, fields, author);
+  const document = await addDocument(
+    req.deps.ctx.db,
+    { appId: caller.app.id, collection: name },
+    fields,
+    author,
+    storage,
+  );
   const answer = wire(document);
   announce(req, name, "added", document.id, document.createdBy, answer);
   return json(answer, 201);
@@ -140,8 +145,7 @@ async function update(req: DataRequest, name: string, rules: Rules, id: string):
   const allowed = allows(rules.update, caller);
   if (!allowed) throw refusal(rules.update, caller, `change documents of ${name}`);
   const patch = appFields(await readObject(req.request));
-  // A patch can only grow a document by about its own size: counted as that (a shrink frees room at the next sum).
-  await checkStorageLimit(req.deps.ctx, caller.app.accountId, documentBytes(patch));
+  const storage = await storageLimitOf(req.deps.ctx, caller.app.accountId);
   const onlyCreator = allowed === "creator" ? caller.viewer!.sub : null;
   const result = await updateDocument(
     req.deps.ctx.db,
@@ -149,6 +153,7 @@ async function update(req: DataRequest, name: string, rules: Rules, id: string):
     id,
     patch,
     onlyCreator,
+    storage,
   );
   if (typeof result === "string") throw refusedChange(result, rules, caller, name, id, "change this document");
   const answer = wire(result);

@@ -2,6 +2,7 @@ import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
 import { appsTable, dataUsage, documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
+import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
 import {
   afterCondition,
   conditionsSql,
@@ -125,9 +126,13 @@ export async function addDocument(
   key: DocumentKey,
   fields: Record<string, unknown>,
   author: Author | null,
+  /** The plan's storage, when the write counts against it (read before the transaction). */
+  storage?: StorageLimit,
 ): Promise<StoredDocument> {
   const bytes = documentBytes(fields);
   return db.transaction(async (tx) => {
+    // First: the account's lock comes before the app row (the insert's key) and its usage row.
+    await checkStorageLocked(tx, storage, bytes);
     const [row] = await tx
       .insert(documents)
       .values({
@@ -143,10 +148,10 @@ export async function addDocument(
     // Counted last: the app's usage row stays locked (adds of one app wait for each other) only until the commit.
     const counted = await tx
       .insert(dataUsage)
-      .values({ appId: key.appId, documents: 1 })
+      .values({ appId: key.appId, documents: 1, documentBytes: bytes })
       .onConflictDoUpdate({
         target: dataUsage.appId,
-        set: { documents: sql`${dataUsage.documents} + 1` },
+        set: { documents: sql`${dataUsage.documents} + 1`, documentBytes: sql`${dataUsage.documentBytes} + ${bytes}` },
         setWhere: sql`${dataUsage.documents} < ${DATA_LIMITS.maxDocumentsPerApp}`,
       })
       .returning({ documents: dataUsage.documents });
@@ -278,10 +283,20 @@ export async function updateDocument(
   id: string,
   patch: Record<string, unknown>,
   onlyCreator: string | null,
+  /** The plan's storage (read before the transaction): a patch grows a document by about its own size, counted as that. */
+  storage?: StorageLimit,
 ): Promise<StoredDocument | Refused> {
   return db.transaction(async (tx) => {
+    await checkStorageLocked(tx, storage, documentBytes(patch));
+    // The app row before the document, as removeDocument and delete_tool take them (the usage row comes last).
+    const [app] = await tx
+      .select({ id: appsTable.id })
+      .from(appsTable)
+      .where(eq(appsTable.id, key.appId))
+      .for("key share");
+    if (!app) return "missing";
     const [current] = await tx
-      .select({ data: documents.data, createdBy: documents.createdBy })
+      .select({ data: documents.data, bytes: documents.bytes, createdBy: documents.createdBy })
       .from(documents)
       .where(byId(key, id))
       .for("update");
@@ -294,6 +309,12 @@ export async function updateDocument(
       .set({ data, bytes, updatedAt: sql`now()` })
       .where(byId(key, id))
       .returning(COLUMNS);
+    if (bytes !== current.bytes) {
+      await tx
+        .update(dataUsage)
+        .set({ documentBytes: sql`greatest(${dataUsage.documentBytes} + ${bytes - current.bytes}, 0)` })
+        .where(eq(dataUsage.appId, key.appId));
+    }
     return row!;
   });
 }
@@ -318,7 +339,7 @@ export async function removeDocument(
     const [removed] = await tx
       .delete(documents)
       .where(and(byId(key, id), mine))
-      .returning({ createdBy: documents.createdBy });
+      .returning({ createdBy: documents.createdBy, bytes: documents.bytes });
     if (!removed) {
       if (onlyCreator === null) return "missing";
       const [exists] = await tx.select({ id: documents.id }).from(documents).where(byId(key, id)).limit(1);
@@ -326,8 +347,11 @@ export async function removeDocument(
     }
     await tx
       .update(dataUsage)
-      .set({ documents: sql`greatest(${dataUsage.documents} - 1, 0)` })
+      .set({
+        documents: sql`greatest(${dataUsage.documents} - 1, 0)`,
+        documentBytes: sql`greatest(${dataUsage.documentBytes} - ${removed.bytes}, 0)`,
+      })
       .where(eq(dataUsage.appId, key.appId));
-    return removed;
+    return { createdBy: removed.createdBy };
   });
 }

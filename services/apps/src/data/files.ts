@@ -5,12 +5,14 @@ import { appsTable, blobs, bucketFiles, dataUsage } from "../db/schema.ts";
 import { forgetUnusedBlobs, lockBlobContent, registerBlob, removeStoredBlobs, type Tx } from "../blobs/unused.ts";
 import type { Viewer } from "../host/access.ts";
 import { DataError } from "./access.ts";
+import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
 
 // The files of an app's buckets: rows in `bucket_files`, bytes in the content-addressed blob store (shared with
 // published versions, registered in `blobs`), and the app's counters in `data_usage`, changed in one transaction.
 //
-// Locks are always taken in one order, so no two changes wait on each other crosswise: the app row (key share; a
-// delete_tool holds it for update and so runs alone), the content's lock, its `blobs` row, then `data_usage`.
+// Locks are always taken in one order, so no two changes wait on each other crosswise: the account's storage lock (an
+// upload under a plan limit), the app row (key share; a delete_tool holds it for update and so runs alone), the
+// content's lock, its `blobs` row, then `data_usage`.
 
 type FilesContext = Pick<AppsContext, "db" | "blobs" | "logger">;
 
@@ -34,6 +36,8 @@ export interface Upload {
   bytes: Uint8Array;
   sha256: string;
   viewer: Viewer | null;
+  /** The plan's storage, when the upload counts against it (read before the transaction). */
+  storage?: StorageLimit;
 }
 
 /**
@@ -74,6 +78,8 @@ export async function saveFile(app: FilesContext, upload: Upload): Promise<Store
   // Refused before any byte is written when the app is already full (checked again, exactly, in the transaction).
   const [usage] = await app.db.select().from(dataUsage).where(eq(dataUsage.appId, upload.appId));
   if (usage) checkLimits(usage, size);
+  // And when the account's storage is full (checked again, under its lock, in the transaction that counts the file).
+  if (upload.storage) await app.db.transaction((tx) => checkStorageLocked(tx, upload.storage, size));
   const [known] = await app.db.select({ sha256: blobs.sha256 }).from(blobs).where(eq(blobs.sha256, upload.sha256));
   if (!known) await app.blobs.put(upload.sha256, upload.bytes);
   try {
@@ -87,6 +93,7 @@ export async function saveFile(app: FilesContext, upload: Upload): Promise<Store
 
 async function recordFile(app: FilesContext, tx: Tx, upload: Upload): Promise<StoredFile> {
   const size = upload.bytes.byteLength;
+  await checkStorageLocked(tx, upload.storage, size);
   await requireApp(tx, upload.appId);
   await lockBlobContent(tx, upload.sha256);
   // A new row means nobody held this content a moment ago: a removal may have taken the bytes since they were put.

@@ -244,7 +244,7 @@ export const bucketFiles = apps.table(
 
 /**
  * What an app's data holds, kept in the same transaction as each change, so the per-app limits are checked with one
- * conditional update instead of a count.
+ * conditional update instead of a count, and the plan's storage (all the account's apps) with a sum of these rows.
  */
 export const dataUsage = apps.table("data_usage", {
   appId: text("app_id")
@@ -253,6 +253,8 @@ export const dataUsage = apps.table("data_usage", {
   documents: integer("documents").notNull().default(0),
   files: integer("files").notNull().default(0),
   fileBytes: bigint("file_bytes", { mode: "number" }).notNull().default(0),
+  /** The documents' bytes as JSON (documents.bytes summed). */
+  documentBytes: bigint("document_bytes", { mode: "number" }).notNull().default(0),
 });
 
 /** Lines an app's server code logged (console.*, and Hatch's own error lines); the newest SERVER_LIMITS.logLinesKept per app are kept. */

@@ -1,14 +1,30 @@
-import { checkLimit, type CallContext } from "@hatch/shared";
+import { checkLimit, checkLimitLocked, type CallContext, type Database, type Entitlements } from "@hatch/shared";
 import { count, eq } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
 
-/** A new app must fit the account's plan (before anything is asked or uploaded, and again when a tar arrives). */
+/**
+ * A new app must fit the account's plan: asked early (before anything is asked or uploaded, and again when a tar
+ * arrives) so a full account hears it first; the check that holds is checkAppLimitLocked, in the app's transaction.
+ */
 export async function checkAppLimit(app: AppsContext, accountId: string): Promise<void> {
   const entitlements = await app.entitlements?.get(accountId);
   if (!entitlements || entitlements.limits.apps === null) return;
-  const [row] = await app.db.select({ n: count() }).from(appsTable).where(eq(appsTable.accountId, accountId));
-  checkLimit(entitlements, "apps", row?.n ?? 0);
+  checkLimit(entitlements, "apps", await appCount(app.db, accountId));
+}
+
+/** In the transaction that creates the app (publish/commit.ts): counted under the account's lock, so publishes at once cannot pass the limit together. */
+export function checkAppLimitLocked(
+  tx: Pick<Database, "select" | "execute">,
+  entitlements: Entitlements | null,
+  accountId: string,
+): Promise<void> {
+  return checkLimitLocked(tx, { entitlements, limit: "apps", accountId, used: () => appCount(tx, accountId) });
+}
+
+async function appCount(db: Pick<Database, "select">, accountId: string): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(appsTable).where(eq(appsTable.accountId, accountId));
+  return row?.n ?? 0;
 }
 
 /**

@@ -10,8 +10,10 @@ import {
 } from "@hatch/shared";
 import { eq, sql, type SQL } from "drizzle-orm";
 import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
+import type { AppsContext } from "../context.ts";
 import { addresses, appsTable, blobs, confirmUses, versionFiles, versions } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
+import { checkAppLimitLocked } from "./account.ts";
 import type { FolderEntry } from "./folder.ts";
 
 /** Rows per statement when a version's files are written or its blobs locked. */
@@ -41,10 +43,11 @@ export interface CommittedVersion {
 
 /**
  * Creates the version (and the app, when new) and makes it current, in one transaction. Every blob must
- * already be stored; they are locked so a concurrent delete cannot drop one this version points at.
+ * already be stored; they are locked so a concurrent delete cannot drop one this version points at. A new app is
+ * counted against the account's plan in the same transaction (under the account's lock).
  */
 export async function commitVersion(
-  db: Database,
+  apps: Pick<AppsContext, "db" | "entitlements">,
   ctx: CallContext,
   target: VersionTarget,
   entries: readonly FolderEntry[],
@@ -53,7 +56,11 @@ export async function commitVersion(
   /** Runs first in the transaction: spends a folder upload, stores the blobs a tar brought (publish/folder-upload.ts). */
   before?: (tx: Tx) => Promise<void>,
 ): Promise<CommittedVersion> {
-  return db.transaction(async (tx) => {
+  // Read before the transaction: billing may share the embedded database connection the transaction holds.
+  const entitlements = target.kind === "new" ? ((await apps.entitlements?.get(target.account)) ?? null) : null;
+  return apps.db.transaction(async (tx) => {
+    // First, so every lock this transaction takes comes after the account's (and a refusal changes nothing).
+    if (target.kind === "new") await checkAppLimitLocked(tx, entitlements, target.account);
     // The user's answer (e.g. to making a new app public) is spent with the change, so it cannot be replayed.
     if (confirmation) await consumeConfirm(tx, confirmUses, confirmation);
     await before?.(tx);

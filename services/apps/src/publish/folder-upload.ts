@@ -149,7 +149,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
     const target = row.target as UploadTarget;
     if (target.kind === "new") await checkAppLimit(app, target.account);
     let fresh = 0;
-    const done = await commitVersion(app.db, ctx, target, entries, config, undefined, async (tx) => {
+    const done = await commitVersion(app, ctx, target, entries, config, undefined, async (tx) => {
       await spendFolderUpload(tx, row.id);
       fresh = await storeNewBlobs(app, tx, bytes);
     });

@@ -7,7 +7,11 @@ import { storedBytes } from "../data/storage-limit.ts";
  * number per account, which billing asks without a person's context (it reports it to that account's own people).
  */
 export function accountStorageRpc(ctx: AppsContext): RpcBinding {
-  return bindRpc(AccountStorageInputSchema, async ({ input }) => ({ bytes: await storedBytes(ctx, input.accountId) }), {
-    requiresContext: false,
-  });
+  return bindRpc(
+    AccountStorageInputSchema,
+    async ({ input }) => ({ bytes: await storedBytes(ctx.db, input.accountId) }),
+    {
+      requiresContext: false,
+    },
+  );
 }

@@ -280,7 +280,7 @@ async function finish(
   upload?: FolderUploadRow,
 ): Promise<Outcome> {
   const spend = upload ? (tx: Tx) => spendFolderUpload(tx, upload.id) : undefined;
-  const done = await commitVersion(app.db, ctx, target, entries, config, confirmation, spend);
+  const done = await commitVersion(app, ctx, target, entries, config, confirmation, spend);
   announceAppChanged(app, done.app.address);
   const url = appUrl(app.config, done.app.address);
   const account = accountOfApp(ctx, done.app.accountId);

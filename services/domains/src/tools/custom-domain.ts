@@ -1,7 +1,7 @@
 import {
   bindTool,
   buildQuestion,
-  checkLimit,
+  checkLimitLocked,
   consumeConfirm,
   custom_domain,
   randomId,
@@ -70,14 +70,24 @@ async function connect(
   const takeover = existing && lapsed(existing, app.accountId) ? existing : null;
   if (existing && !takeover) throw heldElsewhere(hostname, existing, app.accountId);
   await checkNotUnderCompany(domains, hostname, app.accountId);
-  const [used] = await domains.db
-    .select({ n: count() })
-    .from(hostnames)
-    .where(and(eq(hostnames.accountId, app.accountId), eq(hostnames.kind, "custom")));
-  checkLimit(await domains.entitlements.get(app.accountId), "customDomains", used?.n ?? 0);
+  // Read before the transaction: billing may share the embedded database connection the transaction holds.
+  const entitlements = await domains.entitlements.get(app.accountId);
 
   const token = randomId(18);
   const row = await domains.db.transaction(async (tx) => {
+    // Counted under the account's lock: connects at once cannot pass the plan's custom domains together.
+    await checkLimitLocked(tx, {
+      entitlements,
+      limit: "customDomains",
+      accountId: app.accountId,
+      used: async () => {
+        const [used] = await tx
+          .select({ n: count() })
+          .from(hostnames)
+          .where(and(eq(hostnames.accountId, app.accountId), eq(hostnames.kind, "custom")));
+        return used?.n ?? 0;
+      },
+    });
     if (takeover) {
       const gone = await tx
         .delete(hostnames)

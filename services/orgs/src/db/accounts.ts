@@ -16,7 +16,7 @@ export interface PersonView {
 }
 
 /** A transaction or the database itself. */
-export type Tx = Pick<Database, "select" | "insert" | "update" | "delete">;
+export type Tx = Pick<Database, "select" | "insert" | "update" | "delete" | "execute">;
 
 function selectPerson(db: Tx) {
   return db

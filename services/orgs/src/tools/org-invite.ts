@@ -1,6 +1,6 @@
 import {
   bindTool,
-  checkLimit,
+  checkLimitLocked,
   ORG_INVITE_MAX_PEOPLE,
   org_invite,
   ToolError,
@@ -186,8 +186,10 @@ export function orgInviteTool(orgs: OrgsContext) {
   });
 }
 
-/** The account's open (not accepted, not revoked) invitations for these emails, locked for this transaction. */
-/** Members and open invitations together may not pass the plan's seats (refused before anything is sent). */
+/**
+ * Members and open invitations together may not pass the plan's seats (refused before anything is sent). Counted
+ * under the account's lock, so invitations sent at once cannot pass the limit together.
+ */
 async function checkSeats(
   entitlements: Entitlements | null,
   tx: Tx,
@@ -195,22 +197,30 @@ async function checkSeats(
   adding: number,
   now: Date,
 ): Promise<void> {
-  if (!entitlements || entitlements.limits.seats === null) return;
-  const [held] = await tx.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
-  const [open] = await tx
-    .select({ n: count() })
-    .from(invitations)
-    .where(
-      and(
-        eq(invitations.accountId, accountId),
-        isNull(invitations.acceptedAt),
-        isNull(invitations.revokedAt),
-        gt(invitations.expiresAt, now),
-      ),
-    );
-  checkLimit(entitlements, "seats", (held?.n ?? 0) + (open?.n ?? 0), adding);
+  await checkLimitLocked(tx, {
+    entitlements,
+    limit: "seats",
+    accountId,
+    adding,
+    used: async () => {
+      const [held] = await tx.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
+      const [open] = await tx
+        .select({ n: count() })
+        .from(invitations)
+        .where(
+          and(
+            eq(invitations.accountId, accountId),
+            isNull(invitations.acceptedAt),
+            isNull(invitations.revokedAt),
+            gt(invitations.expiresAt, now),
+          ),
+        );
+      return (held?.n ?? 0) + (open?.n ?? 0);
+    },
+  });
 }
 
+/** The account's open (not accepted, not revoked) invitations for these emails, locked for this transaction. */
 async function lockOpenInvitations(tx: Tx, accountId: string, emails: string[]) {
   const open = await tx
     .select()
