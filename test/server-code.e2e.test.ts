@@ -72,6 +72,27 @@ const FILES = (server = SERVER) => [
   },
 ];
 
+/** A version of a small app whose module does some work at its top level (a table, as bundled code does). */
+const VERSIONED = (n: number) => `
+const table = [];
+for (let i = 0; i < 20000; i++) table.push({ i, square: i * i, name: "row " + i });
+const version = ${n};
+export default { fetch: () => Response.json({ version, rows: table.length }) };`;
+
+/**
+ * Processes that keep the machine's cores busy (a loaded CI machine), bounded: each ends by itself after a minute
+ * and a half, and the test kills them when done.
+ */
+function burnCores(count: number): { stop(): void } {
+  const burners = Array.from({ length: count }, () =>
+    Bun.spawn([process.execPath, "-e", "const end = Date.now() + 90000; while (Date.now() < end) {}"], {
+      stdout: "ignore",
+      stderr: "ignore",
+    }),
+  );
+  return { stop: () => burners.forEach((burner) => burner.kill()) };
+}
+
 for (const mode of MODES) {
   describe(`server code (${mode})`, () => {
     let hatch: TestHatch;
@@ -234,5 +255,34 @@ for (const mode of MODES) {
         });
       });
     });
+
+    test("while the machine is busy, each of 50 freshly published versions answers its first request", async () => {
+      const files = (n: number) =>
+        FILES(VERSIONED(n)).map((file) =>
+          file.path === "service.json" ? { ...file, content: JSON.stringify({ server: "api/index.js" }) } : file,
+        );
+      const made = await callOk<{ address: string }>(owner, "publish", {
+        name: `Busy ${mode}`,
+        visibility: "private",
+        files: files(0),
+      });
+      await apps.context.db.update(appsTable).set({ visibility: "public" }).where(eq(appsTable.address, made.address));
+      const busy = burnCores(3);
+      const answers: string[] = [];
+      try {
+        for (let n = 1; n <= 50; n++) {
+          await callOk(owner, "publish", { address: made.address, files: files(n) });
+          // The published version is the one served next (in cluster mode the change may still be on its way).
+          apps.host.invalidate(made.address);
+          const answer = await fetch(`${hatch.appHostUrl.replace("//", `//${made.address}.`)}/api/version`);
+          answers.push(`${answer.status} ${await answer.text()}`);
+        }
+      } finally {
+        busy.stop();
+      }
+      expect(answers).toEqual(Array.from({ length: 50 }, (_, i) => `200 {"version":${i + 1},"rows":20000}`));
+      const lines = await callOk<LogsOut>(owner, "tool_logs", { address: made.address });
+      expect(lines.lines).toEqual([]);
+    }, 180_000);
   });
 }

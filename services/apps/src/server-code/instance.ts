@@ -5,6 +5,7 @@ import type {
   QuickJSRuntime,
   QuickJSWASMModule,
 } from "quickjs-emscripten";
+import { threadCpuMs } from "./cpu-clock.ts";
 import { hostObject } from "./host-functions.ts";
 import { describeError, readReply, rejectWith, toHandle } from "./marshal.ts";
 import { MemoryGuard } from "./memory-guard.ts";
@@ -22,9 +23,14 @@ import {
 
 // One warm copy of an app version's server code: a QuickJS runtime (own heap, memory limit, interrupt handler) with
 // one context that holds the prelude and the evaluated module. It answers one request at a time (the pool sees to
-// it). CPU time is counted only while QuickJS runs: before each entry (the dispatch call, each executePendingJobs)
-// the deadline is set from what the request has left, and the interrupt handler stops the code past it. Waiting for
-// a host call or a timer costs no CPU budget, only wall time.
+// it). CPU time is counted only while QuickJS runs, on the worker thread's own CPU clock (cpu-clock.ts): before each
+// entry (the dispatch call, each executePendingJobs) the deadline is set from what the request has left, and the
+// interrupt handler stops the code past it. Waiting for a host call or a timer costs no CPU budget, only wall time.
+// Loading charges the app only for its module: Hatch's prelude runs outside the budget.
+//
+// Every handle made while loading is disposed on every path: a handle left alive keeps an object on the runtime's GC
+// list, and freeing the runtime then aborts the whole WebAssembly module (JS_FreeRuntime's assertion), which is what
+// an interrupt during the first load used to do.
 
 /** Timers one request may have pending at once. */
 const MAX_TIMERS = 100;
@@ -51,6 +57,10 @@ export class Instance {
   private loading: Pick<Turn, "hooks" | "cpuLeft"> | null = null;
   private seq = 0;
   private deadline = Number.POSITIVE_INFINITY;
+  /**
+   * Whether the CPU deadline stopped code in the current phase (the module's load, or one request): then its error,
+   * or a rejection it caused (an interrupt inside an async function rejects its promise), is a CPU kill.
+   */
   private interrupted = false;
   private overMemory = false;
   private readonly memory: MemoryGuard;
@@ -94,7 +104,8 @@ export class Instance {
   }
 
   private shouldInterrupt(): boolean {
-    const now = performance.now();
+    (this.turn?.hooks ?? this.loading?.hooks)?.beat?.();
+    const now = threadCpuMs();
     if (now > this.deadline) {
       this.interrupted = true;
       return true;
@@ -107,54 +118,82 @@ export class Instance {
   }
 
   private load(source: string, filename: string, hooks: RequestHooks): void {
-    const { context } = this;
-    this.loading = { hooks, cpuLeft: this.limits.cpuMs };
     try {
-      const H = hostObject(context, {
-        log: (seq, level, message) => this.log(seq, level, message),
-        call: (seq, op, body) => this.call(seq, op, body),
-        timer: (seq, id, ms) => this.timer(seq, id, ms),
-        clearTimer: (seq, id) => this.clearTimer(seq, id),
-      });
+      this.loadPrelude(hooks);
+      this.loadModule(source, filename, hooks);
+    } finally {
+      this.loading = null;
+    }
+  }
+
+  /** Hatch's own prelude: the web globals and the dispatcher. Not charged to the app's CPU budget. */
+  private loadPrelude(hooks: RequestHooks): void {
+    const { context } = this;
+    this.loading = { hooks, cpuLeft: Number.POSITIVE_INFINITY };
+    const H = hostObject(context, {
+      log: (seq, level, message) => this.log(seq, level, message),
+      call: (seq, op, body) => this.call(seq, op, body),
+      timer: (seq, id, ms) => this.timer(seq, id, ms),
+      clearTimer: (seq, id) => this.clearTimer(seq, id),
+    });
+    try {
       const prelude = this.unwrapLoad(
         this.enter(this.loading, () => context.evalCode(PRELUDE, "hatch:prelude", { type: "global", strict: true })),
       );
-      const entry = this.unwrapLoad(
-        this.enter(this.loading, () => context.callFunction(prelude, context.undefined, H)),
-      );
-      prelude.dispose();
+      try {
+        this.entry = this.unwrapLoad(
+          this.enter(this.loading, () => context.callFunction(prelude, context.undefined, H)),
+        );
+      } finally {
+        prelude.dispose();
+      }
+    } finally {
       H.dispose();
-      this.entry = entry;
-      this.dispatch = context.getProp(entry, "dispatch");
-      let exports = this.unwrapLoad(
-        this.enter(this.loading, () => context.evalCode(source, filename, { type: "module" })),
-      );
+    }
+    this.dispatch = context.getProp(this.entry, "dispatch");
+  }
+
+  /** The app's module, its top-level await, and handing its exports to the dispatcher: the app's CPU budget. */
+  private loadModule(source: string, filename: string, hooks: RequestHooks): void {
+    const { context } = this;
+    const entry = this.entry!;
+    this.loading = { hooks, cpuLeft: this.limits.cpuMs };
+    this.interrupted = false;
+    let exports = this.unwrapLoad(
+      this.enter(this.loading, () => context.evalCode(source, filename, { type: "module" })),
+    );
+    try {
       const state = context.getPromiseState(exports);
       if (!(state as { notAPromise?: boolean }).notAPromise) {
+        if (state.type === "fulfilled") state.value.dispose();
+        if (state.type === "rejected") state.error.dispose();
         this.unwrapLoad(this.enter(this.loading, () => this.runtime.executePendingJobs(-1)));
         const settled = context.getPromiseState(exports);
-        exports.dispose();
+        // An interrupt inside an async function rejects its promise; one in a reaction can leave the module pending.
+        if (settled.type === "pending" && this.interrupted) throw this.cpuLoadError();
         if (settled.type === "pending")
           throw new ModuleLoadError(
             "The module's top-level await waits for something that never comes while it loads (env and timers exist only inside fetch).",
             null,
           );
+        exports.dispose();
         exports = this.unwrapLoad(settled.type === "fulfilled" ? { value: settled.value } : { error: settled.error });
       }
       const install = context.getProp(entry, "install");
-      const installed = this.enter(this.loading, () => context.callFunction(install, entry, exports));
-      install.dispose();
-      exports.dispose();
-      this.unwrapLoad(installed).dispose();
-      if (this.overMemory)
-        throw new ModuleLoadError(
-          `the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`,
-          null,
-          "memory",
-        );
+      try {
+        this.unwrapLoad(this.enter(this.loading, () => context.callFunction(install, entry, exports))).dispose();
+      } finally {
+        install.dispose();
+      }
     } finally {
-      this.loading = null;
+      if (exports.alive) exports.dispose();
     }
+    if (this.overMemory)
+      throw new ModuleLoadError(
+        `the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`,
+        null,
+        "memory",
+      );
   }
 
   /** A load step's value, or the ModuleLoadError it stands for. */
@@ -162,12 +201,7 @@ export class Instance {
     if (!result.error) return result.value as T;
     const failure = this.classify(result.error);
     result.error.dispose();
-    if (failure.kind === "cpu" || this.interrupted)
-      throw new ModuleLoadError(
-        `the module's top level ran longer than ${this.limits.cpuMs} ms of CPU time`,
-        null,
-        "cpu",
-      );
+    if (failure.kind === "cpu") throw this.cpuLoadError();
     if (failure.kind === "memory")
       throw new ModuleLoadError(
         `the module used more than ${this.limits.memoryBytes / 1024 / 1024} MB of memory while loading`,
@@ -177,6 +211,14 @@ export class Instance {
     throw new ModuleLoadError(
       failure.kind === "error" ? failure.message : "the module could not be loaded",
       failure.kind === "error" ? failure.stack : null,
+    );
+  }
+
+  private cpuLoadError(): ModuleLoadError {
+    return new ModuleLoadError(
+      `the module's top level ran longer than ${this.limits.cpuMs} ms of CPU time`,
+      null,
+      "cpu",
     );
   }
 
@@ -198,6 +240,7 @@ export class Instance {
         finish: (outcome) => this.finish(turn, outcome, resolve),
       };
       this.turn = turn;
+      this.interrupted = false;
       turn.wall = setTimeout(() => turn.finish({ kind: "timeout" }), this.limits.wallMs);
       const meta = JSON.stringify({
         method: request.method,
@@ -267,7 +310,7 @@ export class Instance {
   }
 
   private enter<T>(budget: { cpuLeft: number }, run: () => T): T {
-    const start = performance.now();
+    const start = threadCpuMs();
     this.memory.entered(start);
     this.deadline = start + Math.max(0, budget.cpuLeft);
     const hooks = this.turn?.hooks ?? this.loading?.hooks;
@@ -276,7 +319,7 @@ export class Instance {
       return run();
     } finally {
       hooks?.watch?.(false);
-      const end = performance.now();
+      const end = threadCpuMs();
       budget.cpuLeft -= end - start;
       this.deadline = Number.POSITIVE_INFINITY;
       // A native call that allocated a lot may have run without an interrupt check: measure on the way out too.

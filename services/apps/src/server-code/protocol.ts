@@ -7,7 +7,10 @@ import type { HostCallResult, LogLevel, Outcome, SandboxLimits, SandboxRequest }
 export interface WorkerSetup {
   limits: SandboxLimits;
   pool: PoolOptions;
-  /** [run being executed (0: none), entries so far]: the watchdog reads it to find a worker stuck in one entry. */
+  /**
+   * [run being executed (0: none), entries and interrupt checks so far]: the watchdog reads it to find a worker stuck
+   * inside one built-in (no interrupt check for too long).
+   */
   board: SharedArrayBuffer;
   logLinesPerRequest: number;
   logLineChars: number;
@@ -29,4 +32,13 @@ export type FromWorker =
   /** The worker has no source for this version (evicted or never sent): send the run again with it. */
   | { t: "need"; run: number }
   | { t: "call"; run: number; call: number; op: Record<string, unknown>; body: Uint8Array | null }
-  | { t: "done"; run: number; result: RunResult; logs: [LogLevel, string][]; dropped: number; heap: number };
+  | {
+      t: "done";
+      run: number;
+      result: RunResult;
+      logs: [LogLevel, string][];
+      dropped: number;
+      heap: number;
+      /** QuickJS failed inside the worker (not the app's error): the worker is replaced. */
+      crashed?: string;
+    };

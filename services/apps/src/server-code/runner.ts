@@ -4,10 +4,12 @@ import type { FromWorker, RunResult, ToWorker, WorkerSetup } from "./protocol.ts
 import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, type SandboxRequest } from "./types.ts";
 
 // The app host's side of the sandbox workers. Each app version goes to one worker (by a hash of its key), where its
-// warm instances live. A watchdog reads each worker's board (which request is inside QuickJS, and how many entries so
-// far): a worker inside one entry for longer than the CPU limit plus a grace is stuck in a built-in that starved the
-// interrupt handler, and is terminated; the request that was running ends as a CPU kill, the others it held are lost
-// (they answer 503, try again). A worker whose WebAssembly memory grew past a bound is replaced once idle.
+// warm instances live. A watchdog reads each worker's board (which request is inside QuickJS, and how many entries and
+// interrupt checks so far): a worker inside one entry with no interrupt check for longer than the CPU limit plus a
+// grace is stuck in a built-in that starved the interrupt handler, and is terminated (code that reaches its checks
+// is stopped by the CPU deadline in the worker, on the thread's CPU clock, however slow the machine); the request
+// that was running ends as a CPU kill, the others it held are lost (they answer 503, try again). A worker whose
+// WebAssembly memory grew past a bound, or where QuickJS itself failed, is replaced once idle.
 
 export interface RunnerOptions {
   workers: number;
@@ -179,6 +181,10 @@ export class SandboxRunner {
       return;
     }
     this.finish(slot, message.run, { result: message.result, logs: message.logs, dropped: message.dropped });
+    if (message.crashed && !slot.retired) {
+      this.log.error("server code sandbox crashed: worker replaced", { error: message.crashed });
+      this.replace(slot, null, true);
+    }
     if (!slot.retired && message.heap > (this.options.maxWorkerHeapBytes ?? 1024 * 1024 * 1024)) {
       this.log.warn("server code worker replaced: its memory grew large", { heapBytes: message.heap });
       this.replace(slot, null, true);

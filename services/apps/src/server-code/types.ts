@@ -53,6 +53,8 @@ export interface RequestHooks {
   hostCall(op: Record<string, unknown>, body: Uint8Array | null): Promise<HostCallResult>;
   /** Told when QuickJS starts and stops running this request's code (the worker's watchdog board). */
   watch?(running: boolean): void;
+  /** Told each time QuickJS checks its interrupt handler: the code is running, not stuck inside one built-in. */
+  beat?(): void;
 }
 
 /** How a request ended. Every kind but `ok` and `error` discards the instance. */

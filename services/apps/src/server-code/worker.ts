@@ -83,7 +83,11 @@ async function run(
       Atomics.store(board, 0, running ? id : 0);
       if (running) Atomics.add(board, 1, 1);
     },
+    beat() {
+      if (board) Atomics.add(board, 1, 1);
+    },
   };
+  let crashed: string | undefined;
   let result: Extract<FromWorker, { t: "done" }>["result"];
   try {
     const instance = await pool!.acquire({ key, ...known }, hooks);
@@ -93,13 +97,16 @@ async function run(
       pool!.release(key, instance);
     }
   } catch (error) {
-    result =
-      error instanceof ModuleLoadError
-        ? { kind: "load", message: error.message, stack: error.stack_, limit: error.limit }
-        : { kind: "load", message: "the sandbox failed to start this module", stack: null, limit: null };
+    if (error instanceof ModuleLoadError)
+      result = { kind: "load", message: error.message, stack: error.stack_, limit: error.limit };
+    else {
+      // QuickJS itself failed (an abort leaves the WebAssembly module unusable): the runner replaces this worker.
+      result = { kind: "load", message: "the sandbox failed to start this module", stack: null, limit: null };
+      crashed = String(error).slice(0, 300);
+    }
   }
   for (const name of [...calls.keys()]) if (name.startsWith(`${id}:`)) calls.delete(name);
-  post({ t: "done", run: id, result, logs, dropped, heap: wasmHeapBytes(module) });
+  post({ t: "done", run: id, result, logs, dropped, heap: wasmHeapBytes(module), crashed });
 }
 
 // The first message is the setup; runs that come while QuickJS loads wait for it.
