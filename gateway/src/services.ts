@@ -15,6 +15,7 @@ import {
   type CallReply,
   type ClientKind,
   type ServiceName,
+  type Session,
   type ToolContract,
 } from "@hatch/shared";
 import type { z } from "zod";
@@ -90,6 +91,15 @@ export function callerSession(
     requestId: caller.requestId,
     traceparent: caller.traceparent,
     timeoutMs: options.timeoutMs ?? ACCOUNT_LOOKUP_MS,
+  });
+}
+
+/** The account this caller acts as now (orgs `session.resolve`, cached briefly and dropped on membership changes). */
+export function sessionOf(deps: Pick<ServiceClientDeps, "accounts">, caller: CallerInfo): Promise<Session> {
+  return deps.accounts.resolve(baseClaims(caller), {
+    requestId: caller.requestId,
+    traceparent: caller.traceparent,
+    timeoutMs: ACCOUNT_LOOKUP_MS,
   });
 }
 

@@ -190,6 +190,30 @@ export const HostResolvedSchema = z.object({
 });
 export type HostResolved = z.infer<typeof HostResolvedSchema>;
 
+/**
+ * domains `domain.progress` (signed ctx): where a bought domain (`bought`) or an app's custom hostname (`custom`) of the
+ * caller's account is on its way to live, from the domains service's own stage data. not_found when it is not (or no
+ * longer) the account's. The gateway follows buy_domain and custom_domain as MCP tasks with it.
+ */
+export const DomainProgressInputSchema = z.object({
+  kind: z.enum(["bought", "custom"]),
+  name: z.string().min(1).max(253),
+});
+export const DomainProgressSchema = z.object({
+  name: z.string(),
+  /** working: on its way (see stage); live: serving; failed: it will not get there (a registration that failed). */
+  state: z.enum(["working", "live", "failed"]),
+  stage: z.string(),
+  /** Where it is and what happens next, in plain words (the records to add while DNS is awaited). */
+  text: z.string(),
+  /** The app it serves, when it serves one. */
+  address: z.string().nullable(),
+  updatedAt: z.string(),
+  /** The tool's own structured answer as of now (buy_domain's or custom_domain's output). */
+  data: z.record(z.string(), z.unknown()),
+});
+export type DomainProgress = z.infer<typeof DomainProgressSchema>;
+
 /** The body of `broadcast.domains.host.changed`. */
 export const HostChangedSchema = z.object({ hostname: z.string() });
 

@@ -70,6 +70,8 @@ export const rpcMethods = {
   domains: {
     /** Which app a hostname outside the apps domain serves (a custom domain, a company domain's subdomain), for the app host. */
     resolveHost: "host.resolve",
+    /** Where a bought domain or a custom hostname is on its way to live (signed ctx, the caller's account): MCP tasks. */
+    progress: "domain.progress",
   },
   gateway: {
     /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */

@@ -26,6 +26,7 @@ import { readBodyText } from "../auth/http.ts";
 import type { Auth } from "../auth/index.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
+import { createChangeFeed } from "./changes.ts";
 import { SessionEventStore } from "./event-store.ts";
 import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
@@ -89,7 +90,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   const allowedOrigin = new URL(config.baseUrl).origin;
   const directory = createSessionDirectory(deps.bus, IDLE_MS, logger);
   const copy = randomId(9);
-  const serverDeps = { ...deps, requestStateKey: deriveKey(config.secret, "mcp-request-state") };
+  const serverDeps = {
+    ...deps,
+    requestStateKey: deriveKey(config.secret, "mcp-request-state"),
+    taskKey: deriveKey(config.secret, "mcp-task-id"),
+  };
+  // subscriptions/listen streams: fed on every copy from Hatch's events, each stream only its user's changes.
+  const changes = createChangeFeed(deps);
+  /** Ends this copy's listen streams at shutdown (the client listens again, on another copy). */
+  const listenStop = new AbortController();
 
   const modern = createMcpHandler(
     (ctx) => {
@@ -104,6 +113,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     },
     {
       legacy: "reject",
+      bus: changes.events,
       maxRequestBodySize: Math.max(config.maxBodyBytes, MAX_BODY_BYTES),
       onerror: (error) => logger.debug("MCP request refused", { error: error.message }),
     },
@@ -309,7 +319,22 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     if (!legacy) {
       const choice = connectionChoice(new URL(request.url));
       if (choice instanceof Response) return choice;
-      return modern.fetch(request, { authInfo, parsedBody });
+      if (isListenBody(parsedBody)) {
+        // The stream is this caller's: the change feed checks each change against them; it ends at shutdown too.
+        // (The body was read already; the handler takes it parsed.)
+        const listen = new Request(request.url, {
+          method: "POST",
+          headers: request.headers,
+          signal: AbortSignal.any([request.signal, listenStop.signal]),
+        });
+        const caller = {
+          ...scope,
+          client: { kind: "other" as const, name: identity.clientName, elicitation: { form: false, url: false } },
+        };
+        return changes.listening(caller, () => modern.fetch(listen, { authInfo, parsedBody }));
+      }
+      const response = await modern.fetch(request, { authInfo, parsedBody });
+      return scope.task ? answerWithTask(response, scope.task) : response;
     }
 
     const sessionId = request.headers.get("mcp-session-id");
@@ -388,10 +413,12 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     beginClose() {
       closing = true;
       for (const entry of sessions.values()) entry.transport.closeStandaloneSSEStream();
+      listenStop.abort();
     },
     async close() {
       clearInterval(sweep);
       for (const sub of subscriptions) sub.unsubscribe();
+      changes.close();
       await modern.close().catch(() => {});
       // The records stay: the sessions go on at another copy (or at this one when it is back).
       await Promise.all([...sessions].map(([id, entry]) => closeSession(id, entry)));
@@ -548,6 +575,28 @@ function initializeParams(body: unknown): Record<string, unknown> {
   const messages: unknown[] = Array.isArray(body) ? body : [body];
   const init = messages.find((m) => isInitializeRequest(m)) as { params: Record<string, unknown> };
   return init.params;
+}
+
+/**
+ * A tools/call that became a task: its JSON answer carries the task (`resultType: "task"`, tasks.ts) in the tool
+ * result's place, with the result's `_meta`. An answer that is not plain JSON (an SSE stream) stays the tool's result.
+ */
+async function answerWithTask(response: Response, task: object): Promise<Response> {
+  if (!(response.headers.get("content-type") ?? "").includes("application/json")) return response;
+  const body = (await response.json()) as { result?: { _meta?: unknown; isError?: boolean } };
+  if (!body.result || body.result.isError) return Response.json(body, response);
+  const _meta = body.result._meta;
+  return Response.json(
+    { ...body, result: { ...task, ...(_meta ? { _meta } : {}) } },
+    {
+      status: response.status,
+      headers: response.headers,
+    },
+  );
+}
+
+function isListenBody(body: unknown): boolean {
+  return !!body && typeof body === "object" && (body as { method?: unknown }).method === "subscriptions/listen";
 }
 
 function declaresElicitation(body: unknown): boolean {

@@ -21,9 +21,18 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
-import { finishQuestion, forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
+import {
+  finishQuestion,
+  forwardToolCall,
+  errorResult,
+  toolCallRefusal,
+  type CallerInfo,
+  type ToolCallDeps,
+} from "./call.ts";
 import { checkBinding, openQuestion, sealQuestion, type StateRefusal } from "./request-state.ts";
 import { contractFor, inGroups, toolsFor } from "./catalog.ts";
+import { registerChangeResources } from "./changes.ts";
+import { declaresTasks, registerTaskMethods, taskFor, TASKS_EXTENSION } from "./tasks.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 
 /** What the HTTP layer hands each MCP request through `authInfo.extra`. */
@@ -31,6 +40,8 @@ export interface RequestScope {
   identity: AccessIdentity;
   requestId: string;
   traceparent: string;
+  /** Set by a tools/call that became a task (tasks.ts): the HTTP layer answers it instead of the tool's result. */
+  task?: object;
 }
 
 const INSTRUCTIONS =
@@ -60,6 +71,8 @@ const ANSWER_KEY = "answer";
 export interface McpServerDeps extends Omit<ToolCallDeps, "askUser" | "offerLink" | "deferQuestion"> {
   /** Seals the state of a question asked as `input_required` (derived from the deployment secret). */
   requestStateKey: Buffer;
+  /** Seals task ids (tasks.ts; derived from the deployment secret). */
+  taskKey: Buffer;
 }
 
 /**
@@ -78,7 +91,16 @@ export function createMcpServer(
   const server = new Server(
     { name: "hatch", title: "Hatch", version },
     {
-      capabilities: { tools: { listChanged: false } },
+      // 2026-07-28 adds the tasks extension (buy_domain and custom_domain as tasks) and resource subscriptions on
+      // subscriptions/listen (an app published, a domain live: changes.ts); 2025 sessions keep tools only.
+      capabilities:
+        era === "modern"
+          ? {
+              tools: { listChanged: false },
+              resources: { subscribe: true, listChanged: false },
+              extensions: { [TASKS_EXTENSION]: {} },
+            }
+          : { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
       cacheHints: { "tools/list": { ttlMs: TOOLS_TTL_MS, cacheScope: "private" } },
       // Hatch's own forms are checked by answers.ts (which names the field that did not fit); the SDK's legacy shim
@@ -92,6 +114,14 @@ export function createMcpServer(
   };
 
   const readOnly = (scope: RequestScope | undefined) => choice.readOnly || scope?.identity.scope === "read";
+  const callerOf = (ctx: ServerContext) => {
+    const scope = scopeOf(ctx);
+    return scope ? { ...scope, client: client() } : undefined;
+  };
+  if (era === "modern") {
+    registerTaskMethods(server, deps, callerOf);
+    registerChangeResources(server, deps, callerOf);
+  }
 
   server.setRequestHandler("tools/list", async (_request, ctx) => ({
     tools: toolsFor({
@@ -134,6 +164,18 @@ export function createMcpServer(
       return result;
     });
   });
+
+  /**
+   * A finished buy_domain or custom_domain whose domain is on its way becomes a task when this request's client takes
+   * tasks. The SDK's tools/call result checks know no `resultType: "task"`, so the task is handed to the HTTP layer
+   * (the request's scope), which answers it in the result's place; the tool's own result is what the SDK sees.
+   */
+  function asTask(tool: string, caller: CallerInfo, result: CallToolResult, scope: RequestScope): CallToolResult {
+    if (era !== "modern" || !declaresTasks(server)) return result;
+    const task = taskFor(deps.taskKey, caller, tool, result);
+    if (task) scope.task = task;
+    return result;
+  }
 
   async function callTool(
     params: { name: string; arguments?: Record<string, unknown> },
@@ -203,20 +245,20 @@ export function createMcpServer(
       if (view.kind === "missing") return ask(state.question);
       const answer =
         view.kind === "elicit" && view.action === "accept" ? ((view.content ?? {}) as Record<string, unknown>) : null;
-      return finishQuestion(deps, contract, input.data, caller, state.question, answer);
+      return asTask(
+        name,
+        caller,
+        await finishQuestion(deps, contract, input.data, caller, state.question, answer),
+        scope,
+      );
     }
     const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
     if (tooMany) return errorResult("limit_exceeded", tooMany);
     if (era === "modern") {
-      return forwardToolCall(
-        {
-          ...deps,
-          deferQuestion: ask,
-        },
-        contract,
-        input.data,
-        caller,
-      );
+      const result = await forwardToolCall({ ...deps, deferQuestion: ask }, contract, input.data, caller);
+      return "resultType" in result && result.resultType === "input_required"
+        ? result
+        : asTask(name, caller, result as CallToolResult, scope);
     }
     return forwardToolCall(
       {
