@@ -140,6 +140,7 @@ export type { ChargeResult, Entitlements, RefundResult, LimitName, PlanInfo, Pla
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
 export type { RateCounter, RateDecision } from "./rate/counter.ts";
+export { LeasedRateCounter, leaseHotKeys } from "./rate/leased.ts";
 export {
   BillingLinkInputSchema,
   BillingLinkSchema,
