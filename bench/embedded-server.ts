@@ -22,6 +22,12 @@ const hatch = await startHatch({
   secret: randomBytes(32).toString("hex"),
   logger: createLogger({ level }),
   port,
+  // The bench's raised caps (BENCH_GATEWAY_ENV in targets.ts): nothing refused, every call still counted.
+  gatewayConfig: {
+    maxSessionsPerUser: Number(process.env.MAX_SESSIONS_PER_USER ?? 20),
+    toolCallsPerMinutePerGrant: Number(process.env.TOOL_CALLS_PER_MINUTE_PER_GRANT ?? 300),
+    toolCallsPerMinutePerUser: Number(process.env.TOOL_CALLS_PER_MINUTE_PER_USER ?? 600),
+  },
   serviceEnv: { APP_PORT: "0", BLOB_DIR: mkdtempSync(join(tmpdir(), "hatch-bench-blobs-")) },
 });
 const server = hatch.gateway.listen({ port, hostname: "127.0.0.1" });

@@ -1,13 +1,20 @@
 // One load-generating process: `bun bench/load-worker.ts '<WorkerConfig JSON>'`. Opens its clients (each its own
-// SDK Client and transport, so its own MCP session), prints `BENCH_CONNECTED {}`, waits for `GO <epoch ms>` on
-// stdin, then calls whoami in a loop per client until the window closes and prints `BENCH_RESULT {…}`.
+// SDK Client and transport), prints `BENCH_CONNECTED {}`, waits for `GO <epoch ms>` on stdin, then calls whoami in a
+// loop per client until the window closes and prints `BENCH_RESULT {…}`. Era 2025: the SDK v1 client, 2025-11-25,
+// each client its own MCP session. Era 2026: the SDK v2 client pinned to 2026-07-28, stateless (server/discover once,
+// then every call carries its version and capabilities; no session).
+import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { MARKER } from "./children.ts";
 import { driveTimed, readGo } from "./worker-loop.ts";
 
+export type Era = "2025" | "2026";
+
 export interface WorkerConfig {
   mcpUrl: string;
+  /** Which protocol era the clients speak (default 2025). */
+  era?: Era;
   token?: string;
   clients: number;
   warmupMs: number;
@@ -40,23 +47,41 @@ const observingFetch = async (input: string | URL, init?: RequestInit): Promise<
   return response;
 };
 
-async function connect(index: number): Promise<Client> {
-  const client = new Client({ name: "hatch-bench", version: "1.0.0" }, { capabilities: {} });
+/** What the loop needs of either era's client. */
+interface BenchClient {
+  callTool(params: {
+    name: string;
+    arguments: Record<string, unknown>;
+  }): Promise<{ isError?: boolean; content?: unknown }>;
+  close(): Promise<void>;
+}
+
+async function connect(index: number): Promise<BenchClient> {
   const headers: Record<string, string> = config.token ? { Authorization: `Bearer ${config.token}` } : {};
-  const transport = new StreamableHTTPClientTransport(new URL(config.mcpUrl), {
-    requestInit: { headers },
-    fetch: observingFetch,
-  });
+  const info = { name: "hatch-bench", version: "1.0.0" };
   try {
-    await client.connect(transport);
+    if (config.era === "2026") {
+      const client = new Client2026(info, { versionNegotiation: { mode: { pin: "2026-07-28" } }, capabilities: {} });
+      await client.connect(
+        new Transport2026(new URL(config.mcpUrl), {
+          requestInit: { headers },
+          fetch: Object.assign(observingFetch, { preconnect: fetch.preconnect }),
+        }),
+      );
+      return client as BenchClient;
+    }
+    const client = new Client(info, { capabilities: {} });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(config.mcpUrl), { requestInit: { headers }, fetch: observingFetch }),
+    );
+    return client as BenchClient;
   } catch (error) {
     throw new Error(`client ${index} could not connect: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return client;
 }
 
 /** One client's loop: whoami, again and again. */
-function drive(client: Client, measureFrom: number, measureUntil: number, out: WorkerResult): Promise<void> {
+function drive(client: BenchClient, measureFrom: number, measureUntil: number, out: WorkerResult): Promise<void> {
   const whoami = async () => {
     const result = await client.callTool({ name: "whoami", arguments: {} });
     return result.isError ? JSON.stringify(result.content).slice(0, 300) : undefined;

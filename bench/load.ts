@@ -2,10 +2,12 @@ import { join } from "node:path";
 import { Child } from "./children.ts";
 import { CpuMeter, type CpuGroup } from "./cpu.ts";
 import type { HttpWorkerConfig } from "./http-load-worker.ts";
-import type { WorkerConfig, WorkerResult } from "./load-worker.ts";
+import type { Era, WorkerConfig, WorkerResult } from "./load-worker.ts";
 
 export interface LoadOptions {
   mcpUrl: string;
+  /** The MCP clients' protocol era (default 2025: SDK v1, sessions; 2026: SDK v2, stateless). */
+  era?: Era;
   token?: string;
   /** Plain HTTP GETs instead of MCP calls: connect to `url`, send `host` as the Host header. */
   http?: { url: string; host: string; method?: string; json?: string };
@@ -52,7 +54,7 @@ export async function runLoad(options: LoadOptions): Promise<RunStats> {
       const config: HttpWorkerConfig = { ...common, ...options.http };
       return new Child(`load-${i}`, [process.execPath, HTTP_WORKER, JSON.stringify(config)], { ...process.env });
     }
-    const config: WorkerConfig = { ...common, mcpUrl: options.mcpUrl, token: options.token };
+    const config: WorkerConfig = { ...common, mcpUrl: options.mcpUrl, token: options.token, era: options.era };
     return new Child(`load-${i}`, [process.execPath, WORKER, JSON.stringify(config)], { ...process.env });
   });
   try {

@@ -12,7 +12,17 @@ import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
 import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatToolList, measureToolList } from "./tool-list.ts";
-import { formatReport, goalsOf, LEVELS, ratiosOf, type BenchReport, type TargetResult } from "./report.ts";
+import type { Era } from "./load-worker.ts";
+import {
+  allRatios,
+  formatReport,
+  goalsOf,
+  LEVELS,
+  ROWS,
+  type BenchReport,
+  type RowKey,
+  type TargetResult,
+} from "./report.ts";
 import {
   startBaseline,
   startClusterTarget,
@@ -49,6 +59,12 @@ function readSettings() {
     .filter(Boolean);
   if (targets.length === 0 || targets.some((t) => !(t in TARGETS) && !EXTRA_PARTS.includes(t)))
     fail(`BENCH_TARGETS is a comma-separated subset of a,b,c,${EXTRA_PARTS.join(",")}`);
+  const eras = (process.env.BENCH_ERAS ?? "2025,2026")
+    .split(",")
+    .map((e) => e.trim())
+    .filter(Boolean);
+  if (eras.length === 0 || eras.some((e) => e !== "2025" && e !== "2026"))
+    fail("BENCH_ERAS is 2025, 2026 or both (the protocol era of (b)'s and (c)'s clients)");
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel))
     fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
@@ -60,6 +76,7 @@ function readSettings() {
     // says the load generator was CPU-bound.
     workers: Math.round(number("BENCH_WORKERS", 1, 1, 8)),
     targets: targets.filter((t): t is TargetKey => t in TARGETS),
+    eras: eras as Era[],
     host: targets.includes("host"),
     data: targets.includes("data"),
     server: targets.includes("server"),
@@ -102,47 +119,62 @@ async function startTarget(
   return key === "a" ? startBaseline(database.url, answer) : startClusterTarget(targetSettings, database.url);
 }
 
+/** Starts one deployment and measures it at each level, with each era's client for (b) and (c) (2025 only for (a)). */
 async function measureTarget(
   key: TargetKey,
   settings: Settings,
   targetSettings: TargetSettings,
   answer: "json" | "sse",
-): Promise<TargetResult> {
+): Promise<Partial<Record<RowKey, TargetResult>>> {
   progress(`${TARGETS[key].label}: starting`);
   const started = performance.now();
   const target = await startTarget(key, settings, targetSettings, answer);
   cleanups.push(() => target.stop());
   if (aborted) throw new Error("interrupted");
   progress(`${TARGETS[key].label}: ready in ${Math.round(performance.now() - started)} ms`);
-  const runs: TargetResult["runs"] = {};
+  const rows = (Object.keys(ROWS) as RowKey[]).filter(
+    (row) => ROWS[row].target === key && (key === "a" || settings.eras.includes(ROWS[row].era)),
+  );
+  const results: Partial<Record<RowKey, TargetResult>> = {};
   try {
-    // 32 clients first: its warmup alone makes thousands of calls, so the JIT is warm for the 1-client latency too.
-    for (const clients of [...LEVELS].reverse()) {
-      const stats = await runLoad({
-        mcpUrl: target.mcpUrl,
-        token: target.token,
-        clients,
-        workers: clients === 1 ? 1 : settings.workers,
-        warmupMs: settings.warmupSeconds * 1000,
-        durationMs: settings.seconds * 1000,
-        cpuGroups: [...target.cpuGroups, { name: "postgres", comm: "postgres" }, { name: "nats", comm: "nats-server" }],
-      });
-      if (aborted) throw new Error("interrupted");
-      runs[String(clients)] = stats;
-      progress(
-        `${TARGETS[key].label} x${clients}: ${stats.callsPerSecond} calls/s, p50 ${stats.p50Ms} ms, p99 ${stats.p99Ms} ms, ${stats.errors} errors`,
-      );
-      if (stats.firstError) progress(`  first error: ${stats.firstError}`);
+    for (const row of rows) {
+      const { label, era } = ROWS[row];
+      const runs: TargetResult["runs"] = {};
+      // 32 clients first: its warmup alone makes thousands of calls, so the JIT is warm for the 1-client latency too.
+      for (const clients of [...LEVELS].reverse()) {
+        const stats = await runLoad({
+          mcpUrl: target.mcpUrl,
+          token: target.token,
+          era,
+          clients,
+          workers: clients === 1 ? 1 : settings.workers,
+          warmupMs: settings.warmupSeconds * 1000,
+          durationMs: settings.seconds * 1000,
+          cpuGroups: [
+            ...target.cpuGroups,
+            { name: "postgres", comm: "postgres" },
+            { name: "nats", comm: "nats-server" },
+          ],
+        });
+        if (aborted) throw new Error("interrupted");
+        runs[String(clients)] = stats;
+        progress(
+          `${label} x${clients}: ${stats.callsPerSecond} calls/s, p50 ${stats.p50Ms} ms, p99 ${stats.p99Ms} ms, ${stats.errors} errors`,
+        );
+        if (stats.firstError) progress(`  first error: ${stats.firstError}`);
+      }
+      results[row] = { ...TARGETS[key], label, details: { ...target.details, era }, runs };
     }
   } finally {
     await target.stop();
   }
-  return { ...TARGETS[key], details: target.details, runs };
+  return results;
 }
 
 /** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
 function startWatchdog(settings: Settings): void {
-  const runMs = settings.targets.length * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
+  const rows = settings.targets.reduce((n, t) => n + (t === "a" ? 1 : settings.eras.length), 0);
+  const runMs = rows * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
   // The app host: four runs (s, h, h, s), each with its server's start.
   const hostMs = settings.host ? 4 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
   // Data: two operations at two levels, four runs each (q, h, h, q), each with its server's start.
@@ -213,12 +245,13 @@ async function measureWhoami(settings: Settings): Promise<void> {
   const measured: BenchReport["targets"] = {};
   let answer: "json" | "sse" | undefined;
   for (const key of (["c", "b", "a"] as const).filter((k) => settings.targets.includes(k))) {
-    const result = await measureTarget(key, settings, targetSettings, answer ?? "sse");
-    measured[key] = result;
-    if (key !== "a") answer ??= result.runs["32"]?.answer === "json" ? "json" : "sse";
+    const results = await measureTarget(key, settings, targetSettings, answer ?? "sse");
+    Object.assign(measured, results);
+    // How the gateway answered the 2025 client (the client (a) is measured with).
+    if (key !== "a") answer ??= results[`${key}2025`]?.runs["32"]?.answer === "json" ? "json" : "sse";
   }
   const targets: BenchReport["targets"] = {};
-  for (const key of ["a", "b", "c"] as const) if (measured[key]) targets[key] = measured[key];
+  for (const key of Object.keys(ROWS) as RowKey[]) if (measured[key]) targets[key] = measured[key];
 
   const notes: string[] = [];
   const errors = Object.values(targets).reduce(
@@ -228,7 +261,7 @@ async function measureWhoami(settings: Settings): Promise<void> {
   if (errors > 0) notes.push(`${errors} calls failed; failed calls are not in calls/s or latency`);
   for (const [key, target] of Object.entries(targets)) {
     for (const run of Object.values(target.runs)) {
-      const label = `${TARGETS[key as TargetKey].label} x${run.clients}`;
+      const label = `${ROWS[key as RowKey].label} x${run.clients}`;
       const busy = (run.cpuSeconds?.load ?? 0) / (run.seconds * run.workers);
       if (busy > 0.9)
         notes.push(
@@ -254,7 +287,7 @@ async function measureWhoami(settings: Settings): Promise<void> {
     },
     settings: { ...settings, databaseUrl: redact(settings.databaseUrl), levels: LEVELS },
     targets,
-    ratios: { "b/a": ratiosOf(targets, "b"), "c/a": ratiosOf(targets, "c") },
+    ratios: allRatios(targets),
     goals: goalsOf(targets),
     notes,
   };
@@ -262,7 +295,9 @@ async function measureWhoami(settings: Settings): Promise<void> {
   const dir = join(import.meta.dir, "results");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "latest.json"), `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`\n${formatReport(report)}\n\nwritten: bench/results/latest.json\n`);
+  // The printed figures, kept in git (bench/.gitignore lets this one through): the issue's closing note quotes them.
+  writeFileSync(join(dir, "whoami.txt"), `${report.startedAt}\n\n${formatReport(report)}\n`);
+  process.stdout.write(`\n${formatReport(report)}\n\nwritten: bench/results/latest.json, bench/results/whoami.txt\n`);
 }
 
 /** The share of all CPUs that went to other processes or (as steal) to other VMs during a run's window. */

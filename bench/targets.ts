@@ -41,6 +41,17 @@ export interface TargetSettings {
 
 const START_TIMEOUT_MS = 60_000;
 
+/**
+ * The bench measures speed, not the gateway's caps: its 32 clients are one user, each 2025 client its own session
+ * (the per-user cap is 20 by default), and it makes a few thousand calls a second on one grant (300 a minute by
+ * default). Raised far enough that nothing is refused; every call is still counted, as in production.
+ */
+export const BENCH_GATEWAY_ENV = {
+  MAX_SESSIONS_PER_USER: "64",
+  TOOL_CALLS_PER_MINUTE_PER_GRANT: "10000000",
+  TOOL_CALLS_PER_MINUTE_PER_USER: "10000000",
+};
+
 function childEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
@@ -75,7 +86,7 @@ export async function startEmbedded(settings: TargetSettings): Promise<RunningTa
   const child = new Child(
     "embedded",
     [process.execPath, join(import.meta.dir, "embedded-server.ts")],
-    childEnv({ PORT: String(freePort()), LOG_LEVEL: settings.logLevel }),
+    childEnv({ PORT: String(freePort()), LOG_LEVEL: settings.logLevel, ...BENCH_GATEWAY_ENV }),
   );
   try {
     const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as { mcpUrl: string; token: string };
@@ -105,6 +116,7 @@ export async function startClusterTarget(settings: TargetSettings, databaseUrl: 
     services: ["orgs"],
     logLevel: settings.logLevel,
     stdout: "ignore",
+    env: BENCH_GATEWAY_ENV,
   });
   try {
     const env = childEnv({ DATABASE_URL: databaseUrl, HATCH_SECRET: secret, PORT: String(port), LOG_LEVEL: "warn" });

@@ -23,6 +23,8 @@ export interface ClusterOptions {
   logDir?: string;
   /** NATS passwords by process name: each process connects as its own NATS user (deploy/nats-auth.conf). */
   natsPasswords?: Partial<Record<string, string>>;
+  /** More settings for every child (e.g. the bench's raised limits). */
+  env?: Record<string, string>;
   /** Each child's SHUTDOWN_TIMEOUT_MS (default the setting, or 10 s); stop() kills a child still running past it. */
   shutdownTimeoutMs?: number;
 }
@@ -58,6 +60,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs),
     // Each child watches this pid and stops when it goes away: a launcher killed hard leaves no copy running.
     HATCH_PARENT_PID: String(process.pid),
+    ...options.env,
   };
   const processes = new Map<string, Subprocess>();
   const services = options.services ?? (["orgs", "apps", "domains", "billing"] as ServiceName[]);

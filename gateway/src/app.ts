@@ -1,5 +1,7 @@
 import {
   createRateCounter,
+  LeasedRateCounter,
+  leaseHotKeys,
   decodeJson,
   deriveKey,
   encodeJson,
@@ -126,8 +128,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     calls: services,
     logger,
   });
+  // Every tool call counts against its grant and its user: hot keys, leased from the shared count so a call does not
+  // wait on NATS (shared/src/rate/leased.ts says how no count is lost across copies and the limit still holds).
+  const toolCallCounter = leaseHotKeys(rateCounter, (error) => logger.warn("tool call rate lease failed", { error }));
   const toolCallLimits = {
-    counter: rateCounter,
+    counter: toolCallCounter,
     perGrant: config.toolCallsPerMinutePerGrant,
     perUser: config.toolCallsPerMinutePerUser,
   };
@@ -254,6 +259,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       viewerChecks.unsubscribe();
       for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();
+      // Unspent leases go back to the shared count before the bus is drained.
+      if (toolCallCounter instanceof LeasedRateCounter) await toolCallCounter.flush().catch(() => undefined);
+      toolCallCounter.close();
       rateCounter.close();
     },
   };

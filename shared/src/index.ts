@@ -145,6 +145,7 @@ export { checkLimitLocked } from "./billing/limit-lock.ts";
 export type { LockedLimit } from "./billing/limit-lock.ts";
 export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
 export type { RateCounter, RateDecision } from "./rate/counter.ts";
+export { LeasedRateCounter, leaseHotKeys } from "./rate/leased.ts";
 export {
   BillingLinkInputSchema,
   BillingLinkSchema,

@@ -1,6 +1,13 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { Kvm } from "@nats-io/kv";
-import { createNatsBus, KvRateCounter, MemoryRateCounter, type NatsBus, type RateCounter } from "../src/index.ts";
+import { Kvm, type KV } from "@nats-io/kv";
+import {
+  createNatsBus,
+  KvRateCounter,
+  LeasedRateCounter,
+  MemoryRateCounter,
+  type NatsBus,
+  type RateCounter,
+} from "../src/index.ts";
 
 const natsUrl = process.env.TEST_NATS_URL;
 const MINUTE = 60_000;
@@ -68,24 +75,97 @@ function rateContract(
 rateContract("memory", async (clock) => [new MemoryRateCounter(clock), new MemoryRateCounter(clock)], true);
 
 const buses: NatsBus[] = [];
+/** Writes (create, update) each copy's key-value handle made, to see what a counter costs NATS. */
+const writes = { count: 0 };
+
+/** Two KV counters on one fresh bucket, standing for two copies of a process, each with its own connection. */
+async function kvPair(clock: () => number): Promise<[KvRateCounter, KvRateCounter]> {
+  const prefix = `rate_${process.pid}_${crypto.randomUUID().slice(0, 8)}`;
+  const open = async () => {
+    const bus = await createNatsBus({ url: natsUrl!, prefix });
+    buses.push(bus);
+    return new KvRateCounter(async () => {
+      const kv = await new Kvm(bus.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE });
+      return new Proxy(kv, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver);
+          if (name !== "create" && name !== "update") return typeof value === "function" ? value.bind(target) : value;
+          return (...args: unknown[]) => {
+            writes.count++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      }) as KV;
+    }, clock);
+  };
+  return [await open(), await open()];
+}
+
+rateContract("jetstream kv", kvPair, Boolean(natsUrl));
+
+const leased: LeasedRateCounter[] = [];
 rateContract(
-  "jetstream kv",
+  "jetstream kv, leased",
   async (clock) => {
-    const prefix = `rate_${process.pid}_${crypto.randomUUID().slice(0, 8)}`;
-    const open = async () => {
-      const bus = await createNatsBus({ url: natsUrl!, prefix });
-      buses.push(bus);
-      return new KvRateCounter(
-        () => new Kvm(bus.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE }),
-        clock,
-      );
-    };
-    return [await open(), await open()];
+    const [one, two] = await kvPair(clock);
+    const pair: [LeasedRateCounter, LeasedRateCounter] = [
+      new LeasedRateCounter(one, clock),
+      new LeasedRateCounter(two, clock),
+    ];
+    leased.push(...pair);
+    return pair;
   },
   Boolean(natsUrl),
 );
 
+describe.skipIf(!natsUrl)("rate counter: a hot key, leased", () => {
+  // The gateway counts every tool call against its grant and its user: one key takes every call of a busy user. With
+  // leases most calls are counted from memory, none is lost across copies, and the limit still holds.
+  test("a burst on one key from two copies costs a few writes, and every event is in the shared count", async () => {
+    const [kvOne, kvTwo] = await kvPair(Date.now);
+    const one = new LeasedRateCounter(kvOne);
+    const two = new LeasedRateCounter(kvTwo);
+    leased.push(one, two);
+    const key = `hot-${crypto.randomUUID()}`;
+    const before = writes.count;
+    let allowed = 0;
+    for (let round = 0; round < 50; round++) {
+      const results = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => (i % 2 ? one : two).take(key, 1_000_000, MINUTE)),
+      );
+      allowed += results.filter((r) => r.allowed).length;
+    }
+    expect(allowed).toBe(1_600);
+    // The plain counter writes once per event (1,600) and more on lost races.
+    expect(writes.count - before).toBeLessThan(100);
+    // Unspent leases go back: the shared count is exactly the events let through.
+    await Promise.all([one.flush(), two.flush()]);
+    expect(await kvOne.peek(key, MINUTE)).toBe(1_600);
+  });
+
+  test("near the limit leases shrink to one: copies never let more through than the limit, and counts stay exact", async () => {
+    const [kvOne, kvTwo] = await kvPair(Date.now);
+    const one = new LeasedRateCounter(kvOne);
+    const two = new LeasedRateCounter(kvTwo);
+    leased.push(one, two);
+    const key = `limit-${crypto.randomUUID()}`;
+    let allowed = 0;
+    for (let round = 0; round < 40; round++) {
+      const results = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => (i % 2 ? one : two).take(key, 1_000, MINUTE)),
+      );
+      allowed += results.filter((r) => r.allowed).length;
+    }
+    expect(allowed).toBeLessThanOrEqual(1_000);
+    // What one copy holds unspent is at most a sixteenth of the room left when it was leased.
+    expect(allowed).toBeGreaterThan(1_000 - 1_000 / 16);
+    await Promise.all([one.flush(), two.flush()]);
+    expect(await kvOne.peek(key, MINUTE)).toBe(allowed);
+  });
+});
+
 afterAll(async () => {
+  for (const counter of leased) counter.close();
   for (const bus of buses) {
     await new Kvm(bus.connection)
       .open(`hatch_rate_${bus.prefix}`)

@@ -90,24 +90,38 @@ export class KvRateCounter implements RateCounter {
   ) {}
 
   async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
+    const { granted, retryAfterSeconds } = await this.takeUpTo(key, windowMs, (count) => (count < limit ? 1 : 0));
+    return { allowed: granted > 0, retryAfterSeconds };
+  }
+
+  /**
+   * Counts as many events for `key` in the current window as `size(count now)` says (0: none, refused), in one
+   * compare-and-set. What a lease (LeasedRateCounter) takes from the shared count at once.
+   */
+  async takeUpTo(
+    key: string,
+    windowMs: number,
+    size: (count: number) => number,
+  ): Promise<{ granted: number; count: number; retryAfterSeconds: number }> {
     const now = this.now();
     const entry = this.entry(key, windowMs, now);
     const kv = await this.kv();
     for (let attempt = 0; attempt < 8; attempt++) {
       const current = await kv.get(entry);
       const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
-      if (count >= limit) return { allowed: false, retryAfterSeconds: retryAfter(now, windowMs) };
+      const granted = Math.max(0, Math.floor(size(count)));
+      if (granted === 0) return { granted: 0, count, retryAfterSeconds: retryAfter(now, windowMs) };
       try {
-        if (current && current.operation === "PUT") await kv.update(entry, String(count + 1), current.revision);
-        else await kv.create(entry, "1");
-        return { allowed: true, retryAfterSeconds: 0 };
+        if (current && current.operation === "PUT") await kv.update(entry, String(count + granted), current.revision);
+        else await kv.create(entry, String(granted));
+        return { granted, count: count + granted, retryAfterSeconds: 0 };
       } catch (error) {
         // Another copy counted in between: read again. Anything else (no permission, no server) is the caller's.
         if (!isLostRace(error)) throw error;
       }
     }
-    // Heavily contended: let the call through rather than refuse on our own failure to count.
-    return { allowed: true, retryAfterSeconds: 0 };
+    // Heavily contended: let one event through rather than refuse on our own failure to count.
+    return { granted: 1, count: Number.NaN, retryAfterSeconds: 0 };
   }
 
   /** KV keys are restricted ([-/_=.a-zA-Z0-9]): the caller's key is hashed. */
@@ -125,15 +139,16 @@ export class KvRateCounter implements RateCounter {
     return current && current.operation === "PUT" ? Number(current.string()) : 0;
   }
 
-  async release(key: string, windowMs: number): Promise<void> {
+  /** Takes back `n` events (default one) of the window at `at` (default now), never below zero. */
+  async release(key: string, windowMs: number, n = 1, at = this.now()): Promise<void> {
     const kv = await this.kv();
-    const entry = this.entry(key, windowMs);
+    const entry = this.entry(key, windowMs, at);
     for (let attempt = 0; attempt < 8; attempt++) {
       const current = await kv.get(entry);
       const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
       if (!current || count <= 0) return;
       try {
-        await kv.update(entry, String(count - 1), current.revision);
+        await kv.update(entry, String(Math.max(0, count - n)), current.revision);
         return;
       } catch (error) {
         if (!isLostRace(error)) throw error;
