@@ -26,6 +26,8 @@ export interface RateCounter {
   close(): void;
 }
 
+/** Compare-and-set tries of one count before it lets the event through uncounted. */
+const MAX_RACES = 32;
 const windowOf = (now: number, windowMs: number) => Math.floor(now / windowMs);
 const retryAfter = (now: number, windowMs: number) =>
   Math.max(1, Math.ceil(((windowOf(now, windowMs) + 1) * windowMs - now) / 1000));
@@ -106,7 +108,9 @@ export class KvRateCounter implements RateCounter {
     const now = this.now();
     const entry = this.entry(key, windowMs, now);
     const kv = await this.kv();
-    for (let attempt = 0; attempt < 8; attempt++) {
+    for (let attempt = 0; attempt < MAX_RACES; attempt++) {
+      // Each lost race means another copy counted: back off a little (random, growing) so the copies stop colliding.
+      if (attempt > 1) await Bun.sleep(Math.random() * attempt);
       const current = await kv.get(entry);
       const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
       const granted = Math.max(0, Math.floor(size(count)));
@@ -120,7 +124,8 @@ export class KvRateCounter implements RateCounter {
         if (!isLostRace(error)) throw error;
       }
     }
-    // Heavily contended: let one event through rather than refuse on our own failure to count.
+    // Still contended after MAX_RACES reads (each lost to a copy that counted): let one event through rather than refuse
+    // on our own failure to count. With the backoff above this is rare enough not to matter for any limit.
     return { granted: 1, count: Number.NaN, retryAfterSeconds: 0 };
   }
 
