@@ -163,7 +163,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       stored: fresh,
     });
     const total = entries.reduce((sum, e) => sum + e.size, 0);
-    const account = accountOfApp(ctx, done.app.accountId).value;
+    const account = accountOfApp(ctx, done.app.accountId).name;
     const what = done.created
       ? `Created the app "${done.app.name}" at ${done.app.address}, version ${done.version}`
       : `Published ${done.app.address} version ${done.version}`;

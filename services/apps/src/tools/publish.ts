@@ -295,7 +295,7 @@ async function finish(
   });
   const held = done.created ? null : await heldSecretsNote(app, done.app.id, config as Record<string, unknown>);
   return {
-    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.value}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
+    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.name}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
     data: { status: "published", address: done.app.address, url, version: done.version, account: account.value },
   };
 }
