@@ -78,7 +78,7 @@ export function publishTool(app: AppsContext) {
         "name and visibility are only for creating an app. To publish a new version of an existing app give its address alone; to change who can see it use share.",
       );
     }
-    if (input.address) await requireOwnedApp(app.db, ctx, input.address);
+    if (input.address) await requireOwnedApp(app.db, ctx, input.address, { action: "publish a new version of it" });
     else await checkAppLimit(app, accountOf(ctx));
     if (input.upload) return offerTarUpload(app, call);
 

@@ -47,7 +47,7 @@ function costWarningOf(app: AppRow, value: AiKeyChoice, ctx: CallContext): strin
 /** tool_ai: which key pays for an app's AI calls; a choice that spends money on other people's use asks the user first. */
 export function toolAiTool(apps: AppsContext) {
   return bindTool(tool_ai, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ToolAiOutput>> => {
-    const app = await requireManagedApp(apps.db, ctx, input.address);
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "choose which AI key pays for it" });
     const value = input.value;
     if (value === "company") {
       if (ctx.account !== app.accountId) {
