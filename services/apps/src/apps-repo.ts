@@ -12,7 +12,7 @@ export function notFound(address: string): ToolError {
   );
 }
 
-/** What only an app's owner may do, as the refusal says it ("delete it"); "do this" when not given. */
+/** What only an app's owner may do, as the refusal to someone it is shared with says it ("delete it"). */
 export interface OwnerOnly {
   action?: string;
 }
@@ -42,7 +42,7 @@ export async function notTheirs(
   app: AppRow,
   action = "do this",
 ): Promise<ToolError> {
-  if (sameOrganization(ctx, app)) return ownedByColleague(app, action);
+  if (sameOrganization(ctx, app)) return ownedByColleague(app);
   if (await sharedByEmail(db, ctx, app)) return sharedWithYou(app, action);
   return notFound(app.address);
 }
@@ -75,10 +75,10 @@ function sameOrganization(ctx: CallContext, app: AppRow): boolean {
 }
 
 /** Only the owner may do this to their app; an organization colleague is told whose it is and what they can do. */
-function ownedByColleague(app: AppRow, action: string): ToolError {
+function ownedByColleague(app: AppRow): ToolError {
   return new ToolError(
     "forbidden",
-    `${app.address} is ${ownerOf(app)}'s app in your organization, and only its owner can ${action}. Nothing was changed. ` +
+    `${app.address} is ${ownerOf(app)}'s app in your organization, and only its owner can do this. Nothing was changed. ` +
       "Ask them to do it; organization managers can pause it with org_app_pause, or move it to someone else by removing its owner with org_member_update.",
   );
 }
