@@ -91,7 +91,7 @@ for (const mode of MODES) {
       const { text, data } = await offer({ name: "Shell App", visibility: "private" });
       expect(data).toMatchObject({ status: "needs_upload", account: "personal" });
       expect(text).toContain("with dist replaced by the built folder");
-      expect(text).toContain(`tar -C dist -cf - . | curl -sS -T - '${data.uploadUrl}'`);
+      expect(text).toContain(`tar -C dist -cf - . | curl -sS --fail-with-body -T - '${data.uploadUrl}'`);
       expect(text).toContain('the new app "Shell App" (private) in your personal account');
       const dir = writeFolder(siteFolder("Shell"));
       const run = await runShell(uploadCommandOf(text, dir));

@@ -22,6 +22,8 @@ export const CallContextSchema = z.object({
   account: z.string().optional(),
   accountKind: z.enum(["personal", "company"]).optional(),
   org: z.string().nullable().optional(),
+  /** The organization's name (answers say "Acme", never its id); missing when orgs did not give it. */
+  orgName: z.string().nullable().optional(),
   role: z.string().nullable().optional(),
   permissions: z.array(z.string()).default([]),
   /** "read": the user approved read-only access for this client; anything that changes is refused. */

@@ -14,6 +14,8 @@ export const SessionSchema = z.object({
   accountKind: z.enum(["personal", "company"]),
   /** The organization id when the account is a company; null for a personal account. */
   org: z.string().nullable(),
+  /** The organization's name when the account is a company, so answers name it instead of its id. */
+  orgName: z.string().nullable().optional(),
   role: z.enum(ROLES),
   permissions: z.array(z.enum(PERMISSIONS)),
 });

@@ -80,6 +80,7 @@ export function withSession(base: CallContextClaims, session: Session): CallCont
     account: session.account,
     accountKind: session.accountKind,
     org: session.org,
+    orgName: session.orgName ?? null,
     role: session.role,
     permissions: session.permissions,
   };

@@ -1,7 +1,7 @@
 import { ToolError, type CallContext, type Database } from "@hatch/shared";
 import { and, eq, or, sql } from "drizzle-orm";
 import { appOrigin, type AppsConfig } from "./config.ts";
-import { appsTable } from "./db/schema.ts";
+import { appPeople, appsTable } from "./db/schema.ts";
 
 export type AppRow = typeof appsTable.$inferSelect;
 
@@ -12,21 +12,61 @@ export function notFound(address: string): ToolError {
   );
 }
 
+/** What only an app's owner may do, as the refusal to someone it is shared with says it ("delete it"). */
+export interface OwnerOnly {
+  action?: string;
+}
+
 /**
  * The app at `address` if the caller owns it. Someone else's app answers exactly like a missing one, so a
- * tool never tells whether another user's address exists.
+ * tool never tells whether another user's address exists; unless the caller can already see it (list_tools lists it
+ * with its owner): then the answer says whose it is and that only its owner may do `action`.
  */
 export async function requireOwnedApp(
   db: Pick<Database, "select">,
   ctx: CallContext,
   address: string,
-  options: { forUpdate?: boolean } = {},
+  options: { forUpdate?: boolean } & OwnerOnly = {},
 ): Promise<AppRow> {
   const query = db.select().from(appsTable).where(eq(appsTable.address, address));
   const [app] = options.forUpdate ? await query.for("update") : await query;
-  if (app && app.ownerId !== ctx.sub && sameOrganization(ctx, app)) throw ownedByColleague(app);
-  if (!app || app.ownerId !== ctx.sub) throw notFound(address);
+  if (!app) throw notFound(address);
+  if (app.ownerId !== ctx.sub) throw await notTheirs(db, ctx, app, options.action);
   return app;
+}
+
+/** The refusal of someone else's app: whose it is when the caller can see it, else exactly that of a missing app. */
+export async function notTheirs(
+  db: Pick<Database, "select">,
+  ctx: CallContext,
+  app: AppRow,
+  action = "do this",
+): Promise<ToolError> {
+  if (sameOrganization(ctx, app)) return ownedByColleague(app);
+  if (await sharedByEmail(db, ctx, app)) return sharedWithYou(app, action);
+  return notFound(app.address);
+}
+
+/** The app is shared with the caller's verified email (visibility people), as list_tools lists it to them. */
+async function sharedByEmail(db: Pick<Database, "select">, ctx: CallContext, app: AppRow): Promise<boolean> {
+  if (app.visibility !== "people" || !ctx.emailVerified) return false;
+  const [row] = await db
+    .select({ appId: appPeople.appId })
+    .from(appPeople)
+    .where(and(eq(appPeople.appId, app.id), eq(appPeople.email, ctx.email.toLowerCase())))
+    .limit(1);
+  return row !== undefined;
+}
+
+const ownerOf = (app: AppRow) =>
+  app.ownerName && app.ownerName !== app.ownerEmail ? `${app.ownerName} (${app.ownerEmail})` : app.ownerEmail;
+
+/** An app shared with the caller by email: they may open it; what else they asked for is its owner's. */
+function sharedWithYou(app: AppRow, action: string): ToolError {
+  return new ToolError(
+    "forbidden",
+    `${app.address} is ${ownerOf(app)}'s app, shared with you: you can open it, but only its owner can ${action}. Ask them to.`,
+  );
 }
 
 /** The app belongs to the organization the caller acts in (org_apps lists it to them, so naming its owner leaks nothing). */
@@ -36,11 +76,9 @@ function sameOrganization(ctx: CallContext, app: AppRow): boolean {
 
 /** Only the owner may do this to their app; an organization colleague is told whose it is and what they can do. */
 function ownedByColleague(app: AppRow): ToolError {
-  const owner =
-    app.ownerName && app.ownerName !== app.ownerEmail ? `${app.ownerName} (${app.ownerEmail})` : app.ownerEmail;
   return new ToolError(
     "forbidden",
-    `${app.address} is ${owner}'s app in your organization, and only its owner can do this. Nothing was changed. ` +
+    `${app.address} is ${ownerOf(app)}'s app in your organization, and only its owner can do this. Nothing was changed. ` +
       "Ask them to do it; organization managers can pause it with org_app_pause, or move it to someone else by removing its owner with org_member_update.",
   );
 }
@@ -88,17 +126,18 @@ export const ORG_MANAGER_ROLES: readonly string[] = ["owner", "admin", "manager"
 
 /**
  * The app at `address` if the caller owns it or manages the organization it belongs to (acting in that organization
- * now). Anyone else gets exactly the answer of a missing app.
+ * now). Anyone else gets the answer of a missing app, unless they can see it (as requireOwnedApp says).
  */
 export async function requireManagedApp(
   db: Pick<Database, "select">,
   ctx: CallContext,
   address: string,
+  options: OwnerOnly = {},
 ): Promise<AppRow> {
   const [app] = await db.select().from(appsTable).where(eq(appsTable.address, address));
   if (!app) throw notFound(address);
   const manager = sameOrganization(ctx, app) && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
-  if (app.ownerId !== ctx.sub && !manager) throw sameOrganization(ctx, app) ? ownedByColleague(app) : notFound(address);
+  if (app.ownerId !== ctx.sub && !manager) throw await notTheirs(db, ctx, app, options.action);
   return app;
 }
 

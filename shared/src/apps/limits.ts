@@ -39,6 +39,15 @@ export function inlineBytes(files: readonly { content: string; encoding?: "utf8"
   return total;
 }
 
+const USE_UPLOAD =
+  "Nothing was published. Call publish with upload: true instead (no files): it answers with one shell command that uploads the built folder.";
+
+/** The refusal of more inline files than one call takes (the contract's limit on `files`), given what was sent. */
+export function inlineFilesProblem(files: unknown): string {
+  const sent = Array.isArray(files) ? `${files.length} files` : "Too many files";
+  return `${sent} inline; inline publishing takes at most ${PUBLISH_LIMITS.maxInlineFiles}. ${USE_UPLOAD}`;
+}
+
 /**
  * Why inline files are over the limit, or null. The gateway checks this before the call goes on the bus and the
  * apps service again before storing (both answer limit_exceeded).
@@ -46,8 +55,5 @@ export function inlineBytes(files: readonly { content: string; encoding?: "utf8"
 export function inlineLimitProblem(files: readonly { content: string; encoding?: "utf8" | "base64" }[]): string | null {
   const total = inlineBytes(files);
   if (total <= PUBLISH_LIMITS.maxInlineBytes) return null;
-  return (
-    `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all. ` +
-    "Nothing was published. Call publish with upload: true instead (no files): it answers with one shell command that uploads the built folder."
-  );
+  return `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all. ${USE_UPLOAD}`;
 }

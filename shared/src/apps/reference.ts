@@ -48,7 +48,7 @@ with the \`publish\` tool. Each app gets its own address and origin, e.g. \`${ex
 
 - **Any app (recommended): \`upload: true\`**. \`publish\` with \`upload: true\` (and \`address\`, or \`name\` and
   \`visibility\`) answers with a one-time URL and a command to run where the app was built, with \`dist\` replaced
-  by the built folder: \`tar -C dist -cf - . | curl -sS -T - '<url>'\` (tar and curl ship with macOS, Linux and
+  by the built folder: \`tar -C dist -cf - . | curl -sS --fail-with-body -T - '<url>'\` (tar and curl ship with macOS, Linux and
   Windows 10+; on Windows run it in cmd). It uploads the folder as a tar (plain or gzip), publishes it, and
   prints the app's address, URL and version. No file list passes through the conversation. A refused upload
   (no \`index.html\` at the root, a link, a path with \`..\`, a limit) says what to fix; run the command again.
@@ -59,7 +59,7 @@ with the \`publish\` tool. Each app gets its own address and origin, e.g. \`${ex
 - **SDKs and CI (manifest)**: \`publish\` with \`manifest\`: \`[{ "path": "assets/app.js", "sha256": "<64 hex>",
   "size": 1234 }, …]\` listing **every** file. The result has \`status: "needs_upload"\`, \`uploadUrl\` (a base),
   \`missing\` (paths) and \`uploadId\`: PUT each missing file's raw bytes to the base followed by its path
-  (\`curl -T dist/assets/app.js '<uploadUrl>assets/app.js'\`), then call \`publish\` with \`uploadId\` alone; it
+  (\`curl -sS --fail-with-body -T dist/assets/app.js '<uploadUrl>assets/app.js'\`), then call \`publish\` with \`uploadId\` alone; it
   answers \`status: "published"\`. Files Hatch already has are never asked for again, so a republish uploads
   only what changed.
 - Paths: a leading \`/\` or \`./\` and backslashes are normalised (the answer says so); \`..\` is refused.

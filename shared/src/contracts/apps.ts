@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
+import { formatBytes, inlineFilesProblem, inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
 import {
   AppAddressSchema,
   AppRefSchema,
@@ -74,7 +74,7 @@ export const publish = defineTool({
             .strict(),
         )
         .min(1)
-        .max(PUBLISH_LIMITS.maxInlineFiles)
+        .max(PUBLISH_LIMITS.maxInlineFiles, { error: (issue) => inlineFilesProblem(issue.input) })
         .optional()
         .describe(`The whole built folder inline, at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all`),
       manifest: z

@@ -64,7 +64,7 @@ export async function resolveKeyOwner(
         "invalid_input",
         "scope tool needs address: the app whose own key it is (list_tools shows your apps).",
       );
-    const app = await requireManagedApp(db, ctx, address);
+    const app = await requireManagedApp(db, ctx, address, { action: "manage its AI key" });
     return { scope, ownerId: app.id, app, label: `${app.name} (${app.address})` };
   }
   if (address)

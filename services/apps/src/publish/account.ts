@@ -28,16 +28,23 @@ async function appCount(db: Pick<Database, "select">, accountId: string): Promis
 }
 
 /**
- * The account an app belongs to, as the caller knows it: `personal`, or the organization's id (an organization's
- * account id is its org id). `label` reads in a sentence ("your personal account", "the organization org_…").
+ * The account an app belongs to, as the caller knows it; never its internal id in a text. `value` (structured
+ * content): `personal`, or the organization's id (an organization's account id is its org id). `label` reads in a
+ * sentence ("your personal account", "the organization Acme"); `name` is short ("personal", "Acme").
  */
 export function accountOfApp(
-  ctx: Pick<CallContext, "account" | "accountKind" | "org">,
+  ctx: Pick<CallContext, "account" | "accountKind" | "org" | "orgName">,
   accountId: string,
-): { value: string; label: string } {
+): { value: string; label: string; name: string } {
   if (accountId === ctx.account && ctx.accountKind === "personal")
-    return { value: "personal", label: "your personal account" };
-  if (accountId === ctx.account)
-    return { value: ctx.org ?? accountId, label: `the organization ${ctx.org ?? accountId}` };
-  return { value: accountId, label: `the account ${accountId}` };
+    return { value: "personal", label: "your personal account", name: "personal" };
+  if (accountId === ctx.account) {
+    const value = ctx.org ?? accountId;
+    return ctx.orgName
+      ? { value, label: `the organization ${ctx.orgName}`, name: ctx.orgName }
+      : { value, label: "your organization", name: "your organization" };
+  }
+  // Only an app's owner is told its account (publish, the tar upload), and an owner's app outside the account they act
+  // in is in their personal one: a person belongs to one organization at a time, and their apps stay when they leave.
+  return { value: "personal", label: "your personal account", name: "personal" };
 }

@@ -116,7 +116,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
   if (request.method !== "PUT")
     return plain(
       405,
-      "Upload with HTTP PUT and the folder as a tar as the body: tar -C dist -cf - . | curl -sS -T - <this url>",
+      "Upload with HTTP PUT and the folder as a tar as the body: tar -C dist -cf - . | curl -sS --fail-with-body -T - <this url>",
       { Allow: "PUT" },
     );
   const refused = usable(row);
@@ -163,7 +163,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       stored: fresh,
     });
     const total = entries.reduce((sum, e) => sum + e.size, 0);
-    const account = accountOfApp(ctx, done.app.accountId).value;
+    const account = accountOfApp(ctx, done.app.accountId).name;
     const what = done.created
       ? `Created the app "${done.app.name}" at ${done.app.address}, version ${done.version}`
       : `Published ${done.app.address} version ${done.version}`;
@@ -256,7 +256,7 @@ function refuseNestedIndex(entries: readonly FolderEntry[]): void {
   const folder = nested.path.slice(0, -"/index.html".length);
   throw new ToolError(
     "invalid_input",
-    `The archive has ${nested.path} but no index.html at its root. Archive the folder's content: tar -C ${folder} -cf - . | curl -sS -T - <url>`,
+    `The archive has ${nested.path} but no index.html at its root. Archive the folder's content: tar -C ${folder} -cf - . | curl -sS --fail-with-body -T - <url>`,
   );
 }
 

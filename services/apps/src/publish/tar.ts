@@ -40,7 +40,7 @@ export function readTar(data: Uint8Array): TarFile[] {
   if (data.byteLength === 0)
     throw new ToolError(
       "invalid_input",
-      "The upload is empty. Send the built folder as a tar: tar -C dist -cf - . | curl -sS -T - <url>",
+      "The upload is empty. Send the built folder as a tar: tar -C dist -cf - . | curl -sS --fail-with-body -T - <url>",
     );
   const files: TarFile[] = [];
   let offset = 0;
@@ -59,7 +59,7 @@ export function readTar(data: Uint8Array): TarFile[] {
       if (entries === 0)
         throw new ToolError(
           "invalid_input",
-          "The upload is not a tar archive (plain or gzip). Send the built folder with: tar -C dist -cf - . | curl -sS -T - <url>",
+          "The upload is not a tar archive (plain or gzip). Send the built folder with: tar -C dist -cf - . | curl -sS --fail-with-body -T - <url>",
         );
       throw new ToolError(
         "invalid_input",

@@ -7,12 +7,13 @@ import { appPeople, secrets, versions } from "../db/schema.ts";
 /**
  * `rpc.apps.dashboard.app` (signed ctx): what the dashboard's page of one app shows and no tool reads without
  * changing something: the people it is shared with, its versions and its secrets' names (never a value). Who may
- * see it is who may share, roll back or delete it (requireOwnedApp): anyone else's app reads as a missing one.
+ * see it is who may share, roll back or delete it (requireOwnedApp): anyone else is told whose it is when they can see
+ * the app, and otherwise reads it as a missing one.
  */
 export function dashboardAppRpc(apps: AppsContext): RpcBinding {
   return bindRpc(DashboardAppInputSchema, async ({ ctx, input }): Promise<DashboardApp> => {
     if (!ctx) throw new ToolError("forbidden", "Sign in first.");
-    const app = await requireOwnedApp(apps.db, ctx, input.address);
+    const app = await requireOwnedApp(apps.db, ctx, input.address, { action: "manage it" });
     const [people, rows, set] = await Promise.all([
       apps.db
         .select({ email: appPeople.email })

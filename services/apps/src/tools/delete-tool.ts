@@ -17,7 +17,7 @@ import { addresses, appsTable, bucketFiles, confirmUses, versionFiles } from "..
 /** delete_tool: asks the user; on their confirmation the app, its versions and files go; the address stays reserved. */
 export function deleteToolTool(app: AppsContext) {
   return bindTool(delete_tool, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<DeleteToolOutput>> => {
-    const target = await requireOwnedApp(app.db, ctx, input.address);
+    const target = await requireOwnedApp(app.db, ctx, input.address, { action: "delete it" });
     if (!confirmation) {
       return {
         ask: buildQuestion(
@@ -41,7 +41,7 @@ export function deleteToolTool(app: AppsContext) {
     }
     const orphans = await app.db.transaction(async (tx) => {
       await consumeConfirm(tx, confirmUses, confirmation);
-      const locked = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true });
+      const locked = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true, action: "delete it" });
       const inVersions = await tx
         .selectDistinct({ sha256: versionFiles.sha256 })
         .from(versionFiles)

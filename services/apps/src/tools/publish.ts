@@ -78,7 +78,7 @@ export function publishTool(app: AppsContext) {
         "name and visibility are only for creating an app. To publish a new version of an existing app give its address alone; to change who can see it use share.",
       );
     }
-    if (input.address) await requireOwnedApp(app.db, ctx, input.address);
+    if (input.address) await requireOwnedApp(app.db, ctx, input.address, { action: "publish a new version of it" });
     else await checkAppLimit(app, accountOf(ctx));
     if (input.upload) return offerTarUpload(app, call);
 
@@ -209,7 +209,7 @@ async function offerTarUpload(app: AppsContext, call: ToolCall<PublishInput>): P
   return {
     text:
       `Run this in a terminal, with dist replaced by the built folder (the one holding index.html):\n` +
-      `tar -C dist -cf - . | curl -sS -T - '${ticket.url}'\n` +
+      `tar -C dist -cf - . | curl -sS --fail-with-body -T - '${ticket.url}'\n` +
       `It uploads the folder and publishes it as ${what}, and prints the address, URL and version. ` +
       `The URL works once, for ${minutes} minutes; if the upload is refused, fix what it says and run it again. ` +
       "Windows 10+: run it in cmd (tar and curl ship with Windows).",
@@ -295,7 +295,7 @@ async function finish(
   });
   const held = done.created ? null : await heldSecretsNote(app, done.app.id, config as Record<string, unknown>);
   return {
-    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.value}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
+    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.name}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
     data: { status: "published", address: done.app.address, url, version: done.version, account: account.value },
   };
 }
@@ -313,7 +313,7 @@ function needsUpload(
   return {
     text:
       `${missing.length} of ${total} files are not on Hatch yet. PUT each one's raw bytes to ${base} followed by its path (URL-encoded), ` +
-      `e.g. curl -sS -T dist/${example} '${base}${encodePath(example)}'. Missing: ${paths.join(", ")}. ` +
+      `e.g. curl -sS --fail-with-body -T dist/${example} '${base}${encodePath(example)}'. Missing: ${paths.join(", ")}. ` +
       `Then call publish with uploadId "${uploadId}" (nothing else) to finish; until then nothing is published. ` +
       `The URLs expire at ${expiresAt.toISOString()}.${note ? ` ${note}` : ""}`,
     data: { status: "needs_upload", uploadUrl: base, uploadId, missing: paths },

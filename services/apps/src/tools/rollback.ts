@@ -11,7 +11,7 @@ import { heldSecretsNote } from "../secrets/usage.ts";
 export function rollbackTool(app: AppsContext) {
   return bindTool(rollback, async ({ ctx, input }) => {
     const outcome = await app.db.transaction(async (tx) => {
-      const current = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true });
+      const current = await requireOwnedApp(tx, ctx, input.address, { forUpdate: true, action: "roll it back" });
       const rows = await tx
         .select()
         .from(versions)

@@ -10,7 +10,7 @@ import { gateMakePublic } from "../public-gate.ts";
 /** share: visibility, people by email, aiDiscoverable. Making an app public needs the user's own confirmation. */
 export function shareTool(app: AppsContext) {
   return bindTool(share, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ShareOutput>> => {
-    const current = await requireOwnedApp(app.db, ctx, input.address);
+    const current = await requireOwnedApp(app.db, ctx, input.address, { action: "change who can open it" });
     // Adding people to a private app means the user wants them to open it: it becomes `people` (and the answer says so).
     const widened = input.visibility === undefined && current.visibility === "private" && (input.add?.length ?? 0) > 0;
     const visibility = input.visibility ?? (widened ? "people" : current.visibility);

@@ -47,7 +47,7 @@ function costWarningOf(app: AppRow, value: AiKeyChoice, ctx: CallContext): strin
 /** tool_ai: which key pays for an app's AI calls; a choice that spends money on other people's use asks the user first. */
 export function toolAiTool(apps: AppsContext) {
   return bindTool(tool_ai, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ToolAiOutput>> => {
-    const app = await requireManagedApp(apps.db, ctx, input.address);
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "choose which AI key pays for it" });
     const value = input.value;
     if (value === "company") {
       if (ctx.account !== app.accountId) {
@@ -81,9 +81,13 @@ export function toolAiTool(apps: AppsContext) {
       confirmation !== undefined
         ? answer?.acceptCost === true
         : !ctx.client.elicitation.form && input.acceptCost === true;
-    if (costWarning && !unchanged && !accepted) {
+    // Asked even when the choice is already in place: it may have been made before it could cost money (the app was
+    // private, then shared), and a call that confirms it is the user's chance to hear what it costs.
+    if (costWarning && !accepted) {
       if (confirmation) {
-        const message = `The user did not accept the cost, so ${app.address} keeps ${WORDS[app.aiChoice]}.`;
+        const message = unchanged
+          ? `The user did not accept the cost. ${app.address} still uses ${WORDS[value]}, chosen before it could cost money; value none stops its AI calls.`
+          : `The user did not accept the cost, so ${app.address} keeps ${WORDS[app.aiChoice]}.`;
         return {
           text: `${message} Nothing changed.`,
           data: {

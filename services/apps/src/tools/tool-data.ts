@@ -32,7 +32,7 @@ const UNDECLARED = "not in service.json: the app cannot reach it";
 
 export function toolDataTool(apps: AppsContext) {
   return bindTool(tool_data, async ({ ctx, input }) => {
-    const app = await requireManagedApp(apps.db, ctx, input.address);
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "read its data" });
     const config = await currentConfig(apps, app);
     const declaredCollections = (config.collections ?? {}) as Record<string, CollectionRules>;
     const declaredBuckets = (config.buckets ?? {}) as Record<string, BucketRules>;

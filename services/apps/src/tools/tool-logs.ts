@@ -1,12 +1,13 @@
 import { bindTool, tool_logs, ToolError } from "@hatch/shared";
 import { and, eq } from "drizzle-orm";
-import { notFound, ORG_MANAGER_ROLES } from "../apps-repo.ts";
+import { notFound, notTheirs, ORG_MANAGER_ROLES } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, versions } from "../db/schema.ts";
 import { readAppLogs } from "../server-code/logs.ts";
 
 // tool_logs: the newest lines an app's server code logged, for the app's owner only (the interface spec's rule: a
-// manager of the organization is refused by name, anyone else learns nothing about the app).
+// manager of the organization is refused by name; someone who can see the app is told whose it is; anyone else learns
+// nothing about the app).
 
 export function toolLogsTool(apps: AppsContext) {
   return bindTool(tool_logs, async ({ ctx, input }) => {
@@ -18,7 +19,7 @@ export function toolLogsTool(apps: AppsContext) {
         ctx.org !== undefined &&
         ctx.org === app.accountId &&
         ORG_MANAGER_ROLES.includes(ctx.role ?? "");
-      if (!manager) throw notFound(input.address);
+      if (!manager) throw await notTheirs(apps.db, ctx, app, "read its logs");
       throw new ToolError(
         "forbidden",
         `Only the owner of ${app.address} may read its logs (they can hold what its users sent). Ask ${app.ownerEmail} to read them.`,

@@ -25,7 +25,7 @@ export function secretPageUrl(gatewayUrl: string, address: string, name: string)
 
 export function toolSecretTool(apps: AppsContext) {
   return bindTool(tool_secret, async ({ ctx, input, answer, confirmation }): Promise<ToolOutcome<ToolSecretOutput>> => {
-    const app = await requireManagedApp(apps.db, ctx, input.address);
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "set its secrets" });
     const [status, uses] = await Promise.all([
       secretStatus(apps.db, app.id, input.name),
       apisUsing(apps, app, input.name),

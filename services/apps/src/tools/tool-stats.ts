@@ -8,7 +8,7 @@ import { utcDay } from "../stats.ts";
 /** tool_stats: opens and unique viewers per UTC day over the last `days` days (owner only). */
 export function toolStatsTool(app: AppsContext) {
   return bindTool(tool_stats, async ({ ctx, input }) => {
-    const target = await requireOwnedApp(app.db, ctx, input.address);
+    const target = await requireOwnedApp(app.db, ctx, input.address, { action: "read its statistics" });
     const now = new Date();
     const since = utcDay(now, input.days - 1);
     const [opens, viewers, [total]] = await Promise.all([

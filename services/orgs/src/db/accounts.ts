@@ -97,6 +97,7 @@ export function toSession(person: PersonView): Session {
     account: person.accountId,
     accountKind: person.accountKind,
     org: person.accountKind === "company" ? person.accountId : null,
+    orgName: person.accountKind === "company" ? person.accountName : null,
     role: person.role,
     permissions: effectivePermissions(person.role, person.permissions),
   };
