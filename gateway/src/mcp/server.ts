@@ -21,8 +21,22 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
-import { finishQuestion, forwardToolCall, errorResult, toolCallRefusal, type ToolCallDeps } from "./call.ts";
-import { checkBinding, openQuestion, sealQuestion, type StateRefusal } from "./request-state.ts";
+import {
+  finishQuestion,
+  forwardToolCall,
+  errorResult,
+  toolCallRefusal,
+  withOfferOutcome,
+  type ToolCallDeps,
+} from "./call.ts";
+import {
+  checkBinding,
+  openQuestion,
+  sealOffer,
+  sealQuestion,
+  type SealedOffer,
+  type StateRefusal,
+} from "./request-state.ts";
 import { contractFor, inGroups, toolsFor } from "./catalog.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 
@@ -56,6 +70,10 @@ export const TOOLS_TTL_MS = 10 * 60_000;
 
 /** The key of the one question in an `input_required` answer (its `inputResponses` entry comes back under it). */
 const ANSWER_KEY = "answer";
+/** The key of a page offered by URL-mode input. */
+const LINK_KEY = "open_page";
+/** A result too big to seal into a requestState goes back with its link in the text instead. */
+const OFFER_MAX_CHARS = 24_000;
 
 export interface McpServerDeps extends Omit<ToolCallDeps, "askUser" | "offerLink" | "deferQuestion"> {
   /** Seals the state of a question asked as `input_required` (derived from the deployment secret). */
@@ -183,6 +201,15 @@ export function createMcpServer(
         },
         requestState: sealQuestion(deps.requestStateKey, binding, question),
       });
+    const offer = (offered: SealedOffer): InputRequiredResult =>
+      inputRequired({
+        inputRequests: { [LINK_KEY]: inputRequired.elicitUrl({ message: offered.message, url: offered.url }) },
+        requestState: sealOffer(deps.requestStateKey, binding, offered),
+      });
+    const deferLink = (result: CallToolResult, link: { message: string; url: string }) => {
+      const offered: SealedOffer = { ...link, result: result as SealedOffer["result"] };
+      return JSON.stringify(offered).length > OFFER_MAX_CHARS ? null : offer(offered);
+    };
     const echoed = era === "modern" ? ctx.mcpReq.requestState<string>() : undefined;
     if (echoed !== undefined) {
       // The second round of a question: the sealed state says what was asked; it must be this user's, on this grant,
@@ -198,12 +225,20 @@ export function createMcpServer(
             : `This requestState does not belong to this ${name} call. Call ${name} again without requestState.`,
         );
       }
+      if (state.offer) {
+        // The page was offered; the tool's result waits in the state. The user's choice goes into its text.
+        const view = inputResponse(ctx.mcpReq.inputResponses, LINK_KEY);
+        if (view.kind === "missing") return offer(state.offer);
+        const action = view.kind === "elicit" ? view.action : "cancel";
+        return withOfferOutcome(state.offer.result as CallToolResult, action);
+      }
+      if (!state.question) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Unreadable requestState.");
       const view = inputResponse(ctx.mcpReq.inputResponses, ANSWER_KEY);
       // The state came back without the answer: ask the same question again.
       if (view.kind === "missing") return ask(state.question);
       const answer =
         view.kind === "elicit" && view.action === "accept" ? ((view.content ?? {}) as Record<string, unknown>) : null;
-      return finishQuestion(deps, contract, input.data, caller, state.question, answer);
+      return finishQuestion({ ...deps, deferLink }, contract, input.data, caller, state.question, answer);
     }
     const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
     if (tooMany) return errorResult("limit_exceeded", tooMany);
@@ -212,6 +247,7 @@ export function createMcpServer(
         {
           ...deps,
           deferQuestion: ask,
+          deferLink,
         },
         contract,
         input.data,
