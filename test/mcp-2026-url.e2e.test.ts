@@ -11,7 +11,7 @@ type Offered = { mode?: string; url?: string; message?: string };
 async function connect2026(
   hatch: TestHatch,
   token: string,
-  elicitation: Record<string, object> | undefined,
+  elicitation: Record<string, Record<string, never>> | undefined,
   reply: (params: Offered) => { action: "accept" | "decline" | "cancel" } = () => ({ action: "accept" }),
   autoFulfill = true,
 ): Promise<{ client: Client; offered: Offered[] }> {
