@@ -211,13 +211,13 @@ http://:${publicPort} {
   }, 90_000);
 
   afterAll(async () => {
-    console.log(
+    process.stderr.write(
       `\nclient matrix (${mode}):\n${matrix
         .map(
           (row) =>
             `  ${row.client.padEnd(22)} ${row.era.padEnd(11)} ${STEPS.map((s) => `${row.passed.includes(s) ? "✓" : "✗"} ${s}`).join(", ")}; errors: ${row.errors.length ? row.errors.join(" | ") : "none"}`,
         )
-        .join("\n")}`,
+        .join("\n")}\n`,
     );
     await browser?.close();
     caddy?.kill();
