@@ -100,8 +100,9 @@ async function pump(
       if (!standalone && !copy && Date.now() - lastSeen >= LIVENESS_MS) give.abort();
       if (standalone || !copy || Date.now() - lastSeen < LIVENESS_MS) return;
       const alive = await options.copyAlive(copy).catch(() => true);
+      // Twice in a row: a copy reconnecting to NATS is briefly without its subscriptions too.
       failedChecks = alive ? 0 : failedChecks + 1;
-      if (failedChecks === 0 || signal.aborted) return;
+      if (failedChecks < 2 || signal.aborted) return;
       // Gone: each request still waiting gets one error it can act on; then the stream ends.
       for (const id of pending ?? []) write(sseEvent(undefined, copyGoneError(id)));
       give.abort();
