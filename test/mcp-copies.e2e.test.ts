@@ -3,6 +3,7 @@ import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } 
 import { startTwoCopies } from "./support/copies.ts";
 import { connectClient, connectFormClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
+import { readEvents, type SseEvent } from "./support/sse.ts";
 import { startStandInApps, type StandInApps } from "./support/stand-in-apps.ts";
 
 // Any gateway copy serves any request: two copies behind a round-robin proxy, requests alternating between them, for a
@@ -107,5 +108,120 @@ for (const mode of MODES) {
       await client.close();
       expect(apps.acted.map((a) => a.input)).toEqual([{ address: "third-app" }, { address: "fourth-app" }]);
     });
+    /** Raw 2025 HTTP to one copy (not through the proxy), as a client library sends it. */
+    const raw = (url: string, session: string | null, body?: unknown, headers: Record<string, string> = {}) =>
+      fetch(url, {
+        method: body === undefined ? "GET" : "POST",
+        headers: {
+          Authorization: `Bearer ${user.accessToken}`,
+          // The public host (the proxy's), as the proxy passes it on.
+          Host: new URL(setup.hatch.mcpUrl).host,
+          "Content-Type": "application/json",
+          Accept: body === undefined ? "text/event-stream" : "application/json, text/event-stream",
+          "MCP-Protocol-Version": "2025-11-25",
+          ...(session ? { "Mcp-Session-Id": session } : {}),
+          ...headers,
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    /** A session that answers over SSE (it declared elicitation), opened on copy `on`. */
+    async function sseSession(on: number): Promise<string> {
+      const init = await raw(setup.copyUrls[on]!, null, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: { elicitation: {} },
+          clientInfo: { name: "resume-test", version: "1" },
+        },
+      });
+      const session = init.headers.get("mcp-session-id")!;
+      await readEvents(init, (events) => events.some((e) => e.data?.includes('"result"')));
+      await raw(setup.copyUrls[on]!, session, { jsonrpc: "2.0", method: "notifications/initialized" });
+      return session;
+    }
+    /** Starts a tools/call on copy `on` and drops its stream right after the priming event; returns that event's id. */
+    async function callAndDrop(on: number, session: string, id: number, name: string, args: object): Promise<string> {
+      const call = await raw(setup.copyUrls[on]!, session, {
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name, arguments: args },
+      });
+      expect(call.headers.get("content-type")).toContain("text/event-stream");
+      const [priming] = await readEvents(call, (events) => events.length >= 1);
+      expect(priming?.id).toBeTruthy();
+      return priming!.id!;
+    }
+    const resume = (on: number, session: string, lastEventId: string) =>
+      raw(setup.copyUrls[on]!, session, undefined, { "Last-Event-ID": lastEventId });
+    const messageOf = (event: SseEvent | undefined) => JSON.parse(event?.data ?? "null");
+
+    test("a dropped stream resumes on the other copy: Last-Event-ID there gives what was missed", async () => {
+      const session = await sseSession(0);
+      const last = await callAndDrop(1, session, 2, "whoami", {});
+      const resumed = await resume(0, session, last);
+      expect(resumed.status).toBe(200);
+      const events = await readEvents(resumed, (e) => e.some((x) => x.data?.includes('"id":2')));
+      const result = events.find((e) => e.data?.includes('"id":2'));
+      expect(result?.id).toBeTruthy();
+      expect(messageOf(result).result.structuredContent).toMatchObject({ name: "Two Copies" });
+      // An id that names nothing of this session is refused, not guessed at.
+      expect((await resume(0, session, "not an id")).status).toBe(400);
+    });
+
+    test("a call running on one copy is followed live from the other: its question, then (after the answer) its result", async () => {
+      const session = await sseSession(0);
+      const last = await callAndDrop(1, session, 3, "delete_tool", { address: "live-app" });
+      const resumed = await resume(0, session, last);
+      const reader = resumed.body!;
+      // The question copy 1 asks arrives on copy 0's stream; answered on copy 0, it reaches copy 1 over the bus; the
+      // result copy 1 sends after that can only come live.
+      const events: SseEvent[] = [];
+      const all = readEvents(new Response(reader), (e) => {
+        events.splice(0, events.length, ...e);
+        return e.some((x) => x.data?.includes('"id":3'));
+      });
+      let question: { id: string; method: string } | undefined;
+      while (!question) {
+        await Bun.sleep(20);
+        question = events.map(messageOf).find((m) => m?.method === "elicitation/create");
+      }
+      expect(apps.acted).toEqual([]);
+      const answered = await raw(setup.copyUrls[0]!, session, {
+        jsonrpc: "2.0",
+        id: question.id,
+        result: { action: "accept", content: { confirm: true } },
+      });
+      expect(answered.status).toBe(202);
+      const done = await all;
+      const result = messageOf(done.find((e) => e.data?.includes('"id":3')));
+      expect(result.result.structuredContent).toEqual({ status: "deleted", address: "live-app" });
+      expect(apps.acted.map((a) => a.input)).toEqual([{ address: "live-app" }]);
+    });
+
+    test.skipIf(mode !== "real")(
+      "the copy running a followed call crashes: the client gets one clear error to check and retry, not a hang",
+      async () => {
+        const session = await sseSession(0);
+        const last = await callAndDrop(1, session, 4, "delete_tool", { address: "crash-app" });
+        const resumed = await resume(0, session, last);
+        const events: SseEvent[] = [];
+        const all = readEvents(resumed, (e) => {
+          events.splice(0, events.length, ...e);
+          return e.some((x) => x.data?.includes('"id":4'));
+        });
+        while (!events.map(messageOf).some((m) => m?.method === "elicitation/create")) await Bun.sleep(20);
+        await setup.crashSecond();
+        const done = await all;
+        const answers = done.map(messageOf).filter((m) => m?.id === 4);
+        expect(answers).toHaveLength(1);
+        expect(answers[0].error.message).toContain("stopped before it answered");
+        expect(answers[0].error.message).toContain("call again");
+        expect(apps.acted).toEqual([]);
+      },
+      30_000,
+    );
   });
 }

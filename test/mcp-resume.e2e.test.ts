@@ -1,46 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { userWithToken } from "./support/mcp.ts";
+import { readEvents } from "./support/sse.ts";
 
 // Resumable MCP streams (streamable HTTP, 2025-11-25): a streamed answer opens with a priming event that carries an
 // id and the reconnect delay, every event has an id, and a client whose stream dropped gets what it missed by
 // reconnecting with Last-Event-ID. Driven with raw HTTP, as a client library would do it.
-
-interface SseEvent {
-  id?: string;
-  retry?: string;
-  data?: string;
-}
-
-/** Reads SSE events from a response body until `enough` says stop, then drops the connection. */
-async function readEvents(response: Response, enough: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  const events: SseEvent[] = [];
-  let buffer = "";
-  while (!enough(events)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const event: SseEvent = {};
-      for (const line of block.split("\n")) {
-        const colon = line.indexOf(":");
-        if (colon <= 0) continue;
-        const field = line.slice(0, colon) as keyof SseEvent;
-        const value = line.slice(colon + 1).replace(/^ /, "");
-        if (field === "id" || field === "retry" || field === "data")
-          event[field] = event[field] === undefined ? value : `${event[field]}\n${value}`;
-      }
-      if (Object.keys(event).length) events.push(event);
-    }
-  }
-  await reader.cancel().catch(() => undefined);
-  return events;
-}
 
 describe("resumable MCP streams (embedded)", () => {
   let hatch: TestHatch;

@@ -1,4 +1,4 @@
-import { createLogger, createNatsBus, type Bus, type ServiceName } from "@hatch/shared";
+import { createLogger, createNatsBus, type Bus, type NatsBus, type ServiceName } from "@hatch/shared";
 import { createGateway, type Gateway } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
 import { TEST_SECRET, type TestHatch } from "./hatch.ts";
@@ -21,6 +21,10 @@ export async function startTwoCopies(
   hatch: TestHatch;
   routed: Routed[];
   copies: Gateway[];
+  /** Each copy's own /mcp (behind the proxy's back). */
+  copyUrls: string[];
+  /** The second copy stops as a crash would: its NATS connection cut, its connections dropped (real mode). */
+  crashSecond(): Promise<void>;
   stop(): Promise<void>;
 }> {
   const port = freePort();
@@ -85,11 +89,17 @@ export async function startTwoCopies(
     },
     routed,
     copies: [hatch.gateway, second],
+    copyUrls: ports.map((p) => `http://127.0.0.1:${p}/mcp`),
+    async crashSecond() {
+      if (secondBus === hatch.bus) throw new Error("a crash needs the copy's own bus (real mode)");
+      await (secondBus as NatsBus).connection.close();
+      await servers[1]!.stop(true);
+    },
     async stop() {
       proxy.stop(true);
       for (const server of servers) await server.stop(true);
       await second.close();
-      if (secondBus !== hatch.bus) await secondBus.drain();
+      if (secondBus !== hatch.bus) await secondBus.drain().catch(() => {});
       await hatch.close();
       await database?.drop();
     },

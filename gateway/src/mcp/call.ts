@@ -43,6 +43,12 @@ export interface ToolCallDeps {
    * the call that brings the answer finishes it (`finishQuestion`), on whichever gateway copy it lands.
    */
   deferQuestion?: (question: Question) => InputRequiredResult;
+  /**
+   * A 2026-07-28 client that declared URL-mode elicitation: a result that asks the user to open a page goes back as an
+   * `input_required` URL request (the result sealed in its state), and the call that brings the user's choice back
+   * gets the result, on whichever gateway copy it lands.
+   */
+  deferLink?: (result: CallToolResult, link: { message: string; url: string }) => InputRequiredResult | null;
 }
 
 /** Sends a validated tool call to its service and turns the reply into an MCP tool result. Never throws. */
@@ -76,7 +82,7 @@ export async function finishQuestion(
   caller: CallerInfo,
   question: Question,
   answer: Record<string, unknown> | null,
-): Promise<CallToolResult> {
+): Promise<CallToolResult | InputRequiredResult> {
   const log = deps.logger.child({ tool: contract.name, rid: caller.requestId, user: caller.identity.userId });
   try {
     const checked = checkAnswer(contract.name, question, answer);
@@ -101,7 +107,7 @@ function failedResult(error: unknown, contract: ToolContract, caller: CallerInfo
   );
 }
 
-const OFFER_OUTCOME = {
+export const OFFER_OUTCOME = {
   accept: "The user chose to open the page in their browser; wait for them to say they are done.",
   decline: "The user declined to open the page; give them the link if they ask for it.",
   cancel: "The user dismissed the offer to open the page; give them the link.",
@@ -110,29 +116,37 @@ const OFFER_OUTCOME = {
 /**
  * A result that asks the user to open a page (userAction open_link, from any tool): when the client declared URL-mode
  * elicitation, the page is offered to the user directly before the result goes back, and the text says what they
- * chose. The offer failing (client error, timeout) leaves the result as it was: the AI still has the link.
+ * chose. The offer failing (client error, timeout) leaves the result as it was: the AI still has the link. A 2026-07-28
+ * client gets the offer as an `input_required` URL request instead (`deferLink`), and the result when it calls again.
  */
 async function offerLink(
   deps: ToolCallDeps,
   caller: CallerInfo,
   result: CallToolResult,
   log: Logger,
-): Promise<CallToolResult> {
+): Promise<CallToolResult | InputRequiredResult> {
   const action = (
     result.structuredContent as { userAction?: { kind?: unknown; url?: unknown; message?: unknown } } | undefined
   )?.userAction;
-  if (result.isError || !deps.offerLink || !caller.client.elicitation.url) return result;
+  if (result.isError || (!deps.offerLink && !deps.deferLink) || !caller.client.elicitation.url) return result;
   if (action?.kind !== "open_link" || typeof action.url !== "string" || !action.url) return result;
+  const link = {
+    message: typeof action.message === "string" ? action.message : "Open this page to continue.",
+    url: action.url,
+  };
+  if (deps.deferLink) return deps.deferLink(result, link) ?? result;
   let choice: keyof typeof OFFER_OUTCOME;
   try {
-    choice = await deps.offerLink({
-      message: typeof action.message === "string" ? action.message : "Open this page to continue.",
-      url: action.url,
-    });
+    choice = await deps.offerLink!(link);
   } catch (error) {
     log.warn("offering a link by URL elicitation failed", { error });
     return result;
   }
+  return withOfferOutcome(result, choice);
+}
+
+/** The result with what the user chose about the page it offered, in its text. */
+export function withOfferOutcome(result: CallToolResult, choice: keyof typeof OFFER_OUTCOME): CallToolResult {
   const [first, ...rest] = result.content;
   const said = OFFER_OUTCOME[choice];
   const content =

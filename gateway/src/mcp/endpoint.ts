@@ -1,5 +1,6 @@
 import {
   acceptRequestId,
+  BusError,
   decodeJson,
   deriveKey,
   encodeJson,
@@ -27,7 +28,8 @@ import type { Auth } from "../auth/index.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
 import { createChangeFeed } from "./changes.ts";
-import { SessionEventStore } from "./event-store.ts";
+import { createEventLog, postedRequests, SessionEventStore } from "./event-store.ts";
+import { resumeStream } from "./resume.ts";
 import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
@@ -51,6 +53,8 @@ const SSE_RETRY_MS = 2_000;
 
 /** Where another copy sends this copy the answer to a question it asked a 2025 client (`<copy>` is its id). */
 const answerSubject = (copy: string) => `broadcast.gateway.mcp.answer.${copy}`;
+/** Asked by a copy that follows another copy's stream: is that copy still there (no responders = gone)? */
+const aliveSubject = (copy: string) => `rpc.gateway.mcp.alive.${copy}`;
 /** A 2025 session was ended (DELETE) on one copy: every copy forgets its local half. */
 const SESSION_CLOSED = "broadcast.gateway.mcp.session.closed";
 
@@ -90,6 +94,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   const allowedOrigin = new URL(config.baseUrl).origin;
   const directory = createSessionDirectory(deps.bus, IDLE_MS, logger);
   const copy = randomId(9);
+  const events = createEventLog(deps.bus, logger);
+  /** Aborted when this copy begins to close: its listen streams and the streams it resumes for other copies end (the
+   * client listens or reconnects again, on another copy). */
+  const closingSignal = new AbortController();
   const serverDeps = {
     ...deps,
     requestStateKey: deriveKey(config.secret, "mcp-request-state"),
@@ -97,8 +105,6 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   };
   // subscriptions/listen streams: fed on every copy from Hatch's events, each stream only its user's changes.
   const changes = createChangeFeed(deps);
-  /** Ends this copy's listen streams at shutdown (the client listens again, on another copy). */
-  const listenStop = new AbortController();
 
   const modern = createMcpHandler(
     (ctx) => {
@@ -126,6 +132,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       const entry = session ? sessions.get(session) : undefined;
       if (entry && message) entry.wire.deliver(message);
     }),
+    deps.bus.subscribe(aliveSubject(copy), () => ({ data: encodeJson({ alive: true }) })),
     deps.bus.subscribe(SESSION_CLOSED, (msg) => {
       const { session } = decodeJson(msg.data) as { session?: string };
       const entry = session ? sessions.get(session) : undefined;
@@ -178,6 +185,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     restore?: string,
   ): Promise<SessionEntry> {
     await makeRoom(identity.userId);
+    const id = restore ?? randomId(24);
     const server = createMcpServer(serverDeps, deps.version, logger, record.choice as ConnectionChoice, "legacy");
     const now = Date.now();
     const entry: SessionEntry = {
@@ -190,12 +198,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       wire: undefined as never,
     };
     entry.transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => restore ?? randomId(24),
+      sessionIdGenerator: () => id,
       // Plain JSON answers are cheaper; a client that can answer questions mid-call needs the SSE stream.
       enableJsonResponse: !record.stream,
       // Resumable streams: each SSE event has an id, a priming event opens the stream with the client's reconnect
-      // delay, and a client that lost a stream resumes with Last-Event-ID from this session's bounded store.
-      eventStore: new SessionEventStore(),
+      // delay, and every event goes to the log all copies share; a client that lost a stream resumes with
+      // Last-Event-ID on any copy (resume.ts).
+      eventStore: new SessionEventStore(events, id, copy, logger),
       retryInterval: SSE_RETRY_MS,
       onsessioninitialized: async (id) => {
         sessions.set(id, entry);
@@ -325,7 +334,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         const listen = new Request(request.url, {
           method: "POST",
           headers: request.headers,
-          signal: AbortSignal.any([request.signal, listenStop.signal]),
+          signal: AbortSignal.any([request.signal, closingSignal.signal]),
         });
         const caller = {
           ...scope,
@@ -365,6 +374,16 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       );
     }
     entry.lastSeen = Date.now();
+    if (sessionId && request.method === "GET" && request.headers.get("last-event-id")) {
+      // A dropped stream resumed: from the shared log, whichever copy sent it and whichever copy runs its call.
+      return resumeStream({
+        log: events,
+        session: sessionId,
+        lastEventId: request.headers.get("last-event-id")!,
+        copyAlive: (other) => copyAlive(other),
+        closing: closingSignal.signal,
+      });
+    }
     if (sessionId && entry.lastSeen - entry.lastTouched > TOUCH_EVERY_MS) {
       entry.lastTouched = entry.lastSeen;
       void directory.get(sessionId).then(
@@ -372,7 +391,23 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         () => undefined,
       );
     }
-    return entry.transport.handleRequest(request, { authInfo, parsedBody });
+    if (request.method !== "POST" || !entry.transport.sessionId)
+      return entry.transport.handleRequest(request, { authInfo, parsedBody });
+    // The stream a POST opens records which requests it answers (so a copy that resumes it knows what to wait for).
+    return postedRequests.run(requestIdsOf(parsedBody), () =>
+      entry.transport.handleRequest(request, { authInfo, parsedBody }),
+    );
+  }
+
+  /** False only when the copy is known to be gone (nobody answers its subject); a slow answer counts as there. */
+  async function copyAlive(other: string): Promise<boolean> {
+    if (other === copy) return true;
+    try {
+      await deps.bus.request(aliveSubject(other), encodeJson({}), { timeoutMs: 2_000 });
+      return true;
+    } catch (error) {
+      return !(error instanceof BusError && error.code === "no_responders");
+    }
   }
 
   /** The session this request names, held here or rebuilt from its record; undefined when it is not this bearer's. */
@@ -412,8 +447,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     },
     beginClose() {
       closing = true;
+      closingSignal.abort();
       for (const entry of sessions.values()) entry.transport.closeStandaloneSSEStream();
-      listenStop.abort();
     },
     async close() {
       clearInterval(sweep);
@@ -565,6 +600,16 @@ function toolCallWithBadArguments(body: unknown): string | number | null {
 
 function rpcResult(id: string | number, code: number, message: string): Response {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id });
+}
+
+function requestIdsOf(body: unknown): (string | number)[] {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  return messages.flatMap((m) => {
+    const message = m as { id?: unknown; method?: unknown };
+    return typeof message?.method === "string" && (typeof message.id === "string" || typeof message.id === "number")
+      ? [message.id]
+      : [];
+  });
 }
 
 function isInitializeBody(body: unknown): boolean {

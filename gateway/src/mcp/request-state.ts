@@ -7,6 +7,8 @@ import { z } from "zod";
 // signed: the question carries the service's confirm token and names (members, apps) the client has no use for. It is
 // bound to the user and the grant (checked against the bearer of the call that brings it back), the tool, the exact
 // arguments (a hash) and an expiry, so any gateway copy can finish the call and nobody else can.
+// The same sealing carries a page offered by URL-mode input (secret, key and card pages): the tool has already done its
+// part, so the state holds its result, which the call that brings the user's choice back returns.
 
 /** How long a question waits for its answer (the service's confirm token has its own, equal expiry). */
 export const REQUEST_STATE_TTL_SECONDS = 600;
@@ -19,9 +21,22 @@ const StateSchema = z.object({
   /** sha256 of the canonical JSON of the validated arguments. */
   h: z.string(),
   exp: z.number(),
-  question: QuestionSchema,
+  /** A question to the user (form), or… */
+  question: QuestionSchema.optional(),
+  /** …a page offered to the user (URL mode): the tool's result, returned once the user has chosen. */
+  offer: z
+    .object({
+      url: z.string(),
+      message: z.string(),
+      result: z.object({
+        content: z.array(z.record(z.string(), z.unknown())),
+        structuredContent: z.record(z.string(), z.unknown()).optional(),
+      }),
+    })
+    .optional(),
 });
 export type SealedQuestion = z.infer<typeof StateSchema>;
+export type SealedOffer = NonNullable<SealedQuestion["offer"]>;
 
 export interface QuestionBinding {
   sub: string;
@@ -45,15 +60,32 @@ export function sealQuestion(
   nowMs = Date.now(),
   ttlSeconds = REQUEST_STATE_TTL_SECONDS,
 ): string {
-  const state: SealedQuestion = {
+  return seal(key, { ...bound(binding, nowMs, ttlSeconds), question });
+}
+
+/** The state of a page offered by URL-mode input: the tool's result waits in it for the user's choice. */
+export function sealOffer(
+  key: Buffer,
+  binding: QuestionBinding,
+  offer: SealedOffer,
+  nowMs = Date.now(),
+  ttlSeconds = REQUEST_STATE_TTL_SECONDS,
+): string {
+  return seal(key, { ...bound(binding, nowMs, ttlSeconds), offer });
+}
+
+function bound(binding: QuestionBinding, nowMs: number, ttlSeconds: number): SealedQuestion {
+  return {
     v: 1,
     sub: binding.sub,
     grant: binding.grant,
     tool: binding.tool,
     h: inputHash(binding.input),
     exp: Math.floor(nowMs / 1000) + ttlSeconds,
-    question,
   };
+}
+
+function seal(key: Buffer, state: SealedQuestion): string {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv("aes-256-gcm", key, iv);
   const body = Buffer.concat([cipher.update(JSON.stringify(state), "utf8"), cipher.final()]);
@@ -79,7 +111,7 @@ export function openQuestion(key: Buffer, wire: string, nowMs = Date.now()): Sea
   } catch {
     return "malformed";
   }
-  if (!parsed.success) return "malformed";
+  if (!parsed.success || (parsed.data.question === undefined) === (parsed.data.offer === undefined)) return "malformed";
   if (parsed.data.exp * 1000 <= nowMs) return "expired";
   return parsed.data;
 }

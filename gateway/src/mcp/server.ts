@@ -26,10 +26,18 @@ import {
   forwardToolCall,
   errorResult,
   toolCallRefusal,
+  withOfferOutcome,
   type CallerInfo,
   type ToolCallDeps,
 } from "./call.ts";
-import { checkBinding, openQuestion, sealQuestion, type StateRefusal } from "./request-state.ts";
+import {
+  checkBinding,
+  openQuestion,
+  sealOffer,
+  sealQuestion,
+  type SealedOffer,
+  type StateRefusal,
+} from "./request-state.ts";
 import { contractFor, inGroups, toolsFor } from "./catalog.ts";
 import { registerChangeResources } from "./changes.ts";
 import { declaresTasks, registerTaskMethods, taskFor, TASKS_EXTENSION } from "./tasks.ts";
@@ -67,6 +75,10 @@ export const TOOLS_TTL_MS = 10 * 60_000;
 
 /** The key of the one question in an `input_required` answer (its `inputResponses` entry comes back under it). */
 const ANSWER_KEY = "answer";
+/** The key of a page offered by URL-mode input. */
+const LINK_KEY = "open_page";
+/** A result too big to seal into a requestState goes back with its link in the text instead. */
+const OFFER_MAX_CHARS = 24_000;
 
 export interface McpServerDeps extends Omit<ToolCallDeps, "askUser" | "offerLink" | "deferQuestion"> {
   /** Seals the state of a question asked as `input_required` (derived from the deployment secret). */
@@ -170,9 +182,17 @@ export function createMcpServer(
    * tasks. The SDK's tools/call result checks know no `resultType: "task"`, so the task is handed to the HTTP layer
    * (the request's scope), which answers it in the result's place; the tool's own result is what the SDK sees.
    */
-  function asTask(tool: string, caller: CallerInfo, result: CallToolResult, scope: RequestScope): CallToolResult {
+  /** The result, with its task noted on the request when the client follows long work as a task (an input request
+   * is no result yet: it passes as it is). */
+  function asTask(
+    tool: string,
+    caller: CallerInfo,
+    result: CallToolResult | InputRequiredResult,
+    scope: RequestScope,
+  ): CallToolResult | InputRequiredResult {
+    if ("resultType" in result && result.resultType === "input_required") return result;
     if (era !== "modern" || !declaresTasks(server)) return result;
-    const task = taskFor(deps.taskKey, caller, tool, result);
+    const task = taskFor(deps.taskKey, caller, tool, result as CallToolResult);
     if (task) scope.task = task;
     return result;
   }
@@ -225,6 +245,15 @@ export function createMcpServer(
         },
         requestState: sealQuestion(deps.requestStateKey, binding, question),
       });
+    const offer = (offered: SealedOffer): InputRequiredResult =>
+      inputRequired({
+        inputRequests: { [LINK_KEY]: inputRequired.elicitUrl({ message: offered.message, url: offered.url }) },
+        requestState: sealOffer(deps.requestStateKey, binding, offered),
+      });
+    const deferLink = (result: CallToolResult, link: { message: string; url: string }) => {
+      const offered: SealedOffer = { ...link, result: result as SealedOffer["result"] };
+      return JSON.stringify(offered).length > OFFER_MAX_CHARS ? null : offer(offered);
+    };
     const echoed = era === "modern" ? ctx.mcpReq.requestState<string>() : undefined;
     if (echoed !== undefined) {
       // The second round of a question: the sealed state says what was asked; it must be this user's, on this grant,
@@ -240,6 +269,14 @@ export function createMcpServer(
             : `This requestState does not belong to this ${name} call. Call ${name} again without requestState.`,
         );
       }
+      if (state.offer) {
+        // The page was offered; the tool's result waits in the state. The user's choice goes into its text.
+        const view = inputResponse(ctx.mcpReq.inputResponses, LINK_KEY);
+        if (view.kind === "missing") return offer(state.offer);
+        const action = view.kind === "elicit" ? view.action : "cancel";
+        return withOfferOutcome(state.offer.result as CallToolResult, action);
+      }
+      if (!state.question) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Unreadable requestState.");
       const view = inputResponse(ctx.mcpReq.inputResponses, ANSWER_KEY);
       // The state came back without the answer: ask the same question again.
       if (view.kind === "missing") return ask(state.question);
@@ -248,17 +285,15 @@ export function createMcpServer(
       return asTask(
         name,
         caller,
-        await finishQuestion(deps, contract, input.data, caller, state.question, answer),
+        await finishQuestion({ ...deps, deferLink }, contract, input.data, caller, state.question, answer),
         scope,
       );
     }
     const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
     if (tooMany) return errorResult("limit_exceeded", tooMany);
     if (era === "modern") {
-      const result = await forwardToolCall({ ...deps, deferQuestion: ask }, contract, input.data, caller);
-      return "resultType" in result && result.resultType === "input_required"
-        ? result
-        : asTask(name, caller, result as CallToolResult, scope);
+      const result = await forwardToolCall({ ...deps, deferQuestion: ask, deferLink }, contract, input.data, caller);
+      return asTask(name, caller, result, scope);
     }
     return forwardToolCall(
       {

@@ -1,6 +1,7 @@
 import { isNatsBus, type Bus, type Logger } from "@hatch/shared";
 import { Kvm, type KV } from "@nats-io/kv";
 import { z } from "zod";
+import { deleteEventBucket } from "./event-store.ts";
 
 // Where a 2025-11-25 session lives between requests, so any gateway copy can serve it: who opened it (user and
 // grant), what the client said in `initialize` (replayed to rebuild the session on a copy that has not seen it), the
@@ -102,9 +103,10 @@ export function createSessionDirectory(bus: Bus, idleMs: number, logger: Logger)
   return new KvSessionDirectory(() => new Kvm(bus.connection).create(name, { history: 1, ttl: idleMs }), logger);
 }
 
-/** Removes the bucket (a test run under its own bus prefix cleans up after itself). */
+/** Removes the bucket and the stream events' one (a test run under its own bus prefix cleans up after itself). */
 export async function deleteSessionBucket(bus: Bus): Promise<void> {
   if (!isNatsBus(bus)) return;
+  await deleteEventBucket(bus).catch(() => {});
   const kv = await new Kvm(bus.connection).open(sessionBucketName(bus.prefix));
   await kv.destroy();
 }
