@@ -263,7 +263,8 @@ export class SandboxRunner {
   }
 
   /**
-   * Terminates a worker. The stuck run (if any) ends as a CPU kill, its app charged and sent to quarantine; runs that had not started are sent again (`resend`) or lost; runs that had started are lost.
+   * Terminates a worker. The stuck run (if any) ends as a CPU kill, its app charged and sent to quarantine; runs
+   * that had not started are sent again (`resend`) or lost; runs that had started are lost.
    */
   private end(slot: Slot, stuckRun: number | null, resend: boolean, stuckMs = 0): void {
     slot.retired = true;
