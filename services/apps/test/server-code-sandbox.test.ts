@@ -192,7 +192,7 @@ describe("server code: the sandbox on the app host", () => {
     expect(await logs()).toContain("error GET /api/loop: stopped after 200 ms of CPU time (the limit per request).");
     // The app answers again (a fresh instance).
     expect(await (await get("/api/hello")).text()).toBe("hello world");
-  });
+  }, 30_000);
 
   test("a loop of expensive built-ins that starves QuickJS's interrupt check is stopped by the worker watchdog", async () => {
     const hog = await seedApp(t.ctx, {
@@ -210,7 +210,8 @@ describe("server code: the sandbox on the app host", () => {
     expect((await stuck).status).toBe(500);
     expect(await logs(hog.id)).toContain("error GET /api: stopped after 200 ms of CPU time (the limit per request).");
     expect(await (await get("/api/hello")).text()).toBe("hello world");
-  });
+    // The watchdog waits for CPU time, not wall time: on a busy machine that takes longer.
+  }, 30_000);
 
   test("a handler that keeps waiting hits the wall-time limit (504); one that awaits nothing pending fails at once", async () => {
     const waiting = await get("/api/timers");

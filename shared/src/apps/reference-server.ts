@@ -60,6 +60,7 @@ A failed env call rejects with an \`Error\` named \`HatchError\` with \`code\` (
 | limit | value |
 | --- | --- |
 | CPU time per request (waiting for env calls does not count) | ${S.cpuMsPerRequest} ms |
+| CPU time per app, on average (then 429 with \`Retry-After\`) | ${S.cpuMsPerSecond} ms a second, ${S.cpuBurstMs.toLocaleString("en-US")} ms at once |
 | time per request, waiting included (then 504) | ${S.requestSeconds} s |
 | memory of the running code | ${formatBytes(S.memoryBytes)} |
 | server module | ${formatBytes(S.maxModuleBytes)} |

@@ -9,6 +9,12 @@ import { DATA_NAME, DataRuleSchema } from "./data-rules.ts";
 export const SERVER_LIMITS = {
   /** CPU time one request may spend running the app's code (time spent waiting for env calls does not count). */
   cpuMsPerRequest: 200,
+  /**
+   * CPU time one app's server code may use per second on average, and at once beyond it (per app host copy); past
+   * it, requests are refused with 429 and Retry-After until the app is back under.
+   */
+  cpuMsPerSecond: 500,
+  cpuBurstMs: 2000,
   /** Wall time of one request, waiting included; after it the request ends with 504 and its timers never fire. */
   requestSeconds: 30,
   /** Memory of one running copy of the app's server code. */

@@ -14,3 +14,13 @@ export const threadCpuMs: () => number =
         return (used.user + used.system) / 1000;
       }
     : () => performance.now();
+
+/**
+ * CPU time of every thread of the process but the calling one, in milliseconds (null where the runtime has no
+ * per-thread figure). The app host's watchdog reads it: a worker cannot have spent more CPU time than this grew by.
+ */
+export function otherThreadsCpuMs(): number | null {
+  if (typeof threadCpuUsage !== "function") return null;
+  const all = process.cpuUsage();
+  return (all.user + all.system) / 1000 - threadCpuMs();
+}

@@ -321,6 +321,7 @@ export class Instance {
       hooks?.watch?.(false);
       const end = threadCpuMs();
       budget.cpuLeft -= end - start;
+      hooks?.spent?.(end - start);
       this.deadline = Number.POSITIVE_INFINITY;
       // A native call that allocated a lot may have run without an interrupt check: measure on the way out too.
       if (!this.overMemory && this.memory.over(end)) this.overMemory = true;

@@ -14,6 +14,8 @@ export interface WorkerSetup {
   board: SharedArrayBuffer;
   logLinesPerRequest: number;
   logLineChars: number;
+  /** The worker thread's OS priority (a nice value; quarantine workers run at the lowest, 19). */
+  nice: number;
 }
 
 export type ToWorker =
@@ -25,12 +27,16 @@ export type RunResult =
   | Outcome
   | { kind: "load"; message: string; stack: string | null; limit: "cpu" | "memory" | null }
   /** The worker was stopped under this request for another one's sake (its code never misbehaved): try again. */
-  | { kind: "lost" };
+  | { kind: "lost" }
+  /** The app used its CPU budget (fairness.ts): not run; it may run again after this long. */
+  | { kind: "throttled"; waitMs: number; first: boolean };
 
 export type FromWorker =
   | { t: "ready" }
   /** The worker has no source for this version (evicted or never sent): send the run again with it. */
   | { t: "need"; run: number }
+  /** The run's instance is ready and its code about to run: from now on it cannot be sent to another worker. */
+  | { t: "started"; run: number }
   | { t: "call"; run: number; call: number; op: Record<string, unknown>; body: Uint8Array | null }
   | {
       t: "done";
@@ -39,6 +45,8 @@ export type FromWorker =
       logs: [LogLevel, string][];
       dropped: number;
       heap: number;
+      /** The worker thread's CPU time the run used, its module load included. */
+      cpuMs: number;
       /** QuickJS failed inside the worker (not the app's error): the worker is replaced. */
       crashed?: string;
     };

@@ -6,6 +6,7 @@ import { isHatchCookieName, setCookieName } from "../host/access.ts";
 import type { HatchRouteDeps } from "../host/hatch-routes.ts";
 import type { Site } from "../host/site.ts";
 import { hostCall } from "./env-host.ts";
+import type { FairnessOptions } from "./fairness.ts";
 import { AppLogWriter } from "./logs.ts";
 import type { RunResult } from "./protocol.ts";
 import { SandboxRunner } from "./runner.ts";
@@ -17,6 +18,7 @@ import type { SandboxLimits, SandboxReply } from "./types.ts";
 
 export interface ServerCodeOptions {
   limits?: Partial<SandboxLimits>;
+  fairness?: Partial<FairnessOptions>;
   workers?: number;
   logFlushMs?: number;
 }
@@ -50,9 +52,18 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
     maxResponseBytes: SERVER_LIMITS.maxResponseBytes,
     ...options.limits,
   };
+  const fairness: FairnessOptions = {
+    msPerSecond: SERVER_LIMITS.cpuMsPerSecond,
+    burstMs: SERVER_LIMITS.cpuBurstMs,
+    quarantineMs: 10 * 60_000,
+    stuckPenaltyMs: 10_000,
+    ...options.fairness,
+  };
   const runner = new SandboxRunner(
     {
       workers: options.workers ?? 2,
+      quarantineWorkers: 1,
+      fairness,
       limits,
       pool: { perVersion: 4, total: 200, idleMs: 5 * 60_000 },
       logLinesPerRequest: SERVER_LIMITS.logLinesPerRequest,
@@ -83,6 +94,7 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
     // A request from another origin runs without the viewer: the cookie came along, the person did not choose to.
     const viewer = fromOwnOrigin(request, origin) ? caller.viewer : null;
     const done = await runner.run({
+      app: app.id,
       key: `${app.id}:${site.version}`,
       filename: file.path,
       loadSource: () => loadSource(file),
@@ -159,6 +171,25 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
         );
       case "lost":
         return failed(503, "This app's server code was restarted while answering. Try again.", { "Retry-After": "1" });
+      case "throttled": {
+        const seconds = Math.max(1, Math.ceil(result.waitMs / 1000));
+        if (result.first)
+          logs.add(
+            appId,
+            "warn",
+            `${what}: refused (429) for about ${seconds} s: the app's server code used more than its CPU time (${fairness.msPerSecond} ms a second on average, ${fairness.burstMs} ms at once).`,
+          );
+        return json(
+          {
+            error: {
+              code: "limit_exceeded",
+              message: `This app's server code used its share of CPU time. Try again in ${seconds} s.`,
+            },
+          },
+          429,
+          { "Retry-After": String(seconds) },
+        );
+      }
     }
   }
 

@@ -1,4 +1,6 @@
 import type { Logger } from "@hatch/shared";
+import { otherThreadsCpuMs } from "./cpu-clock.ts";
+import { Fairness, type FairnessOptions } from "./fairness.ts";
 import type { PoolOptions } from "./pool.ts";
 import type { FromWorker, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
 import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, type SandboxRequest } from "./types.ts";
@@ -6,13 +8,25 @@ import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, 
 // The app host's side of the sandbox workers. Each app version goes to one worker (by a hash of its key), where its
 // warm instances live. A watchdog reads each worker's board (which request is inside QuickJS, and how many entries and
 // interrupt checks so far): a worker inside one entry with no interrupt check for longer than the CPU limit plus a
-// grace is stuck in a built-in that starved the interrupt handler, and is terminated (code that reaches its checks
-// is stopped by the CPU deadline in the worker, on the thread's CPU clock, however slow the machine); the request
-// that was running ends as a CPU kill, the others it held are lost (they answer 503, try again). A worker whose
-// WebAssembly memory grew past a bound, or where QuickJS itself failed, is replaced once idle.
+// grace, in wall time and in CPU time (the process's threads other than this one used at least that much meanwhile:
+// on a busy machine a worker waiting for a core, or compiling in a cold WebAssembly tier, is not stuck), is stuck in a
+// built-in that starved the interrupt handler, and is terminated (code that reaches its checks is stopped by the CPU
+// deadline in the worker, on the thread's CPU clock, however slow the machine); the request
+// that was running ends as a CPU kill; the runs it held that had not started go to the fresh worker (they never ran
+// any code), those that had are lost (they answer 503, try again). A worker whose WebAssembly memory grew past a
+// bound, or where QuickJS itself failed, is replaced once idle.
+//
+// One app's code cannot hurt another's (fairness.ts): an app over its CPU budget is refused before it reaches a
+// worker (429), and an app whose code was stopped by a limit, or that went over its budget, runs on quarantine
+// workers, apart from the others, so neither its CPU-bound requests nor the watchdog's kills reach the apps on the
+// shared workers. Quarantine workers run at the lowest OS priority (nice 19, the thread's own on Linux): on a busy
+// machine the shared workers and the app host's own thread get the cores first, and a quarantined app the rest.
 
 export interface RunnerOptions {
   workers: number;
+  /** Workers for apps in quarantine (each started on its first request). */
+  quarantineWorkers?: number;
+  fairness: FairnessOptions;
   limits: SandboxLimits;
   pool: PoolOptions;
   logLinesPerRequest: number;
@@ -30,6 +44,8 @@ export interface RunDone {
 }
 
 export interface RunSpec {
+  /** The app's id: its CPU budget and quarantine. */
+  app: string;
   /** `<app id>:<version>`: instances are per key. */
   key: string;
   filename: string;
@@ -41,16 +57,21 @@ export interface RunSpec {
 interface Running {
   spec: RunSpec;
   startedAt: number;
+  /** The worker began running it (its instance was ready): it cannot be sent to another worker any more. */
+  started: boolean;
   resolve(done: RunDone): void;
 }
 
 interface Slot {
+  /** The list it belongs to: the shared workers or the quarantine workers. */
+  group: (Slot | null)[];
   worker: Worker;
   board: Int32Array;
   runs: Map<number, Running>;
   /** Keys whose source this worker was sent (it may have evicted some; it then asks again). */
   sent: Set<string>;
-  seen: { counter: number; since: number };
+  /** The board's counter when it last moved, and the wall clock and other threads' CPU time then. */
+  seen: { counter: number; since: number; cpu: number };
   retired: boolean;
 }
 
@@ -59,6 +80,8 @@ const WORKER_URL = new URL("./worker.ts", import.meta.url);
 export class SandboxRunner {
   /** A worker per slot, started on the slot's first request (an app host without server code starts none). */
   private readonly slots: (Slot | null)[];
+  private readonly quarantine: (Slot | null)[];
+  private readonly fairness: Fairness;
   private nextRun = 0;
   private readonly watchdog: ReturnType<typeof setInterval>;
   private stopped = false;
@@ -69,40 +92,54 @@ export class SandboxRunner {
   ) {
     if (options.workers < 1) throw new Error("SandboxRunner: workers must be at least 1");
     this.slots = Array.from({ length: options.workers }, () => null);
+    this.quarantine = Array.from({ length: Math.max(1, options.quarantineWorkers ?? 1) }, () => null);
+    this.fairness = new Fairness(options.fairness);
     this.watchdog = setInterval(() => this.watch(), 100);
     this.watchdog.unref?.();
   }
 
   run(spec: RunSpec): Promise<RunDone> {
     if (this.stopped) return Promise.resolve({ result: { kind: "lost" }, logs: [], dropped: 0 });
-    const index = hashOf(spec.key) % this.slots.length;
-    const slot = this.slots[index] ?? (this.slots[index] = this.spawn());
-    const run = ++this.nextRun;
-    return new Promise<RunDone>((resolve) => {
-      slot.runs.set(run, { spec, startedAt: performance.now(), resolve });
-      void this.send(slot, run, !slot.sent.has(spec.key));
-    });
+    const refused = this.fairness.refusal(spec.app);
+    // An app over its CPU budget is the heavy one: its next runs go to quarantine too.
+    if (refused?.first) this.fairness.stopped(spec.app);
+    if (refused) return Promise.resolve({ result: { kind: "throttled", ...refused }, logs: [], dropped: 0 });
+    return new Promise<RunDone>((resolve) =>
+      this.dispatch(++this.nextRun, { spec, startedAt: performance.now(), started: false, resolve }),
+    );
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.watchdog);
-    for (const slot of this.live()) this.end(slot, null);
+    for (const slot of this.live()) this.end(slot, null, false);
+  }
+
+  /** Sends a run to its worker: a shared one by its version, or, while its app is in quarantine, a quarantine one. */
+  private dispatch(run: number, running: Running): void {
+    const { spec } = running;
+    const quarantined = this.fairness.isQuarantined(spec.app);
+    const group = quarantined ? this.quarantine : this.slots;
+    const index = hashOf(quarantined ? spec.app : spec.key) % group.length;
+    const slot = group[index] ?? (group[index] = this.spawn(group));
+    slot.runs.set(run, running);
+    void this.send(slot, run, !slot.sent.has(spec.key));
   }
 
   private live(): Slot[] {
-    return this.slots.filter((slot): slot is Slot => slot !== null);
+    return [...this.slots, ...this.quarantine].filter((slot): slot is Slot => slot !== null);
   }
 
-  private spawn(): Slot {
+  private spawn(group: (Slot | null)[]): Slot {
     const board = new SharedArrayBuffer(8);
     const worker = new Worker(WORKER_URL.href);
     const slot: Slot = {
+      group,
       worker,
       board: new Int32Array(board),
       runs: new Map(),
       sent: new Set(),
-      seen: { counter: 0, since: 0 },
+      seen: { counter: 0, since: 0, cpu: 0 },
       retired: false,
     };
     const setup: WorkerSetup = {
@@ -111,12 +148,13 @@ export class SandboxRunner {
       board,
       logLinesPerRequest: this.options.logLinesPerRequest,
       logLineChars: this.options.logLineChars,
+      nice: group === this.quarantine ? 10 : 0,
     };
     worker.postMessage({ t: "setup", setup });
     worker.onmessage = (event: MessageEvent) => this.receive(slot, event.data as FromWorker);
     worker.onerror = (event) => {
       this.log.error("server code worker failed", { error: String((event as ErrorEvent).message ?? event) });
-      this.replace(slot, null);
+      this.replace(slot, null, false, true);
     };
     (worker as Worker & { unref?(): void }).unref?.();
     return slot;
@@ -151,6 +189,11 @@ export class SandboxRunner {
 
   private receive(slot: Slot, message: FromWorker): void {
     if (message.t === "ready") return;
+    if (message.t === "started") {
+      const running = slot.runs.get(message.run);
+      if (running) running.started = true;
+      return;
+    }
     if (message.t === "need") {
       void this.send(slot, message.run, true);
       return;
@@ -158,6 +201,7 @@ export class SandboxRunner {
     if (message.t === "call") {
       const running = slot.runs.get(message.run);
       if (!running) return;
+      running.started = true;
       running.spec.hostCall(message.op, message.body).then(
         (value) => this.post(slot, { t: "answer", run: message.run, call: message.call, ok: true, value }),
         (error: unknown) => {
@@ -180,6 +224,13 @@ export class SandboxRunner {
       );
       return;
     }
+    const running = slot.runs.get(message.run);
+    if (running) {
+      this.fairness.charge(running.spec.app, message.cpuMs);
+      const { result } = message;
+      if (result.kind === "cpu" || result.kind === "memory" || (result.kind === "load" && result.limit !== null))
+        this.fairness.stopped(running.spec.app);
+    }
     this.finish(slot, message.run, { result: message.result, logs: message.logs, dropped: message.dropped });
     if (message.crashed && !slot.retired) {
       this.log.error("server code sandbox crashed: worker replaced", { error: message.crashed });
@@ -199,38 +250,56 @@ export class SandboxRunner {
     running.resolve(done);
   }
 
-  /** Puts a fresh worker in the slot's place. `gently`: the old one finishes its runs first. */
-  private replace(slot: Slot, stuckRun: number | null, gently = false): void {
-    const index = this.slots.indexOf(slot);
+  /**
+   * Puts a fresh worker in the slot's place. `gently`: the old one finishes its runs first. Otherwise it is
+   * terminated; `resend`: its runs that had not started go to the fresh worker.
+   */
+  private replace(slot: Slot, stuckRun: number | null, gently = false, resend = false): void {
+    const index = slot.group.indexOf(slot);
     if (index < 0 || this.stopped) return;
-    this.slots[index] = this.spawn();
+    slot.group[index] = this.spawn(slot.group);
     if (gently) slot.retired = true;
-    else this.end(slot, stuckRun);
+    else this.end(slot, stuckRun, resend);
   }
 
-  /** Terminates a worker: the stuck run (if any) ends as a CPU kill, every other run it held is lost. */
-  private end(slot: Slot, stuckRun: number | null): void {
+  /**
+   * Terminates a worker. The stuck run (if any) ends as a CPU kill, its app charged and sent to quarantine; runs
+   * that had not started are sent again (`resend`) or lost; runs that had started are lost.
+   */
+  private end(slot: Slot, stuckRun: number | null, resend: boolean, stuckMs = 0): void {
     slot.retired = true;
     slot.worker.terminate();
-    for (const run of [...slot.runs.keys()]) {
-      this.finish(slot, run, { result: run === stuckRun ? { kind: "cpu" } : { kind: "lost" }, logs: [], dropped: 0 });
+    const stuck = stuckRun === null ? undefined : slot.runs.get(stuckRun);
+    if (stuck) {
+      this.fairness.stuck(stuck.spec.app, stuckMs);
+      this.finish(slot, stuckRun!, { result: { kind: "cpu" }, logs: [], dropped: 0 });
+    }
+    for (const [run, running] of [...slot.runs]) {
+      slot.runs.delete(run);
+      if (resend && !running.started) this.dispatch(run, running);
+      else running.resolve({ result: { kind: "lost" }, logs: [], dropped: 0 });
     }
   }
 
   private watch(): void {
     const now = performance.now();
+    const cpu = otherThreadsCpuMs() ?? now;
     const stuckAfter = this.options.limits.cpuMs + (this.options.stuckGraceMs ?? 1000);
     for (const slot of this.live()) {
       if (slot.runs.size === 0) continue;
       const running = Atomics.load(slot.board, 0);
       const counter = Atomics.load(slot.board, 1);
       if (running === 0 || counter !== slot.seen.counter) {
-        slot.seen = { counter, since: now };
-      } else if (now - slot.seen.since > stuckAfter) {
+        slot.seen = { counter, since: now, cpu };
+      } else if (now - slot.seen.since > stuckAfter && cpu - slot.seen.cpu > stuckAfter) {
         this.log.warn("server code worker stuck past the CPU limit: restarted", {
           key: slot.runs.get(running)?.spec.key ?? null,
         });
-        this.replace(slot, running);
+        const index = slot.group.indexOf(slot);
+        if (index >= 0 && !this.stopped) {
+          slot.group[index] = this.spawn(slot.group);
+          this.end(slot, running, true, Math.min(now - slot.seen.since, cpu - slot.seen.cpu));
+        }
         continue;
       }
       // A worker that says nothing long after a request's wall time is gone in some way: start again.

@@ -55,6 +55,8 @@ export interface RequestHooks {
   watch?(running: boolean): void;
   /** Told each time QuickJS checks its interrupt handler: the code is running, not stuck inside one built-in. */
   beat?(): void;
+  /** Told the CPU time each entry into QuickJS used (Hatch's prelude included: the machine's time is what counts). */
+  spent?(cpuMs: number): void;
 }
 
 /** How a request ended. Every kind but `ok` and `error` discards the instance. */

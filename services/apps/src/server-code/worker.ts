@@ -1,4 +1,5 @@
 /// <reference lib="webworker" />
+import { setPriority } from "node:os";
 import { quickJs } from "./engine.ts";
 import { wasmHeapBytes } from "./marshal.ts";
 import { InstancePool } from "./pool.ts";
@@ -25,6 +26,14 @@ function post(message: FromWorker, transfer: Transferable[] = []): void {
 }
 
 async function start(options: WorkerSetup, queued: ToWorker[]): Promise<void> {
+  // On Linux a nice value set with pid 0 is the calling thread's alone (elsewhere it would be the whole process's).
+  if (options.nice !== 0 && process.platform === "linux") {
+    try {
+      setPriority(0, options.nice);
+    } catch {
+      // Not allowed here: the worker runs at the app host's priority.
+    }
+  }
   const module = await quickJs();
   board = new Int32Array(options.board);
   pool = new InstancePool(module, options.limits, options.pool);
@@ -62,6 +71,7 @@ async function run(
 ): Promise<void> {
   const logs: [LogLevel, string][] = [];
   let dropped = 0;
+  let cpuMs = 0;
   const hooks: RequestHooks = {
     log(level, message) {
       if (logs.length >= options.logLinesPerRequest) dropped++;
@@ -86,11 +96,15 @@ async function run(
     beat() {
       if (board) Atomics.add(board, 1, 1);
     },
+    spent(ms) {
+      cpuMs += ms;
+    },
   };
   let crashed: string | undefined;
   let result: Extract<FromWorker, { t: "done" }>["result"];
   try {
     const instance = await pool!.acquire({ key, ...known }, hooks);
+    post({ t: "started", run: id });
     try {
       result = await instance.run(request, hooks);
     } finally {
@@ -106,7 +120,7 @@ async function run(
     }
   }
   for (const name of [...calls.keys()]) if (name.startsWith(`${id}:`)) calls.delete(name);
-  post({ t: "done", run: id, result, logs, dropped, heap: wasmHeapBytes(module), crashed });
+  post({ t: "done", run: id, result, logs, dropped, heap: wasmHeapBytes(module), cpuMs, crashed });
 }
 
 // The first message is the setup; runs that come while QuickJS loads wait for it.
