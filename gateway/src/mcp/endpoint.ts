@@ -4,6 +4,7 @@ import {
   deriveKey,
   encodeJson,
   inSpan,
+  metrics,
   parseFeatures,
   randomId,
   SpanKind,
@@ -21,6 +22,7 @@ import {
   type TransportSendOptions,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
+import { insufficientScope } from "../auth/challenges.ts";
 import { BodyTooLargeError } from "../auth/errors.ts";
 import { readBodyText } from "../auth/http.ts";
 import type { Auth } from "../auth/index.ts";
@@ -28,6 +30,7 @@ import type { GatewayConfig } from "../config.ts";
 import type { ToolCallDeps } from "./call.ts";
 import { SessionEventStore } from "./event-store.ts";
 import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
+import { readGrantRefusal, writeOnReadGrant } from "./scope-check.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
 const IDLE_MS = 30 * 60_000;
@@ -309,6 +312,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     if (!legacy) {
       const choice = connectionChoice(new URL(request.url));
       if (choice instanceof Response) return choice;
+      // A read-only grant asking to change something: 403 insufficient_scope, so the client can ask for full access
+      // (step-up authorization). 2025 sessions keep the tool error (scope-check.ts, gateway/DESIGN.md).
+      const refusedTool = identity.scope === "read" ? writeOnReadGrant(parsedBody, choice.groups) : null;
+      if (refusedTool) {
+        metrics.mcpToolCalls.inc({ tool: refusedTool, outcome: "forbidden" });
+        return insufficientScope(config, readGrantRefusal(refusedTool));
+      }
       return modern.fetch(request, { authInfo, parsedBody });
     }
 
