@@ -18,7 +18,7 @@ import {
 } from "./oauth-harness.ts";
 import { csrfOf, pkcePair } from "./support.ts";
 
-const CHALLENGE = `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`;
+const CHALLENGE = `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="read write"`;
 
 let h: Harness;
 let browser: Browser;

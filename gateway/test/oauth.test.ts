@@ -212,6 +212,8 @@ describe("authorization code flow", () => {
     const error = new URL(refused.headers.get("location") ?? "");
     expect(error.searchParams.get("error")).toBe("invalid_target");
     expect(error.searchParams.get("state")).toBe("st-123");
+    // RFC 9207: error responses name the issuer too (MCP 2026-07-28 clients check it before reading the error).
+    expect(error.searchParams.get("iss")).toBe(BASE);
     const code = (await consent(browser, authorizePath(clientId, challenge))).searchParams.get("code") ?? "";
     const response = await tokenRequest(h, {
       grant_type: "authorization_code",
@@ -248,6 +250,7 @@ describe("authorization code flow", () => {
     const clientId = await registerClientId(h);
     const denied = await consent(browser, authorizePath(clientId, pkcePair().challenge), "deny");
     expect(denied.searchParams.get("error")).toBe("access_denied");
+    expect(denied.searchParams.get("iss")).toBe(BASE);
     const { tokens } = await connectClient(h, browser, "read");
     expect(tokens.scope).toBe("read");
     const result = await h.auth.authenticate(`Bearer ${tokens.access_token}`);

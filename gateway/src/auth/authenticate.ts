@@ -1,4 +1,5 @@
 import type { AccessClaims, AccessTokens } from "./access-tokens.ts";
+import { bearerChallenge } from "./challenges.ts";
 import type { AuthContext, GrantScope } from "./context.ts";
 import { findGrant, touchGrant, type GrantView } from "./grants.ts";
 import { revokedDescription } from "./revoked.ts";
@@ -46,20 +47,17 @@ export function createAuthenticator(ctx: AuthContext, tokens: AccessTokens): Aut
   // and the grant behind it is still checked on every call, so revocation keeps working at once.
   const verified = new BoundedMap<AccessClaims>();
   const lastTouched = new BoundedMap<number>();
-  const metadataUrl = `${ctx.config.baseUrl}/.well-known/oauth-protected-resource/mcp`;
-
-  const refuse = (error: string, description: string): BearerResult => {
-    const challenge = `Bearer resource_metadata="${metadataUrl}"`;
-    return error
+  // Every 401 names the resource metadata and the scope of a full grant (challenges.ts).
+  const refuse = (error: string, description: string): BearerResult =>
+    error
       ? {
           ok: false,
           status: 401,
           error,
           description,
-          wwwAuthenticate: `${challenge}, error="${error}", error_description="${description}"`,
+          wwwAuthenticate: bearerChallenge(ctx.config, { error, description }),
         }
-      : { ok: false, status: 401, error: "unauthorized", description, wwwAuthenticate: challenge };
-  };
+      : { ok: false, status: 401, error: "unauthorized", description, wwwAuthenticate: bearerChallenge(ctx.config) };
 
   const loadGrant = async (grantId: string): Promise<GrantView | null> => {
     const hit = cache.get(grantId);

@@ -2,7 +2,7 @@ import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
 import { freshForMs, type ClientDocument } from "./client-documents.ts";
-import { metadataProblem, redirectUriProblem } from "./client-rules.ts";
+import { applicationTypeProblem, metadataProblem, redirectUriProblem } from "./client-rules.ts";
 import type { AuthContext } from "./context.ts";
 import { readCapped } from "./http.ts";
 import { isSpecialPurposeAddress } from "@hatch/shared";
@@ -22,6 +22,7 @@ const DocumentSchema = z.object({
   token_endpoint_auth_method: z.string().optional(),
   grant_types: z.array(z.string()).optional(),
   response_types: z.array(z.string()).optional(),
+  application_type: z.unknown().optional(),
 });
 
 export type FetchedDocument =
@@ -168,6 +169,9 @@ export async function fetchMetadataDocument(
     return { ok: false, reason: "The client's metadata document lists a redirect URI Hatch refuses." };
   const metaProblem = metadataProblem(doc);
   if (metaProblem) return { ok: false, reason: metaProblem };
+  const typeProblem = applicationTypeProblem(doc);
+  if (typeProblem)
+    return { ok: false, reason: `The client's metadata document is refused: ${typeProblem.description}` };
   return {
     ok: true,
     name: doc.client_name ?? new URL(clientId).host,

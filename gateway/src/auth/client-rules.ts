@@ -68,3 +68,33 @@ export function metadataProblem(meta: {
   if (meta.response_types?.some((r) => r !== "code")) return 'response_types may hold only "code".';
   return null;
 }
+
+export type ApplicationType = "native" | "web";
+
+/**
+ * OpenID Connect Dynamic Client Registration `application_type`, which MCP 2026-07-28 clients send: "native" (desktop
+ * apps, CLIs, anything redirecting to loopback or a private-use scheme) or "web" (a site on a public host). When given,
+ * the redirect URIs must fit it: a "web" client may not register a loopback or private-use scheme redirect, which
+ * any program on a person's computer could catch; a "native" one uses those, or an https URL it claims (RFC 8252
+ * §7.2). When absent nothing is assumed (Hatch is no OpenID provider, and 2025-era clients do not send it).
+ */
+export function applicationTypeProblem(meta: {
+  application_type?: unknown;
+  redirect_uris: string[];
+}): { error: "invalid_client_metadata" | "invalid_redirect_uri"; description: string } | null {
+  const type = meta.application_type;
+  if (type === undefined) return null;
+  if (type !== "native" && type !== "web")
+    return { error: "invalid_client_metadata", description: 'application_type must be "native" or "web".' };
+  if (type === "native") return null;
+  const local = meta.redirect_uris.find((uri) => {
+    if (!URL.canParse(uri)) return false;
+    const url = new URL(uri);
+    return url.protocol !== "https:" || LOOPBACK_HOSTS.has(url.hostname);
+  });
+  if (local === undefined) return null;
+  return {
+    error: "invalid_redirect_uri",
+    description: `redirect URI ${JSON.stringify(local.slice(0, 200))} is a loopback or private-use scheme address, which only an application_type "native" client may register.`,
+  };
+}

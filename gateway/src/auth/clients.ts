@@ -3,7 +3,7 @@ import { randomId } from "@hatch/shared";
 import { z } from "zod";
 import { oauthClients } from "../db/schema.ts";
 import { fetchMetadataDocument, isMetadataClientId } from "./client-metadata.ts";
-import { metadataProblem, redirectUriProblem } from "./client-rules.ts";
+import { applicationTypeProblem, metadataProblem, redirectUriProblem } from "./client-rules.ts";
 import type { AuthContext } from "./context.ts";
 
 /** The built-in client that `issueTokenForScript` grants to. */
@@ -29,6 +29,8 @@ const RegistrationSchema = z.object({
   scope: z.string().max(200).optional(),
   software_id: z.string().max(200).optional(),
   software_version: z.string().max(100).optional(),
+  // Checked by applicationTypeProblem, which says what is wrong with it.
+  application_type: z.unknown().optional(),
 });
 
 export type RegistrationResult =
@@ -61,6 +63,8 @@ export async function registerClient(ctx: AuthContext, body: unknown): Promise<R
   }
   const problem = metadataProblem(meta);
   if (problem) return { ok: false, error: "invalid_client_metadata", description: problem };
+  const typeProblem = applicationTypeProblem(meta);
+  if (typeProblem) return { ok: false, ...typeProblem };
   const clientId = `hc_${randomId(16)}`;
   const name = meta.client_name ?? (new URL(meta.redirect_uris[0] ?? "").host || "Unnamed client");
   const issuedAt = Math.floor(ctx.now() / 1000);

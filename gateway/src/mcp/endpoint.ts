@@ -5,6 +5,7 @@ import {
   deriveKey,
   encodeJson,
   inSpan,
+  metrics,
   parseFeatures,
   randomId,
   SpanKind,
@@ -22,6 +23,7 @@ import {
   type TransportSendOptions,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
+import { insufficientScope } from "../auth/challenges.ts";
 import { BodyTooLargeError } from "../auth/errors.ts";
 import { readBodyText } from "../auth/http.ts";
 import type { Auth } from "../auth/index.ts";
@@ -31,6 +33,7 @@ import { createChangeFeed } from "./changes.ts";
 import { createEventLog, postedRequests, SessionEventStore } from "./event-store.ts";
 import { resumeStream } from "./resume.ts";
 import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
+import { readGrantRefusal, writeOnReadGrant } from "./scope-check.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
 const IDLE_MS = 30 * 60_000;
@@ -328,6 +331,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     if (!legacy) {
       const choice = connectionChoice(new URL(request.url));
       if (choice instanceof Response) return choice;
+      // A read-only grant asking to change something: 403 insufficient_scope, so the client can ask for full access
+      // (step-up authorization). 2025 sessions keep the tool error (scope-check.ts, gateway/DESIGN.md).
+      const refusedTool = identity.scope === "read" ? writeOnReadGrant(parsedBody, choice.groups) : null;
+      if (refusedTool) {
+        metrics.mcpToolCalls.inc({ tool: refusedTool, outcome: "forbidden" });
+        return insufficientScope(config, readGrantRefusal(refusedTool));
+      }
       if (isListenBody(parsedBody)) {
         // The stream is this caller's: the change feed checks each change against them; it ends at shutdown too.
         // (The body was read already; the handler takes it parsed.)
