@@ -50,6 +50,8 @@ export const rpcMethods = {
     sendVerificationMail: "mail.verify-email",
     /** Mails the user of the signed ctx the link that sets a new password; the gateway made the token. */
     sendPasswordResetMail: "mail.password-reset",
+    /** An organization's members and open invitations (billing: a Team checkout's default seats). */
+    seatsUsed: "seats.used",
   },
   billing: {
     /** What an account may do now (plan, state, limits): services check limits with it (cached briefly). */

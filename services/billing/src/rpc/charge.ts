@@ -109,7 +109,7 @@ export function chargeRpc(billing: BillingContext) {
       if (outcome.status === "charged")
         result = { status: "charged", chargeId: outcome.chargeId, message: null, url: null };
       else if (outcome.status === "refused") {
-        const url = await linkFor(billing, ctx, account, outcome.reason === "no_card" ? "checkout" : "portal");
+        const url = await linkFor(billing, ctx, account, { to: outcome.reason === "no_card" ? "checkout" : "portal" });
         const message =
           outcome.reason === "no_card"
             ? "No card is on file: add one, then try again."
