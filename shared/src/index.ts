@@ -129,6 +129,8 @@ export {
   RefundInputSchema,
   RefundResultSchema,
   ChargeResultSchema,
+  CardCheckInputSchema,
+  CardCheckSchema,
   effectivePlan,
   EntitlementsInputSchema,
   EntitlementsSchema,
@@ -141,7 +143,15 @@ export {
   ProviderWebhookInputSchema,
   ProviderWebhookResultSchema,
 } from "./billing/plans.ts";
-export type { ChargeResult, Entitlements, RefundResult, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
+export type {
+  CardCheck,
+  ChargeResult,
+  Entitlements,
+  RefundResult,
+  LimitName,
+  PlanInfo,
+  PlanLimits,
+} from "./billing/plans.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export { checkLimitLocked } from "./billing/limit-lock.ts";
 export type { LockedLimit } from "./billing/limit-lock.ts";

@@ -58,6 +58,8 @@ export const rpcMethods = {
     entitlements: "entitlements",
     /** A one-off charge (a domain), idempotent by key. */
     charge: "charge",
+    /** Whether the account has a card on file, and where to add one (asked before a purchase's questions). */
+    card: "card",
     /** A payment provider's event the gateway verified. */
     webhook: "webhook",
     /** The billing settings page (/dashboard/billing): plan, state, card, usage of the person's account. */

@@ -143,6 +143,18 @@ export const ChargeResultSchema = z.object({
 });
 export type ChargeResult = z.infer<typeof ChargeResultSchema>;
 
+/**
+ * billing `card` (rpc, the ctx of a person acting as the account): whether a card is on file, before anything that
+ * will charge it asks the person for more (buy_domain); without one, the page where they add it.
+ */
+export const CardCheckInputSchema = z.object({ accountId: z.string().min(1) });
+export const CardCheckSchema = z.object({
+  cardOnFile: z.boolean(),
+  /** Without a card: where the person adds one (the settings page for ChatGPT); null with a card. */
+  addCardUrl: z.string().nullable(),
+});
+export type CardCheck = z.infer<typeof CardCheckSchema>;
+
 /** billing `refund` (rpc, the ctx of the person the charge was for, or a service's system call): gives a charge back. */
 export const RefundInputSchema = z.object({
   accountId: z.string().min(1),
