@@ -133,10 +133,12 @@ for (const mode of MODES) {
     });
 
     test("manage on free offers the Pro checkout; a company's owner gets Team", async () => {
-      expect((await callOk<Billing>(soloC, "billing", { manage: true })).url).toBe(
+      // Issue 26 item 3: the plan has its own link; `url` is the card the person must add first.
+      type Managed = Billing & { links: { plan: string } };
+      expect((await callOk<Managed>(soloC, "billing", { manage: true })).links.plan).toBe(
         `${hatch.baseUrl}/dashboard/billing/checkout?mode=subscription&plan=pro`,
       );
-      expect((await callOk<Billing>(bossC, "billing", { manage: true })).url).toContain("plan=team");
+      expect((await callOk<Managed>(bossC, "billing", { manage: true })).links.plan).toContain("plan=team");
     });
 
     test("company billing: a member with the billing permission sees it; a plain member is refused", async () => {

@@ -168,6 +168,18 @@ for (const mode of MODES) {
         ).ok,
       ).toBe(true);
     }
+    async function removeCard(user: User) {
+      const ctx = signContext(await claimsOf(user), ctxKey);
+      const removed = await callRpc(
+        hatch.bus,
+        "billing",
+        rpcMethods.billing.localAct,
+        { action: "remove_card" },
+        LocalActResultSchema,
+        { ctx },
+      );
+      expect(removed.ok).toBe(true);
+    }
     /** buy_domain straight on the bus, signed as the gateway signs it (to hold and replay a confirm token). */
     async function onBus(
       user: User,
@@ -278,7 +290,19 @@ for (const mode of MODES) {
         action: "accept",
         content: FORM_ANSWER,
       }));
+      // Issue 26 item 2: the card is checked before any question: no form, the add-card link at once.
       const first = await client.callTool({ name: "buy_domain", arguments: { domain } });
+      expect(asked).toEqual([]);
+      const refusedData = first.structuredContent as { status: string; userAction: { kind: string; url: string } };
+      expect(refusedData.status).toBe("needs_user");
+      expect(refusedData.userAction.kind).toBe("open_link");
+      expect(refusedData.userAction.url).toBe(`${hatch.baseUrl}/dashboard/billing/checkout?mode=setup`);
+      expect(textOf(first)).toContain("No card is on file");
+      expect(await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain))).toEqual([]);
+
+      await addCard(ada);
+      const bought = await client.callTool({ name: "buy_domain", arguments: { domain } });
+      await client.close();
       expect(asked[0]).toContain(`Buy ${domain} for $12.99 now, renewed automatically at $15.99 a year?`);
       expect(Object.keys((schemas[0] as { properties: object }).properties)).toEqual([
         "agree",
@@ -291,16 +315,6 @@ for (const mode of MODES) {
         "country",
         "phone",
       ]);
-      const refusedData = first.structuredContent as { status: string; userAction: { kind: string; url: string } };
-      expect(refusedData.status).toBe("needs_user");
-      expect(refusedData.userAction.kind).toBe("open_link");
-      expect(refusedData.userAction.url).toBe(`${hatch.baseUrl}/dashboard/billing/checkout?mode=setup`);
-      expect(textOf(first)).toContain("No card is on file");
-      expect(await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain))).toEqual([]);
-
-      await addCard(ada);
-      const bought = await client.callTool({ name: "buy_domain", arguments: { domain } });
-      await client.close();
       expect(bought.structuredContent).toMatchObject({
         status: "bought",
         domain,
@@ -385,7 +399,13 @@ for (const mode of MODES) {
         return { status: response.status, text: await response.text() };
       };
 
-      const noCard = await confirmOn(await linkFor());
+      // Issue 26 item 2: without a card the first answer is the add-card link, not a confirm page.
+      expect(await linkFor()).toBe("/dashboard/billing/checkout");
+      await addCard(bob);
+      // A card removed after the question was asked: the page says so, nothing is bought.
+      const asked = await linkFor();
+      await removeCard(bob);
+      const noCard = await confirmOn(asked);
       expect(noCard.text).toContain("No card is on file");
       expect(noCard.text).toContain("/dashboard/billing/checkout");
       expect(await domainsDb().select().from(boughtDomains).where(eq(boughtDomains.domain, domain))).toEqual([]);

@@ -67,14 +67,17 @@ for (const mode of MODES) {
       const user = await userWithToken(hatch, { name: "Stripe Payer" });
       const ai = await connectClient(hatch, user.accessToken);
       try {
-        const first = await callOk<{ plan: string; cardOnFile: boolean; url: string; actionNeeded: string | null }>(
-          ai,
-          "billing",
-          { manage: true },
-        );
+        const first = await callOk<{
+          plan: string;
+          cardOnFile: boolean;
+          url: string;
+          actionNeeded: string | null;
+          links: { plan: string };
+        }>(ai, "billing", { manage: true });
         expect(first).toMatchObject({ plan: "free", cardOnFile: false });
-        expect(first.url.startsWith(fake.url)).toBe(true);
-        expect(await fake.completeCheckout(sessionIdOf(first.url))).toEqual(expect.arrayContaining([200]));
+        // Issue 26 item 3: `url` adds the card; the plan's checkout is its own link.
+        expect(first.links.plan.startsWith(fake.url)).toBe(true);
+        expect(await fake.completeCheckout(sessionIdOf(first.links.plan))).toEqual(expect.arrayContaining([200]));
         const after = await callOk<{ plan: string; state: string; cardOnFile: boolean }>(ai, "billing");
         expect(after).toMatchObject({ plan: "pro", state: "active", cardOnFile: true });
 

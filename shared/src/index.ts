@@ -129,17 +129,29 @@ export {
   RefundInputSchema,
   RefundResultSchema,
   ChargeResultSchema,
+  CardCheckInputSchema,
+  CardCheckSchema,
   effectivePlan,
   EntitlementsInputSchema,
   EntitlementsSchema,
   LIMIT_NAMES,
   limitsOf,
+  MAX_SEATS,
+  paidPlanFor,
   PLAN_TABLE,
   planTableMarkdown,
   ProviderWebhookInputSchema,
   ProviderWebhookResultSchema,
 } from "./billing/plans.ts";
-export type { ChargeResult, Entitlements, RefundResult, LimitName, PlanInfo, PlanLimits } from "./billing/plans.ts";
+export type {
+  CardCheck,
+  ChargeResult,
+  Entitlements,
+  RefundResult,
+  LimitName,
+  PlanInfo,
+  PlanLimits,
+} from "./billing/plans.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export { checkLimitLocked } from "./billing/limit-lock.ts";
 export type { LockedLimit } from "./billing/limit-lock.ts";
@@ -161,6 +173,8 @@ export {
   AiKeyTargetSchema,
   AppLookupInputSchema,
   AppLookupSchema,
+  SeatsUsedInputSchema,
+  SeatsUsedSchema,
   HostChangedSchema,
   HostResolvedSchema,
   HostResolveInputSchema,
@@ -189,6 +203,7 @@ export type {
   AiKeyPage,
   AiReset,
   AppLookup,
+  SeatsUsed,
   DashboardApp,
   DomainProgress,
   HostResolved,

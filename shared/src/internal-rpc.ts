@@ -248,3 +248,11 @@ export const DashboardAppSchema = z.object({
   secrets: z.array(z.object({ name: z.string(), isSet: z.boolean() })),
 });
 export type DashboardApp = z.infer<typeof DashboardAppSchema>;
+
+/**
+ * orgs `seats.used` (no context: a count, nothing secret): the seats an organization uses now, its members and open
+ * invitations, as the seats limit counts them. Billing asks it for a Team checkout's default seats.
+ */
+export const SeatsUsedInputSchema = z.object({ accountId: z.string().min(1) });
+export const SeatsUsedSchema = z.object({ members: z.number().int().min(0), invitations: z.number().int().min(0) });
+export type SeatsUsed = z.infer<typeof SeatsUsedSchema>;

@@ -50,12 +50,16 @@ export const rpcMethods = {
     sendVerificationMail: "mail.verify-email",
     /** Mails the user of the signed ctx the link that sets a new password; the gateway made the token. */
     sendPasswordResetMail: "mail.password-reset",
+    /** An organization's members and open invitations (billing: a Team checkout's default seats). */
+    seatsUsed: "seats.used",
   },
   billing: {
     /** What an account may do now (plan, state, limits): services check limits with it (cached briefly). */
     entitlements: "entitlements",
     /** A one-off charge (a domain), idempotent by key. */
     charge: "charge",
+    /** Whether the account has a card on file, and where to add one (asked before a purchase's questions). */
+    card: "card",
     /** A payment provider's event the gateway verified. */
     webhook: "webhook",
     /** The billing settings page (/dashboard/billing): plan, state, card, usage of the person's account. */

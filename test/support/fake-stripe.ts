@@ -7,6 +7,12 @@ import { createHmac, randomBytes } from "node:crypto";
 // signed with Stripe's scheme (t=…,v1=HMAC-SHA256(secret, "t.payload")), to the webhook URL.
 
 type Obj = Record<string, unknown>;
+/** A checkout line item as it arrives, form-encoded (every value a string). */
+type LineItem = {
+  price?: string;
+  quantity?: string;
+  adjustable_quantity?: { enabled?: string; minimum?: string; maximum?: string };
+};
 export interface FakeEvent {
   id: string;
   type: string;
@@ -51,17 +57,27 @@ export class FakeStripe {
     return this.server.stop(true);
   }
 
-  /** The person finishes a checkout session on Stripe's page: a card is added (and the subscription starts). */
-  async completeCheckout(sessionId: string): Promise<number[]> {
+  /**
+   * The person finishes a checkout session on Stripe's page: a card is added (and the subscription starts). `quantity`
+   * is what they chose on the page, which Stripe allows only for an adjustable line item, within its bounds.
+   */
+  async completeCheckout(sessionId: string, chosen: { quantity?: number } = {}): Promise<number[]> {
     const session = this.sessions.get(sessionId);
     if (!session || session.status !== "open") throw new Error(`no open checkout session ${sessionId}`);
+    const items = (session.line_items ?? []) as LineItem[];
+    if (chosen.quantity !== undefined) {
+      const adjustable = items[0]?.adjustable_quantity;
+      if (adjustable?.enabled !== "true") throw new Error("the checkout page offers no quantity to change");
+      const [min, max] = [Number(adjustable.minimum ?? 0), Number(adjustable.maximum ?? 99)];
+      if (chosen.quantity < min || chosen.quantity > max) throw new Error(`quantity must be ${min}..${max}`);
+    }
     const customer = session.customer as string;
     const pm = this.attachCard(customer);
     const events: [string, Obj][] = [["payment_method.attached", pm]];
     session.status = "complete";
     if (session.mode === "subscription") {
-      const items = session.line_items as { price: string; quantity: string }[];
-      const sub = this.createSubscription(customer, items[0]!.price, Number(items[0]!.quantity ?? 1));
+      const quantity = chosen.quantity ?? Number(items[0]!.quantity ?? 1);
+      const sub = this.createSubscription(customer, items[0]!.price!, quantity);
       session.subscription = sub.id;
       events.push(["customer.subscription.created", sub], ["invoice.paid", this.invoice(sub, "paid")]);
     }
@@ -89,6 +105,22 @@ export class FakeStripe {
       return this.send([this.event("customer.subscription.deleted", sub)]);
     }
     return this.send([this.event("customer.subscription.updated", sub)]);
+  }
+
+  /**
+   * The person confirms a portal session opened at a flow's confirm step (flow_data subscription_update_confirm): the
+   * subscription items get the quantities the flow named, and Stripe sends customer.subscription.updated.
+   */
+  async completePortalFlow(portalUrl: string): Promise<number[]> {
+    const session = [...this.portalSessions.values()].find((p) => p.url === portalUrl);
+    const flow = session?.flow as { subscription: string; items: { id: string; quantity: number }[] } | undefined;
+    if (!session || !flow || session.completed) throw new Error(`no open portal flow at ${portalUrl}`);
+    session.completed = true;
+    const sub = this.subscriptions.get(flow.subscription)!;
+    const data = (sub.items as { data: Obj[] }).data;
+    const previous = { items: structuredClone(sub.items) };
+    for (const change of flow.items) data.find((item) => item.id === change.id)!.quantity = change.quantity;
+    return this.send([this.event("customer.subscription.updated", sub, previous)]);
   }
 
   async detachCard(paymentMethodId: string): Promise<number[]> {
@@ -269,12 +301,36 @@ export class FakeStripe {
             "Missing required param: currency.",
             "currency",
           );
-        const items = p.line_items as { price?: string; quantity?: string }[] | undefined;
+        const items = p.line_items as LineItem[] | undefined;
         if (
           p.mode === "subscription" &&
           (!items?.length || !items.every((i) => i.price && i.price in this.options.prices))
         ) {
           return missing("price", items?.[0]?.price);
+        }
+        for (const item of items ?? []) {
+          const adjustable = item.adjustable_quantity;
+          if (!adjustable) continue;
+          const [min, max, quantity] = [
+            Number(adjustable.minimum ?? 0),
+            Number(adjustable.maximum ?? 99),
+            Number(item.quantity ?? 1),
+          ];
+          if (adjustable.enabled !== "true" && adjustable.enabled !== "false")
+            return stripeError(
+              400,
+              "invalid_request_error",
+              "parameter_missing",
+              "Missing required param: line_items[0][adjustable_quantity][enabled].",
+            );
+          if (max > 999_999 || min > max || quantity < min || quantity > max)
+            return stripeError(
+              400,
+              "invalid_request_error",
+              "parameter_invalid_integer",
+              "The quantity must be between adjustable_quantity.minimum and adjustable_quantity.maximum.",
+              "line_items[0][quantity]",
+            );
         }
         if (p.mode !== "setup" && p.mode !== "subscription")
           return stripeError(400, "invalid_request_error", null, "Invalid mode.", "mode");
@@ -295,14 +351,60 @@ export class FakeStripe {
         this.sessions.set(sid, session);
         return ok(session);
       }
+      case "GET /subscriptions/:id": {
+        const sub = this.subscriptions.get(parts[2]!);
+        return sub ? ok(sub) : missing("subscription", parts[2]);
+      }
       case "POST /billing_portal/sessions": {
         if (!this.customers.has(p.customer as string)) return missing("customer", p.customer);
+        let flow: Obj | null = null;
+        const flowData = p.flow_data as
+          | { type?: string; subscription_update_confirm?: { subscription?: string; items?: Obj[] } }
+          | undefined;
+        if (flowData) {
+          if (flowData.type !== "subscription_update_confirm")
+            return stripeError(
+              400,
+              "invalid_request_error",
+              null,
+              "This fake knows only subscription_update_confirm.",
+              "flow_data[type]",
+            );
+          const confirm = flowData.subscription_update_confirm;
+          const sub = confirm?.subscription ? this.subscriptions.get(confirm.subscription) : undefined;
+          if (!sub || sub.customer !== p.customer) return missing("subscription", confirm?.subscription);
+          if (sub.status === "canceled")
+            return stripeError(
+              400,
+              "invalid_request_error",
+              null,
+              "The subscription is canceled and cannot be updated.",
+            );
+          const owned = (sub.items as { data: Obj[] }).data.map((item) => item.id);
+          const items = (confirm!.items ?? []).map((item) => ({
+            id: String(item.id),
+            quantity: Number(item.quantity),
+          }));
+          if (
+            items.length === 0 ||
+            items.some((item) => !owned.includes(item.id) || !Number.isInteger(item.quantity) || item.quantity < 1)
+          )
+            return stripeError(
+              400,
+              "invalid_request_error",
+              "parameter_invalid",
+              "Each item needs the id of one of the subscription's items and a positive quantity.",
+              "flow_data[subscription_update_confirm][items]",
+            );
+          flow = { subscription: sub.id, items };
+        }
         const session: Obj = {
           id: id("bps"),
           object: "billing_portal.session",
           customer: p.customer,
           return_url: p.return_url ?? null,
           url: `${this.url}/portal/${id("p")}`,
+          flow,
         };
         this.portalSessions.set(session.id as string, session);
         return ok(session);

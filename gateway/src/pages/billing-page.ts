@@ -4,6 +4,7 @@ import {
   callRpc,
   isToolError,
   LocalActResultSchema,
+  MAX_SEATS,
   PLAN_TABLE,
   rpcMethods,
   type BillingSettings,
@@ -36,6 +37,8 @@ const TEST_CARD = "4242424242424242";
 const SETTINGS = "/dashboard/billing";
 type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 type Form = { params: Params; state: BrowserState };
+/** What a page reads of its query (or of the form posted back to it). */
+type Query = { get(name: string): string | null | undefined };
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
@@ -57,37 +60,45 @@ const price = (plan: keyof typeof PLAN_TABLE) => {
 };
 const gb = (bytes: number | null) => (bytes === null ? "no limit" : `${+(bytes / 1024 ** 3).toFixed(1)} GB`);
 const n = (value: number | null) => (value === null ? "no limit" : String(value));
-const choosable = (s: BillingSettings) =>
-  s.accountKind === "company" ? (["pro", "team"] as const) : (["pro"] as const);
+const choosable = (s: BillingSettings) => (s.accountKind === "company" ? (["team"] as const) : (["pro"] as const));
+const people = (p: (typeof PLAN_TABLE)[keyof typeof PLAN_TABLE]) =>
+  p.perSeat ? "seats paid for" : p.accounts.includes("company") ? n(p.limits.seats) : "1 (you)";
+/** The seats a form fills in: those asked for in the link (?seats=), else the people the organization has now. */
+const seatsWanted = (s: BillingSettings, query: Query | null) => {
+  const asked = Number(query?.get("seats"));
+  return Number.isInteger(asked) && asked >= 1 && asked <= MAX_SEATS ? asked : Math.max(1, s.seatsUsed ?? s.seats);
+};
+const seatsField = (value: number) =>
+  html`<label>Seats (a member or an open invitation each)<input type="number" name="seats" min="1" max="${String(MAX_SEATS)}" step="1" value="${String(value)}" required></label>`;
+const seatsLine = (s: BillingSettings) =>
+  s.seatsUsed === null
+    ? ""
+    : html`<p>People: <strong id="seats-used">${String(s.seatsUsed)}</strong> (members and open invitations)${PLAN_TABLE[s.plan].perSeat ? html` · seats paid: <strong id="seats">${String(s.seats)}</strong>` : ""}</p>`;
 
-function settingsPage(state: Signed, s: BillingSettings, message?: string): Response {
+function settingsPage(state: Signed, s: BillingSettings, query: Query | null, message?: string): Response {
   const rows = Object.values(PLAN_TABLE).map(
     (
       p,
     ) => html`<tr${p.plan === s.plan ? html` aria-current="true"` : ""}><td><strong>${p.title}</strong>${p.plan === s.plan ? " (yours)" : ""}<br><span class="muted">${p.forWhom}</span></td>
-<td>${price(p.plan)}</td><td>${n(p.limits.apps)}</td><td>${n(p.limits.customDomains)}</td><td>${gb(p.limits.storageBytes)}</td><td>${n(p.limits.seats)}</td></tr>`,
+<td>${price(p.plan)}</td><td>${n(p.limits.apps)}</td><td>${n(p.limits.customDomains)}</td><td>${gb(p.limits.storageBytes)}</td><td>${people(p)}</td></tr>`,
   );
   const u = s.usage;
   const body = html`<h1>Billing</h1>${notice(message)}
 <div class="card"><p>Plan: <strong id="plan">${s.plan}</strong> · state: <strong id="state">${s.state}</strong></p>
-<p>Card on file: <strong id="card">${s.cardOnFile ? "yes" : "no"}</strong></p>
+<p>Card on file: <strong id="card">${s.cardOnFile ? "yes" : "no"}</strong></p>${seatsLine(s)}
 <p class="muted">${u.periodStart} to ${u.periodEnd}: ${u.opens} app opens, ${gb(u.storageBytes)} stored, ${u.aiTokens} AI tokens, ${u.domains} domains; ${u.amountSoFar.formatted} so far.</p></div>
 <form method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}<div class="actions">
 ${s.plan === "free" ? choosable(s).map((plan) => html`<button type="submit" name="plan" value="${plan}">Choose ${PLAN_TABLE[plan].title}</button>`) : ""}
 ${s.cardOnFile ? "" : html`<button class="secondary" type="submit" name="to" value="checkout">Add a card</button>`}
 ${s.cardOnFile || s.plan !== "free" ? html`<button class="secondary" type="submit" name="to" value="portal">Manage card and plan</button>` : ""}
 </div></form>
-<table><thead><tr><th>Plan</th><th>Price</th><th>Apps</th><th>Domains</th><th>Storage</th><th>Seats</th></tr></thead><tbody>${rows}</tbody></table>`;
+${s.accountKind === "company" ? html`<form class="stack" method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}${seatsField(seatsWanted(s, query))}<div class="actions"><button type="submit" name="to" value="seats">${PLAN_TABLE[s.plan].perSeat ? "Change seats" : "Choose Team with these seats"}</button></div></form>` : ""}
+<table><thead><tr><th>Plan</th><th>Price</th><th>Apps</th><th>Domains</th><th>Storage</th><th>People</th></tr></thead><tbody>${rows}</tbody></table>`;
   return page(state, "Billing", body);
 }
 
-function checkoutPage(
-  state: Signed,
-  s: BillingSettings,
-  wanted: string | null,
-  error?: string,
-  status = 200,
-): Response {
+function checkoutPage(state: Signed, s: BillingSettings, query: Query | null, error?: string, status = 200): Response {
+  const wanted = query?.get("plan") ?? null;
   const plans = ["free", ...choosable(s)] as const;
   const selected = plans.includes(wanted as never) ? wanted : s.plan === "free" ? "free" : s.plan;
   const body = html`<h1>Checkout (local test provider)</h1>${notice(error, true)}
@@ -97,15 +108,23 @@ function checkoutPage(
 <fieldset><legend>Plan</legend>${plans.map(
     (plan) =>
       html`<label class="choice"><input type="radio" name="plan" value="${plan}"${plan === selected ? " checked" : ""}> ${PLAN_TABLE[plan].title} (${price(plan)})</label>`,
-  )}</fieldset>
+  )}</fieldset>${s.accountKind === "company" ? seatsField(seatsWanted(s, query)) : ""}
 <div class="actions"><button type="submit">Save</button><a href="${SETTINGS}">Cancel</a></div></form>`;
   return page(state, "Checkout", body, status);
 }
 
-function portalPage(state: Signed, s: BillingSettings, message?: string, error = false, status = 200): Response {
+function portalPage(
+  state: Signed,
+  s: BillingSettings,
+  query: Query | null,
+  message?: string,
+  error = false,
+  status = 200,
+): Response {
   const others = (["free", ...choosable(s)] as const).filter((plan) => plan !== s.plan);
   const body = html`<h1>Manage billing (local test provider)</h1>${notice(message, error)}
-<div class="card"><p>Plan <strong>${s.plan}</strong> (${s.state}); card on file: ${s.cardOnFile ? "yes" : "no"}.</p></div>
+<div class="card"><p>Plan <strong>${s.plan}</strong> (${s.state}); card on file: ${s.cardOnFile ? "yes" : "no"}.</p>${seatsLine(s)}</div>
+${s.plan === "team" ? html`<form class="stack" method="post" action="${SETTINGS}/portal">${csrfField(state.csrfToken)}${seatsField(seatsWanted(s, query))}<div class="actions"><button type="submit" name="action" value="seats">Pay for these seats</button></div></form>` : ""}
 <form method="post" action="${SETTINGS}/portal">${csrfField(state.csrfToken)}<div class="actions">
 ${others.map((plan) => html`<button type="submit" name="plan" value="${plan}"${plan === "free" ? html` class="danger"` : ""}>${plan === "free" ? "Cancel the paid plan" : `Switch to ${PLAN_TABLE[plan].title}`}</button>`)}
 ${s.cardOnFile ? html`<button class="secondary" type="submit" name="action" value="remove_card">Remove the card</button>` : html`<a href="${SETTINGS}/checkout">Add a card</a>`}
@@ -177,7 +196,17 @@ export function billingPages(deps: BillingPagesDeps) {
   const goTo = (state: Signed, { params }: Form) => {
     const plan = params.get("plan");
     const to = plan ? "checkout" : params.get("to");
-    if (to !== "checkout" && to !== "portal")
+    const seats = Number(params.get("seats"));
+    if (to === "seats" && !(Number.isInteger(seats) && seats >= 1 && seats <= MAX_SEATS))
+      return Promise.resolve(
+        page(
+          state,
+          "Billing",
+          html`<p class="error" role="alert">Seats are a whole number from 1 to ${String(MAX_SEATS)}.</p>`,
+          400,
+        ),
+      );
+    if (to !== "checkout" && to !== "portal" && to !== "seats")
       return Promise.resolve(
         page(state, "Billing", html`<p class="error" role="alert">Choose a button on the billing page.</p>`, 400),
       );
@@ -187,7 +216,7 @@ export function billingPages(deps: BillingPagesDeps) {
           deps.bus,
           "billing",
           rpcMethods.billing.settingsLink,
-          { to, ...(plan ? { plan } : {}) },
+          { to, ...(plan ? { plan } : {}), ...(to === "seats" ? { seats } : {}) },
           BillingLinkSchema,
           { ctx, requestId },
         ),
@@ -199,35 +228,46 @@ export function billingPages(deps: BillingPagesDeps) {
     // The number is reduced to a verdict at once; only the verdict goes on.
     const card = (params.get("card") ?? "").replace(/[\s-]/g, "") === TEST_CARD ? "ok" : "declined";
     const plan = params.get("plan") ?? "free";
-    if (plan !== "free" && plan !== "pro" && plan !== "team")
-      return checkoutPage(state, await settings(state.user), null, "Choose a plan.", 400);
-    const result = await act(state.user, { action: "checkout", card, plan });
-    if (!result.ok) return checkoutPage(state, await settings(state.user), plan, result.message, 402);
+    const seats = Number(params.get("seats") ?? "1");
+    const again = (error: string, status: number) =>
+      settings(state.user).then((s) => checkoutPage(state, s, params, error, status));
+    if (plan !== "free" && plan !== "pro" && plan !== "team") return again("Choose a plan.", 400);
+    if (plan === "team" && !(Number.isInteger(seats) && seats >= 1 && seats <= MAX_SEATS))
+      return again(`Seats are a whole number from 1 to ${MAX_SEATS}.`, 400);
+    const result = await act(state.user, { action: "checkout", card, plan, ...(plan === "team" ? { seats } : {}) });
+    if (!result.ok) return again(result.message, 402);
     return redirect(`${SETTINGS}?done=1`, cookieHeaders(state.setCookies));
   }
 
   async function portal(state: Signed, { params }: Form): Promise<Response> {
     const plan = params.get("plan");
+    const seats = Number(params.get("seats"));
     const input: LocalActInput | null =
       params.get("action") === "remove_card"
         ? { action: "remove_card" }
-        : plan === "free" || plan === "pro" || plan === "team"
-          ? { action: "plan", plan }
-          : null;
-    if (!input) return portalPage(state, await settings(state.user), "Choose a button.", true, 400);
+        : params.get("action") === "seats" && Number.isInteger(seats) && seats >= 1 && seats <= MAX_SEATS
+          ? { action: "seats", seats }
+          : plan === "free" || plan === "pro" || plan === "team"
+            ? { action: "plan", plan }
+            : null;
+    if (!input) return portalPage(state, await settings(state.user), null, "Choose a button.", true, 400);
     const result = await act(state.user, input);
-    return portalPage(state, await settings(state.user), result.message, !result.ok, result.ok ? 200 : 400);
+    return portalPage(state, await settings(state.user), null, result.message, !result.ok, result.ok ? 200 : 400);
   }
 
   return new Elysia({ name: "hatch-billing-pages" })
     .get(SETTINGS, ({ request }) =>
-      show(request, (state, s, url) => settingsPage(state, s, url.searchParams.has("done") ? "Saved." : undefined)),
+      show(request, (state, s, url) =>
+        settingsPage(state, s, url.searchParams, url.searchParams.has("done") ? "Saved." : undefined),
+      ),
     )
     .post(SETTINGS, ({ request }) => post(request, SETTINGS, goTo), { parse: "none" })
     .get(`${SETTINGS}/checkout`, ({ request }) =>
-      show(request, (state, s, url) => checkoutPage(state, s, url.searchParams.get("plan"))),
+      show(request, (state, s, url) => checkoutPage(state, s, url.searchParams)),
     )
     .post(`${SETTINGS}/checkout`, ({ request }) => post(request, `${SETTINGS}/checkout`, checkout), { parse: "none" })
-    .get(`${SETTINGS}/portal`, ({ request }) => show(request, (state, s) => portalPage(state, s)))
+    .get(`${SETTINGS}/portal`, ({ request }) =>
+      show(request, (state, s, url) => portalPage(state, s, url.searchParams)),
+    )
     .post(`${SETTINGS}/portal`, ({ request }) => post(request, `${SETTINGS}/portal`, portal), { parse: "none" });
 }

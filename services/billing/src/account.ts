@@ -2,8 +2,10 @@ import {
   AccountStorageSchema,
   callRpc,
   effectivePlan,
+  paidPlanFor,
   PLAN_TABLE,
   rpcMethods,
+  SeatsUsedSchema,
   ToolError,
   type CallContext,
   type Money,
@@ -127,24 +129,62 @@ export async function companyAiTokensThisMonth(
 }
 
 /** The plan a checkout offers an account that has none yet: Pro for a person, Team for a company. */
-export const upgradePlan = (payer: Payer): "pro" | "team" => (payer.accountKind === "company" ? "team" : "pro");
+export const upgradePlan = (payer: Payer): "pro" | "team" => paidPlanFor(payer.accountKind);
+
+/**
+ * An organization's seats in use: members and open invitations, asked of orgs (a Team checkout fills them in). While
+ * orgs cannot answer, null: the caller falls back to the seats paid for.
+ */
+export async function seatsInUse(billing: BillingContext, payer: Payer): Promise<number | null> {
+  if (payer.accountKind !== "company") return null;
+  try {
+    const used = await callRpc(
+      billing.bus,
+      "orgs",
+      rpcMethods.orgs.seatsUsed,
+      { accountId: payer.accountId },
+      SeatsUsedSchema,
+      { timeoutMs: 2_000 },
+    );
+    return used.members + used.invitations;
+  } catch (error) {
+    billing.logger.warn("seats in use unreadable; the seats paid for are shown", { accountId: payer.accountId, error });
+    return null;
+  }
+}
+
+export type LinkTarget =
+  | { to: "checkout"; plan?: "pro" | "team"; seats?: number }
+  | { to: "portal" }
+  | { to: "seats"; seats: number };
 
 /** Where a button or an answer sends the person; ChatGPT clients only ever get the settings page. */
 export async function linkFor(
   billing: BillingContext,
   ctx: CallContext,
   account: AccountRow,
-  to: "checkout" | "portal",
-  plan?: "pro" | "team",
+  target: LinkTarget,
 ): Promise<string> {
-  if (ctx.client.kind === "chatgpt") return settingsUrl(billing.config);
   const back = settingsUrl(billing.config);
-  if (to === "portal") return billing.provider.portalUrl(account.customerId, back);
+  if (ctx.client.kind === "chatgpt") return target.to === "seats" ? `${back}?seats=${target.seats}` : back;
+  if (target.to === "portal") return billing.provider.portalUrl(account.customerId, back);
+  const paidPerSeat = PLAN_TABLE[effectivePlan(account.plan, account.state)].perSeat;
+  if (target.to === "seats") {
+    // On Team the subscription's quantity changes; from Free, Team starts with those seats.
+    if (paidPerSeat && account.subscriptionId)
+      return billing.provider.seatsUrl({
+        customerId: account.customerId,
+        subscriptionId: account.subscriptionId,
+        seats: target.seats,
+        returnUrl: back,
+      });
+    return linkFor(billing, ctx, account, { to: "checkout", plan: "team", seats: target.seats });
+  }
   return billing.provider.checkoutUrl({
     customerId: account.customerId,
-    mode: plan ? "subscription" : "setup",
-    plan,
-    seats: plan === "team" ? Math.max(1, account.seats) : undefined,
+    mode: target.plan ? "subscription" : "setup",
+    plan: target.plan,
+    seats: target.plan === "team" ? Math.max(1, target.seats ?? account.seats) : undefined,
     successUrl: `${back}?done=1`,
     cancelUrl: back,
   });

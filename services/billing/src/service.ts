@@ -11,7 +11,7 @@ import { loadBillingConfig } from "./config.ts";
 import type { BillingContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { createProvider } from "./provider/index.ts";
-import { chargeRpc } from "./rpc/charge.ts";
+import { cardCheckRpc, chargeRpc } from "./rpc/charge.ts";
 import { entitlementsRpc } from "./rpc/entitlements.ts";
 import { refundRpc } from "./rpc/refund.ts";
 import { localActRpc, settingsLinkRpc, settingsRpc } from "./rpc/settings.ts";
@@ -50,6 +50,7 @@ export async function startBillingService(deps: ServiceDeps): Promise<BillingSer
     rpc: {
       [rpcMethods.billing.entitlements]: entitlementsRpc(ctx),
       [rpcMethods.billing.charge]: chargeRpc(ctx),
+      [rpcMethods.billing.card]: cardCheckRpc(ctx),
       [rpcMethods.billing.refund]: refundRpc(ctx),
       [rpcMethods.billing.settings]: settingsRpc(ctx),
       [rpcMethods.billing.settingsLink]: settingsLinkRpc(ctx),

@@ -94,7 +94,14 @@ describe("StripeProvider against the fake", () => {
         .split("/")
         .pop()!,
     )!;
-    expect(team.line_items).toEqual([{ price: "price_team", quantity: "7" }]);
+    // Issue 26 item 1: the seats are filled in and the person may choose another number on Stripe's page.
+    expect(team.line_items).toEqual([
+      {
+        price: "price_team",
+        quantity: "7",
+        adjustable_quantity: { enabled: "true", minimum: "1", maximum: "1000" },
+      },
+    ]);
   });
 
   test("checkoutUrl for an unknown customer fails (Stripe's resource_missing)", async () => {

@@ -84,8 +84,11 @@ export async function removeMember(
   );
 
   if (!call.confirmation) {
+    const receiver = given ?? fallback;
+    const others = emails.filter((email) => email !== receiver);
     const moving = owned.apps.length
-      ? `Their ${owned.apps.length} app(s) move to the member you choose: ${appList(owned.apps)}.`
+      ? `Their ${owned.apps.length === 1 ? "app moves" : `${owned.apps.length} apps move`} to ${receiver === me.email.toLowerCase() ? `you (${receiver})` : receiver}: ${appList(owned.apps)}.` +
+        (given || others.length === 0 ? "" : ` Another member may receive them instead: ${others.join(", ")}.`)
       : "They own no apps in the organization.";
     const question = buildQuestion(
       orgs.confirmKey,
@@ -101,13 +104,13 @@ export async function removeMember(
                 title: "Who receives the apps",
                 description: "The member who will own them",
                 enum: emails,
-                default: given ?? fallback,
+                default: receiver,
               },
             }
           : { confirm: { type: "boolean", title: `Remove ${target.email}`, description: "Remove them now" } },
         required: [owned.apps.length ? "appsRecipient" : "confirm"],
         fallback: "link",
-        data: { member: memberOut(target), appsToMove: owned.apps, appsRecipient: given ?? fallback },
+        data: { member: memberOut(target), appsToMove: owned.apps, appsRecipient: receiver },
       },
     );
     return { ask: question };

@@ -1,3 +1,4 @@
+import { seatsUsedRpc } from "./rpc/seats.ts";
 import {
   createOutboxRelay,
   EntitlementsCache,
@@ -56,6 +57,7 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
       [rpcMethods.orgs.mailOutbox]: mailOutboxRpc(orgs),
       [rpcMethods.orgs.sendVerificationMail]: sendVerificationMailRpc(orgs),
       [rpcMethods.orgs.sendPasswordResetMail]: sendPasswordResetMailRpc(orgs),
+      [rpcMethods.orgs.seatsUsed]: seatsUsedRpc(orgs),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger }),
     logger,

@@ -3,7 +3,7 @@ import { ToolError, isToolError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { callRpc } from "../rpc.ts";
 import { rpcMethods } from "../subjects.ts";
-import { EntitlementsSchema, type Entitlements, type LimitName } from "./plans.ts";
+import { EntitlementsSchema, PLAN_TABLE, type Entitlements, type LimitName } from "./plans.ts";
 
 // What services ask billing before an action a plan limits (a new app, a data write, an invitation, a custom
 // domain): the account's entitlements, kept briefly per instance and dropped the moment billing announces a plan
@@ -85,6 +85,7 @@ export function checkLimit(entitlements: Entitlements | null, limit: LimitName, 
   if (!entitlements) return;
   const max = entitlements.limits[limit];
   if (max === null || used + adding <= max) return;
+  if (limit === "seats") throw seatsRefusal(entitlements, max, used, used + adding);
   // A plan without the thing at all says so, rather than "allows 0 custom domains, and this account has 0".
   const state =
     max === 0 && limit !== "storageBytes"
@@ -94,4 +95,18 @@ export function checkLimit(entitlements: Entitlements | null, limit: LimitName, 
     "needs_payment",
     `${state} Nothing was changed. The user can upgrade at ${entitlements.settingsUrl} (give them the link), then try again.`,
   );
+}
+
+/**
+ * Seats: members and open invitations. A plan paid per seat is told to add seats, one that is not to move to Team; the
+ * link opens the billing page with the seats needed filled in.
+ */
+function seatsRefusal(entitlements: Entitlements, max: number, used: number, needed: number): ToolError {
+  const info = PLAN_TABLE[entitlements.plan];
+  const link = `${entitlements.settingsUrl}?seats=${needed}`;
+  const people = (n: number) => `${n} ${n === 1 ? "person" : "people"}`;
+  const state = info.perSeat
+    ? `The ${info.title} plan pays for ${max} seat${max === 1 ? "" : "s"} and this organization has ${people(used)} (members and open invitations); this needs ${needed}. Nothing was changed. The user adds seats at ${link}`
+    : `The ${entitlements.plan} plan allows ${people(max)}, and this account has ${used}. Nothing was changed. Members and open invitations each take a seat; Team is paid per seat: the user moves to Team with ${needed} seats at ${link}`;
+  return new ToolError("needs_payment", `${state} (give them the link), then try again.`);
 }

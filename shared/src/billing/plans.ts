@@ -17,18 +17,20 @@ export interface PlanLimits {
   seats: number | null;
 }
 
+export type AccountKind = "personal" | "company";
+
 export interface PlanInfo {
   plan: Plan;
   title: string;
-  /** Who it is for, in a few words. */
+  /** Who it is for, in a few words (the plan table and the billing tool say it). */
   forWhom: string;
   /** Price a month: for `team` per seat; null = priced by agreement (enterprise). */
   monthlyCents: number | null;
   perSeat: boolean;
   /** Whether a person can choose it on the checkout page (enterprise is arranged with sales). */
   selfServe: boolean;
-  /** Only for company accounts. */
-  companyOnly: boolean;
+  /** The accounts that may choose it: Pro is one person's, Team and Enterprise are organizations'. */
+  accounts: readonly AccountKind[];
   limits: PlanLimits;
 }
 
@@ -38,44 +40,52 @@ export const PLAN_TABLE: Readonly<Record<Plan, PlanInfo>> = {
   free: {
     plan: "free",
     title: "Free",
-    forWhom: "trying Hatch",
+    forWhom: "trying Hatch: your own apps, or an organization of up to 3 people",
     monthlyCents: 0,
     perSeat: false,
     selfServe: true,
-    companyOnly: false,
+    accounts: ["personal", "company"],
     limits: { apps: 3, customDomains: 0, storageBytes: 0.5 * GB, companyAiTokensPerMonth: 100_000, seats: 3 },
   },
   pro: {
     plan: "pro",
     title: "Pro",
-    forWhom: "one person's apps",
+    forWhom: "one person's apps, in a personal account",
     monthlyCents: 1200,
     perSeat: false,
     selfServe: true,
-    companyOnly: false,
+    accounts: ["personal"],
     limits: { apps: 50, customDomains: 10, storageBytes: 20 * GB, companyAiTokensPerMonth: 0, seats: 1 },
   },
   team: {
     plan: "team",
     title: "Team",
-    forWhom: "a company's apps, priced per seat",
+    forWhom: "organizations, paid per seat (a member or an open invitation)",
     monthlyCents: 2000,
     perSeat: true,
     selfServe: true,
-    companyOnly: true,
+    accounts: ["company"],
     limits: { apps: 500, customDomains: 50, storageBytes: 100 * GB, companyAiTokensPerMonth: 5_000_000, seats: null },
   },
   enterprise: {
     plan: "enterprise",
     title: "Enterprise",
-    forWhom: "larger companies, by agreement",
+    forWhom: "larger organizations, by agreement",
     monthlyCents: null,
     perSeat: true,
     selfServe: false,
-    companyOnly: true,
+    accounts: ["company"],
     limits: { apps: null, customDomains: null, storageBytes: null, companyAiTokensPerMonth: null, seats: null },
   },
 };
+
+/** The paid plans an account of this kind chooses itself: Pro for a person, Team for an organization. */
+export function paidPlanFor(kind: AccountKind): "pro" | "team" {
+  return kind === "company" ? "team" : "pro";
+}
+
+/** Most seats one checkout or change buys (Stripe's adjustable quantity needs a maximum). */
+export const MAX_SEATS = 1000;
 
 /** What a billing state means for paid features: past_due keeps them for now; suspended and canceled fall back to free. */
 export function effectivePlan(plan: Plan, state: BillingState): Plan {
@@ -133,6 +143,18 @@ export const ChargeResultSchema = z.object({
 });
 export type ChargeResult = z.infer<typeof ChargeResultSchema>;
 
+/**
+ * billing `card` (rpc, the ctx of a person acting as the account): whether a card is on file, before anything that
+ * will charge it asks the person for more (buy_domain); without one, the page where they add it.
+ */
+export const CardCheckInputSchema = z.object({ accountId: z.string().min(1) });
+export const CardCheckSchema = z.object({
+  cardOnFile: z.boolean(),
+  /** Without a card: where the person adds one (the settings page for ChatGPT); null with a card. */
+  addCardUrl: z.string().nullable(),
+});
+export type CardCheck = z.infer<typeof CardCheckSchema>;
+
 /** billing `refund` (rpc, the ctx of the person the charge was for, or a service's system call): gives a charge back. */
 export const RefundInputSchema = z.object({
   accountId: z.string().min(1),
@@ -174,12 +196,12 @@ const price = (info: PlanInfo) =>
 export function planTableMarkdown(): string {
   const rows = Object.values(PLAN_TABLE).map((info) => {
     const l = info.limits;
-    const seats = info.plan === "team" ? "as paid for" : count(l.seats);
-    return `| ${info.title} | ${price(info)} | ${count(l.apps)} | ${count(l.customDomains)} | ${size(l.storageBytes)} | ${info.companyOnly || l.companyAiTokensPerMonth ? count(l.companyAiTokensPerMonth) : "-"} | ${seats} |`;
+    const seats = info.perSeat ? "the seats paid for" : info.accounts.includes("company") ? count(l.seats) : "1 (you)";
+    return `| ${info.title} | ${price(info)} | ${count(l.apps)} | ${count(l.customDomains)} | ${size(l.storageBytes)} | ${info.accounts.includes("company") ? count(l.companyAiTokensPerMonth) : "-"} | ${seats} | ${info.forWhom} |`;
   });
   return [
-    "| plan | price | apps | custom domains | data and files | AI tokens a month through the company's key | people |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    "| plan | price | apps | custom domains | data and files | AI tokens a month through the company's key | people | for |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
   ].join("\n");
 }

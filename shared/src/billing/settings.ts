@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MoneySchema } from "../contracts/common.ts";
 import { BILLING_STATES, PLANS } from "../contracts/billing.ts";
+import { MAX_SEATS } from "./plans.ts";
 
 // What the gateway's billing pages (/dashboard/billing and the local checkout and portal) ask billing over the bus.
 // The ctx is always the person's own, signed for the page; billing checks it exactly as for the `billing` tool.
@@ -14,6 +15,8 @@ export const BillingSettingsSchema = z.object({
   plan: z.enum(PLANS),
   state: z.enum(BILLING_STATES),
   seats: z.number().int(),
+  /** An organization's members and open invitations (what Team's seats must cover); null for a personal account. */
+  seatsUsed: z.number().int().nullable(),
   cardOnFile: z.boolean(),
   usage: z.object({
     periodStart: z.string(),
@@ -29,8 +32,10 @@ export type BillingSettings = z.infer<typeof BillingSettingsSchema>;
 
 /** `settings.link`: the provider page a settings button leads to (created on click, not on every page view). */
 export const BillingLinkInputSchema = z.object({
-  to: z.enum(["checkout", "portal"]),
+  /** checkout = add a card (with a plan: start it); portal = manage; seats = pay for this many seats (Team). */
+  to: z.enum(["checkout", "portal", "seats"]),
   plan: z.enum(["pro", "team"]).optional(),
+  seats: z.number().int().min(1).max(MAX_SEATS).optional(),
 });
 export const BillingLinkSchema = z.object({ url: z.string() });
 
@@ -39,8 +44,15 @@ export const BillingLinkSchema = z.object({ url: z.string() });
  * the number typed ("ok" only for the test card 4242 4242 4242 4242), never the number.
  */
 export const LocalActInputSchema = z.discriminatedUnion("action", [
-  z.object({ action: z.literal("checkout"), card: z.enum(["ok", "declined"]), plan: z.enum(["free", "pro", "team"]) }),
+  z.object({
+    action: z.literal("checkout"),
+    card: z.enum(["ok", "declined"]),
+    plan: z.enum(["free", "pro", "team"]),
+    /** For team: the seats chosen on the page. */
+    seats: z.number().int().min(1).max(MAX_SEATS).optional(),
+  }),
   z.object({ action: z.literal("plan"), plan: z.enum(["free", "pro", "team"]) }),
+  z.object({ action: z.literal("seats"), seats: z.number().int().min(1).max(MAX_SEATS) }),
   z.object({ action: z.literal("remove_card") }),
 ]);
 export type LocalActInput = z.infer<typeof LocalActInputSchema>;

@@ -24,16 +24,21 @@ export const billing = defineTool({
     "Reports the billing of the user's account or organization: the plan, its state, whether a card is on " +
     "file, and this month's usage and amount so far. When the user must act (add a card, fix a failed " +
     "payment, change the plan) the result holds a url: give it to the user to open in a browser and do it " +
-    "there. Never ask for card details in the chat. Set manage to true to get that url anyway.",
+    "there. Never ask for card details in the chat. manage = also the links to add a card and to change the plan; " +
+    "seats = the link where the user pays for that many seats (organizations; a seat is a member or an open invitation).",
   service: "billing",
   class: "read",
   openWorld: true,
   input: z
     .object({
-      manage: z
-        .boolean()
-        .default(false)
-        .describe("true = also return a url where the user can add a card or change the plan"),
+      manage: z.boolean().default(false).describe("true = also return links to add a card and to change the plan"),
+      seats: z
+        .number()
+        .int()
+        .min(1)
+        .max(1000)
+        .optional()
+        .describe("An organization's seats to pay for (Team); returns the link where the user confirms"),
     })
     .strict(),
   output: z.object({
@@ -59,6 +64,14 @@ export const billing = defineTool({
       .string()
       .nullable()
       .describe("Page where the user acts: the payment provider's page, or the billing settings page"),
+    links: z
+      .object({
+        addCard: z.string().nullable().describe("Add or change the card; never changes the plan"),
+        plan: z.string().nullable().describe("Change the plan (from Free: start Pro or Team)"),
+        seats: z.string().nullable().describe("Change an organization's seats; null for a personal account"),
+      })
+      .optional()
+      .describe("With manage or seats: one page per action"),
   }),
 });
 

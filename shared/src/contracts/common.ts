@@ -67,11 +67,74 @@ export const DATE_INPUT_MIN = "2000-01-01";
 export const DATE_INPUT_MAX = "2999-12-31";
 const DATE_INPUT_PROBLEM = `Use a date from ${DATE_INPUT_MIN} to ${DATE_INPUT_MAX}, as YYYY-MM-DD (e.g. 2026-03-01)`;
 
-/** A calendar day a tool takes as input, bounded (DATE_INPUT_MIN..MAX); every date input uses this one schema. */
+/**
+ * A calendar day a tool takes as input, bounded (DATE_INPUT_MIN..MAX); every date input uses this one schema. Besides
+ * YYYY-MM-DD it reads the forms a model writes: an ISO time (its UTC day: 2026-03-01T10:00:00Z), 2026/03/01, and
+ * English month names (March 1, 2026; 1 Mar 2026). Anything else, or an impossible day, is refused with an example.
+ */
 export function dateInputSchema() {
-  return z.iso
-    .date({ error: DATE_INPUT_PROBLEM })
-    .refine((day) => day >= DATE_INPUT_MIN && day <= DATE_INPUT_MAX, { error: DATE_INPUT_PROBLEM });
+  return z
+    .string()
+    .max(64)
+    .transform(dayOf)
+    .pipe(
+      z.iso
+        .date({ error: DATE_INPUT_PROBLEM })
+        .refine((day) => day >= DATE_INPUT_MIN && day <= DATE_INPUT_MAX, { error: DATE_INPUT_PROBLEM }),
+    );
+}
+
+const MONTH_NAMES = [
+  "january",
+  "february",
+  "march",
+  "april",
+  "may",
+  "june",
+  "july",
+  "august",
+  "september",
+  "october",
+  "november",
+  "december",
+];
+const pad = (n: number | string) => String(n).padStart(2, "0");
+
+/** The YYYY-MM-DD a written date means (UTC), or the text itself when it is none of the forms read (then refused). */
+function dayOf(text: string): string {
+  const given = text.trim();
+  if (/^\d{4}-\d{2}-\d{2}$/.test(given)) return given;
+  const slashed = /^(\d{4})\/(\d{1,2})\/(\d{1,2})$/.exec(given);
+  if (slashed) return `${slashed[1]}-${pad(slashed[2]!)}-${pad(slashed[3]!)}`;
+  const time = /^(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i.exec(given);
+  if (time) {
+    // Without a zone the day is the one written; with one, the UTC day of that moment.
+    if (!time[2]) return time[1]!;
+    const at = Date.parse(given.replace(" ", "T").replace(/([+-]\d{2})(\d{2})$/, "$1:$2"));
+    return Number.isFinite(at) ? utcDay(at, time[1]!) : given;
+  }
+  // March 1, 2026 / 1 March 2026 / Mar 1st 2026.
+  const words = given
+    .toLowerCase()
+    .replace(/,/g, " ")
+    .replace(/(\d)(st|nd|rd|th)\b/g, "$1")
+    .split(/\s+/);
+  const monthOf = (w: string) =>
+    w.length >= 3 ? MONTH_NAMES.findIndex((name) => name.startsWith(w.replace(/\.$/, ""))) : -1;
+  if (words.length === 3 && /^\d{4}$/.test(words[2]!)) {
+    const [first, second, year] = words as [string, string, string];
+    const [month, day] = /^\d{1,2}$/.test(first) ? [monthOf(second), first] : [monthOf(first), second];
+    if (month >= 0 && /^\d{1,2}$/.test(day)) return `${year}-${pad(month + 1)}-${pad(day)}`;
+  }
+  return given;
+}
+
+/** The UTC day of a moment; an impossible day written (2025-02-30T…) stays refused rather than rolled over. */
+function utcDay(at: number, written: string): string {
+  const [y, m, d] = written.split("-").map(Number) as [number, number, number];
+  const check = new Date(Date.UTC(y, m - 1, d));
+  if (check.getUTCMonth() !== m - 1 || check.getUTCDate() !== d) return written;
+  return new Date(at).toISOString().slice(0, 10);
 }
 
 export const EmailSchema = z

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { plainText, textBlock } from "../text.ts";
 import {
-  AppAddressSchema,
+  AppRefSchema,
   AssignableRoleSchema,
   dateInputSchema,
   EmailSchema,
@@ -205,10 +205,9 @@ export const org_member_update = defineTool({
   title: "Change or remove a member",
   description:
     "Changes a member's role and permissions (update) or removes a member (remove): managers only, for people whose " +
-    "role is at most their own, never the owner. On remove, the first call lists the apps that will move: show it " +
-    "to the user, ask who receives them, and call again with appsRecipient; the user then confirms in their client " +
-    "or through a link. transfer_ownership makes the member the owner (the old owner becomes an admin): the owner " +
-    "only.",
+    "role is at most their own, never the owner. remove asks the user once (a form or one link), showing the apps " +
+    "that move and their receiver: you (the owner when you leave) unless the user picks another member there. " +
+    "transfer_ownership makes the member the owner (the old owner becomes an admin): the owner only.",
   service: "orgs",
   class: "delete",
   input: z
@@ -227,7 +226,7 @@ export const org_member_update = defineTool({
         .optional()
         .describe("For update: the full new list of extra permissions (replaces the old list)"),
       appsRecipient: EmailSchema.optional().describe(
-        "For remove: email of the member who receives the removed person's apps, as the user chose",
+        "For remove: the member who receives the removed person's apps, only when the user already named one",
       ),
     })
     .strict(),
@@ -235,8 +234,8 @@ export const org_member_update = defineTool({
     status: z
       .enum(["updated", "removed", "transferred", "choose_recipient", "needs_user"])
       .describe(
-        "choose_recipient = nothing changed yet; show appsToMove, ask who receives them, call again with " +
-          "appsRecipient",
+        "needs_user = nothing changed yet: the user confirms through userAction; appsToMove go to appsRecipient " +
+          "unless the user picks another member there (choose_recipient is no longer sent)",
       ),
     member: MemberSchema.nullable().describe("The member after the change; null once removed"),
     appsToMove: z
@@ -257,10 +256,14 @@ export const org_activity = defineTool({
   class: "read",
   input: z
     .object({
-      from: dateInputSchema().optional().describe("Only entries on or after this date, YYYY-MM-DD (UTC)"),
-      to: dateInputSchema().optional().describe("Only entries on or before this date, YYYY-MM-DD (UTC)"),
+      from: dateInputSchema()
+        .optional()
+        .describe("Only entries on or after this day (UTC), e.g. 2026-03-01; a time is read as its UTC day"),
+      to: dateInputSchema()
+        .optional()
+        .describe("Only entries on or before this day (UTC), e.g. 2026-03-31; a time is read as its UTC day"),
       person: EmailSchema.optional().describe("Only what this person did"),
-      app: AppAddressSchema.optional().describe("Only entries about the app with this address"),
+      app: AppRefSchema.optional().describe("Only entries about this app: its address, URL or exact name"),
       action: z
         .string()
         .regex(/^[a-z_]+(?:\.[a-z_]+)*$/)

@@ -18,10 +18,14 @@ export function createLocalProvider(db: Database, baseUrl: string): PaymentProvi
     async checkoutUrl(request: CheckoutRequest) {
       const query = new URLSearchParams({ mode: request.mode });
       if (request.plan) query.set("plan", request.plan);
+      if (request.plan === "team" && request.seats) query.set("seats", String(request.seats));
       return `${baseUrl}/dashboard/billing/checkout?${query}`;
     },
     async portalUrl() {
       return `${baseUrl}/dashboard/billing/portal`;
+    },
+    async seatsUrl(request) {
+      return `${baseUrl}/dashboard/billing/portal?seats=${request.seats}`;
     },
     async charge(charge: OneOffCharge): Promise<ChargeOutcome> {
       const [account] = await db

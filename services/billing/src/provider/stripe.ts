@@ -1,4 +1,4 @@
-import type { Plan } from "@hatch/shared";
+import { MAX_SEATS, type Plan } from "@hatch/shared";
 import Stripe from "stripe";
 import type { StripeSettings } from "../config.ts";
 import type { ChargeOutcome, CheckoutRequest, OneOffCharge, PaymentProvider } from "./types.ts";
@@ -42,11 +42,19 @@ export class StripeProvider implements PaymentProvider {
       session = await this.client.checkout.sessions.create({ ...common, mode: "setup", currency: "usd" });
     } else {
       if (!request.plan) throw new Error("a subscription checkout needs a plan");
-      const quantity = request.plan === "team" ? Math.max(1, request.seats ?? 1) : 1;
+      // Team is paid per seat: the seats filled in, which the person may change on Stripe's page.
+      const item: Stripe.Checkout.SessionCreateParams.LineItem =
+        request.plan === "team"
+          ? {
+              price: this.prices.team,
+              quantity: Math.min(MAX_SEATS, Math.max(1, request.seats ?? 1)),
+              adjustable_quantity: { enabled: true, minimum: 1, maximum: MAX_SEATS },
+            }
+          : { price: this.prices[request.plan], quantity: 1 };
       session = await this.client.checkout.sessions.create({
         ...common,
         mode: "subscription",
-        line_items: [{ price: this.prices[request.plan], quantity }],
+        line_items: [item],
         subscription_data: { metadata: { hatch_plan: request.plan } },
       });
     }
@@ -56,6 +64,31 @@ export class StripeProvider implements PaymentProvider {
 
   async portalUrl(customerId: string, returnUrl: string): Promise<string> {
     const session = await this.client.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl });
+    return session.url;
+  }
+
+  /** The portal's confirm step of one update: the subscription item's quantity becomes `seats`. */
+  async seatsUrl(request: {
+    customerId: string;
+    subscriptionId: string;
+    seats: number;
+    returnUrl: string;
+  }): Promise<string> {
+    const subscription = await this.client.subscriptions.retrieve(request.subscriptionId);
+    const item = subscription.items.data.find((i) => i.price.id === this.prices.team) ?? subscription.items.data[0];
+    if (!item) throw new Error("the subscription has no item to change");
+    const session = await this.client.billingPortal.sessions.create({
+      customer: request.customerId,
+      return_url: request.returnUrl,
+      flow_data: {
+        type: "subscription_update_confirm",
+        subscription_update_confirm: {
+          subscription: request.subscriptionId,
+          items: [{ id: item.id, quantity: request.seats }],
+        },
+        after_completion: { type: "redirect", redirect: { return_url: request.returnUrl } },
+      },
+    });
     return session.url;
   }
 

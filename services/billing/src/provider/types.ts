@@ -9,6 +9,7 @@ export interface CheckoutRequest {
   /** setup = add a card; subscription = start or change a paid plan (with a card). */
   mode: "setup" | "subscription";
   plan?: Exclude<Plan, "free" | "enterprise">;
+  /** For team: the seats filled in; the person may choose another number on the page. */
   seats?: number;
   /** Where the person lands after finishing (success) or giving up (cancel). */
   successUrl: string;
@@ -37,6 +38,11 @@ export interface PaymentProvider {
   checkoutUrl(request: CheckoutRequest): Promise<string>;
   /** A page where the person manages card, plan and cancellation: Stripe's customer portal, or the local one. */
   portalUrl(customerId: string, returnUrl: string): Promise<string>;
+  /**
+   * A page where the person confirms paying for `seats` seats on their subscription (the quantity of its item):
+   * Stripe's portal at the confirm step of that update, or the local portal with the number filled in.
+   */
+  seatsUrl(request: { customerId: string; subscriptionId: string; seats: number; returnUrl: string }): Promise<string>;
   /** An off-session charge of the card on file; the same key never charges twice. */
   charge(charge: OneOffCharge): Promise<ChargeOutcome>;
   refund(chargeId: string, idempotencyKey: string): Promise<void>;

@@ -1,4 +1,11 @@
-import { bindRpc, ChargeInputSchema, ToolError, type ChargeResult } from "@hatch/shared";
+import {
+  bindRpc,
+  CardCheckInputSchema,
+  ChargeInputSchema,
+  ToolError,
+  type CardCheck,
+  type ChargeResult,
+} from "@hatch/shared";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { ensureAccount, linkFor } from "../account.ts";
 import type { BillingContext } from "../context.ts";
@@ -109,7 +116,7 @@ export function chargeRpc(billing: BillingContext) {
       if (outcome.status === "charged")
         result = { status: "charged", chargeId: outcome.chargeId, message: null, url: null };
       else if (outcome.status === "refused") {
-        const url = await linkFor(billing, ctx, account, outcome.reason === "no_card" ? "checkout" : "portal");
+        const url = await linkFor(billing, ctx, account, { to: outcome.reason === "no_card" ? "checkout" : "portal" });
         const message =
           outcome.reason === "no_card"
             ? "No card is on file: add one, then try again."
@@ -136,4 +143,27 @@ export function chargeRpc(billing: BillingContext) {
     },
     { writes: true },
   );
+}
+
+/**
+ * `card`: whether the account has a card to charge, asked before a purchase asks the person anything more. The row's
+ * flag (kept by the provider's updates); a Stripe account without it is asked of Stripe, as a webhook may be late.
+ */
+export function cardCheckRpc(billing: BillingContext) {
+  return bindRpc(CardCheckInputSchema, async ({ ctx, input }): Promise<CardCheck> => {
+    if (!ctx || ctx.account !== input.accountId)
+      throw new ToolError("forbidden", "A card check needs the context of a person acting as that account.");
+    const account = await ensureAccount(billing, {
+      accountId: input.accountId,
+      accountKind: ctx.accountKind ?? "personal",
+      ctx,
+    });
+    const cardOnFile =
+      account.cardOnFile ||
+      (billing.provider.kind === "stripe" && (await billing.provider.hasCard(account.customerId)));
+    return {
+      cardOnFile,
+      addCardUrl: cardOnFile ? null : await linkFor(billing, ctx, account, { to: "checkout" }),
+    };
+  });
 }

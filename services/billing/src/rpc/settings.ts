@@ -7,7 +7,7 @@ import {
   ToolError,
   type BillingSettings,
 } from "@hatch/shared";
-import { ensureAccount, linkFor, payerOf, usageOf, type AccountRow } from "../account.ts";
+import { ensureAccount, linkFor, payerOf, seatsInUse, usageOf, type AccountRow, type LinkTarget } from "../account.ts";
 import type { BillingContext } from "../context.ts";
 import { applyBillingUpdate } from "../provider/apply.ts";
 
@@ -18,6 +18,7 @@ function settingsOf(
   account: AccountRow,
   kind: "personal" | "company",
   usage: BillingSettings["usage"],
+  seatsUsed: number | null,
 ): BillingSettings {
   return {
     accountId: account.accountId,
@@ -26,6 +27,7 @@ function settingsOf(
     plan: account.plan,
     state: account.state,
     seats: account.seats,
+    seatsUsed,
     cardOnFile: account.cardOnFile,
     usage,
   };
@@ -35,19 +37,40 @@ export function settingsRpc(billing: BillingContext) {
   return bindRpc(BillingSettingsInputSchema, async ({ ctx }): Promise<BillingSettings> => {
     const payer = payerOf(ctx);
     const account = await ensureAccount(billing, payer);
-    return settingsOf(account, payer.accountKind, await usageOf(billing, account));
+    const [usage, used] = await Promise.all([usageOf(billing, account), seatsInUse(billing, payer)]);
+    return settingsOf(account, payer.accountKind, usage, used);
   });
 }
 
 export function settingsLinkRpc(billing: BillingContext) {
   return bindRpc(BillingLinkInputSchema, async ({ ctx, input }) => {
     const payer = payerOf(ctx);
-    if (input.plan === "team" && payer.accountKind !== "company")
-      throw new ToolError("invalid_input", "The Team plan is for companies; choose Pro.");
+    refuseOtherKind(input.plan, payer.accountKind);
+    if (input.to === "seats" && payer.accountKind !== "company")
+      throw new ToolError("invalid_input", "Seats are for organizations (the Team plan).");
     const account = await ensureAccount(billing, payer);
     // The page is the settings page itself, so a ChatGPT ctx never reaches here; the website's ctx gets the provider.
-    return { url: await linkFor(billing, payer.ctx, account, input.to, input.plan) };
+    const target: LinkTarget =
+      input.to === "seats"
+        ? { to: "seats", seats: input.seats ?? Math.max(1, (await seatsInUse(billing, payer)) ?? account.seats) }
+        : input.to === "portal"
+          ? { to: "portal" }
+          : {
+              to: "checkout",
+              plan: input.plan,
+              seats:
+                input.plan === "team" ? (input.seats ?? (await seatsInUse(billing, payer)) ?? undefined) : undefined,
+            };
+    return { url: await linkFor(billing, payer.ctx, account, target) };
   });
+}
+
+/** Pro is one person's plan, Team an organization's: the other kind is refused with the plan it should choose. */
+function refuseOtherKind(plan: string | undefined, kind: "personal" | "company"): void {
+  if (plan === "team" && kind !== "company")
+    throw new ToolError("invalid_input", "The Team plan is for organizations; choose Pro.");
+  if (plan === "pro" && kind === "company")
+    throw new ToolError("invalid_input", "The Pro plan is for one person's account; organizations choose Team.");
 }
 
 /** `local.act`: the local checkout and portal pages' outcome, applied as the provider's own updates. */
@@ -64,8 +87,9 @@ export function localActRpc(billing: BillingContext) {
       if (payer.ctx.scope === "read")
         throw new ToolError("forbidden", "This session is read-only; sign in again to change billing.");
       const account = await ensureAccount(billing, payer);
-      if ("plan" in input && input.plan === "team" && payer.accountKind !== "company")
-        throw new ToolError("invalid_input", "The Team plan is for companies; choose Pro.");
+      if ("plan" in input) refuseOtherKind(input.plan, payer.accountKind);
+      if (input.action === "seats" && (payer.accountKind !== "company" || account.plan !== "team"))
+        return { ok: false, message: "Seats are changed on the Team plan; choose Team first." };
       const at = new Date();
       const base = {
         id: `evt_local_${randomId(16)}`,
@@ -73,11 +97,11 @@ export function localActRpc(billing: BillingContext) {
         customerId: account.customerId,
         at,
       };
-      const subscription = (plan: "free" | "pro" | "team") => ({
+      const subscription = (plan: "free" | "pro" | "team", seats = account.seats) => ({
         id: plan === "free" ? null : (account.subscriptionId ?? `sub_local_${randomId(12)}`),
         plan,
         state: "active" as const,
-        seats: plan === "team" ? Math.max(1, account.seats) : 1,
+        seats: plan === "team" ? Math.max(1, seats) : 1,
         currentPeriodEnd:
           plan === "free" ? null : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, at.getUTCDate())),
       });
@@ -89,15 +113,26 @@ export function localActRpc(billing: BillingContext) {
             message: "The card was declined. On this local server only the test card 4242 4242 4242 4242 works.",
           };
         }
+        const seats = input.plan === "team" ? (input.seats ?? account.seats) : 1;
+        const changes = input.plan !== account.plan || (input.plan === "team" && seats !== account.seats);
         await applyBillingUpdate(billing.db, billing.logger, {
           ...base,
           cardOnFile: true,
-          ...(input.plan !== account.plan ? { subscription: subscription(input.plan) } : {}),
+          ...(changes ? { subscription: subscription(input.plan, seats) } : {}),
         });
         return {
           ok: true,
-          message: input.plan === account.plan ? "Card saved." : `Card saved; you are on ${input.plan} now.`,
+          message: !changes
+            ? "Card saved."
+            : `Card saved; you are on ${input.plan}${input.plan === "team" ? ` with ${seats} seat${seats === 1 ? "" : "s"}` : ""} now.`,
         };
+      }
+      if (input.action === "seats") {
+        await applyBillingUpdate(billing.db, billing.logger, {
+          ...base,
+          subscription: subscription("team", input.seats),
+        });
+        return { ok: true, message: `You pay for ${input.seats} seat${input.seats === 1 ? "" : "s"} now.` };
       }
       if (input.action === "plan") {
         if (input.plan !== "free" && !account.cardOnFile) return { ok: false, message: "Add a card first (checkout)." };

@@ -4,6 +4,7 @@ import {
   buildQuestion,
   buy_domain,
   callRpc,
+  CardCheckSchema,
   checkConfirm,
   consumeConfirm,
   isToolError,
@@ -12,6 +13,8 @@ import {
   type AppLookup,
   type BuyDomainInput,
   type BuyDomainOutput,
+  type CardCheck,
+  type Logger,
   type CallContext,
   type ConfirmClaims,
   type ToolOutcome,
@@ -85,9 +88,23 @@ export function buyDomainTool(domains: DomainsContext) {
         );
       throw new ToolError("conflict", `${domain} is not available to buy. Pick another name with find_domain.`);
     }
+    // No card, no questions: the person adds one first (a card removed since is still refused by the charge).
+    const card = confirmation ? null : await cardCheck(domains, ctx, log);
     const app = input.address ? await lookupApp(domains, ctx, input.address) : null;
     const offer = await currentOffer(domains, domain);
 
+    if (card && !card.cardOnFile) {
+      const url = card.addCardUrl;
+      const message = `No card is on file, so ${domain} (${money(offer.firstYearMinor).formatted} the first year) cannot be bought yet. The user adds a card at ${url ?? "the billing settings"}, then you call buy_domain again. Nothing was bought or charged.`;
+      return {
+        text: message,
+        data: {
+          ...offerData(domain, offer),
+          status: "needs_user",
+          userAction: { kind: "open_link", message, fields: [], url, expiresAt: null },
+        },
+      };
+    }
     if (!confirmation) return { ask: await ask(domains, ctx, input, offer, null) };
 
     // The confirmation holds for the exact price it showed: a different price now asks again.
@@ -223,6 +240,23 @@ export function buyDomainTool(domains: DomainsContext) {
         `It is being registered now; DNS and the HTTPS certificate follow by themselves, usually within minutes. Follow it with domain_status.`,
     );
   });
+}
+
+/** Whether the account has a card, asked of billing; null while billing cannot say (the charge still decides). */
+async function cardCheck(domains: DomainsContext, ctx: CallContext, log: Logger): Promise<CardCheck | null> {
+  try {
+    return await callRpc(
+      domains.bus,
+      "billing",
+      rpcMethods.billing.card,
+      { accountId: ctx.account! },
+      CardCheckSchema,
+      { ctx: resign(ctx, domains.contextKey), timeoutMs: 5_000 },
+    );
+  } catch (error) {
+    log.warn("card check failed; the purchase asks on", { error });
+    return null;
+  }
 }
 
 async function lookupApp(domains: DomainsContext, ctx: CallContext, address: string): Promise<AppLookup> {

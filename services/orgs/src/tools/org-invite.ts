@@ -1,3 +1,4 @@
+import { seatsUsed } from "../rpc/seats.ts";
 import {
   bindTool,
   checkLimitLocked,
@@ -9,7 +10,7 @@ import {
   type ToolInput,
   type ToolOutput,
 } from "@hatch/shared";
-import { and, count, eq, gt, inArray, isNull, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, type Tx } from "../db/accounts.ts";
 import { hashToken, invitationOut, newInvitationSecrets, type InvitationRow } from "../db/invitations.ts";
@@ -203,19 +204,8 @@ async function checkSeats(
     accountId,
     adding,
     used: async () => {
-      const [held] = await tx.select({ n: count() }).from(members).where(eq(members.accountId, accountId));
-      const [open] = await tx
-        .select({ n: count() })
-        .from(invitations)
-        .where(
-          and(
-            eq(invitations.accountId, accountId),
-            isNull(invitations.acceptedAt),
-            isNull(invitations.revokedAt),
-            gt(invitations.expiresAt, now),
-          ),
-        );
-      return (held?.n ?? 0) + (open?.n ?? 0);
+      const used = await seatsUsed(tx, accountId, now);
+      return used.members + used.invitations;
     },
   });
 }
