@@ -162,7 +162,7 @@ for (const mode of MODES) {
       await page.goto(await resetLink(hatch, user.email));
       await page.getByLabel("New password").fill("a fresh passphrase");
       await press(page, "Save the new password");
-      expect(await page.getByRole("status").innerText()).toContain("1 AI client connection(s) were disconnected");
+      expect(await page.getByRole("status").innerText()).toContain("1 AI client connection was disconnected");
       // The script's grant ended with the reset.
       expect(await hatch.gateway.auth.identityForGrant(user.grantId)).toBeNull();
 

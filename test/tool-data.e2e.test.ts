@@ -159,7 +159,7 @@ for (const mode of MODES) {
       expect(text).toContain(
         "- bucket photos: 3 files; rules: read owner, create signed_in, delete owner, files up to 1 MB",
       );
-      expect(text).toContain("- bucket oldpics: 1 files; not in service.json: the app cannot reach it");
+      expect(text).toContain("- bucket oldpics: 1 file; not in service.json: the app cannot reach it");
       expect(text).toContain(USERS_DATA);
       // Each document is one JSON line after the warning: what a user wrote cannot start a line of the answer.
       const afterWarning = text.slice(text.indexOf(USERS_DATA));

@@ -236,7 +236,7 @@ export type {
   ToolOutcome,
 } from "./service.ts";
 export { describeIssues } from "./validation.ts";
-export { CONTROL_CHARS_MESSAGE, hasControlChars, plainText, stripControlChars, textBlock } from "./text.ts";
+export { CONTROL_CHARS_MESSAGE, hasControlChars, plainText, plural, stripControlChars, textBlock } from "./text.ts";
 export { rpcMethods, subjects } from "./subjects.ts";
 export {
   openViewerCheck,

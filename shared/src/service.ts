@@ -206,7 +206,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       const input = contract.input.safeParse(request.data.input);
       if (!input.success)
-        throw new ToolError("invalid_input", `Invalid arguments for ${tool}: ${describeIssues(input.error)}`);
+        throw new ToolError(
+          "invalid_input",
+          `Invalid arguments for ${tool}: ${describeIssues(input.error, 5, contract.input)}`,
+        );
       const prepared = options.prepareInput ? await options.prepareInput(contract, input.data, ctx) : input.data;
       const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, prepared) : undefined;
       const outcome = await binding.handler({

@@ -41,3 +41,14 @@ export function textBlock(max: number) {
     .max(max)
     .refine((value) => !hasControlChars(value, { multiline: true }), { error: CONTROL_CHARS_MESSAGE });
 }
+
+/** Irregular plurals of the nouns answers count. */
+const PLURALS: Record<string, string> = { person: "people", entry: "entries", invitation: "invitations" };
+
+/**
+ * A count with its noun in the right number: plural(1, "person") is "1 person", plural(3, "person") "3 people",
+ * plural(2, "unique viewer") "2 unique viewers". Every answer that counts something says it through this.
+ */
+export function plural(count: number, noun: string, many?: string): string {
+  return `${count} ${count === 1 ? noun : (many ?? PLURALS[noun] ?? `${noun}s`)}`;
+}

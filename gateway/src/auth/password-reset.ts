@@ -1,4 +1,4 @@
-import { isToolError, openPayload, signPayload } from "@hatch/shared";
+import { isToolError, openPayload, plural, signPayload } from "@hatch/shared";
 import { and, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { grants, users } from "../db/schema.ts";
@@ -213,7 +213,7 @@ export async function submitReset(ctx: AuthContext, request: Request): Promise<R
   ctx.logger.info("password reset", { userId: user.id, grantsRevoked: live.length, sessionsEnded: sessions });
   const cookie = await startSession(ctx, user.id, state);
   const clients = live.length
-    ? `${live.length} AI client connection(s) were disconnected: connect them again from the AI client.`
+    ? `${plural(live.length, "AI client connection")} ${live.length === 1 ? "was" : "were"} disconnected: connect them again from the AI client.`
     : "No AI client was connected.";
   const body = html`<h1>Password changed</h1><p role="status">You are signed in as <strong>${user.email}</strong> with the new
 password. Every other browser was signed out. ${clients}</p><p><a class="button" href="${next}">Continue</a></p>`;

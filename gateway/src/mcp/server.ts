@@ -217,7 +217,10 @@ export function createMcpServer(
     }
     const input = contract.input.safeParse(params.arguments ?? {});
     if (!input.success)
-      return errorResult("invalid_input", `Invalid arguments for ${name}: ${describeIssues(input.error)}`);
+      return errorResult(
+        "invalid_input",
+        `Invalid arguments for ${name}: ${describeIssues(input.error, 5, contract.input)}`,
+      );
     if (contract.class !== "read" && readOnly(scope)) {
       const why =
         caller.identity.scope === "read"

@@ -12,6 +12,7 @@ import {
   type ToolInput,
   type ToolOutcome,
   type ToolOutput,
+  plural,
 } from "@hatch/shared";
 import { and, eq } from "drizzle-orm";
 import { contextFor, recordOrgEvent, type OrgsContext } from "./context.ts";
@@ -150,7 +151,7 @@ export async function removeMember(
       verb: "removed",
       summary:
         `${me.name} <${me.email}> removed ${target.email} from ${me.accountName}` +
-        (moved.apps.length ? `; ${moved.apps.length} app(s) moved to ${recipient.email}` : ""),
+        (moved.apps.length ? `; ${plural(moved.apps.length, "app")} moved to ${recipient.email}` : ""),
       details: {
         member: { userId: target.userId, email: target.email },
         appsRecipient: recipient.email,

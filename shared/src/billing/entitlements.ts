@@ -3,6 +3,7 @@ import { ToolError, isToolError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { callRpc } from "../rpc.ts";
 import { rpcMethods } from "../subjects.ts";
+import { plural } from "../text.ts";
 import { EntitlementsSchema, PLAN_TABLE, type Entitlements, type LimitName } from "./plans.ts";
 
 // What services ask billing before an action a plan limits (a new app, a data write, an invitation, a custom
@@ -70,11 +71,11 @@ export class EntitlementsCache {
 }
 
 const WHAT: Record<LimitName, (n: number) => string> = {
-  apps: (n) => `${n} apps`,
-  customDomains: (n) => `${n} custom domains`,
+  apps: (n) => plural(n, "app"),
+  customDomains: (n) => plural(n, "custom domain"),
   storageBytes: (n) => `${Math.round(n / 1024 / 1024)} MB of app data and files`,
   companyAiTokensPerMonth: (n) => `${n} AI tokens a month through the company's key`,
-  seats: (n) => `${n} people`,
+  seats: (n) => plural(n, "person"),
 };
 
 /**
@@ -104,9 +105,8 @@ export function checkLimit(entitlements: Entitlements | null, limit: LimitName, 
 function seatsRefusal(entitlements: Entitlements, max: number, used: number, needed: number): ToolError {
   const info = PLAN_TABLE[entitlements.plan];
   const link = `${entitlements.settingsUrl}?seats=${needed}`;
-  const people = (n: number) => `${n} ${n === 1 ? "person" : "people"}`;
   const state = info.perSeat
-    ? `The ${info.title} plan pays for ${max} seat${max === 1 ? "" : "s"} and this organization has ${people(used)} (members and open invitations); this needs ${needed}. Nothing was changed. The user adds seats at ${link}`
-    : `The ${entitlements.plan} plan allows ${people(max)}, and this account has ${used}. Nothing was changed. Members and open invitations each take a seat; Team is paid per seat: the user moves to Team with ${needed} seats at ${link}`;
+    ? `The ${info.title} plan pays for ${plural(max, "seat")} and this organization has ${plural(used, "person")} (members and open invitations); this needs ${needed}. Nothing was changed. The user adds seats at ${link}`
+    : `The ${entitlements.plan} plan allows ${plural(max, "person")}, and this account has ${used}. Nothing was changed. Members and open invitations each take a seat; Team is paid per seat: the user moves to Team with ${needed} seats at ${link}`;
   return new ToolError("needs_payment", `${state} (give them the link), then try again.`);
 }

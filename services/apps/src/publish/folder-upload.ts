@@ -8,6 +8,7 @@ import {
   type CallContext,
   type ConfirmClaims,
   type ErrorCode,
+  plural,
 } from "@hatch/shared";
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
@@ -169,7 +170,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       : `Published ${done.app.address} version ${done.version}`;
     return plain(
       201,
-      `${what}: ${appUrl(app.config, done.app.address)} (${done.app.visibility}, account ${account}; ${entries.length} files, ${formatBytes(total)}, ${fresh} new to Hatch)`,
+      `${what}: ${appUrl(app.config, done.app.address)} (${done.app.visibility}, account ${account}; ${plural(entries.length, "file")}, ${formatBytes(total)}, ${fresh} new to Hatch)`,
     );
   } catch (error) {
     return failed(

@@ -6,6 +6,7 @@ import {
   ServiceJsonSchema,
   ToolError,
   type ServiceJson,
+  plural,
 } from "@hatch/shared";
 
 /** One file of a version: where it is served, which blob holds it, and how it is served. */
@@ -26,7 +27,7 @@ export function checkFolder(entries: readonly { path: string; size: number }[]):
   if (entries.length > PUBLISH_LIMITS.maxFiles) {
     throw new ToolError(
       "limit_exceeded",
-      `The folder has ${entries.length} files; a version may have at most ${PUBLISH_LIMITS.maxFiles}. Publish only the built output (e.g. dist/), not node_modules or sources.`,
+      `The folder has ${plural(entries.length, "file")}; a version may have at most ${PUBLISH_LIMITS.maxFiles}. Publish only the built output (e.g. dist/), not node_modules or sources.`,
     );
   }
   const seen = new Set<string>();

@@ -4,6 +4,7 @@ import {
   buildQuestion,
   consumeConfirm,
   ToolError,
+  plural,
   type AiKeyOutput,
   type ToolOutcome,
 } from "@hatch/shared";
@@ -16,6 +17,14 @@ function whose(owner: KeyOwner): string {
   if (owner.scope === "mine") return "your own";
   if (owner.scope === "company") return "the organization's";
   return `the app ${owner.app!.address}'s own`;
+}
+
+/** The keys the user can see, one line each, as the text says them. */
+function keyList(keys: AiKeyOutput["keys"]): string {
+  if (keys.length === 0) return "No AI keys are saved yet.";
+  const line = (k: AiKeyOutput["keys"][number]) =>
+    `- ${k.provider}: ${k.scope === "tool" ? `the app ${k.address}'s` : k.scope === "mine" ? "yours" : "the organization's"}, added ${k.addedAt.slice(0, 10)} by ${k.addedBy}`;
+  return `${plural(keys.length, "AI key")} saved:\n${keys.map(line).join("\n")}`;
 }
 
 /**
@@ -36,13 +45,14 @@ export function aiKeyTool(apps: AppsContext) {
 
     if (input.action === "link") {
       const url = aiKeyPageUrl(apps.config.gatewayUrl, owner.scope, owner.app?.address, input.provider);
+      const keys = await visibleKeys(apps.db, ctx);
       const message = `Open this page to add ${whose(owner)} ${input.provider ?? "AI provider"} key, then tell me when it is saved: ${url}`;
       return {
-        text: `Give the user this link to add ${whose(owner)} ${input.provider ?? "AI provider"} key in their browser (never ask for the key in the chat): ${url}`,
+        text: `Give the user this link to add ${whose(owner)} ${input.provider ?? "AI provider"} key in their browser (never ask for the key in the chat): ${url}\n${keyList(keys)}`,
         data: {
           status: "link",
           url,
-          keys: await visibleKeys(apps.db, ctx),
+          keys,
           userAction: { kind: "open_link", message, fields: [], url, expiresAt: null },
         },
       };
@@ -57,8 +67,8 @@ export function aiKeyTool(apps: AppsContext) {
     }
     if (!existing.some((k) => k.provider === input.provider)) {
       const have = existing.length
-        ? `It has keys for: ${existing.map((k) => k.provider).join(", ")}.`
-        : "It has no keys.";
+        ? `Its keys are for: ${existing.map((k) => k.provider).join(", ")}.`
+        : "There are none.";
       throw new ToolError("not_found", `There is no ${input.provider} key in ${whose(owner)} keys. ${have}`);
     }
     if (!confirmation) {

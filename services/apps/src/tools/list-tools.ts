@@ -1,4 +1,4 @@
-import { bindTool, list_tools, type ListToolsOutput } from "@hatch/shared";
+import { bindTool, list_tools, plural, type ListToolsOutput } from "@hatch/shared";
 import { and, eq, inArray, ne, or, sql } from "drizzle-orm";
 import { appUrl, iso, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -63,7 +63,7 @@ function describe(a: ListToolsOutput["apps"][number]): string {
   const flags = [a.sharedWithMe ? `shared by ${a.owner.email}` : null, a.paused ? "PAUSED" : null]
     .filter(Boolean)
     .join(", ");
-  return `- ${a.name} (${a.address}): ${a.url} — ${a.visibility}, ${version}, ${a.opens7d} opens in 7 days${flags ? `, ${flags}` : ""}`;
+  return `- ${a.name} (${a.address}): ${a.url} — ${a.visibility}${a.aiDiscoverable ? " (AI-discoverable)" : ""}, ${version} of ${a.updatedAt.slice(0, 10)}, ${plural(a.opens7d, "open")} in 7 days${flags ? `, ${flags}` : ""}`;
 }
 
 function emptyText(include: string): string {

@@ -1,4 +1,4 @@
-import { bindTool, org_apps, ToolError, type CallContext } from "@hatch/shared";
+import { bindTool, org_apps, plural, ToolError, type CallContext } from "@hatch/shared";
 import { and, asc, eq, gte, inArray, sql, sum, type SQL } from "drizzle-orm";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
@@ -57,10 +57,11 @@ export function orgAppsTool(apps: AppsContext) {
     }));
     const lines = list.map(
       (a) =>
-        `- ${a.name} (${a.address}) by ${a.owner.email}, ${a.visibility}${a.paused ? ", PAUSED" : ""}, ${a.opens7d} opens in 7 days`,
+        `- ${a.name} (${a.address}): ${a.url} by ${a.owner.email}, ${a.visibility}${a.paused ? ", PAUSED" : ""}, ` +
+        `${a.currentVersion === null ? "nothing published" : `v${a.currentVersion}`} of ${a.updatedAt.slice(0, 10)}, ${plural(a.opens7d, "open")} in 7 days`,
     );
     const text = list.length
-      ? `${list.length} app(s) in the organization:\n${lines.join("\n")}`
+      ? `${plural(list.length, "app")} in the organization:\n${lines.join("\n")}`
       : "No apps in the organization match.";
     return { text, data: { apps: list } };
   });

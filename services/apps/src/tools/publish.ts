@@ -13,6 +13,7 @@ import {
   type PublishOutput,
   type ToolCall,
   type ToolOutcome,
+  plural,
 } from "@hatch/shared";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
@@ -295,7 +296,7 @@ async function finish(
   });
   const held = done.created ? null : await heldSecretsNote(app, done.app.id, config as Record<string, unknown>);
   return {
-    text: `${what}. It is live at ${url} (version ${done.version}, ${entries.length} files, visibility ${done.app.visibility}, account ${account.name}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
+    text: `${what}. It is live at ${url} (version ${done.version}, ${plural(entries.length, "file")}, visibility ${done.app.visibility}, account ${account.name}).${note ? ` ${note}` : ""}${held ? ` ${held}` : ""}`,
     data: { status: "published", address: done.app.address, url, version: done.version, account: account.value },
   };
 }
@@ -312,7 +313,7 @@ function needsUpload(
   const example = paths[0]!;
   return {
     text:
-      `${missing.length} of ${total} files are not on Hatch yet. PUT each one's raw bytes to ${base} followed by its path (URL-encoded), ` +
+      `${missing.length} of ${plural(total, "file")} ${missing.length === 1 ? "is" : "are"} not on Hatch yet. PUT each one's raw bytes to ${base} followed by its path (URL-encoded), ` +
       `e.g. curl -sS --fail-with-body -T dist/${example} '${base}${encodePath(example)}'. Missing: ${paths.join(", ")}. ` +
       `Then call publish with uploadId "${uploadId}" (nothing else) to finish; until then nothing is published. ` +
       `The URLs expire at ${expiresAt.toISOString()}.${note ? ` ${note}` : ""}`,

@@ -1,4 +1,4 @@
-import { bindTool, rollback, ToolError, type RollbackOutput } from "@hatch/shared";
+import { bindTool, rollback, ToolError, plural, type RollbackOutput } from "@hatch/shared";
 import { desc, eq } from "drizzle-orm";
 import { appUrl, iso, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -30,7 +30,7 @@ export function rollbackTool(app: AppsContext) {
       if (input.version === undefined) {
         const lines = rows.map(
           (v) =>
-            `- v${v.number}${v.number === current.currentVersion ? " (current)" : ""}: ${iso(v.createdAt)} by ${v.publisherEmail}, ${v.fileCount} files`,
+            `- v${v.number}${v.number === current.currentVersion ? " (current)" : ""}: ${iso(v.createdAt)} by ${v.publisherEmail}, ${plural(v.fileCount, "file")}`,
         );
         return {
           text: rows.length

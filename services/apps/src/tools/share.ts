@@ -1,4 +1,4 @@
-import { bindTool, consumeConfirm, share, ToolError, type ShareOutput, type ToolOutcome } from "@hatch/shared";
+import { bindTool, consumeConfirm, share, ToolError, type ShareOutput, type ToolOutcome, plural } from "@hatch/shared";
 import { and, eq, inArray } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -97,7 +97,7 @@ function summary(address: string, url: string, visibility: string, people: strin
   };
   const list =
     visibility !== "people" && people.length > 0
-      ? ` (${people.length} people stay on its list for visibility people)`
+      ? ` (${plural(people.length, "person")} stay${people.length === 1 ? "s" : ""} on its list for visibility people)`
       : "";
   return `${address} (${url}) is ${visibility}: ${who[visibility]}.${list}`;
 }

@@ -8,6 +8,7 @@ import {
   type BucketRules,
   type CollectionRules,
   type ToolDataOutput,
+  plural,
 } from "@hatch/shared";
 import { and, count, desc, eq } from "drizzle-orm";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
@@ -203,10 +204,12 @@ function summary(address: string, collections: CollectionOut[], buckets: BucketO
     lines.push("- no collections: declare them in service.json `collections` (service_docs, topic browser_library)");
   for (const c of collections)
     lines.push(
-      `- collection ${c.name}: ${c.count} documents; ${c.declared ? `rules: ${ruleWords(c.rules)}` : UNDECLARED}`,
+      `- collection ${c.name}: ${plural(c.count, "document")}; ${c.declared ? `rules: ${ruleWords(c.rules)}` : UNDECLARED}`,
     );
   for (const b of buckets)
-    lines.push(`- bucket ${b.name}: ${b.count} files; ${b.rules ? `rules: ${ruleWords(b.rules)}` : UNDECLARED}`);
+    lines.push(
+      `- bucket ${b.name}: ${plural(b.count, "file")}; ${b.rules ? `rules: ${ruleWords(b.rules)}` : UNDECLARED}`,
+    );
   const withDocuments = collections.filter((c) => c.recent.length > 0);
   if (withDocuments.length > 0) {
     lines.push("", USERS_DATA);

@@ -1,4 +1,4 @@
-import { bindTool, tool_stats } from "@hatch/shared";
+import { bindTool, plural, tool_stats } from "@hatch/shared";
 import { and, countDistinct, eq, gte } from "drizzle-orm";
 import { requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
@@ -34,9 +34,9 @@ export function toolStatsTool(app: AppsContext) {
     });
     const totalOpens = days.reduce((sum, d) => sum + d.opens, 0);
     const totalUniqueViewers = Number(total?.count ?? 0);
-    const lines = days.map((d) => `${d.date}: ${d.opens} opens, ${d.uniqueViewers} unique viewers`);
+    const lines = days.map((d) => `${d.date}: ${plural(d.opens, "open")}, ${plural(d.uniqueViewers, "unique viewer")}`);
     return {
-      text: `${target.address}, last ${input.days} days: ${totalOpens} opens by ${totalUniqueViewers} unique viewers.\n${lines.join("\n")}`,
+      text: `${target.address}, last ${plural(input.days, "day")}: ${plural(totalOpens, "open")} by ${plural(totalUniqueViewers, "unique viewer")}.\n${lines.join("\n")}`,
       data: { address: target.address, days, totalOpens, totalUniqueViewers },
     };
   });

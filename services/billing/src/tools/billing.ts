@@ -5,6 +5,7 @@ import {
   PLAN_TABLE,
   ToolError,
   type BillingOutput,
+  plural,
 } from "@hatch/shared";
 import { ensureAccount, linkFor, payerOf, seatsInUse, upgradePlan, usageOf, type LinkTarget } from "../account.ts";
 import type { BillingContext } from "../context.ts";
@@ -85,15 +86,16 @@ export function billingTool(billing: BillingContext) {
       url,
       ...(links ? { links } : {}),
     };
+    const seatLimit = PLAN_TABLE[onPlan].limits.seats;
     const seats =
       used === null
         ? ""
         : perSeat
-          ? ` ${account.seats} seat${account.seats === 1 ? "" : "s"} paid, ${used} used (members and open invitations).`
-          : ` ${used} of ${PLAN_TABLE[onPlan].limits.seats ?? "unlimited"} people (members and open invitations).`;
+          ? ` ${plural(account.seats, "seat")} paid, ${used} used (members and open invitations).`
+          : ` ${used} of ${seatLimit === null ? "unlimited people" : plural(seatLimit, "person")} (members and open invitations).`;
     const head =
       `Plan ${PLAN_TABLE[account.plan].title} (${account.state}), ${account.cardOnFile ? "card on file" : "no card on file"}.${seats} ` +
-      `This month: ${usage.opens} opens, ${usage.aiTokens} AI tokens, ${usage.domains} domains, ${usage.amountSoFar.formatted} so far.`;
+      `This month: ${plural(usage.opens, "open")}, ${plural(usage.aiTokens, "AI token")}, ${plural(usage.domains, "domain")}, ${usage.amountSoFar.formatted} so far.`;
     return {
       text: `${head}${nextSteps(input.seats, account.seats, perSeat, actionNeeded, url, links)}${account.plan === "free" ? ` Plans: ${plansLine(payer.accountKind)}.` : ""}`,
       data,

@@ -9,6 +9,7 @@ import {
   type Entitlements,
   type ToolInput,
   type ToolOutput,
+  plural,
 } from "@hatch/shared";
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
@@ -161,13 +162,13 @@ function describe(orgs: OrgsContext, me: OrgCaller, out: Output): string {
     ? ` Skipped: ${out.skipped.map((s) => `${s.email} (${s.reason})`).join("; ")}.`
     : "";
   if (out.status === "revoked")
-    return `Revoked ${out.revoked.length} invitation(s) to ${me.accountName}${out.revoked.length ? `: ${out.revoked.join(", ")}` : ""}.${skipped}`;
+    return `Revoked ${plural(out.revoked.length, "invitation")} to ${me.accountName}${out.revoked.length ? `: ${out.revoked.join(", ")}` : ""}.${skipped}`;
   const where =
     orgs.mailer.mode === "smtp"
       ? "an email"
       : `an email (no mail server is configured here: under \`bun run dev\` each invitee reads it at ${orgs.config.baseUrl}/dev/outbox, signed in with that email)`;
   const until = out.invited[0] ? `; the links work until ${day(new Date(out.invited[0].expiresAt))}` : "";
-  return `Invited ${out.invited.length} people to ${me.accountName}; each gets ${where} with a link to join${until}.${skipped}`;
+  return `Invited ${plural(out.invited.length, "person")} to ${me.accountName}; each gets ${where} with a link to join${until}.${skipped}`;
 }
 
 export function orgInviteTool(orgs: OrgsContext) {

@@ -1,4 +1,4 @@
-import { bindTool, org_members } from "@hatch/shared";
+import { bindTool, org_members, plural } from "@hatch/shared";
 import type { OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";
 import { invitationOut, openInvitations } from "../db/invitations.ts";
@@ -15,18 +15,28 @@ export function orgMembersTool(orgs: OrgsContext) {
     const invitations = seesInvitations
       ? (await openInvitations(orgs.db, me.accountId)).map((row) => invitationOut(row, now))
       : [];
+    const day = (iso: string) => iso.slice(0, 10);
+    const can = (permissions: readonly string[]) => (permissions.length ? permissions.join(", ") : "nothing");
     const parts: string[] = [];
     if (input.include !== "invitations")
       parts.push(
-        `${members.length} member(s) of ${me.accountName}: ${members.map((m) => `${m.email} (${m.role})`).join(", ")}.`,
+        `${plural(members.length, "member")} of ${me.accountName}:`,
+        ...members.map(
+          (m) => `- ${m.name} <${m.email}>: ${m.role} since ${day(m.joinedAt)}; may ${can(m.permissions)}`,
+        ),
       );
     if (input.include !== "members") {
       parts.push(
         seesInvitations
-          ? `${invitations.length} open invitation(s)${invitations.length ? `: ${invitations.map((i) => `${i.email} (${i.role}, ${i.status})`).join(", ")}` : ""}.`
+          ? `${plural(invitations.length, "open invitation")}${invitations.length ? ":" : "."}`
           : "Only the owner, admins and managers see pending invitations.",
+        ...invitations.map(
+          (i) =>
+            `- ${i.email}: ${i.role}, may ${can(i.permissions)}; invited by ${i.invitedBy} on ${day(i.invitedAt)}, ` +
+            `${i.status === "expired" ? "expired" : "expires"} ${day(i.expiresAt)}`,
+        ),
       );
     }
-    return { text: parts.join(" "), data: { members, invitations } };
+    return { text: parts.join("\n"), data: { members, invitations } };
   });
 }
