@@ -123,6 +123,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const confirmations = createConfirmations({
     db: options.db,
+    bus,
     baseUrl: config.baseUrl,
     auth,
     calls: services,
@@ -256,6 +257,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     async close() {
       clearInterval(sweeping);
       revoked.unsubscribe();
+      confirmations.outcomes.close();
       viewerChecks.unsubscribe();
       for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();

@@ -1,4 +1,11 @@
-import { CONFIRM_TTL_SECONDS, type Database, type Logger, type Question, type ToolContract } from "@hatch/shared";
+import {
+  CONFIRM_TTL_SECONDS,
+  type Bus,
+  type Database,
+  type Logger,
+  type Question,
+  type ToolContract,
+} from "@hatch/shared";
 import { Elysia } from "elysia";
 import type { Auth } from "../auth/index.ts";
 import { BodyTooLargeError } from "../auth/errors.ts";
@@ -6,6 +13,7 @@ import { errorPage } from "../auth/views.ts";
 import type { CallerInfo, ServiceClientDeps } from "../services.ts";
 import { htmlResponse } from "../pages/layout.ts";
 import { showConfirm, submitConfirm, type ConfirmPagesDeps } from "./pages.ts";
+import { createConfirmOutcomes, type ConfirmOutcomes } from "./outcomes.ts";
 import { insertConfirmation, sweepConfirmations } from "./store.ts";
 
 // Pending confirmations: when a client cannot show a form and the service wants the user's own answer in a
@@ -22,6 +30,8 @@ export interface OpenConfirmation {
 export interface ConfirmationOpener {
   /** Stores the question for the caller's user and returns the page where they answer it. */
   open(request: OpenConfirmation): Promise<{ url: string; expiresAt: string }>;
+  /** What the user answered on confirm pages of a grant, told once to its next tool call (outcomes.ts). */
+  outcomes?: Pick<ConfirmOutcomes, "take">;
 }
 
 export interface Confirmations extends ConfirmationOpener {
@@ -29,10 +39,13 @@ export interface Confirmations extends ConfirmationOpener {
   routes: Elysia;
   /** Deletes confirmations a day past expiry; returns how many. */
   sweep(): Promise<number>;
+  outcomes: ConfirmOutcomes;
 }
 
 export interface ConfirmationsDeps {
   db: Database;
+  /** Tells every gateway copy that a grant has an outcome to report (outcomes.ts). */
+  bus: Bus;
   baseUrl: string;
   auth: Pick<Auth, "pages" | "identityForGrant">;
   /** How tool calls reach services; the confirmed answer travels the same way. */
@@ -44,7 +57,8 @@ export interface ConfirmationsDeps {
 export function createConfirmations(deps: ConfirmationsDeps): Confirmations {
   const now = deps.now ?? Date.now;
   const logger = deps.logger.child({ component: "confirm" });
-  const pageDeps: ConfirmPagesDeps = { db: deps.db, auth: deps.auth, calls: deps.calls, logger, now };
+  const outcomes = createConfirmOutcomes({ db: deps.db, bus: deps.bus, logger, now });
+  const pageDeps: ConfirmPagesDeps = { db: deps.db, auth: deps.auth, calls: deps.calls, logger, now, outcomes };
   const guarded =
     (handler: (request: Request, id: string) => Promise<Response>) => async (request: Request, id: string) => {
       try {
@@ -87,5 +101,6 @@ export function createConfirmations(deps: ConfirmationsDeps): Confirmations {
         parse: "none",
       }) as unknown as Elysia,
     sweep: () => sweepConfirmations(deps.db, new Date(now())),
+    outcomes,
   };
 }

@@ -14,6 +14,7 @@ import { redirect } from "../auth/http.ts";
 import { callService, type CallerInfo, type ServiceClientDeps } from "../services.ts";
 import { htmlResponse } from "../pages/layout.ts";
 import { parseAnswer } from "./form.ts";
+import type { ConfirmOutcomes } from "./outcomes.ts";
 import { decideConfirmation, findConfirmation, recordResult, type PendingConfirmation } from "./store.ts";
 import { confirmPage, outcomePage, unavailablePage, type Unavailable } from "./views.ts";
 
@@ -23,6 +24,8 @@ export interface ConfirmPagesDeps {
   calls: ServiceClientDeps;
   logger: Logger;
   now: () => number;
+  /** Told of each answer, so the AI client that asked hears it on its next tool call. */
+  outcomes: Pick<ConfirmOutcomes, "recorded">;
 }
 
 const contracts = new Map(TOOL_CONTRACTS.map((c) => [c.name, c]));
@@ -102,6 +105,7 @@ export async function submitConfirm(deps: ConfirmPagesDeps, request: Request, id
   if (params.get("action") === "cancel") {
     const cancelled = await decideConfirmation(deps.db, id, signed.user.id, "cancelled", new Date(deps.now()));
     if (!cancelled) return refuse(signed, await lostRace(deps, id, signed.user.id));
+    deps.outcomes.recorded(cancelled.grantId);
     deps.logger.info("confirmation cancelled", { tool: pending.tool, user: signed.user.id });
     return page(state, outcomePage(signed, { title: "Cancelled", message: "Nothing was changed.", ok: true }));
   }
@@ -124,7 +128,8 @@ export async function submitConfirm(deps: ConfirmPagesDeps, request: Request, id
   if (!confirmed) return refuse(signed, await lostRace(deps, id, signed.user.id));
 
   const outcome = await sendAnswer(deps, contract, confirmed, identity, parsed.answer);
-  await recordResult(deps.db, id, outcome.message);
+  await recordResult(deps.db, id, outcome.message, outcome.ok ? "done" : "failed");
+  deps.outcomes.recorded(confirmed.grantId);
   deps.logger.info("confirmation answered", { tool: pending.tool, user: signed.user.id, ok: outcome.ok });
   return page(state, outcomePage(signed, outcome));
 }

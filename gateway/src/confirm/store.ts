@@ -1,11 +1,14 @@
 import { CLIENT_KINDS, QuestionSchema, randomId, type ClientKind, type Database, type Question } from "@hatch/shared";
-import { and, eq, gt, lt } from "drizzle-orm";
+import { and, eq, gt, isNotNull, isNull, lt } from "drizzle-orm";
 import { pendingConfirmations } from "../db/schema.ts";
 
 /** Rows are kept a day past expiry so their owner still sees "expired" or "already confirmed", not "unknown". */
 const KEEP_AFTER_EXPIRY_MS = 86_400_000;
 
 export type ConfirmationState = "pending" | "confirmed" | "cancelled";
+
+/** How the user's answer on the confirm page ended, for the AI client that asked. */
+export type ConfirmationOutcome = "done" | "failed" | "declined";
 
 /** A question waiting for (or answered by) the user on the confirm page. */
 export interface PendingConfirmation {
@@ -76,7 +79,8 @@ export async function decideConfirmation(
 ): Promise<PendingConfirmation | null> {
   const [row] = await db
     .update(pendingConfirmations)
-    .set({ state: to, decidedAt: now })
+    // Cancel is the whole answer: its outcome is known at once. Confirm's comes with the service's reply (recordResult).
+    .set({ state: to, decidedAt: now, ...(to === "cancelled" ? { outcome: "declined" } : {}) })
     .where(
       and(
         eq(pendingConfirmations.id, id),
@@ -89,9 +93,48 @@ export async function decideConfirmation(
   return row ? toConfirmation(row) : null;
 }
 
-/** What the service answered, shown again if the user reloads or reopens the link. */
-export async function recordResult(db: Database, id: string, result: string): Promise<void> {
-  await db.update(pendingConfirmations).set({ result }).where(eq(pendingConfirmations.id, id));
+/** What the service answered, shown again if the user reloads or reopens the link, and told to the AI client once. */
+export async function recordResult(
+  db: Database,
+  id: string,
+  result: string,
+  outcome: Exclude<ConfirmationOutcome, "declined">,
+): Promise<void> {
+  await db.update(pendingConfirmations).set({ result, outcome }).where(eq(pendingConfirmations.id, id));
+}
+
+/** An answer given on the confirm page that the AI client has not been told yet. */
+export interface UnreportedOutcome {
+  tool: string;
+  outcome: ConfirmationOutcome;
+  result: string | null;
+  decidedAt: Date | null;
+}
+
+/**
+ * The grant's outcomes not told yet, marked told in the same statement: of two calls at once, one carries them. Uses
+ * the partial index on unreported outcomes, so a grant with none costs one index probe.
+ */
+export async function takeUnreported(db: Database, grantId: string, now: Date): Promise<UnreportedOutcome[]> {
+  const rows = await db
+    .update(pendingConfirmations)
+    .set({ reportedAt: now })
+    .where(
+      and(
+        eq(pendingConfirmations.grantId, grantId),
+        isNotNull(pendingConfirmations.outcome),
+        isNull(pendingConfirmations.reportedAt),
+      ),
+    )
+    .returning({
+      tool: pendingConfirmations.tool,
+      outcome: pendingConfirmations.outcome,
+      result: pendingConfirmations.result,
+      decidedAt: pendingConfirmations.decidedAt,
+    });
+  return rows
+    .map((row) => ({ ...row, outcome: row.outcome as ConfirmationOutcome }))
+    .sort((a, b) => (a.decidedAt?.getTime() ?? 0) - (b.decidedAt?.getTime() ?? 0));
 }
 
 /** Deletes confirmations a day past their expiry; the gateway's housekeeping runs it. */

@@ -144,12 +144,21 @@ export const pendingConfirmations = gateway.table(
     state: text("state").notNull().default("pending"),
     /** What the service answered (its result text or error message) after the user confirmed. */
     result: text("result"),
+    /** How the user's answer ended: "done", "failed" (the service refused: `result` says why) or "declined". */
+    outcome: text("outcome"),
+    /** When the AI client was told the outcome (on its next tool call under the grant); null = not yet. */
+    reportedAt: timestamp("reported_at", { withTimezone: true }),
     createdAt: created(),
     decidedAt: timestamp("decided_at", { withTimezone: true }),
   },
   (t) => [
     index("pending_confirmations_expires").on(t.expiresAt),
+    // Outcomes the grant's next tool call still has to carry: small, since each is told once.
+    index("pending_confirmations_unreported")
+      .on(t.grantId)
+      .where(sql`${t.outcome} is not null and ${t.reportedAt} is null`),
     check("pending_confirmations_state", sql`${t.state} in ('pending', 'confirmed', 'cancelled')`),
+    check("pending_confirmations_outcome", sql`${t.outcome} in ('done', 'failed', 'declined')`),
   ],
 );
 

@@ -157,7 +157,7 @@ export function createMcpServer(
     const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
     return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
       const started = performance.now();
-      const result = await callTool(request.params, scope, traceparent, ctx);
+      const result = await withConfirmOutcomes(await callTool(request.params, scope, traceparent, ctx), scope);
       const seconds = (performance.now() - started) / 1000;
       const outcome = outcomeOf(result);
       metrics.mcpToolCalls.inc({ tool: name, outcome });
@@ -176,6 +176,22 @@ export function createMcpServer(
       return result;
     });
   });
+
+  /**
+   * The result, with what the user answered on confirm pages of this grant since its last call (done, declined, or
+   * failed and why), once, as a text of its own. A question waiting for its answer or a task carries nothing: the next
+   * finished result does.
+   */
+  async function withConfirmOutcomes(
+    result: CallToolResult | InputRequiredResult,
+    scope: RequestScope,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    if (("resultType" in result && result.resultType === "input_required") || scope.task) return result;
+    const lines = await deps.confirmations.outcomes?.take(scope.identity.grantId);
+    if (!lines) return result;
+    const done = result as CallToolResult;
+    return { ...done, content: [...done.content, { type: "text", text: lines }] };
+  }
 
   /**
    * A finished buy_domain or custom_domain whose domain is on its way becomes a task when this request's client takes

@@ -68,7 +68,9 @@ A failed env call rejects with an \`Error\` named \`HatchError\` with \`code\` (
 | env calls per request | ${S.hostCallsPerRequest} |
 | log lines per request / kept per app / characters per line | ${S.logLinesPerRequest} / ${S.logLinesKept.toLocaleString("en-US")} / ${S.logLineChars.toLocaleString("en-US")} |
 
-Code stopped by a limit answers 500 (504 for time) with a short JSON error; the reason is in the logs.
+Code stopped by a limit answers 500 (504 for time) with a short JSON error; the reason is in the logs. When Hatch
+itself fails under a request (its sandbox restarted or failed), the answer is 503 with \`Retry-After\`, and it and the
+log line say it was Hatch's failure and whether a retry is safe (it is unless the request had made env calls).
 
 ### Logs
 

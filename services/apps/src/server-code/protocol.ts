@@ -26,10 +26,20 @@ export type ToWorker =
 export type RunResult =
   | Outcome
   | { kind: "load"; message: string; stack: string | null; limit: "cpu" | "memory" | null }
-  /** The worker was stopped under this request for another one's sake (its code never misbehaved): try again. */
-  | { kind: "lost" }
+  /**
+   * The request ended without an answer through no fault of its own code, unless `cause` is "own": another request of
+   * the same app got its worker stopped. `calls`: the env calls it had made (their effects may stand).
+   */
+  | { kind: "lost"; cause: LostCause; calls: number }
   /** The app used its CPU budget (fairness.ts): not run; it may run again after this long. */
   | { kind: "throttled"; waitMs: number; first: boolean };
+
+/**
+ * Why a request was lost. Hatch's: "replaced" (its worker was stopped for another app's code, or failed), "engine"
+ * (QuickJS itself failed), "source" (Hatch could not read the module), "stopping" (the app host was stopping). The
+ * app's: "own" (another request of this app was stuck past the CPU limit, and its worker was stopped with it).
+ */
+export type LostCause = "replaced" | "engine" | "source" | "stopping" | "own";
 
 export type FromWorker =
   | { t: "ready" }

@@ -8,7 +8,7 @@ import type { Site } from "../host/site.ts";
 import { hostCall } from "./env-host.ts";
 import type { FairnessOptions } from "./fairness.ts";
 import { AppLogWriter } from "./logs.ts";
-import type { RunResult } from "./protocol.ts";
+import type { LostCause, RunResult } from "./protocol.ts";
 import { SandboxRunner } from "./runner.ts";
 import type { SandboxLimits, SandboxReply } from "./types.ts";
 
@@ -169,8 +169,37 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
           500,
           "This app's server code could not start. Its owner can read why in the app's logs (tool_logs).",
         );
-      case "lost":
-        return failed(503, "This app's server code was restarted while answering. Try again.", { "Retry-After": "1" });
+      case "lost": {
+        if (result.cause === "own") {
+          logs.add(
+            appId,
+            "error",
+            `${what}: stopped without an answer: another request of this app ran past the CPU limit inside one built-in, and the sandbox worker running both was stopped.`,
+          );
+          return failed(
+            503,
+            "This app's server code was stopped while answering: another of its requests ran too long. Try again.",
+            {
+              "Retry-After": "1",
+            },
+          );
+        }
+        // Hatch's failure: the owner's log and the answer say so, and whether a retry repeats anything.
+        const retry =
+          result.calls === 0
+            ? "Nothing it did took effect, so a retry is safe."
+            : `It had made ${result.calls === 1 ? "1 env call" : `${result.calls} env calls`} (env.db, env.files, env.api, env.ai), which may have taken effect; a retry is safe if repeating ${result.calls === 1 ? "it" : "them"} is.`;
+        logs.add(
+          appId,
+          "warn",
+          `${what}: not answered (503): ${LOST_CAUSES[result.cause]}. This was Hatch's failure; nothing in the app's code caused it. ${retry}`,
+        );
+        return failed(
+          503,
+          `Hatch failed while running this app's server code (${LOST_CAUSES[result.cause]}); nothing in the app's code caused it. ${retry}`,
+          { "Retry-After": "1" },
+        );
+      }
       case "throttled": {
         const seconds = Math.max(1, Math.ceil(result.waitMs / 1000));
         if (result.first)
@@ -221,6 +250,14 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
     },
   };
 }
+
+/** Why a request was lost through Hatch's fault, as its owner's log and the answer say it. */
+const LOST_CAUSES: Record<Exclude<LostCause, "own">, string> = {
+  replaced: "the sandbox worker running it was restarted",
+  engine: "the sandbox engine (QuickJS) failed",
+  source: "Hatch could not read the server module from its file store",
+  stopping: "the app host was stopping",
+};
 
 function failed(status: number, message: string, headers: Record<string, string> = {}): Response {
   return json({ error: { code: "unavailable", message } }, status, headers);

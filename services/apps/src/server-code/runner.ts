@@ -2,7 +2,7 @@ import type { Logger } from "@hatch/shared";
 import { otherThreadsCpuMs } from "./cpu-clock.ts";
 import { Fairness, type FairnessOptions } from "./fairness.ts";
 import type { PoolOptions } from "./pool.ts";
-import type { FromWorker, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
+import type { FromWorker, LostCause, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
 import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, type SandboxRequest } from "./types.ts";
 
 // The app host's side of the sandbox workers. Each app version goes to one worker (by a hash of its key), where its
@@ -13,7 +13,8 @@ import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, 
 // built-in that starved the interrupt handler, and is terminated (code that reaches its checks is stopped by the CPU
 // deadline in the worker, on the thread's CPU clock, however slow the machine); the request
 // that was running ends as a CPU kill; the runs it held that had not started go to the fresh worker (they never ran
-// any code), those that had are lost (they answer 503, try again). A worker whose WebAssembly memory grew past a
+// any code), those that had are lost (they answer 503: Hatch's failure, a retry is safe, unless the stuck request was
+// their own app's). A worker whose WebAssembly memory grew past a
 // bound, or where QuickJS itself failed, is replaced once idle.
 //
 // One app's code cannot hurt another's (fairness.ts): an app over its CPU budget is refused before it reaches a
@@ -59,8 +60,16 @@ interface Running {
   startedAt: number;
   /** The worker began running it (its instance was ready): it cannot be sent to another worker any more. */
   started: boolean;
+  /** Env calls it made: a lost run says how many (their effects may stand). */
+  calls: number;
   resolve(done: RunDone): void;
 }
+
+const lost = (cause: LostCause, calls = 0): RunDone => ({
+  result: { kind: "lost", cause, calls },
+  logs: [],
+  dropped: 0,
+});
 
 interface Slot {
   /** The list it belongs to: the shared workers or the quarantine workers. */
@@ -99,20 +108,20 @@ export class SandboxRunner {
   }
 
   run(spec: RunSpec): Promise<RunDone> {
-    if (this.stopped) return Promise.resolve({ result: { kind: "lost" }, logs: [], dropped: 0 });
+    if (this.stopped) return Promise.resolve(lost("stopping"));
     const refused = this.fairness.refusal(spec.app);
     // An app over its CPU budget is the heavy one: its next runs go to quarantine too.
     if (refused?.first) this.fairness.stopped(spec.app);
     if (refused) return Promise.resolve({ result: { kind: "throttled", ...refused }, logs: [], dropped: 0 });
     return new Promise<RunDone>((resolve) =>
-      this.dispatch(++this.nextRun, { spec, startedAt: performance.now(), started: false, resolve }),
+      this.dispatch(++this.nextRun, { spec, startedAt: performance.now(), started: false, calls: 0, resolve }),
     );
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.watchdog);
-    for (const slot of this.live()) this.end(slot, null, false);
+    for (const slot of this.live()) this.end(slot, null, false, "stopping");
   }
 
   /** Sends a run to its worker: a shared one by its version, or, while its app is in quarantine, a quarantine one. */
@@ -169,7 +178,7 @@ export class SandboxRunner {
         source = await running.spec.loadSource();
       } catch (error) {
         this.log.error("server module could not be read", { key: running.spec.key, error });
-        this.finish(slot, run, { result: { kind: "lost" }, logs: [], dropped: 0 });
+        this.finish(slot, run, lost("source"));
         return;
       }
       if (slot.sent.size > 256) slot.sent.clear();
@@ -202,6 +211,7 @@ export class SandboxRunner {
       const running = slot.runs.get(message.run);
       if (!running) return;
       running.started = true;
+      running.calls++;
       running.spec.hostCall(message.op, message.body).then(
         (value) => this.post(slot, { t: "answer", run: message.run, call: message.call, ok: true, value }),
         (error: unknown) => {
@@ -228,6 +238,7 @@ export class SandboxRunner {
     if (running) {
       this.fairness.charge(running.spec.app, message.cpuMs);
       const { result } = message;
+      if (result.kind === "lost") result.calls = running.calls;
       if (result.kind === "cpu" || result.kind === "memory" || (result.kind === "load" && result.limit !== null))
         this.fairness.stopped(running.spec.app);
     }
@@ -266,7 +277,7 @@ export class SandboxRunner {
    * Terminates a worker. The stuck run (if any) ends as a CPU kill, its app charged and sent to quarantine; runs
    * that had not started are sent again (`resend`) or lost; runs that had started are lost.
    */
-  private end(slot: Slot, stuckRun: number | null, resend: boolean, stuckMs = 0): void {
+  private end(slot: Slot, stuckRun: number | null, resend: boolean, cause: LostCause = "replaced", stuckMs = 0): void {
     slot.retired = true;
     slot.worker.terminate();
     const stuck = stuckRun === null ? undefined : slot.runs.get(stuckRun);
@@ -277,7 +288,8 @@ export class SandboxRunner {
     for (const [run, running] of [...slot.runs]) {
       slot.runs.delete(run);
       if (resend && !running.started) this.dispatch(run, running);
-      else running.resolve({ result: { kind: "lost" }, logs: [], dropped: 0 });
+      // Stopped for its own app's stuck request, the app's doing; for another app's or Hatch's, not.
+      else running.resolve(lost(stuck && stuck.spec.app === running.spec.app ? "own" : cause, running.calls));
     }
   }
 
@@ -298,7 +310,7 @@ export class SandboxRunner {
         const index = slot.group.indexOf(slot);
         if (index >= 0 && !this.stopped) {
           slot.group[index] = this.spawn(slot.group);
-          this.end(slot, running, true, Math.min(now - slot.seen.since, cpu - slot.seen.cpu));
+          this.end(slot, running, true, "replaced", Math.min(now - slot.seen.since, cpu - slot.seen.cpu));
         }
         continue;
       }

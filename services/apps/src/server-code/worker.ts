@@ -114,8 +114,9 @@ async function run(
     if (error instanceof ModuleLoadError)
       result = { kind: "load", message: error.message, stack: error.stack_, limit: error.limit };
     else {
-      // QuickJS itself failed (an abort leaves the WebAssembly module unusable): the runner replaces this worker.
-      result = { kind: "load", message: "the sandbox failed to start this module", stack: null, limit: null };
+      // QuickJS itself failed (an abort leaves the WebAssembly module unusable), not the app's code: the runner replaces
+      // this worker and the answer says a retry is safe (the runner counts the env calls the request had made).
+      result = { kind: "lost", cause: "engine", calls: 0 };
       crashed = String(error).slice(0, 300);
     }
   }

@@ -1,0 +1,4 @@
+ALTER TABLE "gateway"."pending_confirmations" ADD COLUMN "outcome" text;--> statement-breakpoint
+ALTER TABLE "gateway"."pending_confirmations" ADD COLUMN "reported_at" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "pending_confirmations_unreported" ON "gateway"."pending_confirmations" USING btree ("grant_id") WHERE "gateway"."pending_confirmations"."outcome" is not null and "gateway"."pending_confirmations"."reported_at" is null;--> statement-breakpoint
+ALTER TABLE "gateway"."pending_confirmations" ADD CONSTRAINT "pending_confirmations_outcome" CHECK ("gateway"."pending_confirmations"."outcome" in ('done', 'failed', 'declined'));
