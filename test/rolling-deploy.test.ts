@@ -129,6 +129,19 @@ for (const [busName, makeBus] of BUSES) {
       await old.stop();
     });
 
+    test("a new gateway's new tool on an old copy is the same retryable upgrade notice", async () => {
+      const old = await copy(v1);
+      const deps = await gateway();
+      const pin = defineTool({ ...v1, name: "note_pin", input: v1.input, output });
+      const reply = await callService(deps, pin, caller, { input: { text: "x" } });
+      expect(reply.ok ? null : reply.error.code).toBe("unavailable");
+      expect(reply.ok ? "" : reply.error.message).toContain(
+        'upgraded: this copy of the orgs service does not have "note_pin"',
+      );
+      expect(old.seen).toEqual([]);
+      await old.stop();
+    });
+
     test("an old gateway's call reaches a new copy whose contract has the new optional key", async () => {
       const fresh = await copy(v2);
       const deps = await gateway();

@@ -200,7 +200,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       }
       const ctx = opened.ctx;
       const contract = owned.get(tool);
-      if (!contract) throw new ToolError("not_found", `There is no tool named "${tool}" in the ${name} service.`);
+      // The gateway signed a call to a tool this copy does not own: a newer gateway during a rolling deploy.
+      if (!contract)
+        throw new ToolError(
+          "unavailable",
+          `Hatch is being upgraded: this copy of the ${name} service does not have "${tool}" yet. Nothing was changed. Try again in a minute.`,
+        );
       checkAllowed(contract, ctx);
       const binding = handlers.get(tool);
       if (!binding) {
