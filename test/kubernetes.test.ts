@@ -15,7 +15,6 @@ interface K8sObject {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are checked field by field below
   spec?: any;
   data?: Record<string, string>;
 }
@@ -215,7 +214,7 @@ describe.skipIf(!kubectl)("deploy/kubernetes", () => {
         /user: (\w+)\s+password: \$(\w+)\s+permissions: \{\s+publish: \{ allow: (\[.*?\]) \}\s+subscribe: \{ allow: (\[.*?\]) \}/gs,
       ),
     ].map(([, user, password, publish, subscribe]) => ({
-      user,
+      user: user!,
       password: `<< $${password} >>`,
       permissions: {
         publish: { allow: JSON.parse(publish!) },
