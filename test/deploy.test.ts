@@ -198,8 +198,9 @@ test("a process trusts X-Forwarded-For only when the edge is the one way in", ()
   }
   // The app host is behind the edge alone: without trusting it, every anonymous viewer would be the edge's address.
   expect(services.apps?.environment?.TRUST_PROXY).toBe("true");
-  expect(services.gateway?.ports?.length).toBeGreaterThan(0);
-  expect(services.gateway?.environment?.TRUST_PROXY).not.toBe("true");
+  // The gateway's copies are behind the edge too (issue 25): no published port, so it reads the edge's header.
+  expect(services.gateway?.ports).toBeUndefined();
+  expect(services.gateway?.environment?.TRUST_PROXY).toBe("true");
 });
 
 test("the edge's X-Forwarded-For ends with the address it saw, whatever the client sent", async () => {
@@ -242,3 +243,30 @@ test("the edge's X-Forwarded-For ends with the address it saw, whatever the clie
     rmSync(dir, { recursive: true, force: true });
   }
 }, 30_000);
+
+test("compose runs NATS as a 3-node JetStream cluster and two gateway copies behind the edge", () => {
+  const nodes = ["nats", "nats-2", "nats-3"];
+  const names = new Set<string>();
+  for (const node of nodes) {
+    const command = services[node]?.command ?? [];
+    expect(command).toContain("/etc/nats/nats-auth.conf");
+    expect(command).toContain("-js");
+    const flag = (name: string) => command[command.indexOf(name) + 1];
+    expect(flag("--cluster_name")).toBe("hatch");
+    expect(flag("--routes")).toBe(nodes.map((n) => `nats://${n}:6222`).join(","));
+    names.add(flag("--server_name")!);
+    // Each node keeps its own JetStream data.
+    expect(services[node]?.volumes?.[0]).toMatch(/^nats-data(-\d)?:\/data$/);
+  }
+  expect(names.size).toBe(3);
+  expect(new Set(nodes.map((n) => services[n]?.volumes?.[0])).size).toBe(3);
+  for (const name of ["gateway", "orgs", "apps", "domains", "billing"]) {
+    expect(services[name]?.environment?.NATS_REPLICAS).toBe("3");
+    for (const node of nodes) expect(services[name]?.depends_on?.[node]?.condition).toBe("service_healthy");
+  }
+  const gateway = services.gateway!;
+  expect(gateway.deploy?.replicas).toBeGreaterThanOrEqual(2);
+  expect(gateway.ports).toBeUndefined();
+  expect(gateway.environment?.TRUST_PROXY).toBe("true");
+  expect(services.edge?.depends_on?.gateway?.condition).toBe("service_healthy");
+});

@@ -3,6 +3,7 @@ import {
   callRpc,
   CallReplySchema,
   childTraceparent,
+  ContextVersions,
   decodeJson,
   encodeJson,
   randomId,
@@ -32,6 +33,20 @@ export interface ServiceClientDeps {
   bus: Bus;
   contextKey: Buffer;
   accounts: AccountSessions;
+  /**
+   * The call context version to sign for each service, learned from copies that read only older ones during a rolling
+   * deploy (gateway/DESIGN.md): a hint each gateway copy relearns in one round trip, nothing a request needs. Default:
+   * one per bus connection, starting at this build's newest; tests pass one that starts at another release's.
+   */
+  contextVersions?: ContextVersions;
+}
+
+const versionsByBus = new WeakMap<Bus, ContextVersions>();
+function contextVersions(deps: Pick<ServiceClientDeps, "bus" | "contextVersions">): ContextVersions {
+  if (deps.contextVersions) return deps.contextVersions;
+  let versions = versionsByBus.get(deps.bus);
+  if (!versions) versionsByBus.set(deps.bus, (versions = new ContextVersions()));
+  return versions;
 }
 
 /** Who is calling: an AI client through an OAuth grant, or a person on one of Hatch's pages (`websiteCaller`). */
@@ -72,13 +87,34 @@ export function websiteCaller(
  * (orgs `session.resolve`, cached); without it the context names the person only (mails about their own sign-in).
  */
 export async function signedContext(
-  deps: Pick<ServiceClientDeps, "contextKey" | "accounts">,
+  deps: Pick<ServiceClientDeps, "contextKey" | "accounts"> &
+    Partial<Pick<ServiceClientDeps, "bus" | "contextVersions">>,
   caller: CallerInfo,
-  options: { account?: boolean; timeoutMs?: number } = {},
+  options: { account?: boolean; timeoutMs?: number; service?: ServiceName } = {},
 ): Promise<string> {
+  const version =
+    options.service && deps.bus
+      ? contextVersions({ bus: deps.bus, contextVersions: deps.contextVersions }).for(options.service)
+      : undefined;
+  return signContext(await callerClaims(deps, caller, options), deps.contextKey, Date.now(), version);
+}
+
+async function callerClaims(
+  deps: Pick<ServiceClientDeps, "accounts">,
+  caller: CallerInfo,
+  options: { account?: boolean; timeoutMs?: number },
+): Promise<CallContextClaims> {
   const base = baseClaims(caller);
-  if (options.account === false) return signContext(base, deps.contextKey);
-  return signContext(withSession(base, await callerSession(deps, caller, options)), deps.contextKey);
+  if (options.account === false) return base;
+  return withSession(base, await callerSession(deps, caller, options));
+}
+
+/** Signs `claims` again for a copy of `service` that reads only `read`; null when this gateway knows none of them. */
+function resigner(deps: ServiceClientDeps, service: ServiceName, claims: CallContextClaims) {
+  return (read: readonly number[]): string | null => {
+    const version = contextVersions(deps).learn(service, read);
+    return version === null ? null : signContext(claims, deps.contextKey, Date.now(), version);
+  };
 }
 
 /** The account, organization, role and permissions this caller acts as (orgs `session.resolve`, cached). */
@@ -116,9 +152,10 @@ export async function callServiceRpc<S extends z.ZodType>(
   caller: CallerInfo,
   options: { account?: boolean } = {},
 ): Promise<z.infer<S>> {
-  const ctx = await signedContext(deps, caller, options);
+  const claims = await callerClaims(deps, caller, options);
   return callRpc(deps.bus, service, method, input, schema, {
-    ctx,
+    ctx: signContext(claims, deps.contextKey, Date.now(), contextVersions(deps).for(service)),
+    resign: resigner(deps, service, claims),
     requestId: caller.requestId,
     traceparent: caller.traceparent,
   });
@@ -152,8 +189,22 @@ export async function callService(
   // One deadline for the whole call (the account lookup and the service's answer), so the AI hears back within the
   // tool's own timeout even when orgs is slow too.
   const deadline = Date.now() + contract.timeoutMs;
-  const ctx = await signedContext(deps, caller, { timeoutMs: Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs) });
-  return send(deps.bus, contract, { ctx, ...body }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
+  const claims = await callerClaims(deps, caller, { timeoutMs: Math.min(ACCOUNT_LOOKUP_MS, contract.timeoutMs) });
+  const ctx = signContext(claims, deps.contextKey, Date.now(), contextVersions(deps).for(contract.service));
+  // Keys a copy of an older release may drop (the contract's `ignorable`), so it does not refuse the call for them.
+  const envelope = { ...body, ...(contract.ignorable.length > 0 ? { ignorable: contract.ignorable } : {}) };
+  const reply = await send(
+    deps.bus,
+    contract,
+    { ctx, ...envelope },
+    caller,
+    Math.max(MIN_SEND_MS, deadline - Date.now()),
+  );
+  if (reply.ok || !reply.accepts) return reply;
+  // A copy that reads only older context versions (a rolling deploy) did nothing: sign in one it reads and send again.
+  const again = resigner(deps, contract.service, claims)(reply.accepts.ctx);
+  if (!again) return reply;
+  return send(deps.bus, contract, { ctx: again, ...envelope }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
 }
 
 /** At most this long for the account lookup (orgs `session.resolve`), within the tool's deadline. */

@@ -8,6 +8,11 @@ export const CallRequestSchema = z.object({
   /** The user's answer to a question the service asked, with the confirm token it gave. */
   answer: z.record(z.string(), z.unknown()).optional(),
   confirm: z.string().optional(),
+  /**
+   * Input keys the caller's contract marks `ignorable` (added later; without them the tool does what it did before):
+   * a copy whose contract does not know one drops it instead of refusing the call (a rolling deploy).
+   */
+  ignorable: z.array(z.string()).optional(),
 });
 export type CallRequest = z.infer<typeof CallRequestSchema>;
 
@@ -53,7 +58,13 @@ const ResultReplySchema = z.object({
   result: z.object({ text: z.string(), data: z.record(z.string(), z.unknown()) }),
 });
 const AskReplySchema = z.object({ ok: z.literal(true), ask: QuestionSchema });
-const ErrorReplySchema = z.object({ ok: z.literal(false), error: CallErrorSchema });
+/**
+ * With an error reply, what this copy reads when the call was in a version it does not (a rolling deploy): the caller
+ * signs its context again in the newest of `ctx` it knows and resends.
+ */
+export const AcceptsSchema = z.object({ ctx: z.array(z.number().int()) });
+export type Accepts = z.infer<typeof AcceptsSchema>;
+const ErrorReplySchema = z.object({ ok: z.literal(false), error: CallErrorSchema, accepts: AcceptsSchema.optional() });
 export const CallReplySchema = z.union([ResultReplySchema, AskReplySchema, ErrorReplySchema]);
 export type CallReply = z.infer<typeof CallReplySchema>;
 export type AskReply = z.infer<typeof AskReplySchema>;

@@ -50,8 +50,18 @@ export {
 } from "./envelope.ts";
 export type { AskReply, CallError, CallReply, CallRequest, Question } from "./envelope.ts";
 export { openPayload, signPayload } from "./signed.ts";
-export { CallContextSchema, CONTEXT_TTL_SECONDS, deriveKey, signContext, verifyContext } from "./ctx.ts";
-export type { CallContext, CallContextClaims } from "./ctx.ts";
+export {
+  CallContextSchema,
+  CONTEXT_TTL_SECONDS,
+  CONTEXT_VERSION,
+  CONTEXT_VERSIONS_READ,
+  ContextVersions,
+  deriveKey,
+  openContext,
+  signContext,
+  verifyContext,
+} from "./ctx.ts";
+export type { CallContext, CallContextClaims, OpenedContext } from "./ctx.ts";
 export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.ts";
 export { developerReference } from "./apps/reference.ts";
 export { EXAMPLE_APP } from "./apps/example-app.ts";

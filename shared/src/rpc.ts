@@ -1,19 +1,24 @@
 import { z } from "zod";
 import { requestTraced } from "./bus/traced.ts";
 import { BusError, decodeJson, encodeJson, type Bus } from "./bus/types.ts";
-import { CallErrorSchema } from "./envelope.ts";
+import { AcceptsSchema, CallErrorSchema } from "./envelope.ts";
 import { ToolError } from "./errors.ts";
 
 /** Internal request-reply between the gateway and services: `rpc.<service>.<method>`. */
 export const RpcRequestSchema = z.object({ ctx: z.string().optional(), input: z.unknown() });
 export const RpcReplySchema = z.union([
   z.object({ ok: z.literal(true), result: z.unknown() }),
-  z.object({ ok: z.literal(false), error: CallErrorSchema }),
+  z.object({ ok: z.literal(false), error: CallErrorSchema, accepts: AcceptsSchema.optional() }),
 ]);
 export type RpcReply = z.infer<typeof RpcReplySchema>;
 
 export interface RpcCallOptions {
   ctx?: string;
+  /**
+   * The context signed again for a copy that reads only the versions `read` (a rolling deploy), or null when the
+   * caller knows none of them: the call is sent once more with it.
+   */
+  resign?: (read: readonly number[]) => string | null;
   timeoutMs?: number;
   requestId?: string;
   traceparent?: string;
@@ -31,19 +36,24 @@ export async function callRpc<S extends z.ZodType>(
   schema: S,
   options: RpcCallOptions = {},
 ): Promise<z.infer<S>> {
-  let raw: unknown;
-  try {
-    const reply = await requestTraced(bus, `rpc.${service}.${method}`, encodeJson({ ctx: options.ctx, input }), {
-      timeoutMs: options.timeoutMs ?? 5_000,
-      requestId: options.requestId,
-      traceparent: options.traceparent,
-    });
-    raw = decodeJson(reply.data);
-  } catch (error) {
-    if (error instanceof BusError) throw unavailable(service);
-    throw error;
+  const send = async (ctx: string | undefined) => {
+    try {
+      const reply = await requestTraced(bus, `rpc.${service}.${method}`, encodeJson({ ctx, input }), {
+        timeoutMs: options.timeoutMs ?? 5_000,
+        requestId: options.requestId,
+        traceparent: options.traceparent,
+      });
+      return RpcReplySchema.safeParse(decodeJson(reply.data));
+    } catch (error) {
+      if (error instanceof BusError) throw unavailable(service);
+      throw error;
+    }
+  };
+  let reply = await send(options.ctx);
+  if (reply.success && !reply.data.ok && reply.data.accepts && options.resign) {
+    const again = options.resign(reply.data.accepts.ctx);
+    if (again) reply = await send(again);
   }
-  const reply = RpcReplySchema.safeParse(raw);
   if (!reply.success) throw new ToolError("internal", `The ${service} service sent a reply Hatch could not read.`);
   if (!reply.data.ok) throw new ToolError(reply.data.error.code, reply.data.error.message);
   const result = schema.safeParse(reply.data.result);

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { decodeJson, encodeJson, type Bus, type BusMessage, type BusReply, type BusSubscription } from "./bus/types.ts";
 import type { ServiceName, ToolContract, ToolInput, ToolOutput } from "./contracts/define.ts";
 import { checkConfirm, confirmProblem, type ConfirmClaims } from "./confirm.ts";
-import { verifyContext, type CallContext } from "./ctx.ts";
+import { CONTEXT_VERSIONS_READ, openContext, type CallContext, type OpenedContext } from "./ctx.ts";
 import { databaseUnavailableMessage, isDatabaseUnavailable } from "./db-errors.ts";
 import type { OutboxRelay } from "./events/outbox.ts";
 import {
@@ -104,6 +104,8 @@ export interface ServiceOptions {
    * events of a change are on the stream by the time its caller hears back.
    */
   outbox?: OutboxRelay;
+  /** The call context versions this copy reads (default: this build's); tests set others to act as another release. */
+  contextVersions?: readonly number[];
   logger: Logger;
 }
 
@@ -120,6 +122,7 @@ export interface RunningService {
 /** Subscribes a service to its tool and rpc subjects (queue group = service name) and answers them. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { name, bus, logger } = options;
+  const contextVersions = options.contextVersions ?? CONTEXT_VERSIONS_READ;
   const owned = new Map(options.contracts.filter((c) => c.service === name).map((c) => [c.name, c]));
   const handlers = new Map(options.tools.map((b) => [b.contract.name, b]));
   for (const tool of handlers.keys()) {
@@ -189,13 +192,20 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     try {
       const request = CallRequestSchema.safeParse(safeJson(msg.data));
       if (!request.success) throw new ToolError("invalid_input", "The call envelope was malformed.");
-      const ctx = verifyContext(request.data.ctx, options.contextKey);
-      if (!ctx) {
+      const opened = openContext(request.data.ctx, options.contextKey, contextVersions);
+      if (!opened.ok && opened.reason === "version") return versionReply(opened, log);
+      if (!opened.ok) {
         log.warn("refused call without a valid context");
         throw new ToolError("forbidden", "This call was not signed by the Hatch gateway, so it was refused.");
       }
+      const ctx = opened.ctx;
       const contract = owned.get(tool);
-      if (!contract) throw new ToolError("not_found", `There is no tool named "${tool}" in the ${name} service.`);
+      // The gateway signed a call to a tool this copy does not own: a newer gateway during a rolling deploy.
+      if (!contract)
+        throw new ToolError(
+          "unavailable",
+          `Hatch is being upgraded: this copy of the ${name} service does not have "${tool}" yet. Nothing was changed. Try again in a minute.`,
+        );
       checkAllowed(contract, ctx);
       const binding = handlers.get(tool);
       if (!binding) {
@@ -204,13 +214,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           `The tool "${tool}" is not available on this Hatch server yet (the ${name} service does not handle it). Nothing was changed.`,
         );
       }
-      const input = contract.input.safeParse(request.data.input);
-      if (!input.success)
-        throw new ToolError(
-          "invalid_input",
-          `Invalid arguments for ${tool}: ${describeIssues(input.error, 5, contract.input)}`,
-        );
-      const prepared = options.prepareInput ? await options.prepareInput(contract, input.data, ctx) : input.data;
+      const input = parseCallInput(contract, request.data.input, request.data.ignorable ?? [], name, log);
+      const prepared = options.prepareInput ? await options.prepareInput(contract, input, ctx) : input;
       const confirmation = request.data.confirm ? checkAnswer(request.data.confirm, ctx, tool, prepared) : undefined;
       const outcome = await binding.handler({
         ctx,
@@ -231,6 +236,19 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     } catch (error) {
       return { ok: false, error: toWireError(error, name, requestId, log, owned.get(tool)?.class !== "read") };
     }
+  }
+
+  /** A context the gateway signed in a version this copy does not read: say which it reads, so the caller signs again. */
+  function versionReply(opened: Extract<OpenedContext, { reason: "version" }>, log: Logger) {
+    log.info("call context in a version this copy does not read", { version: opened.version, reads: contextVersions });
+    return {
+      ok: false as const,
+      error: {
+        code: "unavailable" as const,
+        message: `Hatch is being upgraded: this copy of the ${name} service cannot read the call yet. Nothing was changed. Try again in a minute.`,
+      },
+      accepts: { ctx: [...contextVersions] },
+    };
   }
 
   function checkAnswer(token: string, ctx: CallContext, tool: string, input: unknown): ConfirmClaims {
@@ -259,7 +277,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       if (!binding) throw new ToolError("not_found", `The ${name} service has no method "${method}".`);
       const request = RpcRequestSchema.safeParse(safeJson(msg.data));
       if (!request.success) throw new ToolError("invalid_input", "The call envelope was malformed.");
-      const ctx = request.data.ctx ? verifyContext(request.data.ctx, options.contextKey) : null;
+      const opened = request.data.ctx ? openContext(request.data.ctx, options.contextKey, contextVersions) : null;
+      if (opened && !opened.ok && opened.reason === "version") {
+        const { ok, error, accepts } = versionReply(opened, log);
+        return { data: encodeJson({ ok, error, accepts }), headers: { [HEADER_REQUEST_ID]: requestId } };
+      }
+      const ctx = opened?.ok ? opened.ctx : null;
       if (binding.requiresContext && !ctx) {
         log.warn("refused rpc without a valid context");
         throw new ToolError("forbidden", "This call was not signed by the Hatch gateway, so it was refused.");
@@ -292,6 +315,51 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       await options.outbox?.stop();
     },
   };
+}
+
+/**
+ * The tool's input by this copy's contract. Keys this copy does not know come from a newer caller (the gateway checked
+ * the input against its own contract, a newer one during a rolling deploy): those the caller marks `ignorable` are
+ * dropped; any other is a retryable `unavailable` naming the key, since doing the call without it would do something
+ * else than asked.
+ */
+function parseCallInput(
+  contract: ToolContract,
+  raw: unknown,
+  ignorable: readonly string[],
+  service: string,
+  log: Logger,
+): unknown {
+  const first = contract.input.safeParse(raw);
+  if (first.success) return first.data;
+  const invalid = () =>
+    new ToolError("invalid_input", `Invalid arguments for ${contract.name}: ${describeIssues(first.error, 5, contract.input)}`);
+  const unknown: { path: PropertyKey[]; key: string }[] = [];
+  for (const issue of first.error.issues) {
+    if (issue.code !== "unrecognized_keys") throw invalid();
+    for (const key of issue.keys) unknown.push({ path: issue.path, key });
+  }
+  const named = (u: { path: PropertyKey[]; key: string }) =>
+    [...u.path, u.key].map((part) => (typeof part === "number" ? "*" : String(part))).join(".");
+  const refused = unknown.filter((u) => !ignorable.includes(named(u)));
+  if (refused.length > 0) {
+    const keys = refused.map((u) => `"${named(u)}"`).join(", ");
+    log.info("input keys from a newer caller", { keys: refused.map(named) });
+    throw new ToolError(
+      "unavailable",
+      `Hatch is being upgraded: this copy of the ${service} service does not know ${keys} of ${contract.name} yet. Nothing was changed. Try the same call again in a minute.`,
+    );
+  }
+  const stripped = structuredClone(raw);
+  for (const u of unknown) {
+    let at: unknown = stripped;
+    for (const part of u.path) at = (at as Record<PropertyKey, unknown>)?.[part as string];
+    if (at && typeof at === "object") delete (at as Record<string, unknown>)[u.key];
+  }
+  const second = contract.input.safeParse(stripped);
+  if (!second.success) throw invalid();
+  log.info("dropped ignorable input keys from a newer caller", { keys: unknown.map(named) });
+  return second.data;
 }
 
 /** Checks that hold for every tool, in the service itself and not only in the gateway. */

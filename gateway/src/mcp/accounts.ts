@@ -1,5 +1,6 @@
 import {
   callRpc,
+  ContextVersions,
   rpcMethods,
   SessionSchema,
   signContext,
@@ -24,6 +25,8 @@ export class AccountSessions {
   constructor(
     private readonly bus: Bus,
     private readonly contextKey: Buffer,
+    /** The call context version orgs reads (negotiated: see ContextVersions). */
+    private readonly versions = new ContextVersions(),
   ) {}
 
   /** `trace.timeoutMs`: how long the caller can wait for orgs (default 5 s); a shared first call waits as its starter did. */
@@ -60,7 +63,11 @@ export class AccountSessions {
       { email: claims.email, name: claims.name },
       SessionSchema,
       {
-        ctx: signContext(claims, this.contextKey),
+        ctx: signContext(claims, this.contextKey, Date.now(), this.versions.for("orgs")),
+        resign: (read) => {
+          const version = this.versions.learn("orgs", read);
+          return version === null ? null : signContext(claims, this.contextKey, Date.now(), version);
+        },
         requestId: trace.requestId,
         traceparent: trace.traceparent,
         timeoutMs: trace.timeoutMs,

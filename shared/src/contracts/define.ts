@@ -43,6 +43,12 @@ export interface ToolContractOptions<I extends z.ZodObject, O extends z.ZodObjec
    * goes on the bus (whose messages have a size limit). The owning service checks the same limits again.
    */
   limitProblem?(input: z.infer<I>): string | null;
+  /**
+   * Input keys (dotted paths for nested ones) added after the tool first shipped whose absence keeps the old
+   * behaviour (a hint, a presentation option): during a rolling deploy a copy that does not know one drops it. A new key
+   * not listed here is refused by such a copy with a retryable `unavailable` (gateway/DESIGN.md, "Rolling deploys").
+   */
+  ignorable?: readonly string[];
 }
 
 export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
@@ -56,6 +62,7 @@ export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.Z
   readonly output: O;
   readonly timeoutMs: number;
   readonly hiddenFor: readonly ClientKind[];
+  readonly ignorable: readonly string[];
   limitProblem?(input: z.infer<I>): string | null;
 }
 
@@ -82,6 +89,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
     output: options.output,
     timeoutMs: options.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
     hiddenFor: options.hiddenFor ?? [],
+    ignorable: options.ignorable ?? [],
     limitProblem: options.limitProblem,
   };
 }
