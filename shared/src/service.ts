@@ -333,7 +333,10 @@ function parseCallInput(
   const first = contract.input.safeParse(raw);
   if (first.success) return first.data;
   const invalid = () =>
-    new ToolError("invalid_input", `Invalid arguments for ${contract.name}: ${describeIssues(first.error, 5, contract.input)}`);
+    new ToolError(
+      "invalid_input",
+      `Invalid arguments for ${contract.name}: ${describeIssues(first.error, 5, contract.input)}`,
+    );
   const unknown: { path: PropertyKey[]; key: string }[] = [];
   for (const issue of first.error.issues) {
     if (issue.code !== "unrecognized_keys") throw invalid();
