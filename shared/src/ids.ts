@@ -16,8 +16,10 @@ export function acceptRequestId(candidate: string | null | undefined): string {
 /** W3C trace context: keep the caller's trace id when valid, always start a new span. */
 export function childTraceparent(incoming: string | null | undefined): string {
   const match = incoming ? TRACEPARENT.exec(incoming) : null;
-  const traceId = match?.[1] && !/^0+$/.test(match[1]) ? match[1] : randomBytes(16).toString("hex");
-  return `00-${traceId}-${randomBytes(8).toString("hex")}-01`;
+  if (match?.[1] && !/^0+$/.test(match[1])) return `00-${match[1]}-${randomBytes(8).toString("hex")}-01`;
+  // A new trace: both ids from one draw of randomness.
+  const ids = randomBytes(24).toString("hex");
+  return `00-${ids.slice(0, 32)}-${ids.slice(32)}-01`;
 }
 
 export function traceIdOf(traceparent: string | null | undefined): string | undefined {

@@ -23,10 +23,19 @@ export function clientKindOf(name: string | undefined): ClientKind {
  */
 export function clientNameOf(raw: string | undefined): string {
   // Cut first so a huge name costs nothing; a few extra characters cover the control characters removed.
-  const cleaned = stripControlChars((raw ?? "").slice(0, CLIENT_NAME_MAX * 4)).trim();
-  const name = Array.from(cleaned).slice(0, CLIENT_NAME_MAX).join("").trim();
-  return name || "unknown";
+  const cut = (raw ?? "").slice(0, CLIENT_NAME_MAX * 4);
+  const known = cleanedNames.get(cut);
+  if (known !== undefined) return known;
+  const cleaned = stripControlChars(cut).trim();
+  const name = Array.from(cleaned).slice(0, CLIENT_NAME_MAX).join("").trim() || "unknown";
+  if (cleanedNames.size >= CLEANED_NAMES_MAX) cleanedNames.clear();
+  cleanedNames.set(cut, name);
+  return name;
 }
+
+/** Names already cleaned: every tool call asks a few times, and a deployment sees few distinct client names. */
+const cleanedNames = new Map<string, string>();
+const CLEANED_NAMES_MAX = 1_000;
 
 export interface ElicitationSupport {
   form: boolean;
