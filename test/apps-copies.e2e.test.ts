@@ -53,7 +53,7 @@ for (const mode of MODES) {
       expect(response.status).toBe(503);
       expect(response.headers.get("retry-after")).toBe("30");
       const text = await response.text();
-      expect(text).toContain("This app's files are not available");
+      expect(text).toContain("files are not available</h1>");
       expect(text).toContain("Try again in a moment");
       // The page itself is still there.
       expect((await fetch(published.url)).status).toBe(200);
@@ -92,7 +92,11 @@ describe.skipIf(!realServers)("apps copies as separate processes", () => {
     copies.push(child);
     const output = collect(child.stdout);
     const errors = collect(child.stderr);
-    const code = await Promise.race([output.waitFor('"msg":"service ready"').then(() => null), child.exited]);
+    // Its output ends when it exits: then the exit code.
+    const code = await output.waitFor('"msg":"service ready"').then(
+      () => null,
+      () => child.exited,
+    );
     return { child, output, errors, code };
   }
 
