@@ -91,12 +91,19 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     // Postgres with no free connection (or starting up) is waited for, with a log line each try, not a crash.
     { schema: options.name, migrationsFolder: options.migrationsFolder, waitWhileBusy: logger, logger },
   );
-  running = await options.start({
-    bus,
-    db: database.db,
-    contextKey: deriveKey(env.HATCH_SECRET, "ctx"),
-    secret: env.HATCH_SECRET,
-    env: process.env,
-    logger,
-  });
+  try {
+    running = await options.start({
+      bus,
+      db: database.db,
+      contextKey: deriveKey(env.HATCH_SECRET, "ctx"),
+      secret: env.HATCH_SECRET,
+      env: process.env,
+      logger,
+    });
+  } catch (error) {
+    // The service's own settings (read at start, some checked against the database) are told plainly, not as a stack.
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${options.name}: ${error.message}\n`);
+    process.exit(2);
+  }
 }
