@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createNatsBus, deleteEventsStream, openServiceDatabase, type DatabaseHandle } from "@hatch/shared";
+import {
+  createNatsBus,
+  deleteEventsStream,
+  isDatabaseUnavailable,
+  openServiceDatabase,
+  type DatabaseHandle,
+} from "@hatch/shared";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq, sql } from "drizzle-orm";
 import postgres from "postgres";
@@ -258,7 +264,7 @@ describe.skipIf(!realServers)("a direct pool's statement timeout (DB_STATEMENT_T
     await database?.drop();
   });
 
-  test("Postgres cancels a statement past the timeout (57014)", async () => {
+  test("Postgres cancels a statement past the timeout (57014): the database is unavailable for now", async () => {
     const [row] = (await handle.db.execute(sql`show statement_timeout`)) as unknown as Array<{
       statement_timeout: string;
     }>;
@@ -268,5 +274,7 @@ describe.skipIf(!realServers)("a direct pool's statement timeout (DB_STATEMENT_T
       (e: unknown) => e as { cause?: { code?: string } },
     );
     expect(error?.cause?.code).toBe("57014");
+    // A call that meets it answers `unavailable` (try again), not `internal`.
+    expect(isDatabaseUnavailable(error)).toBe(true);
   }, 60_000);
 });
