@@ -8,6 +8,7 @@
 import { createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig } from "@hatch/gateway";
 import {
   CommonEnvSchema,
+  databaseSettingsFrom,
   createLogger,
   loadConfig,
   openEmbeddedPostgres,
@@ -65,7 +66,7 @@ async function runDirect(request: AdminRequest, env: CommonEnv, dataDir: string)
   const pglite = env.DATABASE_URL ? undefined : await openEmbeddedPostgres(join(dataDir, "pg"));
   const database = await openServiceDatabase(
     env.DATABASE_URL
-      ? { kind: "postgres", url: env.DATABASE_URL, maxConnections: 2 }
+      ? { kind: "postgres", url: env.DATABASE_URL, ...databaseSettingsFrom(env, 2) }
       : { kind: "pglite", client: pglite! },
     { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS },
   );

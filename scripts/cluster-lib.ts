@@ -1,6 +1,6 @@
 import type { Subprocess } from "bun";
 import { closeSync, openSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type ServiceName } from "@hatch/shared";
 
 const ROOT = join(import.meta.dir, "..");
@@ -40,6 +40,11 @@ export interface Cluster {
   respawn(name: string): Subprocess;
 }
 
+/** Where the cluster's apps service keeps files: BLOB_DIR, else DATA_DIR/blobs (a relative DATA_DIR from the checkout). */
+export function clusterBlobDir(env: Record<string, string | undefined>): string {
+  return env.BLOB_DIR || resolve(ROOT, env.DATA_DIR || ".data", "blobs");
+}
+
 /** Past a child's own deadline, how long stop() waits for it to exit before it kills it. */
 const KILL_MARGIN_MS = 2_000;
 
@@ -55,7 +60,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     BUS_PREFIX: options.busPrefix,
     PORT: String(options.port),
     APP_PORT: String(options.appPort ?? process.env.APP_PORT ?? 3001),
-    BLOB_DIR: options.blobDir ?? process.env.BLOB_DIR ?? join(ROOT, process.env.DATA_DIR ?? ".data", "blobs"),
+    BLOB_DIR: options.blobDir ?? clusterBlobDir(process.env),
     LOG_LEVEL: options.logLevel ?? process.env.LOG_LEVEL ?? "info",
     SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs),
     // Each child watches this pid and stops when it goes away: a launcher killed hard leaves no copy running.

@@ -1,7 +1,16 @@
 // `bun run dev`: the whole service in one process. With no NATS_URL or DATABASE_URL it needs nothing else:
 // the in-process bus and PGlite under DATA_DIR. Set either to use the real server instead.
 import { loadGatewayConfig } from "@hatch/gateway";
-import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown, startTracing } from "@hatch/shared";
+import {
+  CommonEnvSchema,
+  ConfigError,
+  createLogger,
+  databaseSettingsFrom,
+  DEFAULT_POOL_SIZE,
+  loadConfig,
+  onShutdown,
+  startTracing,
+} from "@hatch/shared";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";
@@ -46,6 +55,7 @@ const hatch = await startHatch({
   port: config.port,
   baseUrl: config.baseUrl,
   databaseUrl: env.DATABASE_URL,
+  databaseSettings: databaseSettingsFrom(env, DEFAULT_POOL_SIZE),
   pgliteDir: join(dataDir, "pg"),
   natsUrl: env.NATS_URL,
   busPrefix: env.BUS_PREFIX,

@@ -20,6 +20,7 @@ import {
   type DatabaseHandle,
   type DatabaseSource,
   type Logger,
+  type PostgresPoolSettings,
   type RunningService,
   type ServiceDeps,
   type ServiceName,
@@ -48,6 +49,8 @@ export interface HatchOptions {
   baseUrl?: string;
   /** Postgres server; without it, PGlite (in `pgliteDir`, or in memory). */
   databaseUrl?: string;
+  /** How each schema's pool uses it (DB_POOL_SIZE, DB_IDLE_TIMEOUT_MS, ...: databaseSettingsFrom). */
+  databaseSettings?: PostgresPoolSettings;
   pgliteDir?: string;
   /** NATS server; without it, the in-process bus. */
   natsUrl?: string;
@@ -94,11 +97,16 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
   const pglite = options.databaseUrl ? undefined : await openEmbeddedPostgres(options.pgliteDir);
   const source: DatabaseSource = pglite
     ? { kind: "pglite", client: pglite }
-    : { kind: "postgres", url: options.databaseUrl! };
+    : { kind: "postgres", url: options.databaseUrl!, ...options.databaseSettings };
 
   const handles: DatabaseHandle[] = [];
   const open = async (schema: string, migrationsFolder: string) => {
-    const handle = await openServiceDatabase(source, { schema, migrationsFolder, waitWhileBusy: options.logger });
+    const handle = await openServiceDatabase(source, {
+      schema,
+      migrationsFolder,
+      waitWhileBusy: options.logger,
+      logger: options.databaseSettings ? options.logger : undefined,
+    });
     handles.push(handle);
     return handle.db;
   };

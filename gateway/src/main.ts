@@ -3,6 +3,7 @@ import {
   ConfigError,
   createLogger,
   createNatsBus,
+  databaseSettingsFrom,
   loadConfig,
   onShutdown,
   openServiceDatabase,
@@ -13,6 +14,7 @@ import { createGateway, GATEWAY_MIGRATIONS } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 
 // `bun run start` of the gateway alone: real NATS and Postgres from the environment.
+const GATEWAY_POOL_SIZE = 20;
 let config;
 let env;
 try {
@@ -37,8 +39,9 @@ const bus = await createNatsBus({
   pass: env.NATS_PASSWORD,
 });
 const database = await openServiceDatabase(
-  { kind: "postgres", url: env.DATABASE_URL!, maxConnections: 20 },
-  { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS, waitWhileBusy: logger },
+  // DB_POOL_SIZE, default 20: the gateway answers every request, so it keeps more connections than a service.
+  { kind: "postgres", url: env.DATABASE_URL!, ...databaseSettingsFrom(env, GATEWAY_POOL_SIZE) },
+  { schema: "gateway", migrationsFolder: GATEWAY_MIGRATIONS, waitWhileBusy: logger, logger },
 );
 const gateway = createGateway({ config, bus, db: database.db, logger });
 const listener = gateway.listen({ port: config.port, hostname: process.env.HOST ?? "0.0.0.0" });

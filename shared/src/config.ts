@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS, type PostgresPoolSettings } from "./db.ts";
 import { LOG_LEVELS } from "./logger.ts";
 import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown.ts";
 
@@ -15,12 +16,32 @@ const url = (protocols: string[], example: string) =>
     message: `must be a URL starting with ${protocols.join(" or ")} (for example ${example})`,
   });
 
+const millis = (example: string, min: number, max: number) =>
+  z.coerce
+    .number({ error: `must be a number of milliseconds, for example ${example}` })
+    .int("must be a whole number of milliseconds")
+    .min(min, `must be at least ${min} (milliseconds)`)
+    .max(max, `must be at most ${max} (milliseconds)`);
+
 /** Variables every process reads. Each component extends this with its own. */
 export const CommonEnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   DATA_DIR: z.string().min(1).default(".data"),
   DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://user@127.0.0.1:5432/hatch").optional(),
+  /** A direct connection for migrations when DATABASE_URL goes through a pooler (shared/src/db.ts). */
+  DATABASE_MIGRATION_URL: url(["postgres:", "postgresql:"], "postgres://user@127.0.0.1:5432/hatch").optional(),
+  /** `transaction`: DATABASE_URL goes through a pooler in transaction mode (PgBouncer); see PostgresPoolSettings. */
+  DATABASE_POOLER: z.enum(["none", "transaction"], { error: "must be none or transaction" }).default("none"),
+  /** Connections this process opens at most; each process has its own default (services 10, the gateway 20). */
+  DB_POOL_SIZE: z.coerce
+    .number({ error: "must be a number of connections, for example 10" })
+    .int("must be a whole number")
+    .min(1, "must be at least 1")
+    .max(100, "must be at most 100")
+    .optional(),
+  DB_IDLE_TIMEOUT_MS: millis("30000", 0, 3_600_000).default(DEFAULT_IDLE_TIMEOUT_MS),
+  DB_STATEMENT_TIMEOUT_MS: millis("30000", 0, 3_600_000).default(DEFAULT_STATEMENT_TIMEOUT_MS),
   NATS_URL: url(["nats:", "tls:"], "nats://127.0.0.1:4222").optional(),
   /** This process's NATS user and password (one user per process, with subject permissions: deploy/nats-auth.conf). */
   NATS_USER: z
@@ -67,4 +88,15 @@ export function loadConfig<S extends z.ZodType>(
   if (result.success) return result.data;
   const lines = result.error.issues.map((issue) => `  ${issue.path.join(".") || "(environment)"}: ${issue.message}`);
   throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+}
+
+/** A process's Postgres pool settings from its environment (CommonEnvSchema); `defaultPoolSize` when DB_POOL_SIZE is unset. */
+export function databaseSettingsFrom(env: CommonEnv, defaultPoolSize: number): PostgresPoolSettings {
+  return {
+    maxConnections: env.DB_POOL_SIZE ?? defaultPoolSize,
+    idleTimeoutMs: env.DB_IDLE_TIMEOUT_MS,
+    statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS,
+    pooler: env.DATABASE_POOLER,
+    migrationUrl: env.DATABASE_MIGRATION_URL,
+  };
 }

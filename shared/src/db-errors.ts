@@ -4,11 +4,12 @@ import { DrizzleQueryError } from "drizzle-orm/errors";
 // in a moment (code `unavailable`) instead of getting an internal error with a request id to report.
 
 /**
- * postgres.js's own connection codes, and Postgres's: 57P01-03 (shut down, starting), class 08 (connection), class 53
- * (insufficient resources: 53300 too many connections, out of memory or disk; the server is there but cannot serve).
+ * postgres.js's own connection codes, and Postgres's: 57P01-03 (shut down, starting), 57014 (cancelled: the statement
+ * timeout, DB_STATEMENT_TIMEOUT_MS, on a database too slow right now), class 08 (connection), class 53 (insufficient
+ * resources: 53300 too many connections, out of memory or disk; the server is there but cannot serve).
  */
 const POSTGRES_CODES =
-  /^(?:CONNECTION_(?:CLOSED|ENDED|DESTROYED)|CONNECT_TIMEOUT|57P0[123]|08[0-9A-Z]{3}|53[0-9A-Z]{3})$/;
+  /^(?:CONNECTION_(?:CLOSED|ENDED|DESTROYED)|CONNECT_TIMEOUT|57P0[123]|57014|08[0-9A-Z]{3}|53[0-9A-Z]{3})$/;
 /** Postgres answered but cannot take us yet: class 53 (53300: no free connection) or 57P03 (starting or stopping). */
 const BUSY_CODES = /^(?:57P03|53[0-9A-Z]{3})$/;
 /** Socket errors, which count only in a failed query or a connect to the database: elsewhere they may be any service. */

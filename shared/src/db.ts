@@ -3,7 +3,7 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
-import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import postgres from "postgres";
 import { busyRefusal, noteDatabasePort } from "./db-errors.ts";
 import type { Logger } from "./logger.ts";
@@ -13,8 +13,29 @@ export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
 
 /** Where a service's schema lives: a Postgres server, or the process's embedded PGlite. */
 export type DatabaseSource =
-  | { kind: "postgres"; url: string; maxConnections?: number }
+  | ({ kind: "postgres"; url: string } & PostgresPoolSettings)
   | { kind: "pglite"; client: PGlite };
+
+/** How a process uses a Postgres server (DB_POOL_SIZE, DB_IDLE_TIMEOUT_MS, ...: databaseSettingsFrom). */
+export interface PostgresPoolSettings {
+  /** Connections this process opens at most (DB_POOL_SIZE). Default 10. */
+  maxConnections?: number;
+  /** An idle connection is closed after this long, so a pool shrinks after a burst (DB_IDLE_TIMEOUT_MS). 0: never. */
+  idleTimeoutMs?: number;
+  /** Postgres cancels a statement running longer (DB_STATEMENT_TIMEOUT_MS). 0: no limit. Not sent through a pooler. */
+  statementTimeoutMs?: number;
+  /**
+   * "transaction": the URL goes through a pooler in transaction mode (PgBouncer): no named prepared statements and no
+   * session settings, since each transaction may run on another server connection (DATABASE_POOLER).
+   */
+  pooler?: "none" | "transaction";
+  /** A direct connection for the migrations (DATABASE_MIGRATION_URL); default the URL itself. */
+  migrationUrl?: string;
+}
+
+export const DEFAULT_POOL_SIZE = 10;
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 export interface DatabaseHandle {
   readonly db: Database;
@@ -33,6 +54,8 @@ export interface OpenDatabaseOptions {
    * line in this log each time, instead of failing. Other failures (a refused port, a wrong password) still throw.
    */
   waitWhileBusy?: Logger;
+  /** Where the start-up line with the connection budget goes (a process that starts). */
+  logger?: Logger;
 }
 
 /** The waits between tries while Postgres is busy at start: doubling from 0.5 s up to 10 s. */
@@ -63,33 +86,130 @@ export async function openServiceDatabase(
     return { db: db as unknown as Database, kind: "pglite", close: async () => {} };
   }
   noteDatabasePort(Number(new URL(source.url).port || 5432));
+  const pooled = source.pooler === "transaction";
+  const poolSize = source.maxConnections ?? DEFAULT_POOL_SIZE;
+  const idleTimeoutMs = source.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const statementTimeoutMs = source.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  const applicationName = options.applicationName ?? `hatch-${options.schema}`;
   const sql = postgres(source.url, {
-    max: source.maxConnections ?? 10,
+    max: poolSize,
+    // Closed when idle, so copies that had a burst give their connections back (postgres.js counts seconds).
+    idle_timeout: idleTimeoutMs > 0 ? idleTimeoutMs / 1000 : undefined,
     // A Postgres that is restarting can hold a new connection for long: give up after 5 s (default 30 s), so a call
     // fails with a clear "try again" instead of hanging past its caller's patience (the reliability suite saw 15 s).
     connect_timeout: 5,
+    // Through a pooler in transaction mode the next statement may run on another server connection, where a named
+    // prepared statement does not exist: unnamed ones only.
+    prepare: !pooled,
     onnotice: () => {},
-    connection: { application_name: options.applicationName ?? `hatch-${options.schema}` },
+    // Session settings go in the start-up message; a pooler in transaction mode refuses those it does not know.
+    connection: {
+      application_name: applicationName,
+      ...(pooled || statementTimeoutMs <= 0 ? {} : { statement_timeout: statementTimeoutMs }),
+    },
   });
   const db = drizzlePostgres({ client: sql });
+  const migrations = readMigrationFiles({ migrationsFolder: options.migrationsFolder });
   const migrate = async () => {
-    // Several instances of a service may start at once; one applies the migrations, the others wait.
-    const lock = await sql.reserve();
+    // Through DATABASE_MIGRATION_URL when given (a direct connection past the pooler), else the pool itself.
+    const client = source.migrationUrl
+      ? postgres(source.migrationUrl, {
+          max: 1,
+          connect_timeout: 5,
+          prepare: false,
+          onnotice: () => {},
+          connection: { application_name: `${applicationName}-migrate` },
+        })
+      : sql;
     try {
-      await lock`select pg_advisory_lock(hashtext(${`hatch:migrate:${options.schema}`}))`;
-      await migratePostgres(db, migrationConfig);
+      await applyMigrations(client, options.schema, migrations);
     } finally {
-      await lock`select pg_advisory_unlock(hashtext(${`hatch:migrate:${options.schema}`}))`.catch(() => {});
-      lock.release();
+      if (client !== sql) await client.end({ timeout: 1 }).catch(() => {});
     }
   };
   try {
     await retryWhileBusy(migrate, options.waitWhileBusy);
+    if (options.logger)
+      await logConnectionBudget(sql, options.logger, {
+        schema: options.schema,
+        poolSize,
+        idleTimeoutMs,
+        statementTimeoutMs,
+        pooled,
+      });
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {});
     throw error;
   }
   return { db: db as unknown as Database, kind: "postgres", close: () => sql.end({ timeout: 5 }) };
+}
+
+/**
+ * Applies the migrations not yet applied, as drizzle's migrator does (same `__drizzle_migrations` table in the
+ * service's schema), but all in one transaction under a transaction-scoped advisory lock: copies that start at once
+ * apply them one after the other, and nothing outlives the transaction. A session lock taken through a pooler in
+ * transaction mode stays on whichever server connection ran it (its unlock may run on another) and hangs later starts.
+ */
+async function applyMigrations(
+  client: postgres.Sql,
+  schema: string,
+  migrations: ReturnType<typeof readMigrationFiles>,
+): Promise<void> {
+  const table = `"${schema}"."__drizzle_migrations"`;
+  await client.begin(async (tx) => {
+    // Waiting for another copy's migrations, or a long one, is not a stuck statement.
+    await tx`select set_config('statement_timeout', '0', true)`;
+    await tx`select pg_advisory_xact_lock(hashtext(${`hatch:migrate:${schema}`}))`;
+    await tx.unsafe(`create schema if not exists "${schema}"`);
+    await tx.unsafe(
+      `create table if not exists ${table} (id serial primary key, hash text not null, created_at bigint)`,
+    );
+    const [last] = await tx.unsafe<Array<{ created_at: string | number | null }>>(
+      `select created_at from ${table} order by created_at desc limit 1`,
+    );
+    for (const migration of migrations) {
+      if (last && Number(last.created_at) >= migration.folderMillis) continue;
+      for (const statement of migration.sql) if (statement.trim()) await tx.unsafe(statement);
+      await tx.unsafe(`insert into ${table} ("hash", "created_at") values ($1, $2)`, [
+        migration.hash,
+        migration.folderMillis,
+      ]);
+    }
+  });
+}
+
+/**
+ * The start-up line with the connection budget: this process's pool against what the server allows, so an operator
+ * sees how many copies fit (each opens up to its pool size). Through a pooler the pooler's own limits apply instead.
+ */
+async function logConnectionBudget(
+  sql: postgres.Sql,
+  logger: Logger,
+  pool: { schema: string; poolSize: number; idleTimeoutMs: number; statementTimeoutMs: number; pooled: boolean },
+): Promise<void> {
+  const fields = {
+    schema: pool.schema,
+    poolSize: pool.poolSize,
+    idleTimeoutMs: pool.idleTimeoutMs,
+    statementTimeoutMs: pool.pooled ? "set by the pooler or the role" : pool.statementTimeoutMs,
+    pooler: pool.pooled ? "transaction" : "none",
+  };
+  try {
+    const [row] = await sql<Array<{ max: number; reserved: number; used: number }>>`
+      select current_setting('max_connections')::int as max,
+             current_setting('superuser_reserved_connections')::int as reserved,
+             (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`;
+    const available = row!.max - row!.reserved;
+    logger.info("database connections", {
+      ...fields,
+      serverMaxConnections: available,
+      serverInUse: row!.used,
+      // Through a pooler, its own max_client_conn bounds this process's connections; the server sees its pool only.
+      ...(pool.pooled ? {} : { copiesThatFit: Math.floor(available / pool.poolSize) }),
+    });
+  } catch {
+    logger.info("database connections", fields);
+  }
 }
 
 /** Runs `attempt`; while it fails because Postgres is busy and `log` is given, waits (logged) and runs it again. */

@@ -228,10 +228,10 @@ export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts
 export { isSpecialPurposeAddress, parseIPv4, parseIPv6 } from "./ip-ranges.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";
-export { CommonEnvSchema, ConfigError, loadConfig } from "./config.ts";
+export { CommonEnvSchema, ConfigError, databaseSettingsFrom, loadConfig } from "./config.ts";
 export type { CommonEnv } from "./config.ts";
-export { openEmbeddedPostgres, openServiceDatabase } from "./db.ts";
-export type { Database, DatabaseHandle, DatabaseSource, OpenDatabaseOptions } from "./db.ts";
+export { DEFAULT_POOL_SIZE, openEmbeddedPostgres, openServiceDatabase } from "./db.ts";
+export type { Database, DatabaseHandle, DatabaseSource, OpenDatabaseOptions, PostgresPoolSettings } from "./db.ts";
 export { callRpc, RpcReplySchema, RpcRequestSchema, unavailable } from "./rpc.ts";
 export type { RpcCallOptions, RpcReply } from "./rpc.ts";
 export { bindRpc, bindTool, startService } from "./service.ts";

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { createNatsBus } from "./bus/nats.ts";
 import type { Bus } from "./bus/types.ts";
-import { CommonEnvSchema, ConfigError, loadConfig } from "./config.ts";
+import { CommonEnvSchema, ConfigError, databaseSettingsFrom, loadConfig } from "./config.ts";
 import type { ServiceName } from "./contracts/define.ts";
 import { deriveKey } from "./ctx.ts";
-import { openServiceDatabase, type Database, type DatabaseHandle } from "./db.ts";
+import { DEFAULT_POOL_SIZE, openServiceDatabase, type Database, type DatabaseHandle } from "./db.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { RunningService } from "./service.ts";
 import { onShutdown, parentPidFrom } from "./shutdown.ts";
@@ -27,7 +27,6 @@ const StandaloneEnvSchema = CommonEnvSchema.extend({
   NATS_URL: CommonEnvSchema.shape.NATS_URL.unwrap(),
   DATABASE_URL: CommonEnvSchema.shape.DATABASE_URL.unwrap(),
   HATCH_SECRET: CommonEnvSchema.shape.HATCH_SECRET.unwrap(),
-  DB_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
 });
 
 export interface ServiceMainOptions {
@@ -88,16 +87,23 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     pass: env.NATS_PASSWORD,
   });
   database = await openServiceDatabase(
-    { kind: "postgres", url: env.DATABASE_URL, maxConnections: env.DB_POOL_SIZE },
+    { kind: "postgres", url: env.DATABASE_URL, ...databaseSettingsFrom(env, DEFAULT_POOL_SIZE) },
     // Postgres with no free connection (or starting up) is waited for, with a log line each try, not a crash.
-    { schema: options.name, migrationsFolder: options.migrationsFolder, waitWhileBusy: logger },
+    { schema: options.name, migrationsFolder: options.migrationsFolder, waitWhileBusy: logger, logger },
   );
-  running = await options.start({
-    bus,
-    db: database.db,
-    contextKey: deriveKey(env.HATCH_SECRET, "ctx"),
-    secret: env.HATCH_SECRET,
-    env: process.env,
-    logger,
-  });
+  try {
+    running = await options.start({
+      bus,
+      db: database.db,
+      contextKey: deriveKey(env.HATCH_SECRET, "ctx"),
+      secret: env.HATCH_SECRET,
+      env: process.env,
+      logger,
+    });
+  } catch (error) {
+    // The service's own settings (read at start, some checked against the database) are told plainly, not as a stack.
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${options.name}: ${error.message}\n`);
+    process.exit(2);
+  }
 }

@@ -8,6 +8,7 @@ import {
   type RunningService,
   type ServiceDeps,
 } from "@hatch/shared";
+import { checkDiskStore } from "./blobs/check.ts";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, createSealer, type AppsContext } from "./context.ts";
@@ -40,10 +41,13 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
   let config = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
   const entitlements = new EntitlementsCache(deps.bus, deps.logger);
+  const store = createBlobStore(config);
+  // Before the host listens: a copy whose disk lacks the published files would answer every app with 503.
+  await checkDiskStore(deps.db, store, config.blobDir);
   const ctx: AppsContext = {
     db: deps.db,
     config,
-    blobs: createBlobStore(config),
+    blobs: store,
     keys,
     sealer: createSealer(config, deps.secret),
     entitlements,

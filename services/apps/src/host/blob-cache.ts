@@ -42,6 +42,11 @@ export class BlobCache {
     return this.pending.get(sha256) ?? this.load(sha256);
   }
 
+  /** Where the files are kept: "disk" (this copy's own folder) or "s3" (the object store every copy shares). */
+  get storeKind(): BlobStore["kind"] {
+    return this.store.kind;
+  }
+
   get size(): { entries: number; bytes: number } {
     return { entries: this.entries.size, bytes: this.bytes };
   }

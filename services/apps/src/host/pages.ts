@@ -112,6 +112,16 @@ export const pages = {
       lines: ["This app cannot be served right now. Try again in a moment."],
       headers: { "Retry-After": "5" },
     }),
+  filesUnavailable: () =>
+    hostPage({
+      status: 503,
+      title: "This app's files are not available",
+      lines: [
+        "This server cannot read this app's files right now. Try again in a moment.",
+        "If it keeps happening, tell the app's owner.",
+      ],
+      headers: { "Retry-After": "30" },
+    }),
   failed: () =>
     hostPage({
       status: 500,

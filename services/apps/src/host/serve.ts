@@ -46,10 +46,12 @@ export function serveSite(
   const body = blobs.get(found.sha256, found.size);
   if (body instanceof Uint8Array)
     return { response: new Response(body, { headers: found.headers }), document: found.html };
-  return body.then((bytes) =>
-    bytes
-      ? { response: new Response(bytes, { headers: found.headers }), document: found.html }
-      : { response: missingBlob(logger, found), document: false },
+  return body.then(
+    (bytes) =>
+      bytes
+        ? { response: new Response(bytes, { headers: found.headers }), document: found.html }
+        : { response: missingBlob(blobs, logger, found), document: false },
+    (error: unknown) => ({ response: storeFailed(logger, found, error), document: false }),
   );
 }
 
@@ -75,13 +77,34 @@ async function notFoundPage(
   };
   if (request.method === "HEAD")
     return new Response(null, { status: 404, headers: { ...headers, "Content-Length": String(file.size) } });
-  const body = await blobs.get(file.sha256, file.size);
-  if (!body) return missingBlob(logger, file);
+  let body: Awaited<ReturnType<BlobCache["get"]>>;
+  try {
+    body = await blobs.get(file.sha256, file.size);
+  } catch (error) {
+    return storeFailed(logger, file, error);
+  }
+  if (!body) return missingBlob(blobs, logger, file);
   return new Response(body, { status: 404, headers });
 }
 
-/** The version's row names a blob the store does not have: a storage fault, not the viewer's. */
-function missingBlob(logger: Logger, file: SiteFile): Response {
-  logger.error("blob missing from the store", { sha256: file.sha256, path: file.path });
-  return pages.failed();
+/**
+ * The version's row names a blob the store does not have: a storage fault, not the viewer's, and not this request's
+ * (503, try again). On disk storage the usual cause is another apps copy that published it onto its own disk.
+ */
+function missingBlob(blobs: BlobCache, logger: Logger, file: SiteFile): Response {
+  logger.error("blob missing from the store", {
+    sha256: file.sha256,
+    path: file.path,
+    store: blobs.storeKind,
+    ...(blobs.storeKind === "disk"
+      ? { hint: "several apps copies need the object store (S3_BUCKET), or one BLOB_DIR that every copy mounts" }
+      : {}),
+  });
+  return pages.filesUnavailable();
+}
+
+/** The store did not answer (S3 down, a disk error): 503, never the viewer's fault. */
+function storeFailed(logger: Logger, file: SiteFile, error: unknown): Response {
+  logger.error("blob store failed", { sha256: file.sha256, path: file.path, error });
+  return pages.filesUnavailable();
 }
