@@ -48,6 +48,8 @@ const hatch = await startHatch({
   databaseUrl: env.DATABASE_URL,
   pgliteDir: join(dataDir, "pg"),
   natsUrl: env.NATS_URL,
+  natsReplicas: env.NATS_REPLICAS,
+  waitForNats: true,
   busPrefix: env.BUS_PREFIX,
   // The dev outbox page (mail kept when no SMTP server is set) is for this command only, never `bun run start`.
   gatewayConfig: { ...fromEnv, devPages: true },
