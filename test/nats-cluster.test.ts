@@ -162,3 +162,107 @@ describe.skipIf(!hasNatsServer)("NATS as a 3-node JetStream cluster", () => {
     }
   }, 90_000);
 });
+
+/** `bun src/main.ts` of the gateway or a service, its stdout collected. */
+function startProcess(name: string, env: Record<string, string>): { child: Bun.Subprocess; out: Output } {
+  const child = Bun.spawn([process.execPath, "src/main.ts"], {
+    cwd: name === "gateway" ? join(ROOT, "gateway") : join(ROOT, "services", name),
+    env: baseEnv({ HATCH_SECRET: TEST_SECRET, LOG_LEVEL: "info", ...env }),
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
+  return { child, out: collect(child.stdout as ReadableStream<Uint8Array>) };
+}
+
+describe.skipIf(!hasNatsServer || !process.env.TEST_DATABASE_URL)("copies that start and stop (real processes)", () => {
+  let cluster: NatsCluster;
+  let database: { url: string; drop(): Promise<void> };
+  const children: Bun.Subprocess[] = [];
+  const buses: Bus[] = [];
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster(3);
+    database = await freshDatabase(process.env.TEST_DATABASE_URL!);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    for (const b of buses) await b.drain().catch(() => undefined);
+    await cluster?.stop();
+    await database?.drop();
+  });
+
+  test("a service started before NATS waits for it with a plain log line, then starts", async () => {
+    const port = freePort();
+    const service = startProcess("domains", {
+      NATS_URL: `nats://127.0.0.1:${port}`,
+      DATABASE_URL: database.url,
+      BUS_PREFIX: uniqueName("early"),
+    });
+    children.push(service.child);
+    await service.out.waitFor("waiting for NATS");
+    const waiting = logLines(service.out, "waiting for NATS: no server answers yet; trying again")[0]!;
+    expect(waiting).toMatchObject({ level: "warn", servers: `nats://127.0.0.1:${port}` });
+    expect(service.child.exitCode).toBeNull();
+    const nats = Bun.spawn(["nats-server", "-a", "127.0.0.1", "-p", String(port)], {
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    try {
+      await service.out.waitFor('"msg":"service ready"');
+      expect(logLines(service.out, "connected to NATS")).toHaveLength(1);
+      service.child.kill("SIGTERM");
+      expect(await service.child.exited).toBe(0);
+    } finally {
+      nats.kill("SIGKILL");
+      await nats.exited;
+    }
+  }, 90_000);
+
+  test("SIGTERM of one of two service copies under load: no call is lost (drain)", async () => {
+    const prefix = uniqueName("drain");
+    // Each copy and the caller on its own node: calls cross the cluster's routes.
+    const env = { DATABASE_URL: database.url, BUS_PREFIX: prefix, SHUTDOWN_TIMEOUT_MS: "20000" };
+    const first = startProcess("domains", { ...env, NATS_URL: cluster.nodes[0]!.url });
+    const second = startProcess("domains", { ...env, NATS_URL: cluster.nodes[1]!.url });
+    children.push(first.child, second.child);
+    await first.out.waitFor('"msg":"service ready"');
+    await second.out.waitFor('"msg":"service ready"');
+    const caller = await createNatsBus({ url: cluster.nodes[2]!.url, prefix });
+    buses.push(caller);
+    const outcomes = { ok: 0, lost: 0, other: 0 };
+    let stopping = false;
+    const call = async () => {
+      try {
+        const reply = decodeJson(
+          (await caller.request("rpc.domains.health", encodeJson({ input: {} }), { timeoutMs: 8_000 })).data,
+        ) as { ok?: boolean };
+        if (reply.ok) outcomes.ok++;
+        else outcomes.other++;
+      } catch (error) {
+        if (String(error).includes("timeout")) outcomes.lost++;
+        else outcomes.other++;
+      }
+    };
+    // 64 callers at once, each one call after another, until the first copy has stopped and 300 more calls are done.
+    let afterStop = -1;
+    const workers = Array.from({ length: 64 }, async () => {
+      while (afterStop < 300) {
+        await call();
+        if (stopping && first.child.exitCode !== null) afterStop++;
+      }
+    });
+    while (outcomes.ok < 600) await Bun.sleep(20);
+    stopping = true;
+    first.child.kill("SIGTERM");
+    await Promise.all(workers);
+    expect(await first.child.exited).toBe(0);
+    // The stopping copy answered until NATS stopped routing to it; nothing it was sent went unanswered.
+    expect(logLines(first.out, "shutdown step did not finish in its time; going on")).toEqual([]);
+    expect(outcomes.lost).toBe(0);
+    expect(outcomes.other).toBe(0);
+    second.child.kill("SIGTERM");
+    await second.child.exited;
+  }, 120_000);
+});
