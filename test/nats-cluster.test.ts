@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   CommonEnvSchema,
@@ -21,6 +23,7 @@ import { TEST_SECRET } from "./support/hatch.ts";
 import { hasNatsServer, startNatsCluster, type NatsCluster } from "./support/nats-cluster.ts";
 import { collect, logLines, type Output } from "./support/processes.ts";
 import { freePort, freshDatabase, uniqueName } from "./support/servers.ts";
+import { startTcpProxy } from "./support/tcp-proxy.ts";
 
 // Issue 25, items 1 and 2, on a real 3-node JetStream cluster (nats-server with cluster routes on loopback) this test
 // starts and breaks: replicas, a killed leader under the rate counter, a NATS_URL list whose first server is down, a
@@ -264,5 +267,90 @@ describe.skipIf(!hasNatsServer || !process.env.TEST_DATABASE_URL)("copies that s
     expect(outcomes.other).toBe(0);
     second.child.kill("SIGTERM");
     await second.child.exited;
+  }, 120_000);
+
+  test("/readyz: 503 while NATS or Postgres is away and while draining, /livez apart", async () => {
+    // One server of its own behind the proxy (a cluster's client would reconnect to another node, around the proxy).
+    const natsPort = freePort();
+    const nats = Bun.spawn(
+      [
+        "nats-server",
+        "-a",
+        "127.0.0.1",
+        "-p",
+        String(natsPort),
+        "-js",
+        "-sd",
+        mkdtempSync(join(tmpdir(), "hatch-nats-")),
+      ],
+      {
+        stdout: "ignore",
+        stderr: "pipe",
+      },
+    );
+    await collect(nats.stderr as ReadableStream<Uint8Array>).waitFor("Server is ready");
+    children.push(nats);
+    const natsProxy = await startTcpProxy({ host: "127.0.0.1", port: natsPort });
+    const pg = new URL(database.url);
+    const pgProxy = await startTcpProxy({ host: pg.hostname, port: Number(pg.port || 5432) });
+    pg.port = String(pgProxy.port);
+    const port = freePort();
+    const gateway = startProcess("gateway", {
+      NATS_URL: `nats://127.0.0.1:${natsProxy.port}`,
+      DATABASE_URL: pg.toString(),
+      BUS_PREFIX: uniqueName("ready"),
+      PORT: String(port),
+      BASE_URL: `http://127.0.0.1:${port}`,
+      SHUTDOWN_TIMEOUT_MS: "60000",
+      DRAIN_DELAY_MS: "25000",
+    });
+    children.push(gateway.child);
+    const base = `http://127.0.0.1:${port}`;
+    const readyz = async () => {
+      const response = await fetch(`${base}/readyz`);
+      return { status: response.status, body: (await response.json()) as Record<string, boolean> };
+    };
+    const livez = async () => (await fetch(`${base}/livez`)).status;
+    /** Polls /readyz until it answers `status` (the test's timeout bounds it). */
+    const until = async (status: number) => {
+      for (;;) {
+        const answer = await readyz();
+        if (answer.status === status) return answer;
+        await Bun.sleep(100);
+      }
+    };
+    try {
+      await gateway.out.waitFor('"msg":"gateway ready"');
+      expect(await readyz()).toEqual({
+        status: 200,
+        body: { ready: true, draining: false, bus: true, database: true },
+      });
+      expect(await livez()).toBe(200);
+
+      await natsProxy.cut();
+      expect((await until(503)).body).toMatchObject({ ready: false, bus: false, database: true });
+      expect(await livez()).toBe(200);
+      await natsProxy.restore();
+      await until(200);
+
+      await pgProxy.cut();
+      expect((await until(503)).body).toMatchObject({ ready: false, bus: true, database: false });
+      expect(await livez()).toBe(200);
+      await pgProxy.restore();
+      await until(200);
+
+      // SIGTERM: still serving (DRAIN_DELAY_MS), but not ready, so a load balancer stops sending requests here.
+      gateway.child.kill("SIGTERM");
+      expect((await until(503)).body).toMatchObject({ ready: false, draining: true });
+      expect(await livez()).toBe(200);
+      expect(gateway.child.exitCode).toBeNull();
+    } finally {
+      if (gateway.child.exitCode === null) gateway.child.kill("SIGKILL");
+      await gateway.child.exited;
+      await natsProxy.close();
+      await pgProxy.close();
+      nats.kill("SIGKILL");
+      await nats.exited;
+    }
   }, 120_000);
 });
