@@ -202,6 +202,9 @@ export class KvRateCounter implements RateCounter {
       return fallback();
     }
     if ("error" in outcome) {
+      // Refused by the server (no permission for this bucket): the caller's error, as before; counting locally would
+      // let through what the permissions are there to stop.
+      if (!isAway(outcome.error)) throw outcome.error;
       this.degrade(outcome.error instanceof Error ? outcome.error.message : String(outcome.error));
       return fallback();
     }
@@ -316,6 +319,16 @@ export class KvRateCounter implements RateCounter {
  * let each process write only its own (deploy/nats-auth.conf).
  */
 const bucketName = (bus: NatsBus, scope?: string) => ["hatch_rate", bus.prefix, scope].filter(Boolean).join("_");
+
+/** A failure that says the bucket or NATS is away (not a refusal): no answer, no responders, a closed connection. */
+function isAway(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (/permission|authorization/i.test(`${error.name} ${error.message}`)) return false;
+  if (error.cause instanceof Error && /permission|authorization/i.test(error.cause.message)) return false;
+  return /timeout|timed out|no responders|not enabled|closed|draining|disconnect|connection|unavailable|no leader|not found/i.test(
+    `${error.name} ${error.message}`,
+  );
+}
 
 function isLostRace(error: unknown): boolean {
   return (
