@@ -136,7 +136,7 @@ describe.skipIf(!hasNatsServer)("NATS as a 3-node JetStream cluster", () => {
 
   test("killing the node that leads the rate bucket: every call completes, counted in the copy, and the degrade is logged", async () => {
     const prefix = uniqueName("ratekill");
-    const { logger, lines, has } = capturedLogger();
+    const { logger, lines } = capturedLogger();
     const gateway = await bus({ prefix, replicas: 3, logger });
     const counter = createRateCounter(gateway, undefined, undefined, logger) as KvRateCounter;
     const jsm = await jetstreamManager(gateway.connection);
