@@ -58,6 +58,8 @@ const hatch = await startHatch({
   databaseSettings: databaseSettingsFrom(env, DEFAULT_POOL_SIZE),
   pgliteDir: join(dataDir, "pg"),
   natsUrl: env.NATS_URL,
+  natsReplicas: env.NATS_REPLICAS,
+  waitForNats: true,
   busPrefix: env.BUS_PREFIX,
   // The dev outbox page (mail kept when no SMTP server is set) is for this command only, never `bun run start`.
   gatewayConfig: { ...fromEnv, devPages: true },

@@ -54,6 +54,10 @@ export interface HatchOptions {
   pgliteDir?: string;
   /** NATS server; without it, the in-process bus. */
   natsUrl?: string;
+  /** Copies of each JetStream stream and bucket (NATS_REPLICAS); default 1. */
+  natsReplicas?: number;
+  /** Wait for NATS at start, with a log line each try, instead of failing (`bun run dev`). */
+  waitForNats?: boolean;
   busPrefix?: string;
   /** Which services to run in this process (default all). */
   services?: ServiceName[];
@@ -92,7 +96,14 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     baseUrl: options.baseUrl,
   });
   const bus = options.natsUrl
-    ? await createNatsBus({ url: options.natsUrl, prefix: options.busPrefix, name: "hatch", logger: options.logger })
+    ? await createNatsBus({
+        url: options.natsUrl,
+        prefix: options.busPrefix,
+        name: "hatch",
+        logger: options.logger,
+        replicas: options.natsReplicas,
+        waitForServer: options.waitForNats,
+      })
     : createMemoryBus({ logger: options.logger });
   const pglite = options.databaseUrl ? undefined : await openEmbeddedPostgres(options.pgliteDir);
   const source: DatabaseSource = pglite

@@ -18,11 +18,11 @@ import { Elysia, type AnyElysia } from "elysia";
 import { createAuth, type Auth } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createConfirmations, type Confirmations } from "./confirm/index.ts";
-import { checkHealth } from "./health.ts";
+import { checkHealth, checkReadiness } from "./health.ts";
 import { listenOptions } from "./listen.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";
-import { callServiceRpc, type ServiceClientDeps, websiteCaller } from "./services.ts";
+import { callServiceRpc, retryOnceOnNoResponders, type ServiceClientDeps, websiteCaller } from "./services.ts";
 import { dropSessionsOnOrgEvents } from "./mcp/session-events.ts";
 import { aiKeyPages } from "./pages/ai-key-page.ts";
 import { billingPages } from "./pages/billing-page.ts";
@@ -64,6 +64,8 @@ export interface Gateway {
   sweep(): Promise<void>;
   /** Serves HTTP with the gateway's connection settings (listen.ts); returns Bun's server. */
   listen(where: { port: number; hostname: string }): ReturnType<typeof Bun.serve>;
+  /** From now on `/readyz` answers 503 (a SIGTERM came): load balancers stop sending requests here. */
+  beginDrain(): void;
   close(): Promise<void>;
 }
 
@@ -71,11 +73,14 @@ export interface Gateway {
 export function createGateway(options: GatewayOptions): Gateway {
   const { config, bus, logger } = options;
   const contextKey = deriveKey(config.secret, "ctx");
-  const accounts = new AccountSessions(bus, contextKey);
+  // Account lookups (orgs session.resolve) are sent once more on "no responders", as service calls are (services.ts).
+  const accounts = new AccountSessions(retryOnceOnNoResponders(bus), contextKey);
   /** How every part of the gateway reaches a service (services.ts). */
   const services: ServiceClientDeps = { bus, contextKey, accounts };
   // Tool call limits and sign-in throttles count here: shared by every gateway copy on NATS, in memory in dev.
-  const rateCounter = createRateCounter(bus);
+  const rateCounter = createRateCounter(bus, undefined, undefined, logger);
+  /** Set on SIGTERM (beginDrain): /readyz answers 503 from then on. */
+  let draining = false;
   const auth = createAuth({
     rateCounter,
     config,
@@ -216,6 +221,14 @@ export function createGateway(options: GatewayOptions): Gateway {
             { status: 404 },
           ),
     )
+    // Probes: /livez says the process answers (restart it if not); /readyz says it should get requests (not while it
+    // drains, nor while its NATS or database is away). /healthz asks every service too (a person's view).
+    .get("/livez", () => new Response("ok\n", { headers: { "content-type": "text/plain; charset=utf-8" } }))
+    .get("/readyz", async ({ set }) => {
+      const readiness = await checkReadiness(bus, options.db, draining);
+      set.status = readiness.ready ? 200 : 503;
+      return readiness;
+    })
     .get("/healthz", async ({ set }) => {
       const report = await checkHealth(bus, GATEWAY_VERSION);
       set.status = report.status === "ok" ? 200 : 503;
@@ -254,11 +267,16 @@ export function createGateway(options: GatewayOptions): Gateway {
       app.listen(listenOptions(config, where));
       return app.server!;
     },
+    beginDrain() {
+      draining = true;
+    },
     async close() {
+      draining = true;
       clearInterval(sweeping);
       revoked.unsubscribe();
       confirmations.outcomes.close();
-      viewerChecks.unsubscribe();
+      // Drained: a viewer check routed here before is still answered.
+      await viewerChecks.drain();
       for (const sub of sessionEvents) sub.unsubscribe();
       await mcp.close();
       // Unspent leases go back to the shared count before the bus is drained.

@@ -10,15 +10,30 @@ import {
   parentPidFrom,
   startTracing,
 } from "@hatch/shared";
+import { z } from "zod";
 import { createGateway, GATEWAY_MIGRATIONS } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
+
+const MainEnvSchema = CommonEnvSchema.extend({
+  /**
+   * After SIGTERM the gateway answers /readyz with 503 and keeps serving this long before it stops listening, so load
+   * balancers that poll /readyz take it out first (a few seconds over their probe period; at most half of
+   * SHUTDOWN_TIMEOUT_MS is used). 0 (default): it stops listening at once.
+   */
+  DRAIN_DELAY_MS: z.coerce
+    .number({ error: "must be a number of milliseconds, for example 5000" })
+    .int("must be a whole number of milliseconds")
+    .min(0, "must be 0 or more")
+    .max(300_000, "must be at most 300000 (5 minutes)")
+    .default(0),
+});
 
 // `bun run start` of the gateway alone: real NATS and Postgres from the environment.
 const GATEWAY_POOL_SIZE = 20;
 let config;
 let env;
 try {
-  env = loadConfig(CommonEnvSchema, process.env);
+  env = loadConfig(MainEnvSchema, process.env);
   config = loadGatewayConfig(process.env);
   if (!env.NATS_URL || !env.DATABASE_URL)
     throw new ConfigError(
@@ -37,6 +52,8 @@ const bus = await createNatsBus({
   logger,
   user: env.NATS_USER,
   pass: env.NATS_PASSWORD,
+  replicas: env.NATS_REPLICAS,
+  waitForServer: true,
 });
 const database = await openServiceDatabase(
   // DB_POOL_SIZE, default 20: the gateway answers every request, so it keeps more connections than a service.
@@ -52,6 +69,14 @@ onShutdown({
   timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
   parentPid: parentPidFrom(process.env),
   steps: [
+    {
+      name: "answer /readyz with 503, still serving",
+      share: env.DRAIN_DELAY_MS > 0 ? Math.min(0.5, (env.DRAIN_DELAY_MS + 100) / env.SHUTDOWN_TIMEOUT_MS) : undefined,
+      run: async () => {
+        gateway.beginDrain();
+        if (env.DRAIN_DELAY_MS > 0) await Bun.sleep(env.DRAIN_DELAY_MS);
+      },
+    },
     {
       name: "stop taking requests",
       run: () => {

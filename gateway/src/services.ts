@@ -153,7 +153,7 @@ export async function callServiceRpc<S extends z.ZodType>(
   options: { account?: boolean } = {},
 ): Promise<z.infer<S>> {
   const claims = await callerClaims(deps, caller, options);
-  return callRpc(deps.bus, service, method, input, schema, {
+  return callRpc(retryOnceOnNoResponders(deps.bus), service, method, input, schema, {
     ctx: signContext(claims, deps.contextKey, Date.now(), contextVersions(deps).for(service)),
     resign: resigner(deps, service, claims),
     requestId: caller.requestId,
@@ -221,11 +221,16 @@ async function send(
 ): Promise<CallReply> {
   let raw: unknown;
   try {
-    const reply = await requestTraced(bus, subjects.tool(contract.service, contract.name), encodeJson(envelope), {
-      timeoutMs,
-      requestId: caller.requestId,
-      traceparent: caller.traceparent,
-    });
+    const reply = await requestTraced(
+      retryOnceOnNoResponders(bus),
+      subjects.tool(contract.service, contract.name),
+      encodeJson(envelope),
+      {
+        timeoutMs,
+        requestId: caller.requestId,
+        traceparent: caller.traceparent,
+      },
+    );
     raw = decodeJson(reply.data);
   } catch (error) {
     if (error instanceof BusError && error.code === "timeout" && contract.class !== "read") {
@@ -247,4 +252,37 @@ async function send(
       error: { code: "internal", message: `The ${contract.service} service sent a reply Hatch could not read.` },
     };
   return parsed.data;
+}
+
+/** Before the one retry of a call that found no copy: long enough for a copy that is (re)subscribing to be seen. */
+export const NO_RESPONDERS_RETRY_MS = 250;
+const retrying = new WeakMap<Bus, Bus>();
+
+/**
+ * The bus with each request sent once more, after NO_RESPONDERS_RETRY_MS, when NATS answered "no responders": that
+ * request reached no copy of the service (nothing was subscribed where it was routed: a copy restarting, a rolling
+ * deploy, interest not yet spread across the cluster), so nothing ran and a second try cannot do anything twice.
+ * A timeout is never retried (the call may have run). The retry keeps the first request's deadline.
+ */
+export function retryOnceOnNoResponders(bus: Bus): Bus {
+  let wrapped = retrying.get(bus);
+  if (!wrapped) {
+    wrapped = {
+      ...bus,
+      async request(subject, data, options) {
+        const started = Date.now();
+        try {
+          return await bus.request(subject, data, options);
+        } catch (error) {
+          if (!(error instanceof BusError) || error.code !== "no_responders") throw error;
+          const left = options.timeoutMs - (Date.now() - started) - NO_RESPONDERS_RETRY_MS;
+          if (left <= 0) throw error;
+          await Bun.sleep(NO_RESPONDERS_RETRY_MS);
+          return bus.request(subject, data, { ...options, timeoutMs: left });
+        }
+      },
+    };
+    retrying.set(bus, wrapped);
+  }
+  return wrapped;
 }

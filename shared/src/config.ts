@@ -42,7 +42,31 @@ export const CommonEnvSchema = z.object({
     .optional(),
   DB_IDLE_TIMEOUT_MS: millis("30000", 0, 3_600_000).default(DEFAULT_IDLE_TIMEOUT_MS),
   DB_STATEMENT_TIMEOUT_MS: millis("30000", 0, 3_600_000).default(DEFAULT_STATEMENT_TIMEOUT_MS),
-  NATS_URL: url(["nats:", "tls:"], "nats://127.0.0.1:4222").optional(),
+  /** One NATS server or several, comma-separated (the nodes of a cluster): the client connects to any that answers. */
+  NATS_URL: z
+    .string()
+    .refine(
+      (v) =>
+        v.split(",").every((one) => {
+          const u = one.trim();
+          return URL.canParse(u) && ["nats:", "tls:"].includes(new URL(u).protocol);
+        }),
+      {
+        message:
+          "must be a URL starting with nats: or tls:, or several separated by commas (for example nats://n1:4222,nats://n2:4222)",
+      },
+    )
+    .optional(),
+  /**
+   * Copies JetStream keeps of each stream and key-value bucket (1 on one server, 3 on a 3-node cluster). Existing
+   * streams and buckets are brought to this number at start.
+   */
+  NATS_REPLICAS: z.coerce
+    .number({ error: "must be a number of copies: 1, or 3 on a 3-node cluster" })
+    .int("must be a whole number of copies")
+    .min(1, "must be at least 1")
+    .max(5, "must be at most 5 (JetStream's limit)")
+    .default(1),
   /** This process's NATS user and password (one user per process, with subject permissions: deploy/nats-auth.conf). */
   NATS_USER: z
     .string()

@@ -35,7 +35,8 @@ export {
   tracingEnabled,
 } from "./telemetry/tracing.ts";
 export type { SpanHandle, SpanOptions, Tracing, TracingOptions } from "./telemetry/tracing.ts";
-export { createNatsBus, isNatsBus, wrapNatsConnection } from "./bus/nats.ts";
+export { busReachable, createNatsBus, isNatsBus, natsServers, wrapNatsConnection } from "./bus/nats.ts";
+export { ensureReplicas, openKvBucket } from "./bus/jetstream-replicas.ts";
 export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";
 export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";

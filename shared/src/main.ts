@@ -85,6 +85,8 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     logger,
     user: env.NATS_USER,
     pass: env.NATS_PASSWORD,
+    replicas: env.NATS_REPLICAS,
+    waitForServer: true,
   });
   database = await openServiceDatabase(
     { kind: "postgres", url: env.DATABASE_URL, ...databaseSettingsFrom(env, DEFAULT_POOL_SIZE) },

@@ -310,7 +310,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   return {
     name,
     async stop() {
-      for (const sub of subs) sub.unsubscribe();
+      // Drained, not unsubscribed: NATS stops routing calls here, and every call it routed before (on its way, or
+      // running) is answered, so a copy that stops while others run loses none (the caller's wait is bounded by the
+      // shutdown step). Then the outbox sends the events of those last calls.
+      await Promise.all(subs.map((sub) => sub.drain()));
       unwatchOutbox?.();
       await options.outbox?.stop();
     },

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { isNatsBus, type Bus, type Logger } from "@hatch/shared";
+import { isNatsBus, openKvBucket, type Bus, type Logger } from "@hatch/shared";
 import type { EventStore, JSONRPCMessage } from "@modelcontextprotocol/server";
 import { Kvm, KvWatchInclude, type KV, type KvEntry } from "@nats-io/kv";
 
@@ -208,7 +208,7 @@ export function createEventLog(bus: Bus, logger: Logger): McpEventLog {
   }
   const name = eventBucketName(bus.prefix);
   return new KvEventLog(
-    () => new Kvm(bus.connection).create(name, { history: 1, ttl: EVENTS_TTL_MS, max_bytes: BUCKET_MAX_BYTES }),
+    () => openKvBucket(bus, name, { history: 1, ttl: EVENTS_TTL_MS, max_bytes: BUCKET_MAX_BYTES }, logger),
     logger,
   );
 }

@@ -1,4 +1,4 @@
-import { isNatsBus, type Bus, type Logger } from "@hatch/shared";
+import { isNatsBus, openKvBucket, type Bus, type Logger } from "@hatch/shared";
 import { Kvm, type KV } from "@nats-io/kv";
 import { z } from "zod";
 import { deleteEventBucket } from "./event-store.ts";
@@ -100,7 +100,7 @@ export function createSessionDirectory(bus: Bus, idleMs: number, logger: Logger)
     return directory;
   }
   const name = sessionBucketName(bus.prefix);
-  return new KvSessionDirectory(() => new Kvm(bus.connection).create(name, { history: 1, ttl: idleMs }), logger);
+  return new KvSessionDirectory(() => openKvBucket(bus, name, { history: 1, ttl: idleMs }, logger), logger);
 }
 
 /** Removes the bucket and the stream events' one (a test run under its own bus prefix cleans up after itself). */

@@ -85,9 +85,27 @@ export function createMemoryBus(options: { logger?: Logger } = {}): Bus {
     },
     subscribe(pattern: string, handler: BusHandler, opts: SubscribeOptions = {}): BusSubscription {
       if (closed) throw new BusError("closed", pattern);
-      const entry: Entry = { pattern, queue: opts.queue, handler };
+      const running = new Set<Promise<unknown>>();
+      const entry: Entry = {
+        pattern,
+        queue: opts.queue,
+        handler: (msg) => {
+          const run = (async () => handler(msg))();
+          const tracked = run.catch(() => undefined);
+          running.add(tracked);
+          void tracked.finally(() => running.delete(tracked));
+          return run;
+        },
+      };
       entries.add(entry);
-      return { subject: pattern, unsubscribe: () => void entries.delete(entry) };
+      return {
+        subject: pattern,
+        unsubscribe: () => void entries.delete(entry),
+        async drain() {
+          entries.delete(entry);
+          await Promise.allSettled([...running]);
+        },
+      };
     },
     publish(subject: string, data: Uint8Array | string, opts: PublishOptions = {}): void {
       if (closed) throw new BusError("closed", subject);

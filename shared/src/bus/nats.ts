@@ -25,6 +25,7 @@ import {
 } from "./types.ts";
 
 export interface NatsBusOptions {
+  /** One server URL or several, comma-separated (a cluster's nodes): any that answers will do. */
   url: string;
   /** Every subject is sent as `<prefix>.<subject>`, so deployments and test runs never cross. */
   prefix?: string;
@@ -35,30 +36,109 @@ export interface NatsBusOptions {
   /** NATS user and password (NATS_USER, NATS_PASSWORD): the server's permissions for this process apply. */
   user?: string;
   pass?: string;
+  /** Copies JetStream keeps of the streams and key-value buckets made on this bus (NATS_REPLICAS; default 1). */
+  replicas?: number;
+  /**
+   * When no server answers at start: wait and try again, with a log line each time, instead of failing (what the
+   * mains do, so a process started before NATS waits for it). Tests leave it off and get the error.
+   */
+  waitForServer?: boolean;
 }
 
 /** The NATS bus also exposes its connection and prefix, for JetStream (the events stream) on the same connection. */
-export type NatsBus = Bus & { readonly kind: "nats"; readonly connection: NatsConnection; readonly prefix: string };
+export type NatsBus = Bus & {
+  readonly kind: "nats";
+  readonly connection: NatsConnection;
+  readonly prefix: string;
+  /** Copies of each stream and key-value bucket this process makes or brings up to date (NATS_REPLICAS). */
+  readonly replicas: number;
+};
 
 export function isNatsBus(bus: Bus): bus is NatsBus {
   return bus.kind === "nats" && "connection" in bus;
 }
 
+/** The servers of a NATS_URL: one URL or a comma-separated list. */
+export function natsServers(url: string): string[] {
+  return url
+    .split(",")
+    .map((one) => one.trim())
+    .filter(Boolean);
+}
+
+/** The servers as a log line may show them: without user or password. */
+function shownServers(servers: string[]): string {
+  return servers
+    .map((server) => {
+      if (!URL.canParse(server)) return "(unreadable URL)";
+      const u = new URL(server);
+      u.username = "";
+      u.password = "";
+      return u.toString().replace(/\/$/, "");
+    })
+    .join(",");
+}
+
+/** Longest pause between two tries while waiting for NATS at start. */
+const WAIT_MAX_MS = 5_000;
+
 export async function createNatsBus(options: NatsBusOptions): Promise<NatsBus> {
-  const nc = await connect({
-    servers: options.url,
-    name: options.name,
-    ...(options.user ? { user: options.user, pass: options.pass } : {}),
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-    // Otherwise nats.js builds an Error per request just to keep a stack for a possible timeout.
-    noAsyncTraces: true,
-  });
-  return wrapNatsConnection(nc, options);
+  const servers = natsServers(options.url);
+  let pause = 250;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const nc = await connect({
+        servers,
+        name: options.name,
+        ...(options.user ? { user: options.user, pass: options.pass } : {}),
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+        // Otherwise nats.js builds an Error per request just to keep a stack for a possible timeout.
+        noAsyncTraces: true,
+      });
+      if (attempt > 1) options.logger?.info("connected to NATS", { servers: shownServers(servers), attempt });
+      return wrapNatsConnection(nc, options);
+    } catch (error) {
+      // Wrong user or password does not get better by waiting: that is the caller's error.
+      if (!options.waitForServer || error instanceof errors.AuthorizationError) throw error;
+      options.logger?.warn("waiting for NATS: no server answers yet; trying again", {
+        servers: shownServers(servers),
+        reason: error instanceof Error ? error.message : String(error),
+        attempt,
+        retryInMs: pause,
+      });
+      await Bun.sleep(pause);
+      pause = Math.min(WAIT_MAX_MS, pause * 2);
+    }
+  }
+}
+
+/**
+ * Whether this bus can reach its server now (a round trip within `timeoutMs`): false while NATS is away, while the
+ * client reconnects, or once the bus drains. The in-process bus is always there.
+ */
+export async function busReachable(bus: Bus, timeoutMs = 1_000): Promise<boolean> {
+  if (!isNatsBus(bus)) return true;
+  const nc = bus.connection;
+  if (nc.isClosed() || nc.isDraining()) return false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  try {
+    return await Promise.race([
+      nc.flush().then(
+        () => true,
+        () => false,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOptions, "url">): NatsBus {
   const prefix = options.prefix ?? "";
+  const replicas = options.replicas ?? 1;
   const inFlight = new Set<Promise<void>>();
 
   const toHeaders = (record: Record<string, string> | undefined): MsgHdrs | undefined => {
@@ -112,6 +192,7 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
     kind: "nats",
     connection: nc,
     prefix,
+    replicas,
     async request(subject: string, data: Uint8Array | string, opts: RequestOptions) {
       const full = withPrefix(prefix, subject);
       const bytes = toBytes(data);
@@ -128,6 +209,7 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
     },
     subscribe(subject: string, handler: BusHandler, opts: SubscribeOptions = {}): BusSubscription {
       const full = withPrefix(prefix, subject);
+      const mine = new Set<Promise<void>>();
       const sub = nc.subscribe(full, {
         queue: opts.queue,
         callback: (err, msg) => {
@@ -137,10 +219,23 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
           }
           const running = handle(handler, msg);
           inFlight.add(running);
-          void running.finally(() => inFlight.delete(running));
+          mine.add(running);
+          void running.finally(() => {
+            inFlight.delete(running);
+            mine.delete(running);
+          });
         },
       });
-      return { subject, unsubscribe: () => sub.unsubscribe() };
+      return {
+        subject,
+        unsubscribe: () => sub.unsubscribe(),
+        async drain() {
+          // nats.js's drain: UNSUB, then a round trip, so every message the server routed here before it stopped
+          // routing arrives and is handed to the callback. Then its handlers finish (the caller bounds the wait).
+          if (!sub.isClosed() && !nc.isClosed()) await sub.drain().catch(() => undefined);
+          await Promise.allSettled([...mine]);
+        },
+      };
     },
     publish(subject: string, data: Uint8Array | string, opts: PublishOptions = {}) {
       const bytes = toBytes(data);

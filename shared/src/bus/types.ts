@@ -29,7 +29,13 @@ export interface PublishOptions {
 
 export interface BusSubscription {
   readonly subject: string;
+  /** Stops at once: a message already on its way to this subscriber is dropped (a request to it times out). */
   unsubscribe(): void;
+  /**
+   * Stops taking messages without losing any: the server stops routing here, messages it routed before are handled,
+   * and the promise resolves when their handlers have finished. What a stopping copy of a queue group does.
+   */
+  drain(): Promise<void>;
 }
 
 export type BusErrorCode = "no_responders" | "timeout" | "closed";

@@ -57,6 +57,8 @@ export function createJetStreamEventStream(bus: NatsBus): EventStream {
         discard: DiscardPolicy.Old,
         max_age: EVENTS_MAX_AGE_MS * NANOS_PER_MS,
         duplicate_window: EVENTS_DUPLICATE_WINDOW_MS * NANOS_PER_MS,
+        // NATS_REPLICAS: on a cluster, a node that goes away takes no events with it (a new leader takes over).
+        num_replicas: bus.replicas,
       };
       try {
         await jsm.streams.info(name);

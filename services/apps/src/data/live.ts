@@ -96,11 +96,18 @@ export class LiveChanges {
       }
       if (typeof change?.appId === "string" && typeof change.collection === "string") this.deliver(change);
     });
+    const closeStreams = () => {
+      for (const set of [...this.streams.values()]) for (const stream of [...set]) stream.close();
+    };
     return {
       subject: subscription.subject,
       unsubscribe: () => {
         subscription.unsubscribe();
-        for (const set of [...this.streams.values()]) for (const stream of [...set]) stream.close();
+        closeStreams();
+      },
+      drain: async () => {
+        await subscription.drain();
+        closeStreams();
       },
     };
   }

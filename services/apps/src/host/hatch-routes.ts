@@ -55,7 +55,7 @@ export interface DataRequest {
 export function createHatchRoutes(deps: HatchRouteDeps) {
   const { bus, config, logger } = deps.ctx;
   const limiter: DataRateLimiter = isNatsBus(bus)
-    ? new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps"), config.dataRequestsPerMinute, logger)
+    ? new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps", logger), config.dataRequestsPerMinute, logger)
     : new RateLimiter(config.dataRequestsPerMinute);
 
   /**
