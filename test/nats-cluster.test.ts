@@ -205,18 +205,30 @@ describe.skipIf(!hasNatsServer || !process.env.TEST_DATABASE_URL)("copies that s
     await database?.drop();
   });
 
-  test("a service started before NATS waits for it with a plain log line, then starts", async () => {
+  test("a service started before NATS waits for it with a plain log line, then starts; its probes say so", async () => {
     const port = freePort();
+    const metricsPort = freePort();
     const service = startProcess("domains", {
       NATS_URL: `nats://127.0.0.1:${port}`,
       DATABASE_URL: database.url,
       BUS_PREFIX: uniqueName("early"),
+      METRICS_PORT: String(metricsPort),
     });
+    const probe = async (path: string) => {
+      const response = await fetch(`http://127.0.0.1:${metricsPort}${path}`);
+      return { status: response.status, body: path === "/readyz" ? await response.json() : await response.text() };
+    };
     children.push(service.child);
     await service.out.waitFor("waiting for NATS");
     const waiting = logLines(service.out, "waiting for NATS: no server answers yet; trying again")[0]!;
     expect(waiting).toMatchObject({ level: "warn", servers: `nats://127.0.0.1:${port}` });
     expect(service.child.exitCode).toBeNull();
+    // Alive, not ready: no bus yet (the service's METRICS_PORT listener answers the probes, as the gateway's port does).
+    expect(await probe("/livez")).toEqual({ status: 200, body: "ok\n" });
+    expect(await probe("/readyz")).toEqual({
+      status: 503,
+      body: { ready: false, draining: false, bus: false, database: false },
+    });
     const nats = Bun.spawn(["nats-server", "-a", "127.0.0.1", "-p", String(port)], {
       stdout: "ignore",
       stderr: "ignore",
@@ -224,6 +236,10 @@ describe.skipIf(!hasNatsServer || !process.env.TEST_DATABASE_URL)("copies that s
     try {
       await service.out.waitFor('"msg":"service ready"');
       expect(logLines(service.out, "connected to NATS")).toHaveLength(1);
+      expect(await probe("/readyz")).toEqual({
+        status: 200,
+        body: { ready: true, draining: false, bus: true, database: true },
+      });
       service.child.kill("SIGTERM");
       expect(await service.child.exited).toBe(0);
     } finally {

@@ -1,4 +1,5 @@
 import {
+  checkReadiness,
   createRateCounter,
   LeasedRateCounter,
   leaseHotKeys,
@@ -18,7 +19,7 @@ import { Elysia, type AnyElysia } from "elysia";
 import { createAuth, type Auth } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createConfirmations, type Confirmations } from "./confirm/index.ts";
-import { checkHealth, checkReadiness } from "./health.ts";
+import { checkHealth } from "./health.ts";
 import { listenOptions } from "./listen.ts";
 import { AccountSessions } from "./mcp/accounts.ts";
 import { createMcpEndpoint, type McpEndpoint } from "./mcp/endpoint.ts";

@@ -35,6 +35,7 @@ export {
   tracingEnabled,
 } from "./telemetry/tracing.ts";
 export type { SpanHandle, SpanOptions, Tracing, TracingOptions } from "./telemetry/tracing.ts";
+export { checkReadiness, probeResponse, type Readiness } from "./readiness.ts";
 export { busReachable, createNatsBus, isNatsBus, natsServers, wrapNatsConnection } from "./bus/nats.ts";
 export { ensureReplicas, openKvBucket } from "./bus/jetstream-replicas.ts";
 export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";

@@ -7,6 +7,7 @@ import { deriveKey } from "./ctx.ts";
 import { DEFAULT_POOL_SIZE, openServiceDatabase, type Database, type DatabaseHandle } from "./db.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { RunningService } from "./service.ts";
+import { checkReadiness } from "./readiness.ts";
 import { onShutdown, parentPidFrom } from "./shutdown.ts";
 import { serveMetrics, type MetricsListener } from "./telemetry/metrics.ts";
 import { startTracing } from "./telemetry/tracing.ts";
@@ -52,6 +53,8 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
   let database: DatabaseHandle | undefined;
   let running: RunningService | undefined;
   let metricsListener: MetricsListener | undefined;
+  /** From the signal on, /readyz says no (the service drains its calls). */
+  let draining = false;
   const tracing = startTracing({ serviceName: `hatch-${options.name}`, env: process.env, logger });
   // Installed before anything opens, so a signal at any time (even while starting, even right after "service ready")
   // gets the same bounded stop: the service stops taking calls (unsubscribes) and flushes its outbox, stats and logs;
@@ -62,7 +65,14 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
     timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     parentPid: parentPidFrom(process.env),
     steps: [
-      { name: "stop the service (outbox, stats, logs)", share: 0.5, run: () => running?.stop() },
+      {
+        name: "stop the service (outbox, stats, logs)",
+        share: 0.5,
+        run: () => {
+          draining = true;
+          return running?.stop();
+        },
+      },
       { name: "drain the bus", share: 0.2, run: () => bus?.drain() },
       { name: "close the database", share: 0.2, run: () => database?.close() },
       {
@@ -77,6 +87,11 @@ export async function runServiceMain(options: ServiceMainOptions): Promise<void>
       hostname: env.METRICS_HOST,
       token: env.METRICS_TOKEN,
       logger,
+      // Not ready until the bus and the database are open and the service has started.
+      readiness: async () =>
+        bus && database && running
+          ? checkReadiness(bus, database.db, draining)
+          : { ready: false, draining, bus: bus !== undefined, database: database !== undefined },
     });
   bus = await createNatsBus({
     url: env.NATS_URL,

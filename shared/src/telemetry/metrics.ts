@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Logger } from "../logger.ts";
+import { probeResponse, type Readiness } from "../readiness.ts";
 
 // Prometheus metrics of this process, on one registry: the gateway serves it at /metrics, a service started alone on
 // METRICS_PORT. In `bun run dev` every service runs in the gateway's process, so its /metrics covers them all.
@@ -155,20 +156,27 @@ export interface MetricsListener {
   stop(): Promise<void>;
 }
 
-/** A process without an HTTP server of its own (a service started alone) serves /metrics here. */
+/**
+ * A process without an HTTP server of its own (a service started alone) serves /metrics here, and with `readiness`
+ * the probes too: /livez (the process answers) and /readyz (it should get calls: not draining, bus and database up).
+ */
 export function serveMetrics(options: {
   port: number;
   hostname?: string;
   token?: string;
   logger?: Logger;
+  readiness?: () => Promise<Readiness>;
 }): MetricsListener {
+  const { readiness } = options;
   const server = Bun.serve({
     port: options.port,
     hostname: options.hostname ?? "127.0.0.1",
-    fetch: (request) =>
-      new URL(request.url).pathname === "/metrics"
-        ? metricsResponse(request, options.token, options.logger)
-        : new Response("Not found: metrics are at /metrics.\n", { status: 404 }),
+    fetch: async (request) => {
+      const path = new URL(request.url).pathname;
+      if (path === "/metrics") return metricsResponse(request, options.token, options.logger);
+      const probe = readiness ? await probeResponse(path, readiness) : null;
+      return probe ?? new Response("Not found: metrics are at /metrics.\n", { status: 404 });
+    },
   });
   options.logger?.info("metrics listening", { port: server.port, path: "/metrics" });
   return { port: server.port ?? options.port, stop: () => server.stop(true) };
