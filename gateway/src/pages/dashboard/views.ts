@@ -111,7 +111,7 @@ export function appBody(
     ? html`<ul class="versions" style="list-style:none;padding:0">${app.versions.map(
         (v) =>
           html`<li class="card" data-version="${v.version}"><strong>Version ${v.version}</strong>${v.current ? html` (current)` : ""}
-<span class="muted"> · ${when(v.publishedAt)} by ${v.publishedBy} · ${v.fileCount} files</span>
+<span class="muted"> · ${when(v.publishedAt)} by ${v.publishedBy}${v.publishedVia ? ` ${clientWords(v.publishedVia)}` : ""} · ${v.fileCount} files</span>
 ${v.current ? "" : form("rollback", html`<input type="hidden" name="version" value="${v.version}"><button type="submit" class="secondary">Roll back to version ${v.version}</button>`, html` class="actions"`)}</li>`,
       )}</ul>`
     : html`<p class="muted">Nothing published yet.</p>`;
