@@ -171,9 +171,11 @@ for (const mode of MODES) {
       expect(confirmed.status).toBe(303);
       expect(confirmed.headers.get("location")).toBe(pagePath());
       expect(await rows()).toEqual([]);
-      expect(await (await jar.fetch(`${hatch.baseUrl}${pagePath()}`)).text()).toContain(
-        "This app is on no domain of yours yet.",
-      );
+      const after = await (await jar.fetch(`${hatch.baseUrl}${pagePath()}`)).text();
+      expect(after).toContain("This app is on no domain of yours yet.");
+      // Said for a person, not the tool's words for an AI.
+      expect(after).toContain(`${hostname} is disconnected.`);
+      expect(after).not.toContain("the user");
     });
 
     test("bought domains: each one's stage and renewal date, only the buyer's account's", async () => {

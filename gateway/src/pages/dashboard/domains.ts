@@ -4,6 +4,7 @@ import {
   custom_domains,
   domain_status,
   type CompanyDomainOutput,
+  type CustomDomainOutput,
   type CustomDomainsOutput,
   type DnsRecord,
   type DomainStatusOutput,
@@ -140,6 +141,15 @@ ${data.company ? html`<section aria-labelledby="company"><h2 id="company">Your o
 <p class="muted">To put an app on a domain of yours, open the app and choose Domains.</p>`;
 }
 
+/** What a connect or disconnect that worked says on the page (the tool's own text is written for an AI). */
+export function domainDoneWords(data: CustomDomainOutput): string {
+  if (data.status === "connected")
+    return `${data.hostname} is connected. Add the DNS records below; this page shows when each is seen.`;
+  if (data.status === "disconnected")
+    return `${data.hostname} is disconnected. The app stays at its Hatch address; you may remove the DNS records of ${data.hostname}.`;
+  return `${data.hostname} stays connected.`;
+}
+
 /** The routes of the domain pages. */
 export function domainPages<Signed extends { user: Parameters<typeof callTool>[1]; csrfToken: string }>(
   deps: DashboardCallDeps,
@@ -185,11 +195,7 @@ export function domainPages<Signed extends { user: Parameters<typeof callTool>[1
           return kit.problem(state, new Refusal(answer.code, answer.message));
         return await appDomainsPage(state, address, { text: answer.message, error: true }, 400, hostname);
       }
-      const text =
-        action === "connect"
-          ? `${answer.data.hostname} is connected. Add the DNS records below; this page shows when each is seen.`
-          : `${answer.data.hostname} is disconnected.`;
-      return kit.done(state, back, text);
+      return kit.done(state, back, domainDoneWords(answer.data));
     } catch (error) {
       return kit.problem(state, error);
     }

@@ -17,6 +17,7 @@ import {
   share,
   tool_stats,
   type Database,
+  type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
@@ -31,7 +32,7 @@ import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
-import { domainPages } from "./domains.ts";
+import { domainDoneWords, domainPages } from "./domains.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -314,6 +315,9 @@ export function dashboardPages(deps: DashboardPagesDeps) {
         answer: answer.answer,
         confirm: first.question.confirm,
       });
+      // A domain's tool answers in words for an AI; the page says it in its own.
+      if (contract === custom_domain && done.kind === "done")
+        return outcome(state, back, { ...done, text: domainDoneWords(done.data as CustomDomainOutput) });
       return outcome(state, back, done);
     } catch (error) {
       return problem(state, error);
