@@ -241,6 +241,8 @@ export const DashboardAppSchema = z.object({
       current: z.boolean(),
       publishedAt: z.string(),
       publishedBy: z.string(),
+      /** The client it was published from (an AI client's name, or the dashboard); null when not recorded. */
+      publishedVia: z.object({ kind: z.string(), name: z.string() }).nullable().optional(),
       fileCount: z.number().int(),
     }),
   ),

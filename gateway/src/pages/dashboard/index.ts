@@ -1,5 +1,6 @@
 import {
   callRpc,
+  custom_domain,
   DashboardAppSchema,
   delete_tool,
   isToolError,
@@ -16,6 +17,7 @@ import {
   share,
   tool_stats,
   type Database,
+  type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
@@ -30,6 +32,7 @@ import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
+import { domainDoneWords, domainPages } from "./domains.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -68,7 +71,7 @@ export function notFoundPage(state: BrowserState | null): Response {
 
 /** Tools the confirm step may send again (each one's question is answered on /dashboard/confirm). */
 const CONFIRMABLE = new Map<string, ToolContract>(
-  [share, delete_tool, org_invite, org_member_update].map((c) => [c.name, c]),
+  [share, delete_tool, org_invite, org_member_update, custom_domain].map((c) => [c.name, c]),
 );
 
 /** A comma/space separated list of emails, as typed. */
@@ -312,6 +315,9 @@ export function dashboardPages(deps: DashboardPagesDeps) {
         answer: answer.answer,
         confirm: first.question.confirm,
       });
+      // A domain's tool answers in words for an AI; the page says it in its own.
+      if (contract === custom_domain && done.kind === "done")
+        return outcome(state, back, { ...done, text: domainDoneWords(done.data as CustomDomainOutput) });
       return outcome(state, back, done);
     } catch (error) {
       return problem(state, error);
@@ -383,6 +389,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   const raw = { parse: "none" } as const;
 
   return new Elysia({ name: "hatch-dashboard-pages" })
+    .use(domainPages(deps, { guard, posted, done, problem, page, askPage }))
     .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
     .get("/dashboard/apps/:address", ({ request, params }) =>
       guard((state, notice) => appPage(state, params.address, notice))(request),

@@ -37,10 +37,10 @@ const VISIBILITY: Record<string, string> = {
 const visibilityWord = (v: string) => VISIBILITY[v]?.split(":")[0] ?? v;
 
 /** The links between dashboard pages, under each page's heading. */
-export function dashboardNav(current: "apps" | "org"): SafeHtml {
+export function dashboardNav(current: "apps" | "org" | "domains"): SafeHtml {
   const link = (href: string, label: string, here: boolean) =>
     html`<a href="${href}"${here ? html` aria-current="page"` : ""}>${label}</a>`;
-  return html`<nav class="actions" aria-label="Dashboard">${link("/dashboard", "Apps", current === "apps")}${link("/dashboard/org", "Organization", current === "org")}<a href="/dashboard/billing">Billing</a><a href="/dashboard/ai-keys?scope=mine">AI keys</a><a href="/dashboard/tokens">Connected clients</a></nav>`;
+  return html`<nav class="actions" aria-label="Dashboard">${link("/dashboard", "Apps", current === "apps")}${link("/dashboard/org", "Organization", current === "org")}${link("/dashboard/domains", "Domains", current === "domains")}<a href="/dashboard/billing">Billing</a><a href="/dashboard/ai-keys?scope=mine">AI keys</a><a href="/dashboard/tokens">Connected clients</a></nav>`;
 }
 
 type ListedApp = ListToolsOutput["apps"][number];
@@ -111,7 +111,7 @@ export function appBody(
     ? html`<ul class="versions" style="list-style:none;padding:0">${app.versions.map(
         (v) =>
           html`<li class="card" data-version="${v.version}"><strong>Version ${v.version}</strong>${v.current ? html` (current)` : ""}
-<span class="muted"> · ${when(v.publishedAt)} by ${v.publishedBy} · ${v.fileCount} files</span>
+<span class="muted"> · ${when(v.publishedAt)} by ${v.publishedBy}${v.publishedVia ? ` ${clientWords(v.publishedVia)}` : ""} · ${v.fileCount} files</span>
 ${v.current ? "" : form("rollback", html`<input type="hidden" name="version" value="${v.version}"><button type="submit" class="secondary">Roll back to version ${v.version}</button>`, html` class="actions"`)}</li>`,
       )}</ul>`
     : html`<p class="muted">Nothing published yet.</p>`;
@@ -145,7 +145,8 @@ ${form("share", html`<label>Add a person by email<input type="email" name="add" 
     : "";
   const places = html`<ul>${secrets}
 <li><a href="/dashboard/ai-keys?scope=tool&amp;app=${encodeURIComponent(app.address)}">AI key for this app</a></li>
-<li class="muted">Logs, data and domains: ask your AI (tool_logs, tool_data, custom_domain).</li></ul>`;
+<li><a href="${path}/domains">Domains</a></li>
+<li class="muted">Logs and data: ask your AI (tool_logs, tool_data).</li></ul>`;
 
   const paused = app.paused
     ? html`<p class="error" role="alert">Your organization paused this app: visitors get an error until a manager unpauses it.</p>`

@@ -71,6 +71,8 @@ export const versions = apps.table(
     number: integer("number").notNull(),
     publishedBy: text("published_by").notNull(),
     publisherEmail: text("publisher_email").notNull(),
+    /** The client it was published from (ctx.client: an AI client's name, or the dashboard); null before 0008. */
+    publisherClient: jsonb("publisher_client").$type<{ kind: string; name: string }>(),
     fileCount: integer("file_count").notNull(),
     totalBytes: bigint("total_bytes", { mode: "number" }).notNull(),
     config: jsonb("config").$type<Record<string, unknown>>().notNull(),

@@ -75,6 +75,7 @@ export async function commitVersion(
       number: version,
       publishedBy: ctx.sub,
       publisherEmail: ctx.email,
+      publisherClient: { kind: ctx.client.kind, name: ctx.client.name },
       fileCount: entries.length,
       totalBytes: entries.reduce((sum, e) => sum + e.size, 0),
       config: config as Record<string, unknown>,

@@ -44,6 +44,7 @@ export function dashboardAppRpc(apps: AppsContext): RpcBinding {
         current: v.number === app.currentVersion,
         publishedAt: iso(v.createdAt),
         publishedBy: v.publisherEmail,
+        publishedVia: v.publisherClient ?? null,
         fileCount: v.fileCount,
       })),
       secrets: names.map((name) => ({ name, isSet: isSet.has(name) })),

@@ -1,0 +1,1 @@
+ALTER TABLE "apps"."versions" ADD COLUMN "publisher_client" jsonb;
