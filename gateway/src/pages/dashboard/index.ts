@@ -26,7 +26,8 @@ import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../
 import { localPath, redirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
-import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
+import { html, htmlResponse, renderPage, type PageScript, type SafeHtml } from "../layout.ts";
+import { insightPages } from "./insight.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
@@ -47,11 +48,15 @@ export interface DashboardPagesDeps extends DashboardCallDeps {
 }
 
 const FORM_MAX_BYTES = 16 * 1024;
-type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+export type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+function page(state: BrowserState, title: string, body: SafeHtml, status = 200, script?: PageScript): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(renderPage({ title, user, body, script }), {
+    status,
+    headers: cookieHeaders(state.setCookies),
+    script,
+  });
 }
 
 /** The styled answer for a path nothing serves, with a way back. */
@@ -383,6 +388,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   const raw = { parse: "none" } as const;
 
   return new Elysia({ name: "hatch-dashboard-pages" })
+    .use(insightPages({ deps, signed, posted, done, problem, guard, page }))
     .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
     .get("/dashboard/apps/:address", ({ request, params }) =>
       guard((state, notice) => appPage(state, params.address, notice))(request),

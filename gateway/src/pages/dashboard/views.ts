@@ -145,7 +145,9 @@ ${form("share", html`<label>Add a person by email<input type="email" name="add" 
     : "";
   const places = html`<ul>${secrets}
 <li><a href="/dashboard/ai-keys?scope=tool&amp;app=${encodeURIComponent(app.address)}">AI key for this app</a></li>
-<li class="muted">Logs, data and domains: ask your AI (tool_logs, tool_data, custom_domain).</li></ul>`;
+<li><a href="${path}/logs">Logs</a> of its server code</li>
+<li><a href="${path}/data">Data</a> its users stored</li>
+<li class="muted">Custom domains: ask your AI.</li></ul>`;
 
   const paused = app.paused
     ? html`<p class="error" role="alert">Your organization paused this app: visitors get an error until a manager unpauses it.</p>`

@@ -1,0 +1,290 @@
+import {
+  callRpc,
+  DashboardDocumentAnswerSchema,
+  DashboardDocumentDeletedSchema,
+  DashboardDocumentsSchema,
+  DashboardLogsSchema,
+  rpcMethods,
+  tool_data,
+  type DashboardLogs,
+} from "@hatch/shared";
+import { Elysia } from "elysia";
+import type { z } from "zod";
+import type { BrowserState, Params, PublicUser } from "../../auth/index.ts";
+import { dashboardContext } from "../dashboard-context.ts";
+import type { PageScript, SafeHtml } from "../layout.ts";
+import { readTool } from "./calls.ts";
+import type { DashboardPagesDeps, Signed } from "./index.ts";
+import {
+  collectionBody,
+  collectionPath,
+  dataBody,
+  documentBody,
+  LOG_TAIL_SCRIPT,
+  logsBody,
+  type LogFilter,
+} from "./insight-views.ts";
+import type { Notice } from "./views.ts";
+
+// An app's logs page (/dashboard/apps/<address>/logs, its live tail …/logs/stream as server-sent events) and its data
+// pages (…/data: collections and buckets; …/data/<collection>: documents a page at a time, …/export as JSON Lines;
+// …/data/<collection>/documents/<id>: one document, with delete). Every read and the delete are apps rpc methods that
+// check the person in the service as tool_logs (the owner) and tool_data (owner and managers) do; the overview is
+// tool_data itself.
+
+/** What index.ts lends these pages: the signed-in checks, post/redirect/get and the error pages. */
+export interface InsightHelpers {
+  deps: DashboardPagesDeps;
+  signed(request: Request): Promise<Signed | Response>;
+  posted(request: Request, back: string): Promise<{ state: Signed; params: Params } | Response>;
+  done(state: Signed, path: string, text: string): Response;
+  problem(state: BrowserState, error: unknown): Response;
+  guard(handler: (state: Signed, notice: Notice) => Promise<Response>): (request: Request) => Promise<Response>;
+  page(state: BrowserState, title: string, body: SafeHtml, status?: number, script?: PageScript): Response;
+}
+
+/** How often the live tail asks for new lines, and how often it says it is alive when there are none. */
+const TAIL_POLL_MS = 1_000;
+const TAIL_HEARTBEAT_MS = 10_000;
+/** Documents per page on the page, and per read when exporting. */
+const PAGE_SIZE = 25;
+const EXPORT_PAGE_SIZE = 100;
+
+const LEVELS = new Set(["debug", "info", "warn", "error"]);
+
+function readFilter(url: URL): LogFilter {
+  const level = url.searchParams.get("level") ?? "";
+  return {
+    level: (LEVELS.has(level) ? level : "") as LogFilter["level"],
+    search: (url.searchParams.get("q") ?? "").trim().slice(0, 200),
+    uncaught: url.searchParams.get("uncaught") === "1",
+  };
+}
+
+function logsInput(address: string, filter: LogFilter) {
+  return {
+    address,
+    ...(filter.level ? { level: filter.level } : {}),
+    ...(filter.search ? { search: filter.search } : {}),
+    ...(filter.uncaught ? { uncaught: true } : {}),
+  };
+}
+
+export function insightPages(h: InsightHelpers) {
+  const { deps } = h;
+
+  async function apps<S extends z.ZodType>(
+    user: PublicUser,
+    scope: "read" | "write",
+    method: string,
+    input: unknown,
+    schema: S,
+  ): Promise<z.infer<S>> {
+    const { ctx, requestId } = await dashboardContext(deps, user, scope);
+    return callRpc(deps.bus, "apps", method, input, schema, { ctx, requestId });
+  }
+
+  const readLogs = (user: PublicUser, input: Record<string, unknown>): Promise<DashboardLogs> =>
+    apps(user, "read", rpcMethods.apps.dashboardLogs, input, DashboardLogsSchema);
+
+  async function logsPage(state: Signed, address: string, url: URL): Promise<Response> {
+    const filter = readFilter(url);
+    const before = Number(url.searchParams.get("before"));
+    const logs = await readLogs(state.user, {
+      ...logsInput(address, filter),
+      ...(Number.isSafeInteger(before) && before > 0 ? { before } : {}),
+    });
+    return h.page(state, `Logs of ${logs.address}`, logsBody(logs.address, logs.address, filter, logs), 200, LOG_TAIL_SCRIPT);
+  }
+
+  /**
+   * The live tail: server-sent events `line` (one log line as JSON) for each line logged after `after` that passes the
+   * filter, read from the service every second (each read checked again there); `end` with the words why it stopped.
+   */
+  async function logsStream(request: Request, address: string): Promise<Response> {
+    const state = await h.signed(request);
+    if (state instanceof Response) return state;
+    const url = new URL(request.url);
+    const input = logsInput(address, readFilter(url));
+    const start = Number(url.searchParams.get("after"));
+    let after = Number.isSafeInteger(start) && start >= 0 ? start : 0;
+    let first: DashboardLogs;
+    try {
+      first = await readLogs(state.user, { ...input, after, limit: 200 });
+    } catch (error) {
+      return h.problem(state, error);
+    }
+    const encoder = new TextEncoder();
+    let closed = false;
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        const send = (text: string) => {
+          if (!closed) controller.enqueue(encoder.encode(text));
+        };
+        const lines = (logs: DashboardLogs) => {
+          for (const line of logs.lines) {
+            send(`event: line\nid: ${line.id}\ndata: ${JSON.stringify(line)}\n\n`);
+            after = line.id;
+          }
+        };
+        send("retry: 3000\n\n");
+        lines(first);
+        let quiet = 0;
+        while (!closed && !request.signal.aborted) {
+          await Bun.sleep(TAIL_POLL_MS);
+          if (closed || request.signal.aborted) break;
+          try {
+            const next = await readLogs(state.user, { ...input, after, limit: 200 });
+            lines(next);
+            quiet = next.lines.length ? 0 : quiet + TAIL_POLL_MS;
+            if (quiet >= TAIL_HEARTBEAT_MS) {
+              send(": still here\n\n");
+              quiet = 0;
+            }
+          } catch (error) {
+            const message =
+              error instanceof Error && "code" in error && (error as { code: string }).code !== "internal"
+                ? error.message
+                : "The live view stopped. Reload the page to start it again.";
+            send(`event: end\ndata: ${message.replace(/\n/g, " ")}\n\n`);
+            break;
+          }
+        }
+        if (!closed) {
+          closed = true;
+          controller.close();
+        }
+      },
+      cancel() {
+        closed = true;
+      },
+    });
+    return new Response(stream, {
+      headers: {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+      },
+    });
+  }
+
+  async function dataPage(state: Signed, address: string, notice: Notice): Promise<Response> {
+    const data = await readTool(deps, state.user, tool_data, { address, recent: 0 });
+    return h.page(state, `Data of ${data.address}`, dataBody(data.address, data, notice));
+  }
+
+  async function collectionPage(
+    state: Signed,
+    address: string,
+    collection: string,
+    url: URL,
+    notice: Notice,
+  ): Promise<Response> {
+    const after = url.searchParams.get("after") || undefined;
+    const page = await apps(
+      state.user,
+      "read",
+      rpcMethods.apps.dashboardDocuments,
+      { address, collection, limit: PAGE_SIZE, ...(after ? { after } : {}) },
+      DashboardDocumentsSchema,
+    );
+    return h.page(state, `${collection} · ${page.address}`, collectionBody(page.address, page, !after, notice));
+  }
+
+  /** The whole collection as JSON Lines (one document a line, newest first), read a page at a time as it is sent. */
+  async function exportCollection(request: Request, address: string, collection: string): Promise<Response> {
+    const state = await h.signed(request);
+    if (state instanceof Response) return state;
+    const read = (after?: string) =>
+      apps(
+        state.user,
+        "read",
+        rpcMethods.apps.dashboardDocuments,
+        { address, collection, limit: EXPORT_PAGE_SIZE, ...(after ? { after } : {}) },
+        DashboardDocumentsSchema,
+      );
+    let page: z.infer<typeof DashboardDocumentsSchema>;
+    try {
+      page = await read();
+    } catch (error) {
+      return h.problem(state, error);
+    }
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const text = page.documents.map((d) => `${JSON.stringify(d)}\n`).join("");
+        if (text) controller.enqueue(encoder.encode(text));
+        if (!page.next) return controller.close();
+        try {
+          page = await read(page.next);
+        } catch (error) {
+          deps.logger.warn("collection export stopped", { address, collection, error });
+          controller.error(error);
+        }
+      },
+    });
+    const file = `${page.address}-${collection}`.replace(/[^A-Za-z0-9_-]/g, "_");
+    return new Response(stream, {
+      headers: {
+        "Content-Type": "application/jsonl; charset=utf-8",
+        "Content-Disposition": `attachment; filename="${file}.jsonl"`,
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+      },
+    });
+  }
+
+  async function documentPage(state: Signed, address: string, collection: string, id: string): Promise<Response> {
+    const { document, address: app } = await apps(
+      state.user,
+      "read",
+      rpcMethods.apps.dashboardDocument,
+      { address, collection, id },
+      DashboardDocumentAnswerSchema,
+    );
+    return h.page(state, `Document ${document.id}`, documentBody(state.csrfToken, app, collection, document));
+  }
+
+  async function deleteDocument(request: Request, address: string, collection: string, id: string): Promise<Response> {
+    const back = collectionPath(address, collection);
+    const form = await h.posted(request, back);
+    if (form instanceof Response) return form;
+    try {
+      await apps(
+        form.state.user,
+        "write",
+        rpcMethods.apps.dashboardDocumentDelete,
+        { address, collection, id },
+        DashboardDocumentDeletedSchema,
+      );
+      return h.done(form.state, back, `Document ${id} was deleted from ${collection}.`);
+    } catch (error) {
+      return h.problem(form.state, error);
+    }
+  }
+
+  const raw = { parse: "none" } as const;
+  const base = "/dashboard/apps/:address";
+  return new Elysia({ name: "hatch-dashboard-insight" })
+    .get(`${base}/logs`, ({ request, params }) =>
+      h.guard((state) => logsPage(state, params.address, new URL(request.url)))(request),
+    )
+    .get(`${base}/logs/stream`, ({ request, params }) => logsStream(request, params.address))
+    .get(`${base}/data`, ({ request, params }) => h.guard((state, notice) => dataPage(state, params.address, notice))(request))
+    .get(`${base}/data/:collection`, ({ request, params }) =>
+      h.guard((state, notice) =>
+        collectionPage(state, params.address, params.collection, new URL(request.url), notice),
+      )(request),
+    )
+    .get(`${base}/data/:collection/export`, ({ request, params }) =>
+      exportCollection(request, params.address, params.collection),
+    )
+    .get(`${base}/data/:collection/documents/:id`, ({ request, params }) =>
+      h.guard((state) => documentPage(state, params.address, params.collection, params.id))(request),
+    )
+    .post(
+      `${base}/data/:collection/documents/:id/delete`,
+      ({ request, params }) => deleteDocument(request, params.address, params.collection, params.id),
+      raw,
+    );
+}
