@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { AppsService } from "@hatch/apps";
 import type { Browser, Page } from "playwright-core";
-import { appLogs, documents } from "../services/apps/src/db/schema.ts";
+import { appLogs, blobs, bucketFiles, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -11,7 +11,7 @@ import { userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
 
 // An app's logs and data pages in headless Chromium: the live tail shows a line logged after the page opened (under
-// the page's own CSP), and axe-core finds nothing on the logs page and the data pages, at 1280 px light and 390 px dark.
+// the page's own CSP), and axe-core finds nothing on the logs page and the data and file pages, at 1280 px light and 390 px dark.
 
 const TEST_TIMEOUT_MS = 90_000;
 const PASSWORD = "correct horse battery";
@@ -66,6 +66,22 @@ for (const mode of MODES) {
           createdByEmail: owner.email,
         })),
       );
+      const png = Buffer.from(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+        "base64",
+      );
+      const sha256 = new Bun.CryptoHasher("sha256").update(png).digest("hex");
+      await apps.context.blobs.put(sha256, png);
+      await apps.context.db.insert(blobs).values({ sha256, size: png.length }).onConflictDoNothing();
+      await apps.context.db.insert(bucketFiles).values({
+        id: `dot-${mode}`,
+        appId,
+        bucket: "photos",
+        name: "dot.png",
+        contentType: "image/png",
+        size: png.length,
+        sha256,
+      });
       await apps.context.db.insert(appLogs).values([
         { appId, level: "info", message: "server started" },
         { appId, level: "error", message: "GET /api/x: uncaught Error: boom\n    at handler (api/index.js:3:11)" },
@@ -106,9 +122,17 @@ for (const mode of MODES) {
     );
 
     test(
-      "axe-core finds nothing on the logs page and the data pages, 1280 px light and 390 px dark",
+      "axe-core finds nothing on the logs page and the data and file pages, 1280 px light and 390 px dark",
       async () => {
-        const paths = ["/logs", "/logs?uncaught=1", "/data", "/data/notes", "/data/notes/documents/note1"];
+        const paths = [
+          "/logs",
+          "/logs?uncaught=1",
+          "/data",
+          "/data/notes",
+          "/data/notes/documents/note1",
+          "/files/photos",
+          `/files/photos/dot-${mode}`,
+        ];
         const problems: string[] = [];
         for (const size of SIZES) {
           await page.setViewportSize({ width: size.width, height: size.height });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { appLogs, documents } from "../services/apps/src/db/schema.ts";
+import { createHash } from "node:crypto";
+import { appLogs, blobs, bucketFiles, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { csrfOf, HostCookieJar } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -18,6 +19,21 @@ const CONFIG = {
   collections: { todos: { read: "anyone", create: "signed_in" } },
   buckets: { photos: { create: "signed_in" } },
 };
+// A 1×1 PNG, a text file and an SVG (which can carry script: never previewed as an image).
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);
+const FILES = [
+  { id: "png1", name: "dot.png", contentType: "image/png", bytes: PNG },
+  { id: "txt1", name: "notes.txt", contentType: "text/plain", bytes: Buffer.from("first line\n<b>not bold</b>") },
+  {
+    id: "svg1",
+    name: "logo.svg",
+    contentType: "image/svg+xml",
+    bytes: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'),
+  },
+];
 const STACK = "Error: boom\n    at handler (api/index.js:3:11)\n    at serve (api/index.js:9:5)";
 
 for (const mode of MODES) {
@@ -73,6 +89,22 @@ for (const mode of MODES) {
           updatedAt: at(i),
         })),
       );
+      for (const file of FILES) {
+        const sha256 = createHash("sha256").update(file.bytes).digest("hex");
+        await apps.context.blobs.put(sha256, file.bytes);
+        await apps.context.db.insert(blobs).values({ sha256, size: file.bytes.length }).onConflictDoNothing();
+        await apps.context.db.insert(bucketFiles).values({
+          id: `${file.id}-${mode}`,
+          appId,
+          bucket: "photos",
+          name: file.name,
+          contentType: file.contentType,
+          size: file.bytes.length,
+          sha256,
+          createdByEmail: a!.email,
+          createdBy: a!.id,
+        });
+      }
       await apps.context.db.insert(appLogs).values([
         { appId, level: "info", message: "started the day" },
         { appId, level: "debug", message: "cache warm" },
@@ -227,6 +259,57 @@ for (const mode of MODES) {
       expect((await jar.fetch(doc)).status).toBe(404);
       const again = await jar.post(`${doc}/delete`, { csrf });
       expect(again.status).toBe(404);
+    });
+
+    test("files: a list, an image preview served as an image only, a text preview as text, an SVG as its text", async () => {
+      const jar = await signedIn(emails.owner);
+      const list = await (await jar.fetch(page("/files/photos"))).text();
+      for (const f of FILES) expect(list).toContain(`data-file="${f.id}-${mode}"`);
+
+      const image = await (await jar.fetch(page(`/files/photos/png1-${mode}`))).text();
+      expect(image).toContain(`<img src="/dashboard/apps/${address}/files/photos/png1-${mode}/preview"`);
+      const bytes = await jar.fetch(page(`/files/photos/png1-${mode}/preview`));
+      expect(bytes.status).toBe(200);
+      expect(bytes.headers.get("content-type")).toBe("image/png");
+      expect(bytes.headers.get("content-security-policy")).toContain("sandbox");
+      expect(Buffer.from(await bytes.arrayBuffer()).equals(PNG)).toBe(true);
+
+      const text = await (await jar.fetch(page(`/files/photos/txt1-${mode}`))).text();
+      expect(text).toContain("first line\n&lt;b&gt;not bold&lt;/b&gt;");
+      expect((await jar.fetch(page(`/files/photos/txt1-${mode}/preview`))).status).toBe(404);
+
+      const svg = await (await jar.fetch(page(`/files/photos/svg1-${mode}`))).text();
+      // An SVG is shown as its text, never as an image (it can carry script).
+      expect(svg).toContain("&lt;script&gt;alert(1)&lt;/script&gt;&lt;/svg&gt;");
+      expect(svg).not.toContain("<script>alert(1)");
+      expect(svg).not.toContain("<img");
+      expect((await jar.fetch(page(`/files/photos/svg1-${mode}/preview`))).status).toBe(404);
+    });
+
+    test("files: a member and a stranger see none and delete none; the manager deletes one", async () => {
+      const member = await signedIn(emails.member);
+      const stranger = await signedIn(emails.stranger);
+      for (const [jar, status] of [
+        [member, 403],
+        [stranger, 404],
+      ] as const) {
+        for (const path of ["/files/photos", `/files/photos/png1-${mode}`, `/files/photos/png1-${mode}/preview`])
+          expect((await jar.fetch(page(path))).status).toBe(status);
+        const csrf = csrfOf(await (await jar.fetch(`${hatch.baseUrl}/dashboard`)).text());
+        expect((await jar.post(page(`/files/photos/txt1-${mode}/delete`), { csrf })).status).toBe(status);
+      }
+      const manager = await signedIn(emails.manager);
+      const file = page(`/files/photos/txt1-${mode}`);
+      const csrf = csrfOf(await (await manager.fetch(file)).text());
+      const done = await manager.post(`${file}/delete`, { csrf });
+      expect(done.status).toBe(303);
+      expect(done.headers.get("location")).toBe(`/dashboard/apps/${address}/files/photos`);
+      const after = await (await manager.fetch(page("/files/photos"))).text();
+      expect(after).toContain("notes.txt was deleted from photos.");
+      expect(after).not.toContain(`data-file="txt1-${mode}"`);
+      expect((await manager.fetch(file)).status).toBe(404);
+      const overview = await (await manager.fetch(page("/data"))).text();
+      expect(overview).toMatch(/<tr data-bucket="photos">.*<td[^>]*>2<\/td>/);
     });
   });
 }

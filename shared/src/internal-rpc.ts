@@ -336,3 +336,49 @@ export const DashboardDocumentDeletedSchema = z.object({
   collection: z.string(),
   id: z.string(),
 });
+
+const BucketNameSchema = z.string().min(1).max(64);
+export const DashboardFileSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  contentType: z.string(),
+  size: z.number().int(),
+  createdAt: z.string(),
+  /** Email of the signed-in viewer who uploaded it; null when uploaded without signing in. */
+  createdBy: z.string().nullable(),
+});
+export type DashboardFile = z.infer<typeof DashboardFileSchema>;
+
+/** apps `dashboard.files` (signed ctx, owner or manager, as tool_data): a page of a bucket's files, newest first. */
+export const DashboardFilesInputSchema = z.object({
+  address: AddressSchema,
+  bucket: BucketNameSchema,
+  after: z.string().max(1000).optional(),
+  limit: z.number().int().min(1).max(100).default(25),
+});
+export const DashboardFilesSchema = z.object({
+  address: z.string(),
+  bucket: z.string(),
+  files: z.array(DashboardFileSchema),
+  next: z.string().nullable(),
+});
+export type DashboardFiles = z.infer<typeof DashboardFilesSchema>;
+
+/** apps `dashboard.file` and `dashboard.file.delete` (signed ctx, owner or manager). */
+export const DashboardFileInputSchema = z.object({ address: AddressSchema, bucket: BucketNameSchema, id: DocumentIdSchema });
+/**
+ * One file with its preview: an image (PNG, JPEG, GIF, WebP) up to 512 KB as base64, or the start of a text file as
+ * text; none for anything else.
+ */
+export const DashboardFileAnswerSchema = z.object({
+  address: z.string(),
+  bucket: z.string(),
+  file: DashboardFileSchema,
+  preview: z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("image"), base64: z.string() }),
+    z.object({ kind: z.literal("text"), text: z.string(), cut: z.boolean() }),
+    z.object({ kind: z.literal("none") }),
+  ]),
+});
+export type DashboardFileAnswer = z.infer<typeof DashboardFileAnswerSchema>;
+export const DashboardFileDeletedSchema = z.object({ address: z.string(), bucket: z.string(), id: z.string() });

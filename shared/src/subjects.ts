@@ -112,5 +112,11 @@ export const rpcMethods = {
     dashboardDocument: "dashboard.document",
     /** Deletes one document (the owner's or a manager's decision, whatever the collection's rules). */
     dashboardDocumentDelete: "dashboard.document.delete",
+    /** The dashboard's data page: a page of a bucket's files (signed ctx, owner or manager). */
+    dashboardFiles: "dashboard.files",
+    /** One file with its preview (an image, or the start of a text). */
+    dashboardFile: "dashboard.file",
+    /** Deletes one file (the owner's or a manager's decision, whatever the bucket's rules). */
+    dashboardFileDelete: "dashboard.file.delete",
   },
 } as const;

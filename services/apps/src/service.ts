@@ -23,6 +23,9 @@ import {
   dashboardDocumentDeleteRpc,
   dashboardDocumentRpc,
   dashboardDocumentsRpc,
+  dashboardFileDeleteRpc,
+  dashboardFileRpc,
+  dashboardFilesRpc,
   dashboardLogsRpc,
 } from "./rpc/dashboard-data.ts";
 import { secretConfirmRpc, secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
@@ -96,6 +99,9 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.dashboardDocuments]: dashboardDocumentsRpc(ctx),
       [rpcMethods.apps.dashboardDocument]: dashboardDocumentRpc(ctx),
       [rpcMethods.apps.dashboardDocumentDelete]: dashboardDocumentDeleteRpc(ctx),
+      [rpcMethods.apps.dashboardFiles]: dashboardFilesRpc(ctx),
+      [rpcMethods.apps.dashboardFile]: dashboardFileRpc(ctx),
+      [rpcMethods.apps.dashboardFileDelete]: dashboardFileDeleteRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,

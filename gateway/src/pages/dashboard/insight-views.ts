@@ -1,4 +1,12 @@
-import type { DashboardDocument, DashboardDocuments, DashboardLogs, ToolDataOutput } from "@hatch/shared";
+import {
+  formatBytes,
+  type DashboardDocument,
+  type DashboardDocuments,
+  type DashboardFileAnswer,
+  type DashboardFiles,
+  type DashboardLogs,
+  type ToolDataOutput,
+} from "@hatch/shared";
 import { csrfField, html, pageScript, type SafeHtml } from "../layout.ts";
 import { appPath, noticeOf, when, type Notice } from "./views.ts";
 
@@ -24,6 +32,11 @@ export const collectionPath = (address: string, collection: string) =>
   `${dataPath(address)}/${encodeURIComponent(collection)}`;
 export const documentPath = (address: string, collection: string, id: string) =>
   `${collectionPath(address, collection)}/documents/${encodeURIComponent(id)}`;
+
+export const bucketPath = (address: string, bucket: string) =>
+  `${appPath(address)}/files/${encodeURIComponent(bucket)}`;
+export const filePath = (address: string, bucket: string, id: string) =>
+  `${bucketPath(address, bucket)}/${encodeURIComponent(id)}`;
 
 /** The filter as a query string (without the leading ?), the same on the page, its paging link and its stream. */
 export function filterQuery(filter: LogFilter, extra: Record<string, string> = {}): string {
@@ -103,7 +116,8 @@ export function dataBody(name: string, data: ToolDataOutput, notice: Notice): Sa
     : html`<p class="muted">No collections. An app stores documents once its settings declare a collection.</p>`;
   const buckets = data.buckets.length
     ? html`<table><thead><tr><th scope="col">Bucket</th><th scope="col">Files</th></tr></thead><tbody>${data.buckets.map(
-        (b) => html`<tr data-bucket="${b.name}"><td>${b.name}</td><td>${b.count}</td></tr>`,
+        (b) =>
+          html`<tr data-bucket="${b.name}"><td><a href="${bucketPath(data.address, b.name)}">${b.name}</a></td><td>${b.count}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="muted">No file buckets.</p>`;
   return html`<p><a href="${appPath(data.address)}">← ${name}</a></p><h1>Data of ${name}</h1>${noticeOf(notice)}
@@ -142,4 +156,35 @@ export function documentBody(csrf: string, address: string, collection: string, 
 <pre><code>${json}</code></pre>
 <section aria-labelledby="delete"><h2 id="delete">Delete</h2><p>Deleting removes this document for everyone using the app. It cannot be undone.</p>
 <form method="post" action="${path}/delete">${csrfField(csrf)}<div class="actions"><button type="submit" class="danger">Delete document ${doc.id}</button></div></form></section>`;
+}
+
+export function bucketBody(page: DashboardFiles, first: boolean, notice: Notice): SafeHtml {
+  const { address, bucket } = page;
+  const base = bucketPath(address, bucket);
+  const rows = page.files.map(
+    (f) =>
+      html`<tr data-file="${f.id}"><td><a href="${filePath(address, bucket, f.id)}">${f.name}</a></td><td>${f.contentType}</td><td>${formatBytes(f.size)}</td><td>${when(f.createdAt)}</td><td>${f.createdBy ?? "not signed in"}</td></tr>`,
+  );
+  const table = page.files.length
+    ? html`<table><thead><tr><th scope="col">File</th><th scope="col">Type</th><th scope="col">Size</th><th scope="col">Added</th><th scope="col">By</th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<p class="muted">${first ? "No files in this bucket." : "No more files."}</p>`;
+  const paging = html`<nav class="actions" aria-label="Pages">${first ? "" : html`<a href="${base}">Newest</a>`}${page.next ? html`<a href="${base}?after=${encodeURIComponent(page.next)}" rel="next">Next page</a>` : ""}</nav>`;
+  return html`<p><a href="${dataPath(address)}">← Data</a></p><h1>Files in ${bucket}</h1>${noticeOf(notice)}
+<p class="muted">Newest first.</p>${table}${paging}`;
+}
+
+export function fileBody(csrf: string, answer: DashboardFileAnswer): SafeHtml {
+  const { address, bucket, file, preview } = answer;
+  const path = filePath(address, bucket, file.id);
+  const shown =
+    preview.kind === "image"
+      ? html`<img src="${path}/preview" alt="Preview of ${file.name}" style="max-width:100%;height:auto;border:1px solid var(--border);border-radius:8px">`
+      : preview.kind === "text"
+        ? html`<pre><code>${preview.text}</code></pre>${preview.cut ? html`<p class="muted">The first part of the file only.</p>` : ""}`
+        : html`<p class="muted">No preview for this kind of file.</p>`;
+  return html`<p><a href="${bucketPath(address, bucket)}">← ${bucket}</a></p><h1>${file.name}</h1>
+<p class="muted">In ${bucket} · ${file.contentType} · ${formatBytes(file.size)} · added ${when(file.createdAt)} by ${file.createdBy ?? "someone not signed in"}</p>
+<section aria-labelledby="preview"><h2 id="preview">Preview</h2>${shown}</section>
+<section aria-labelledby="delete"><h2 id="delete">Delete</h2><p>Deleting removes this file for everyone using the app. It cannot be undone.</p>
+<form method="post" action="${path}/delete">${csrfField(csrf)}<div class="actions"><button type="submit" class="danger">Delete ${file.name}</button></div></form></section>`;
 }

@@ -3,6 +3,9 @@ import {
   DashboardDocumentAnswerSchema,
   DashboardDocumentDeletedSchema,
   DashboardDocumentsSchema,
+  DashboardFileAnswerSchema,
+  DashboardFileDeletedSchema,
+  DashboardFilesSchema,
   DashboardLogsSchema,
   rpcMethods,
   tool_data,
@@ -16,6 +19,9 @@ import type { PageScript, SafeHtml } from "../layout.ts";
 import { readTool } from "./calls.ts";
 import type { DashboardPagesDeps, Signed } from "./index.ts";
 import {
+  bucketBody,
+  bucketPath,
+  fileBody,
   collectionBody,
   collectionPath,
   dataBody,
@@ -28,7 +34,8 @@ import type { Notice } from "./views.ts";
 
 // An app's logs page (/dashboard/apps/<address>/logs, its live tail …/logs/stream as server-sent events) and its data
 // pages (…/data: collections and buckets; …/data/<collection>: documents a page at a time, …/export as JSON Lines;
-// …/data/<collection>/documents/<id>: one document, with delete). Every read and the delete are apps rpc methods that
+// …/data/<collection>/documents/<id>: one document, with delete; …/files/<bucket>: its files, each with a preview
+// and delete). Every read and the delete are apps rpc methods that
 // check the person in the service as tool_logs (the owner) and tool_data (owner and managers) do; the overview is
 // tool_data itself.
 
@@ -263,6 +270,69 @@ export function insightPages(h: InsightHelpers) {
     }
   }
 
+  async function bucketPage(state: Signed, address: string, bucket: string, url: URL, notice: Notice) {
+    const after = url.searchParams.get("after") || undefined;
+    const page = await apps(
+      state.user,
+      "read",
+      rpcMethods.apps.dashboardFiles,
+      { address, bucket, limit: PAGE_SIZE, ...(after ? { after } : {}) },
+      DashboardFilesSchema,
+    );
+    return h.page(state, `Files in ${bucket} · ${page.address}`, bucketBody(page, !after, notice));
+  }
+
+  const readFile = (user: PublicUser, address: string, bucket: string, id: string) =>
+    apps(user, "read", rpcMethods.apps.dashboardFile, { address, bucket, id }, DashboardFileAnswerSchema);
+
+  async function filePage(state: Signed, address: string, bucket: string, id: string): Promise<Response> {
+    const answer = await readFile(state.user, address, bucket, id);
+    return h.page(state, answer.file.name, fileBody(state.csrfToken, answer));
+  }
+
+  /**
+   * An image file's bytes for its preview (PNG, JPEG, GIF or WebP only, as the service decides), sandboxed and never
+   * sniffed: what an app's user uploaded is shown on this origin only as an image.
+   */
+  async function filePreview(request: Request, address: string, bucket: string, id: string): Promise<Response> {
+    const state = await h.signed(request);
+    if (state instanceof Response) return state;
+    try {
+      const { file, preview } = await readFile(state.user, address, bucket, id);
+      if (preview.kind !== "image") return new Response("No preview", { status: 404 });
+      return new Response(Buffer.from(preview.base64, "base64"), {
+        headers: {
+          "Content-Type": file.contentType.split(";")[0]!.trim().toLowerCase(),
+          "Content-Security-Policy": "default-src 'none'; sandbox",
+          "Content-Disposition": "inline",
+          "X-Content-Type-Options": "nosniff",
+          "Cache-Control": "no-store",
+        },
+      });
+    } catch (error) {
+      return h.problem(state, error);
+    }
+  }
+
+  async function deleteFile(request: Request, address: string, bucket: string, id: string): Promise<Response> {
+    const back = bucketPath(address, bucket);
+    const form = await h.posted(request, back);
+    if (form instanceof Response) return form;
+    try {
+      const { file } = await readFile(form.state.user, address, bucket, id);
+      await apps(
+        form.state.user,
+        "write",
+        rpcMethods.apps.dashboardFileDelete,
+        { address, bucket, id },
+        DashboardFileDeletedSchema,
+      );
+      return h.done(form.state, back, `${file.name} was deleted from ${bucket}.`);
+    } catch (error) {
+      return h.problem(form.state, error);
+    }
+  }
+
   const raw = { parse: "none" } as const;
   const base = "/dashboard/apps/:address";
   return new Elysia({ name: "hatch-dashboard-insight" })
@@ -281,6 +351,22 @@ export function insightPages(h: InsightHelpers) {
     )
     .get(`${base}/data/:collection/documents/:id`, ({ request, params }) =>
       h.guard((state) => documentPage(state, params.address, params.collection, params.id))(request),
+    )
+    .get(`${base}/files/:bucket`, ({ request, params }) =>
+      h.guard((state, notice) => bucketPage(state, params.address, params.bucket, new URL(request.url), notice))(
+        request,
+      ),
+    )
+    .get(`${base}/files/:bucket/:id`, ({ request, params }) =>
+      h.guard((state) => filePage(state, params.address, params.bucket, params.id))(request),
+    )
+    .get(`${base}/files/:bucket/:id/preview`, ({ request, params }) =>
+      filePreview(request, params.address, params.bucket, params.id),
+    )
+    .post(
+      `${base}/files/:bucket/:id/delete`,
+      ({ request, params }) => deleteFile(request, params.address, params.bucket, params.id),
+      raw,
     )
     .post(
       `${base}/data/:collection/documents/:id/delete`,

@@ -2,12 +2,17 @@ import {
   bindRpc,
   DashboardDocumentInputSchema,
   DashboardDocumentsInputSchema,
+  DashboardFileInputSchema,
+  DashboardFilesInputSchema,
   DashboardLogsInputSchema,
   encodeJson,
   subjects,
   ToolError,
   type DashboardDocument,
   type DashboardDocuments,
+  type DashboardFile,
+  type DashboardFileAnswer,
+  type DashboardFiles,
   type DashboardLogs,
   type RpcBinding,
 } from "@hatch/shared";
@@ -16,6 +21,7 @@ import { requireManagedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { DataError } from "../data/access.ts";
 import { getDocument, listDocuments, removeDocument } from "../data/documents.ts";
+import { getFile, isFileId, listFiles, removeFile, type StoredFile } from "../data/files.ts";
 import type { DataChange } from "../data/live.ts";
 import { cursorAfter, DOCUMENT_ID, parseListQuery } from "../data/query.ts";
 import { appLogs } from "../db/schema.ts";
@@ -172,5 +178,86 @@ export function dashboardDocumentDeleteRpc(apps: AppsContext): RpcBinding {
       by: ctx.sub,
     });
     return { address: app.address, collection: input.collection, id: input.id };
+  });
+}
+
+/** Images a page may show (never SVG: it can carry script), and how large a preview may be. */
+export const PREVIEW_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+const PREVIEW_IMAGE_BYTES = 512 * 1024;
+const PREVIEW_TEXT_BYTES = 8 * 1024;
+const TEXT_TYPE = /^(text\/[\w.+-]+|application\/(json|xml|x-ndjson|jsonl)|[\w.+-]+\/[\w.+-]+\+(json|xml))(;|$)/i;
+
+function fileOf(file: StoredFile): DashboardFile {
+  return {
+    id: file.id,
+    name: file.name,
+    contentType: file.contentType,
+    size: file.size,
+    createdAt: file.createdAt.toISOString(),
+    createdBy: file.createdByEmail,
+  };
+}
+
+function missingFile(address: string, bucket: string, id: string): ToolError {
+  return new ToolError("not_found", `${address} has no file ${id} in ${bucket}.`);
+}
+
+/** `rpc.apps.dashboard.files`: a page of a bucket's files, newest first. */
+export function dashboardFilesRpc(apps: AppsContext): RpcBinding {
+  return bindRpc(DashboardFilesInputSchema, async (call): Promise<DashboardFiles> => {
+    signedIn(call);
+    const { ctx, input } = call;
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "read its data" });
+    let page: Awaited<ReturnType<typeof listFiles>>;
+    try {
+      page = await listFiles(apps.db, { appId: app.id, bucket: input.bucket, limit: input.limit, after: input.after });
+    } catch (error) {
+      asToolError(error);
+    }
+    return { address: app.address, bucket: input.bucket, files: page.files.map(fileOf), next: page.next };
+  });
+}
+
+/** `rpc.apps.dashboard.file`: one file and its preview. */
+export function dashboardFileRpc(apps: AppsContext): RpcBinding {
+  return bindRpc(DashboardFileInputSchema, async (call): Promise<DashboardFileAnswer> => {
+    signedIn(call);
+    const { ctx, input } = call;
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "read its data" });
+    const file = isFileId(input.id) ? await getFile(apps.db, app.id, input.bucket, input.id) : null;
+    if (!file) throw missingFile(app.address, input.bucket, input.id);
+    const type = file.contentType.toLowerCase();
+    const image = PREVIEW_IMAGE_TYPES.has(type.split(";")[0]!.trim()) && file.size <= PREVIEW_IMAGE_BYTES;
+    const text = TEXT_TYPE.test(type);
+    let preview: DashboardFileAnswer["preview"] = { kind: "none" };
+    if (image || text) {
+      const blob = await apps.blobs.get(file.sha256);
+      if (blob && image) preview = { kind: "image", base64: Buffer.from(await blob.arrayBuffer()).toString("base64") };
+      else if (blob) {
+        const bytes = new Uint8Array(await blob.slice(0, PREVIEW_TEXT_BYTES).arrayBuffer());
+        preview = { kind: "text", text: new TextDecoder().decode(bytes), cut: file.size > PREVIEW_TEXT_BYTES };
+      }
+    }
+    return { address: app.address, bucket: input.bucket, file: fileOf(file), preview };
+  });
+}
+
+/** `rpc.apps.dashboard.file.delete`: the owner or a manager removes one file, whatever the bucket's rules say. */
+export function dashboardFileDeleteRpc(apps: AppsContext): RpcBinding {
+  return bindRpc(DashboardFileInputSchema, async (call) => {
+    signedIn(call);
+    const { ctx, input } = call;
+    if (ctx.scope === "read") throw new ToolError("forbidden", "This needs write access.");
+    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "delete its data" });
+    let removed = false;
+    try {
+      removed = isFileId(input.id) && (await removeFile(apps, app.id, input.bucket, input.id, () => {}));
+    } catch (error) {
+      if (error instanceof DataError && error.code === "not_found") removed = false;
+      else throw error;
+    }
+    if (!removed) throw missingFile(app.address, input.bucket, input.id);
+    apps.logger.info("file deleted on the dashboard", { app: app.address, bucket: input.bucket, by: ctx.sub });
+    return { address: app.address, bucket: input.bucket, id: input.id };
   });
 }
