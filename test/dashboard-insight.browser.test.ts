@@ -31,7 +31,9 @@ async function axeFindings(page: Page): Promise<string[]> {
     const result = (await axe.run(document, { resultTypes: ["violations"] })) as { violations: AxeFinding[] };
     return result.violations;
   });
-  return violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  return violations.map(
+    (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+  );
 }
 
 for (const mode of MODES) {
@@ -144,7 +146,8 @@ for (const mode of MODES) {
               () => (document.scrollingElement?.scrollWidth ?? 0) - window.innerWidth,
             );
             if (overflow > 0) problems.push(`${path} ${size.width}px: ${overflow}px sideways scroll`);
-            for (const finding of await axeFindings(page)) problems.push(`${path} ${size.width}px ${size.scheme}: ${finding}`);
+            for (const finding of await axeFindings(page))
+              problems.push(`${path} ${size.width}px ${size.scheme}: ${finding}`);
           }
         }
         expect(problems).toEqual([]);

@@ -121,7 +121,11 @@ for (const mode of MODES) {
     async function signedIn(email: string): Promise<HostCookieJar> {
       const jar = new HostCookieJar();
       const form = await jar.fetch(`${hatch.baseUrl}/signin`);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, { email, password: PASSWORD, csrf: csrfOf(await form.text()) });
+      const done = await jar.post(`${hatch.baseUrl}/signin`, {
+        email,
+        password: PASSWORD,
+        csrf: csrfOf(await form.text()),
+      });
       expect(done.status).toBe(303);
       return jar;
     }
@@ -132,7 +136,8 @@ for (const mode of MODES) {
       const all = await jar.fetch(page("/logs"));
       expect(all.status).toBe(200);
       const body = await all.text();
-      for (const text of ["started the day", "cache warm", "slow answer", "payment declined"]) expect(body).toContain(text);
+      for (const text of ["started the day", "cache warm", "slow answer", "payment declined"])
+        expect(body).toContain(text);
       // The stack is under the error's first line, in its own block.
       expect(body).toContain("<summary>Stack</summary>");
       expect(body).toContain("at handler (api/index.js:3:11)");

@@ -281,9 +281,7 @@ export const DashboardLogsInputSchema = z.object({
 export const DashboardLogsSchema = z.object({
   address: z.string(),
   /** Oldest first. */
-  lines: z.array(
-    z.object({ id: z.number().int(), time: z.string(), level: z.enum(LOG_LEVELS), message: z.string() }),
-  ),
+  lines: z.array(z.object({ id: z.number().int(), time: z.string(), level: z.enum(LOG_LEVELS), message: z.string() })),
   /** Older matching lines exist (page back with `before` = the first line's id). */
   more: z.boolean(),
   /** The newest line id of the app (any level): a tail started now continues after it. */
@@ -365,7 +363,11 @@ export const DashboardFilesSchema = z.object({
 export type DashboardFiles = z.infer<typeof DashboardFilesSchema>;
 
 /** apps `dashboard.file` and `dashboard.file.delete` (signed ctx, owner or manager). */
-export const DashboardFileInputSchema = z.object({ address: AddressSchema, bucket: BucketNameSchema, id: DocumentIdSchema });
+export const DashboardFileInputSchema = z.object({
+  address: AddressSchema,
+  bucket: BucketNameSchema,
+  id: DocumentIdSchema,
+});
 /**
  * One file with its preview: an image (PNG, JPEG, GIF, WebP) up to 512 KB as base64, or the start of a text file as
  * text; none for anything else.

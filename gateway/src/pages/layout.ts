@@ -159,7 +159,8 @@ export function renderPage(options: PageOptions): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title}</title><style>${raw(STYLE)}</style></head>
 <body><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
-<main>${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`.value;
+<main>${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
+    .value;
 }
 
 /**

@@ -72,7 +72,8 @@ box.addEventListener("change",()=>{if(box.checked){source=new EventSource(box.da
 export function logsBody(address: string, name: string, filter: LogFilter, logs: DashboardLogs): SafeHtml {
   const path = logsPath(address);
   const options = LEVEL_CHOICES.map(
-    ([value, label]) => html`<option value="${value}"${filter.level === value ? html` selected` : ""}>${label}</option>`,
+    ([value, label]) =>
+      html`<option value="${value}"${filter.level === value ? html` selected` : ""}>${label}</option>`,
   );
   const form = html`<form method="get" action="${path}" class="stack" role="search" aria-label="Filter the log">
 <label>Level<select name="level">${options}</select></label>

@@ -101,7 +101,13 @@ export function insightPages(h: InsightHelpers) {
       ...logsInput(address, filter),
       ...(Number.isSafeInteger(before) && before > 0 ? { before } : {}),
     });
-    return h.page(state, `Logs of ${logs.address}`, logsBody(logs.address, logs.address, filter, logs), 200, LOG_TAIL_SCRIPT);
+    return h.page(
+      state,
+      `Logs of ${logs.address}`,
+      logsBody(logs.address, logs.address, filter, logs),
+      200,
+      LOG_TAIL_SCRIPT,
+    );
   }
 
   /**
@@ -340,7 +346,9 @@ export function insightPages(h: InsightHelpers) {
       h.guard((state) => logsPage(state, params.address, new URL(request.url)))(request),
     )
     .get(`${base}/logs/stream`, ({ request, params }) => logsStream(request, params.address))
-    .get(`${base}/data`, ({ request, params }) => h.guard((state, notice) => dataPage(state, params.address, notice))(request))
+    .get(`${base}/data`, ({ request, params }) =>
+      h.guard((state, notice) => dataPage(state, params.address, notice))(request),
+    )
     .get(`${base}/data/:collection`, ({ request, params }) =>
       h.guard((state, notice) =>
         collectionPage(state, params.address, params.collection, new URL(request.url), notice),

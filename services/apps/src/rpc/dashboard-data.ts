@@ -74,7 +74,12 @@ export function dashboardLogsRpc(apps: AppsContext): RpcBinding {
       .where(eq(appLogs.appId, app.id));
     return {
       address: app.address,
-      lines: page.map((line) => ({ id: line.id, time: line.at.toISOString(), level: line.level, message: line.message })),
+      lines: page.map((line) => ({
+        id: line.id,
+        time: line.at.toISOString(),
+        level: line.level,
+        message: line.message,
+      })),
       more,
       newest: Number(top?.id ?? 0),
     };
@@ -88,7 +93,13 @@ function documentOf(row: {
   createdByEmail: string | null;
   data: Record<string, unknown>;
 }): DashboardDocument {
-  return { id: row.id, createdAt: row.createdAt, updatedAt: row.updatedAt, createdBy: row.createdByEmail, data: row.data };
+  return {
+    id: row.id,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    createdBy: row.createdByEmail,
+    data: row.data,
+  };
 }
 
 /** A DataError (a bad cursor) in the tools' words. */

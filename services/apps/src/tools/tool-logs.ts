@@ -41,7 +41,10 @@ export async function requireLogsOwner(apps: AppsContext, ctx: CallContext, addr
   if (!app) throw notFound(address);
   if (app.ownerId === ctx.sub) return app;
   const manager =
-    ctx.org !== null && ctx.org !== undefined && ctx.org === app.accountId && ORG_MANAGER_ROLES.includes(ctx.role ?? "");
+    ctx.org !== null &&
+    ctx.org !== undefined &&
+    ctx.org === app.accountId &&
+    ORG_MANAGER_ROLES.includes(ctx.role ?? "");
   if (!manager) throw await notTheirs(apps.db, ctx, app, "read its logs");
   throw new ToolError(
     "forbidden",
