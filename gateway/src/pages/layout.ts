@@ -1,7 +1,8 @@
 /**
  * The gateway's server-rendered HTML: an escaping `html` template tag, one page layout, and a Response helper
- * with the security headers every page needs. Pages work without JavaScript; the one script a page carries (copy
- * buttons) is allowed by its hash in the CSP and only adds to what is already there.
+ * with the security headers every page needs. Pages work without JavaScript; the script every page carries (copy
+ * buttons), and a page's own one where it has one (the logs page's live tail), are allowed by their hashes in the CSP
+ * and only add to what is already there.
  */
 
 /** A fragment already escaped (or built from escaped parts); `html` inserts it as it is. */

@@ -35,7 +35,7 @@ import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type Org
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
 // sharing, statistics, delete, links to the app's other pages) and /dashboard/org (members, invitations, paused apps,
-// the activity log). Reads and actions are the tools themselves, called for the signed-in person (calls.ts); the only
+// the activity log); an app's logs and data pages are insight.ts. Reads and actions are the tools themselves, called for the signed-in person (calls.ts); the only
 // other read is apps' `dashboard.app` (people, versions, secrets of an app they own).
 
 export interface DashboardPagesDeps extends DashboardCallDeps {
