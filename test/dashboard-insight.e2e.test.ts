@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { appLogs, blobs, bucketFiles, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -129,6 +130,14 @@ for (const mode of MODES) {
       expect(done.status).toBe(303);
       return jar;
     }
+    const activity = async () =>
+      (
+        await callOk<{ entries: { summary: string; client: { kind: string; name: string } | null }[] }>(
+          clients[0]!,
+          "org_activity",
+          { limit: 50 },
+        )
+      ).entries.map((e) => ({ summary: e.summary, client: e.client }));
     const page = (path: string) => `${hatch.baseUrl}/dashboard/apps/${address}${path}`;
 
     test("the owner reads the logs: every level, a level filter, a search, uncaught errors with their stack", async () => {
@@ -264,6 +273,13 @@ for (const mode of MODES) {
       expect((await jar.fetch(doc)).status).toBe(404);
       const again = await jar.post(`${doc}/delete`, { csrf });
       expect(again.status).toBe(404);
+      // It lands in the organization's activity log, as done on the dashboard.
+      const logged = await eventually(
+        async () => (await activity()).find((e) => e.summary.includes("deleted a document of")),
+        "the document's deletion in the activity log",
+      );
+      expect(logged.summary).toContain(`deleted a document of ${address} (${address}): todo30 in todos`);
+      expect(logged.client).toEqual({ kind: "other", name: "dashboard" });
     });
 
     test("files: a list, an image preview served as an image only, a text preview as text, an SVG as its text", async () => {
@@ -313,6 +329,12 @@ for (const mode of MODES) {
       expect(after).toContain("notes.txt was deleted from photos.");
       expect(after).not.toContain(`data-file="txt1-${mode}"`);
       expect((await manager.fetch(file)).status).toBe(404);
+      const logged = await eventually(
+        async () => (await activity()).find((e) => e.summary.includes("deleted a file of")),
+        "the file's deletion in the activity log",
+      );
+      expect(logged.summary).toContain(`deleted a file of ${address} (${address}): txt1-${mode} in photos`);
+      expect(logged.client).toEqual({ kind: "other", name: "dashboard" });
       const overview = await (await manager.fetch(page("/data"))).text();
       expect(overview).toMatch(/<tr data-bucket="photos">.*<td[^>]*>2<\/td>/);
     });

@@ -14,9 +14,9 @@ import {
 import { Elysia } from "elysia";
 import type { z } from "zod";
 import type { BrowserState, Params, PublicUser } from "../../auth/index.ts";
-import { dashboardContext } from "../dashboard-context.ts";
+import { signedContext, websiteCaller } from "../../services.ts";
 import type { PageScript, SafeHtml } from "../layout.ts";
-import { readTool } from "./calls.ts";
+import { DASHBOARD_CLIENT, readTool } from "./calls.ts";
 import type { DashboardPagesDeps, Signed } from "./index.ts";
 import {
   bucketBody,
@@ -87,8 +87,10 @@ export function insightPages(h: InsightHelpers) {
     input: unknown,
     schema: S,
   ): Promise<z.infer<S>> {
-    const { ctx, requestId } = await dashboardContext(deps, user, scope);
-    return callRpc(deps.bus, "apps", method, input, schema, { ctx, requestId });
+    // The ctx's client is the dashboard's, as for its tool calls: the activity log says a delete happened there.
+    const caller = websiteCaller(user, { scope, client: DASHBOARD_CLIENT.name });
+    const ctx = await signedContext(deps, caller);
+    return callRpc(deps.bus, "apps", method, input, schema, { ctx, requestId: caller.requestId });
   }
 
   const readLogs = (user: PublicUser, input: Record<string, unknown>): Promise<DashboardLogs> =>

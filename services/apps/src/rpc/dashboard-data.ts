@@ -19,6 +19,7 @@ import {
 import { and, asc, desc, eq, gt, inArray, lt, max, sql } from "drizzle-orm";
 import { requireManagedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
+import { appEvent } from "../events.ts";
 import { DataError } from "../data/access.ts";
 import { getDocument, listDocuments, removeDocument } from "../data/documents.ts";
 import { getFile, isFileId, listFiles, removeFile, type StoredFile } from "../data/files.ts";
@@ -162,34 +163,45 @@ export function dashboardDocumentRpc(apps: AppsContext): RpcBinding {
  * streams hear of it.
  */
 export function dashboardDocumentDeleteRpc(apps: AppsContext): RpcBinding {
-  return bindRpc(DashboardDocumentInputSchema, async (call) => {
-    signedIn(call);
-    const { ctx, input } = call;
-    if (ctx.scope === "read") throw new ToolError("forbidden", "This needs write access.");
-    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "delete its data" });
-    const result = DOCUMENT_ID.test(input.id)
-      ? await removeDocument(apps.db, { appId: app.id, collection: input.collection }, input.id, null)
-      : "missing";
-    if (typeof result === "string") throw missingDocument(app.address, input.collection, input.id);
-    const change: DataChange = {
-      appId: app.id,
-      collection: input.collection,
-      type: "removed",
-      id: input.id,
-      creator: result.createdBy,
-    };
-    try {
-      apps.bus.publish(subjects.appsDataChanged, encodeJson(change));
-    } catch (error) {
-      apps.logger.warn("data change not published", { error });
-    }
-    apps.logger.info("document deleted on the dashboard", {
-      app: app.address,
-      collection: input.collection,
-      by: ctx.sub,
-    });
-    return { address: app.address, collection: input.collection, id: input.id };
-  });
+  return bindRpc(
+    DashboardDocumentInputSchema,
+    async (call) => {
+      signedIn(call);
+      const { ctx, input } = call;
+      if (ctx.scope === "read") throw new ToolError("forbidden", "This needs write access.");
+      const app = await requireManagedApp(apps.db, ctx, input.address, { action: "delete its data" });
+      const result = DOCUMENT_ID.test(input.id)
+        ? await removeDocument(apps.db, { appId: app.id, collection: input.collection }, input.id, null, (tx) =>
+            // Ids are letters, digits, - and _; the collection's name is the app's own (service.json).
+            appEvent(tx, ctx, "document_deleted", app, {
+              collection: input.collection,
+              id: input.id,
+              summary: `${input.id} in ${input.collection}`,
+            }),
+          )
+        : "missing";
+      if (typeof result === "string") throw missingDocument(app.address, input.collection, input.id);
+      const change: DataChange = {
+        appId: app.id,
+        collection: input.collection,
+        type: "removed",
+        id: input.id,
+        creator: result.createdBy,
+      };
+      try {
+        apps.bus.publish(subjects.appsDataChanged, encodeJson(change));
+      } catch (error) {
+        apps.logger.warn("data change not published", { error });
+      }
+      apps.logger.info("document deleted on the dashboard", {
+        app: app.address,
+        collection: input.collection,
+        by: ctx.sub,
+      });
+      return { address: app.address, collection: input.collection, id: input.id };
+    },
+    { writes: true },
+  );
 }
 
 /** Images a page may show (never SVG: it can carry script), and how large a preview may be. */
@@ -255,20 +267,39 @@ export function dashboardFileRpc(apps: AppsContext): RpcBinding {
 
 /** `rpc.apps.dashboard.file.delete`: the owner or a manager removes one file, whatever the bucket's rules say. */
 export function dashboardFileDeleteRpc(apps: AppsContext): RpcBinding {
-  return bindRpc(DashboardFileInputSchema, async (call) => {
-    signedIn(call);
-    const { ctx, input } = call;
-    if (ctx.scope === "read") throw new ToolError("forbidden", "This needs write access.");
-    const app = await requireManagedApp(apps.db, ctx, input.address, { action: "delete its data" });
-    let removed = false;
-    try {
-      removed = isFileId(input.id) && (await removeFile(apps, app.id, input.bucket, input.id, () => {}));
-    } catch (error) {
-      if (error instanceof DataError && error.code === "not_found") removed = false;
-      else throw error;
-    }
-    if (!removed) throw missingFile(app.address, input.bucket, input.id);
-    apps.logger.info("file deleted on the dashboard", { app: app.address, bucket: input.bucket, by: ctx.sub });
-    return { address: app.address, bucket: input.bucket, id: input.id };
-  });
+  return bindRpc(
+    DashboardFileInputSchema,
+    async (call) => {
+      signedIn(call);
+      const { ctx, input } = call;
+      if (ctx.scope === "read") throw new ToolError("forbidden", "This needs write access.");
+      const app = await requireManagedApp(apps.db, ctx, input.address, { action: "delete its data" });
+      let removed = false;
+      try {
+        removed =
+          isFileId(input.id) &&
+          (await removeFile(
+            apps,
+            app.id,
+            input.bucket,
+            input.id,
+            () => {},
+            // The file's name is its uploader's words: the log names its id and bucket only.
+            (tx) =>
+              appEvent(tx, ctx, "file_deleted", app, {
+                bucket: input.bucket,
+                id: input.id,
+                summary: `${input.id} in ${input.bucket}`,
+              }),
+          ));
+      } catch (error) {
+        if (error instanceof DataError && error.code === "not_found") removed = false;
+        else throw error;
+      }
+      if (!removed) throw missingFile(app.address, input.bucket, input.id);
+      apps.logger.info("file deleted on the dashboard", { app: app.address, bucket: input.bucket, by: ctx.sub });
+      return { address: app.address, bucket: input.bucket, id: input.id };
+    },
+    { writes: true },
+  );
 }
