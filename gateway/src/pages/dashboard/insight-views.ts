@@ -122,7 +122,7 @@ export function dataBody(name: string, data: ToolDataOutput, notice: Notice): Sa
       )}</tbody></table>`
     : html`<p class="muted">No file buckets.</p>`;
   return html`<p><a href="${appPath(data.address)}">← ${name}</a></p><h1>Data of ${name}</h1>${noticeOf(notice)}
-<p class="muted">What the app's users stored. You see all of it whatever the app's rules say; so do your organization's managers.</p>
+<p class="muted">What the app's users stored. Its owner sees all of it, whatever the app's rules say, and so do the managers of the organization it belongs to.</p>
 <section aria-labelledby="collections"><h2 id="collections">Collections</h2>${collections}</section>
 <section aria-labelledby="buckets"><h2 id="buckets">File buckets</h2>${buckets}</section>`;
 }
