@@ -258,3 +258,131 @@ export type DashboardApp = z.infer<typeof DashboardAppSchema>;
 export const SeatsUsedInputSchema = z.object({ accountId: z.string().min(1) });
 export const SeatsUsedSchema = z.object({ members: z.number().int().min(0), invitations: z.number().int().min(0) });
 export type SeatsUsed = z.infer<typeof SeatsUsedSchema>;
+
+// The dashboard's logs and data pages (gateway /dashboard/apps/<address>/logs and /data). Reads the tools do not give
+// (paging, search, one document, a file's bytes) and the deletes of one document or file. Each checks in the service
+// who may: the logs as tool_logs (the owner only), the data as tool_data (the owner and the organization's managers).
+
+const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+
+/** apps `dashboard.logs` (signed ctx, the app's owner): a page of log lines, or the lines after `after` (the live tail). */
+export const DashboardLogsInputSchema = z.object({
+  address: AddressSchema,
+  /** This level or more severe. */
+  level: z.enum(LOG_LEVELS).optional(),
+  /** Lines whose text contains this (any case). */
+  search: z.string().max(200).optional(),
+  /** Uncaught errors only (the app host's word about a request that threw). */
+  uncaught: z.boolean().optional(),
+  /** The newest lines older than this line id (paging back). */
+  before: z.number().int().positive().optional(),
+  /** Lines newer than this line id, oldest first (the live tail). */
+  after: z.number().int().min(0).optional(),
+  limit: z.number().int().min(1).max(200).default(100),
+});
+export const DashboardLogsSchema = z.object({
+  address: z.string(),
+  /** Oldest first. */
+  lines: z.array(z.object({ id: z.number().int(), time: z.string(), level: z.enum(LOG_LEVELS), message: z.string() })),
+  /** Older matching lines exist (page back with `before` = the first line's id). */
+  more: z.boolean(),
+  /** The newest line id of the app (any level): a tail started now continues after it. */
+  newest: z.number().int(),
+});
+export type DashboardLogs = z.infer<typeof DashboardLogsSchema>;
+
+const CollectionNameSchema = z.string().min(1).max(64);
+const DocumentIdSchema = z.string().min(1).max(64);
+
+/** apps `dashboard.documents` (signed ctx, owner or manager): a page of a collection's documents, newest first. */
+export const DashboardDocumentsInputSchema = z.object({
+  address: AddressSchema,
+  collection: CollectionNameSchema,
+  /** The previous page's `next`. */
+  after: z.string().max(1000).optional(),
+  limit: z.number().int().min(1).max(100).default(25),
+});
+export const DashboardDocumentSchema = z.object({
+  id: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  /** Email of the signed-in viewer who added it; null when added without signing in. */
+  createdBy: z.string().nullable(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type DashboardDocument = z.infer<typeof DashboardDocumentSchema>;
+export const DashboardDocumentsSchema = z.object({
+  address: z.string(),
+  collection: z.string(),
+  documents: z.array(DashboardDocumentSchema),
+  /** The cursor of the next page; null on the last. */
+  next: z.string().nullable(),
+});
+export type DashboardDocuments = z.infer<typeof DashboardDocumentsSchema>;
+
+/** apps `dashboard.document` and `dashboard.document.delete` (signed ctx, owner or manager). */
+export const DashboardDocumentInputSchema = z.object({
+  address: AddressSchema,
+  collection: CollectionNameSchema,
+  id: DocumentIdSchema,
+});
+export const DashboardDocumentAnswerSchema = z.object({
+  address: z.string(),
+  collection: z.string(),
+  document: DashboardDocumentSchema,
+});
+export const DashboardDocumentDeletedSchema = z.object({
+  address: z.string(),
+  collection: z.string(),
+  id: z.string(),
+});
+
+const BucketNameSchema = z.string().min(1).max(64);
+export const DashboardFileSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  contentType: z.string(),
+  size: z.number().int(),
+  createdAt: z.string(),
+  /** Email of the signed-in viewer who uploaded it; null when uploaded without signing in. */
+  createdBy: z.string().nullable(),
+});
+export type DashboardFile = z.infer<typeof DashboardFileSchema>;
+
+/** apps `dashboard.files` (signed ctx, owner or manager, as tool_data): a page of a bucket's files, newest first. */
+export const DashboardFilesInputSchema = z.object({
+  address: AddressSchema,
+  bucket: BucketNameSchema,
+  after: z.string().max(1000).optional(),
+  limit: z.number().int().min(1).max(100).default(25),
+});
+export const DashboardFilesSchema = z.object({
+  address: z.string(),
+  bucket: z.string(),
+  files: z.array(DashboardFileSchema),
+  next: z.string().nullable(),
+});
+export type DashboardFiles = z.infer<typeof DashboardFilesSchema>;
+
+/** apps `dashboard.file` and `dashboard.file.delete` (signed ctx, owner or manager). */
+export const DashboardFileInputSchema = z.object({
+  address: AddressSchema,
+  bucket: BucketNameSchema,
+  id: DocumentIdSchema,
+});
+/**
+ * One file with its preview: an image (PNG, JPEG, GIF, WebP) up to 512 KB as base64, or the start of a text file as
+ * text; none for anything else.
+ */
+export const DashboardFileAnswerSchema = z.object({
+  address: z.string(),
+  bucket: z.string(),
+  file: DashboardFileSchema,
+  preview: z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("image"), base64: z.string() }),
+    z.object({ kind: z.literal("text"), text: z.string(), cut: z.boolean() }),
+    z.object({ kind: z.literal("none") }),
+  ]),
+});
+export type DashboardFileAnswer = z.infer<typeof DashboardFileAnswerSchema>;
+export const DashboardFileDeletedSchema = z.object({ address: z.string(), bucket: z.string(), id: z.string() });

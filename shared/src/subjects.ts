@@ -104,5 +104,19 @@ export const rpcMethods = {
     appLookup: "app.lookup",
     /** The dashboard's app page (signed ctx, the app's owner): people, versions, secrets; its actions are tool calls. */
     dashboardApp: "dashboard.app",
+    /** The dashboard's logs page (signed ctx, the app's owner, as tool_logs): lines by level and text, and the tail. */
+    dashboardLogs: "dashboard.logs",
+    /** The dashboard's data page (signed ctx, owner or manager, as tool_data): a page of a collection's documents. */
+    dashboardDocuments: "dashboard.documents",
+    /** One document, whole. */
+    dashboardDocument: "dashboard.document",
+    /** Deletes one document (the owner's or a manager's decision, whatever the collection's rules). */
+    dashboardDocumentDelete: "dashboard.document.delete",
+    /** The dashboard's data page: a page of a bucket's files (signed ctx, owner or manager). */
+    dashboardFiles: "dashboard.files",
+    /** One file with its preview (an image, or the start of a text). */
+    dashboardFile: "dashboard.file",
+    /** Deletes one file (the owner's or a manager's decision, whatever the bucket's rules). */
+    dashboardFileDelete: "dashboard.file.delete",
   },
 } as const;

@@ -1,7 +1,8 @@
 /**
  * The gateway's server-rendered HTML: an escaping `html` template tag, one page layout, and a Response helper
- * with the security headers every page needs. Pages work without JavaScript; the one script a page carries (copy
- * buttons) is allowed by its hash in the CSP and only adds to what is already there.
+ * with the security headers every page needs. Pages work without JavaScript; the script every page carries (copy
+ * buttons), and a page's own one where it has one (the logs page's live tail), are allowed by their hashes in the CSP
+ * and only add to what is already there.
  */
 
 /** A fragment already escaped (or built from escaped parts); `html` inserts it as it is. */
@@ -51,6 +52,19 @@ export interface PageOptions {
   user?: { email: string; csrfToken: string } | null;
   /** Where signing in or up leads afterwards (a pending authorization): the header's links carry it. */
   next?: string;
+  /** A page's own script (the logs page's live tail), after the copy script; its response must allow it (pageScript). */
+  script?: PageScript;
+}
+
+/** A page's own script and the CSP source that allows it (its hash); `connect` lets it open a stream to this origin. */
+export interface PageScript {
+  text: string;
+  source: string;
+  connect: boolean;
+}
+
+export function pageScript(text: string, connect = false): PageScript {
+  return { text, source: `'sha256-${new Bun.CryptoHasher("sha256").update(text).digest("base64")}'`, connect };
 }
 
 // Colours meet WCAG AA (4.5:1 for text, 3:1 for field borders) on both the page and a card, light and dark. Below
@@ -146,7 +160,8 @@ export function renderPage(options: PageOptions): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title}</title><style>${raw(STYLE)}</style></head>
 <body><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
-<main>${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script></body></html>`.value;
+<main>${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
+    .value;
 }
 
 /**
@@ -155,12 +170,17 @@ export function renderPage(options: PageOptions): string {
  * other sites. "same-origin" rather than "no-referrer": under no-referrer, browsers send `Origin: null` on our
  * own form posts, which defeats the Origin check.
  */
-export function htmlResponse(page: string | SafeHtml, init: { status?: number; headers?: HeadersInit } = {}): Response {
+export function htmlResponse(
+  page: string | SafeHtml,
+  init: { status?: number; headers?: HeadersInit; script?: PageScript } = {},
+): Response {
   const headers = new Headers(init.headers);
   headers.set("Content-Type", "text/html; charset=utf-8");
+  const scripts = init.script ? `${COPY_SCRIPT_SOURCE} ${init.script.source}` : COPY_SCRIPT_SOURCE;
+  const connect = init.script?.connect ? "; connect-src 'self'" : "";
   headers.set(
     "Content-Security-Policy",
-    `default-src 'none'; style-src 'unsafe-inline'; script-src ${COPY_SCRIPT_SOURCE}; img-src 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    `default-src 'none'; style-src 'unsafe-inline'; script-src ${scripts}; img-src 'self'${connect}; frame-ancestors 'none'; base-uri 'none'`,
   );
   headers.set("X-Frame-Options", "DENY");
   headers.set("X-Content-Type-Options", "nosniff");

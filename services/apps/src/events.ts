@@ -33,6 +33,8 @@ const PHRASES: Record<string, string> = {
   ai_choice_changed: "changed the AI key choice of",
   ai_key_added: "added an AI key to",
   ai_key_deleted: "deleted an AI key of",
+  document_deleted: "deleted a document of",
+  file_deleted: "deleted a file of",
 };
 
 function summaryOf(ctx: CallContext | null, verb: string, app: EventApp, details: Record<string, unknown>): string {

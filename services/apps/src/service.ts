@@ -20,6 +20,15 @@ import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
+import {
+  dashboardDocumentDeleteRpc,
+  dashboardDocumentRpc,
+  dashboardDocumentsRpc,
+  dashboardFileDeleteRpc,
+  dashboardFileRpc,
+  dashboardFilesRpc,
+  dashboardLogsRpc,
+} from "./rpc/dashboard-data.ts";
 import { secretConfirmRpc, secretPageRpc, secretSetRpc } from "./rpc/secret-page.ts";
 import { viewerOriginRpc } from "./rpc/viewer-origin.ts";
 import { accountStorageRpc } from "./rpc/account-storage.ts";
@@ -90,6 +99,13 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.aiKeySet]: aiKeySetRpc(ctx),
       [rpcMethods.apps.appLookup]: appLookupRpc(ctx),
       [rpcMethods.apps.dashboardApp]: dashboardAppRpc(ctx),
+      [rpcMethods.apps.dashboardLogs]: dashboardLogsRpc(ctx),
+      [rpcMethods.apps.dashboardDocuments]: dashboardDocumentsRpc(ctx),
+      [rpcMethods.apps.dashboardDocument]: dashboardDocumentRpc(ctx),
+      [rpcMethods.apps.dashboardDocumentDelete]: dashboardDocumentDeleteRpc(ctx),
+      [rpcMethods.apps.dashboardFiles]: dashboardFilesRpc(ctx),
+      [rpcMethods.apps.dashboardFile]: dashboardFileRpc(ctx),
+      [rpcMethods.apps.dashboardFileDelete]: dashboardFileDeleteRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,

@@ -28,7 +28,8 @@ import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../
 import { localPath, redirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
-import { html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
+import { html, htmlResponse, renderPage, type PageScript, type SafeHtml } from "../layout.ts";
+import { insightPages } from "./insight.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
@@ -37,7 +38,7 @@ import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type Org
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
 // sharing, statistics, delete, links to the app's other pages) and /dashboard/org (members, invitations, paused apps,
-// the activity log). Reads and actions are the tools themselves, called for the signed-in person (calls.ts); the only
+// the activity log); an app's logs and data pages are insight.ts. Reads and actions are the tools themselves, called for the signed-in person (calls.ts); the only
 // other read is apps' `dashboard.app` (people, versions, secrets of an app they own).
 
 export interface DashboardPagesDeps extends DashboardCallDeps {
@@ -50,11 +51,15 @@ export interface DashboardPagesDeps extends DashboardCallDeps {
 }
 
 const FORM_MAX_BYTES = 16 * 1024;
-type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+export type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+function page(state: BrowserState, title: string, body: SafeHtml, status = 200, script?: PageScript): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(renderPage({ title, user, body, script }), {
+    status,
+    headers: cookieHeaders(state.setCookies),
+    script,
+  });
 }
 
 /** The styled answer for a path nothing serves, with a way back. */
@@ -390,6 +395,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
 
   return new Elysia({ name: "hatch-dashboard-pages" })
     .use(domainPages(deps, { guard, posted, done, problem, page, askPage }))
+    .use(insightPages({ deps, signed, posted, done, problem, guard, page }))
     .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
     .get("/dashboard/apps/:address", ({ request, params }) =>
       guard((state, notice) => appPage(state, params.address, notice))(request),

@@ -146,7 +146,8 @@ ${form("share", html`<label>Add a person by email<input type="email" name="add" 
   const places = html`<ul>${secrets}
 <li><a href="/dashboard/ai-keys?scope=tool&amp;app=${encodeURIComponent(app.address)}">AI key for this app</a></li>
 <li><a href="${path}/domains">Domains</a></li>
-<li class="muted">Logs and data: ask your AI (tool_logs, tool_data).</li></ul>`;
+<li><a href="${path}/logs">Logs</a> of its server code</li>
+<li><a href="${path}/data">Data</a> its users stored</li></ul>`;
 
   const paused = app.paused
     ? html`<p class="error" role="alert">Your organization paused this app: visitors get an error until a manager unpauses it.</p>`

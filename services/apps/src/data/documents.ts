@@ -325,6 +325,8 @@ export async function removeDocument(
   key: DocumentKey,
   id: string,
   onlyCreator: string | null,
+  /** Writes what else the removal records (the dashboard's activity log event), in the same transaction. */
+  record?: (tx: Pick<Database, "insert">) => Promise<void>,
 ): Promise<{ createdBy: string | null } | Refused> {
   return db.transaction(async (tx) => {
     // The app row first, as delete_tool takes it: otherwise this document's lock and the app's data_usage row could be
@@ -352,6 +354,7 @@ export async function removeDocument(
         documentBytes: sql`greatest(${dataUsage.documentBytes} - ${removed.bytes}, 0)`,
       })
       .where(eq(dataUsage.appId, key.appId));
+    await record?.(tx);
     return { createdBy: removed.createdBy };
   });
 }

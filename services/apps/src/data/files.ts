@@ -181,6 +181,8 @@ export async function removeFile(
   bucket: string,
   id: string,
   check: (file: StoredFile) => void,
+  /** Writes what else the removal records (the dashboard's activity log event), in the same transaction. */
+  record?: (tx: Pick<FilesContext["db"], "insert">) => Promise<void>,
 ): Promise<boolean> {
   const gone = await app.db.transaction(async (tx) => {
     await requireApp(tx, appId);
@@ -200,6 +202,7 @@ export async function removeFile(
         fileBytes: sql`greatest(${dataUsage.fileBytes} - ${file.size}, 0)`,
       })
       .where(eq(dataUsage.appId, appId));
+    await record?.(tx);
     return forgetUnusedBlobs(tx, [file.sha256]);
   });
   if (gone === null) return false;

@@ -1,6 +1,6 @@
-import { bindTool, tool_logs, ToolError } from "@hatch/shared";
+import { bindTool, tool_logs, ToolError, type CallContext } from "@hatch/shared";
 import { and, eq } from "drizzle-orm";
-import { notFound, notTheirs, ORG_MANAGER_ROLES } from "../apps-repo.ts";
+import { notFound, notTheirs, ORG_MANAGER_ROLES, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, versions } from "../db/schema.ts";
 import { readAppLogs } from "../server-code/logs.ts";
@@ -11,20 +11,7 @@ import { readAppLogs } from "../server-code/logs.ts";
 
 export function toolLogsTool(apps: AppsContext) {
   return bindTool(tool_logs, async ({ ctx, input }) => {
-    const [app] = await apps.db.select().from(appsTable).where(eq(appsTable.address, input.address));
-    if (!app) throw notFound(input.address);
-    if (app.ownerId !== ctx.sub) {
-      const manager =
-        ctx.org !== null &&
-        ctx.org !== undefined &&
-        ctx.org === app.accountId &&
-        ORG_MANAGER_ROLES.includes(ctx.role ?? "");
-      if (!manager) throw await notTheirs(apps.db, ctx, app, "read its logs");
-      throw new ToolError(
-        "forbidden",
-        `Only the owner of ${app.address} may read its logs (they can hold what its users sent). Ask ${app.ownerEmail} to read them.`,
-      );
-    }
+    const app = await requireLogsOwner(apps, ctx, input.address);
     // Lines this process still holds in memory are written first, so a line logged a moment ago is there.
     await apps.host?.flushLogs?.();
     const { lines, truncated } = await readAppLogs(apps.db, app.id, input.level, input.limit);
@@ -42,6 +29,27 @@ export function toolLogsTool(apps: AppsContext) {
         : `${app.address} has logged nothing yet. Lines come from console.log / console.error in its server code and from failed requests.`;
     return { text, data };
   });
+}
+
+/**
+ * The app at `address` if the caller owns it: only the owner reads an app's logs (tool_logs and the dashboard's logs
+ * page alike). A manager of its organization is refused by name; someone who can see the app is told whose it is;
+ * anyone else gets the answer of a missing app.
+ */
+export async function requireLogsOwner(apps: AppsContext, ctx: CallContext, address: string): Promise<AppRow> {
+  const [app] = await apps.db.select().from(appsTable).where(eq(appsTable.address, address));
+  if (!app) throw notFound(address);
+  if (app.ownerId === ctx.sub) return app;
+  const manager =
+    ctx.org !== null &&
+    ctx.org !== undefined &&
+    ctx.org === app.accountId &&
+    ORG_MANAGER_ROLES.includes(ctx.role ?? "");
+  if (!manager) throw await notTheirs(apps.db, ctx, app, "read its logs");
+  throw new ToolError(
+    "forbidden",
+    `Only the owner of ${app.address} may read its logs (they can hold what its users sent). Ask ${app.ownerEmail} to read them.`,
+  );
 }
 
 async function hasServerCode(apps: AppsContext, appId: string, version: number | null): Promise<boolean> {
