@@ -151,7 +151,7 @@ describe("forgot password", () => {
     expect(saved.status).toBe(200);
     const done = await saved.text();
     expect(done).toContain("Password changed");
-    expect(done).toContain("1 AI client connection(s) were disconnected");
+    expect(done).toContain("1 AI client connection was disconnected");
 
     // This browser is signed in; the other one was signed out; the client's refresh says why.
     expect((await browser.get("/dashboard/tokens")).status).toBe(200);
