@@ -37,6 +37,7 @@ export {
 export type { SpanHandle, SpanOptions, Tracing, TracingOptions } from "./telemetry/tracing.ts";
 export { createNatsBus, isNatsBus, wrapNatsConnection } from "./bus/nats.ts";
 export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";
+export { LazyKv } from "./bus/lazy-kv.ts";
 export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 export {

@@ -3,6 +3,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Bus } from "../bus/types.ts";
 import { isNatsBus, type NatsBus } from "../bus/nats.ts";
+import { LazyKv } from "../bus/lazy-kv.ts";
 
 // Rate limits that hold across copies of a process: fixed windows counted in a JetStream key-value bucket when the
 // bus is NATS (every gateway copy sees the same counts), in memory in `bun run dev`. One interface, so a limit is
@@ -84,12 +85,14 @@ export class MemoryRateCounter implements RateCounter {
  * reads and tries again). Entries expire with the bucket's max age, so old windows clean themselves up.
  */
 export class KvRateCounter implements RateCounter {
-  private bucket: Promise<KV> | null = null;
+  private readonly bucket: LazyKv;
 
   constructor(
-    private readonly open: () => Promise<KV>,
+    open: () => Promise<KV>,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.bucket = new LazyKv(open);
+  }
 
   async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
     const { granted, retryAfterSeconds } = await this.takeUpTo(key, windowMs, (count) => (count < limit ? 1 : 0));
@@ -135,8 +138,7 @@ export class KvRateCounter implements RateCounter {
   }
 
   private kv(): Promise<KV> {
-    this.bucket ??= this.open();
-    return this.bucket;
+    return this.bucket.get();
   }
 
   async peek(key: string, windowMs: number): Promise<number> {
@@ -166,7 +168,7 @@ export class KvRateCounter implements RateCounter {
   }
 
   close(): void {
-    this.bucket = null;
+    this.bucket.forget();
   }
 }
 
