@@ -30,6 +30,7 @@ import { TEST_SECRET } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
 import { collect, type Output } from "./support/processes.ts";
 import { folderTar } from "./support/publish-tar.ts";
+import { ADA_REGISTRANT } from "./support/registrant.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";
 
 // The proof with real clients: each client walks through Hatch (sign-in, whoami, publish with upload, public share
@@ -42,15 +43,6 @@ import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from ".
 const MCP_REMOTE_1 = join(import.meta.dir, "../node_modules/mcp-remote/dist/proxy.js");
 const MCP_REMOTE_15 = join(import.meta.dir, "../node_modules/mcp-remote-15/dist/proxy.js");
 const PASSWORD = "correct horse battery";
-const REGISTRANT = {
-  name: "Ada Lovelace",
-  email: "ada@example.com",
-  address: "1 Analytical Way",
-  city: "London",
-  postalCode: "N1 9GU",
-  country: "gb",
-  phone: "+44 20 7123 4567",
-};
 const STEPS = [
   "sign-in",
   "whoami",
@@ -82,7 +74,7 @@ function answerForm(schema: unknown): Record<string, string | number | boolean> 
   const answer: Record<string, string | number | boolean> = {};
   for (const [key, field] of Object.entries(properties)) {
     if (field.type === "boolean") answer[key] = true;
-    else if (key in REGISTRANT) answer[key] = REGISTRANT[key as keyof typeof REGISTRANT];
+    else if (key in ADA_REGISTRANT) answer[key] = ADA_REGISTRANT[key as keyof typeof ADA_REGISTRANT];
     else if (field.enum?.[0] !== undefined) answer[key] = field.enum[0];
   }
   return answer;

@@ -19,6 +19,7 @@ import { startTwoCopies } from "./support/copies.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { userWithToken } from "./support/mcp.ts";
+import { ADA_REGISTRANT } from "./support/registrant.ts";
 import { MODES } from "./support/servers.ts";
 
 // Long work as MCP tasks and changes as notifications, with the SDK v2 client on 2026-07-28. A client that declares
@@ -31,16 +32,7 @@ type User = Awaited<ReturnType<typeof userWithToken>>;
 const EDGE = "edge.hatch-tasks.test";
 const TASKS = "io.modelcontextprotocol/tasks";
 const page = (title: string) => `<!doctype html><html><head><title>${title}</title></head><body>${title}</body></html>`;
-const OWNER = {
-  agree: true,
-  name: "Ada Lovelace",
-  email: "ada@example.com",
-  address: "1 Analytical Way",
-  city: "London",
-  postalCode: "N1 9GU",
-  country: "gb",
-  phone: "+44 20 7123 4567",
-};
+const OWNER = { agree: true, ...ADA_REGISTRANT };
 
 /** The SDK v2 client pinned to 2026-07-28, with form elicitation that answers with `answer`. */
 async function connect2026(
