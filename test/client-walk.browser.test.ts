@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGateway, type Gateway } from "@hatch/gateway";
@@ -24,11 +24,12 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Subprocess } from "bun";
 import type { Browser } from "playwright-core";
 import { startHatch, type Hatch } from "../scripts/hatch.ts";
+import { startCaddy } from "./support/caddy.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
-import { collect, type Output } from "./support/processes.ts";
+import type { Output } from "./support/processes.ts";
 import { folderTar } from "./support/publish-tar.ts";
 import { ADA_REGISTRANT } from "./support/registrant.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";
@@ -159,8 +160,8 @@ describe.skipIf(missing.length > 0)(suiteName, () => {
     // Round robin without affinity. A request a copy could not take (refused, or its kept-alive connection dropped) is
     // tried on the other (bodies are buffered so they can be sent again), and that copy is left out for two seconds;
     // SSE is passed on as it comes.
-    writeFileSync(
-      join(dir, "Caddyfile"),
+    ({ process: caddy, output: caddyOut } = startCaddy(
+      dir,
       `{
   admin off
   auto_https off
@@ -180,20 +181,7 @@ http://:${publicPort} {
   }
 }
 `,
-    );
-    caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], {
-      env: {
-        ...process.env,
-        HOME: dir,
-        XDG_DATA_HOME: join(dir, "xdg-data"),
-        XDG_CONFIG_HOME: join(dir, "xdg-config"),
-      },
-      stdout: "pipe",
-      stderr: "pipe",
-      stdin: "ignore",
-    });
-    collect(caddy.stdout);
-    caddyOut = collect(caddy.stderr);
+    ));
     await eventually(
       async () => (await fetch(`${hatch.config.baseUrl}/healthz`).catch(() => null))?.ok === true,
       `caddy on ${publicPort}\n${caddyOut.text}`,
