@@ -4,18 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGateway, type Gateway } from "@hatch/gateway";
 import { listenOptions } from "../gateway/src/listen.ts";
-import {
-  callRpc,
-  createLogger,
-  createNatsBus,
-  deriveKey,
-  LocalActResultSchema,
-  rpcMethods,
-  signContext,
-  type Bus,
-  type CallContextClaims,
-  type NatsBus,
-} from "@hatch/shared";
+import { createLogger, createNatsBus, deriveKey, type Bus, type CallContextClaims, type NatsBus } from "@hatch/shared";
 import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -24,6 +13,7 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Subprocess } from "bun";
 import type { Browser } from "playwright-core";
 import { startHatch, type Hatch } from "../scripts/hatch.ts";
+import { addTestCard, gatewaySignedContext } from "./support/call-context.ts";
 import { startCaddy } from "./support/caddy.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
@@ -226,20 +216,7 @@ http://:${publicPort} {
       grant: "walk",
       rid: "walk",
     };
-    const s = await hatch.gateway.accounts.resolve(base, { requestId: "walk", traceparent: "" });
-    const ctx = signContext(
-      { ...base, account: s.account, accountKind: s.accountKind, org: s.org, role: s.role, permissions: s.permissions },
-      ctxKey,
-    );
-    const done = await callRpc(
-      hatch.bus,
-      "billing",
-      rpcMethods.billing.localAct,
-      { action: "checkout", card: "ok", plan: "free" },
-      LocalActResultSchema,
-      { ctx },
-    );
-    expect(done.ok).toBe(true);
+    await addTestCard(hatch.bus, await gatewaySignedContext(hatch.gateway, ctxKey, base));
   }
 
   /** The person's side of an OAuth sign-in, in Chromium: from the client's authorize URL to its callback. */

@@ -32,6 +32,7 @@ import {
   simulatedOffers,
   simulatedRegistrations,
 } from "../services/domains/src/db/schema.ts";
+import { addTestCard } from "./support/call-context.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
@@ -147,19 +148,7 @@ for (const mode of MODES) {
       };
     }
     async function addCard(user: User) {
-      const ctx = signContext(await claimsOf(user), ctxKey);
-      expect(
-        (
-          await callRpc(
-            hatch.bus,
-            "billing",
-            rpcMethods.billing.localAct,
-            { action: "checkout", card: "ok", plan: "free" },
-            LocalActResultSchema,
-            { ctx },
-          )
-        ).ok,
-      ).toBe(true);
+      await addTestCard(hatch.bus, signContext(await claimsOf(user), ctxKey));
     }
     async function removeCard(user: User) {
       const ctx = signContext(await claimsOf(user), ctxKey);

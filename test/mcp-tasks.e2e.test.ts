@@ -1,12 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  callRpc,
-  deriveKey,
-  LocalActResultSchema,
-  rpcMethods,
-  signContext,
-  type CallContextClaims,
-} from "@hatch/shared";
+import { deriveKey, type CallContextClaims } from "@hatch/shared";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import {
   createTaskSessionFromClient,
@@ -15,6 +8,7 @@ import {
 } from "@modelcontextprotocol/ext-tasks/client";
 import { eq } from "drizzle-orm";
 import { hostnames } from "../services/domains/src/db/schema.ts";
+import { addTestCard, gatewaySignedContext } from "./support/call-context.ts";
 import { startTwoCopies } from "./support/copies.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
@@ -156,27 +150,7 @@ for (const mode of MODES) {
         grant: ada.grantId,
         rid: "test",
       };
-      const s = await hatch.gateway.accounts.resolve(base, { requestId: "test", traceparent: "" });
-      const ctx = signContext(
-        {
-          ...base,
-          account: s.account,
-          accountKind: s.accountKind,
-          org: s.org,
-          role: s.role,
-          permissions: s.permissions,
-        },
-        ctxKey,
-      );
-      const card = await callRpc(
-        hatch.bus,
-        "billing",
-        rpcMethods.billing.localAct,
-        { action: "checkout", card: "ok", plan: "free" },
-        LocalActResultSchema,
-        { ctx },
-      );
-      expect(card.ok).toBe(true);
+      await addTestCard(hatch.bus, await gatewaySignedContext(hatch.gateway, ctxKey, base));
     }, 90_000);
     afterAll(async () => {
       await hatch?.stop();
