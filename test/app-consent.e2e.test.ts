@@ -4,7 +4,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type Browser, type Page } from "playwright-core";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
@@ -93,13 +93,7 @@ for (const mode of MODES) {
     /** A browser (cookie jar) signed in to Hatch as `email`. */
     async function signedIn(email: string): Promise<HostCookieJar> {
       const jar = new HostCookieJar();
-      const page = await jar.fetch(`${hatch.baseUrl}/signin`);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        csrf: csrfOf(await page.text()),
-      });
-      expect(done.status).toBe(303);
+      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
       return jar;
     }
 
