@@ -8,6 +8,7 @@ import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
+import { joinOrg } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 const PASSWORD = "correct horse battery";
@@ -53,10 +54,8 @@ for (const mode of MODES) {
       orgId = (
         await callOk<{ org: { id: string } }>(aliceAi, "org_setup", { action: "create", name: `Consent ${mode}` })
       ).org.id;
-      await callOk(aliceAi, "org_invite", { emails: [bob.email] });
       const bobAi = await connectClient(hatch, bob.accessToken);
-      const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(bobAi, "org");
-      await callOk(bobAi, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+      await joinOrg(aliceAi, bobAi, bob.email);
       await bobAi.close();
       const owner = { id: alice.id, email: alice.email, name: "Alice Owner" };
       guestbookId = (

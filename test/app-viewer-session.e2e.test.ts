@@ -10,6 +10,7 @@ import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, userWithToken } from "./support/mcp.ts";
+import { joinOrg } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 const PASSWORD = "correct horse battery";
@@ -45,10 +46,8 @@ for (const mode of MODES) {
         name: `Viewers ${mode}`,
       });
       orgId = created.org.id;
-      await callOk(aliceAi, "org_invite", { emails: [bob.email] });
       const bobAi = await connectClient(hatch, bob.accessToken);
-      const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(bobAi, "org");
-      await callOk(bobAi, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+      await joinOrg(aliceAi, bobAi, bob.email);
       await bobAi.close();
       const owner = { id: alice.id, email: alice.email };
       await seedApp(apps.context, {
