@@ -15,7 +15,7 @@ import {
   type Logger,
 } from "@hatch/shared";
 import { Elysia, type AnyElysia } from "elysia";
-import { createAuth, type Auth } from "./auth/index.ts";
+import { createAuth, type Auth, type PublicUser } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createConfirmations, type Confirmations } from "./confirm/index.ts";
 import { checkHealth } from "./health.ts";
@@ -76,6 +76,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   const services: ServiceClientDeps = { bus, contextKey, accounts };
   // Tool call limits and sign-in throttles count here: shared by every gateway copy on NATS, in memory in dev.
   const rateCounter = createRateCounter(bus);
+  /** A mail about the person's own sign-in: the context names the person only (no account to resolve). */
+  const signInMail =
+    (method: string) =>
+    async (user: PublicUser, token: string): Promise<"smtp" | "outbox"> =>
+      (
+        await callServiceRpc(
+          services,
+          "orgs",
+          method,
+          { token },
+          VerificationMailSentSchema,
+          websiteCaller(user, { scope: "write", client: "Hatch website" }),
+          { account: false },
+        )
+      ).delivery;
   const auth = createAuth({
     rateCounter,
     config,
@@ -91,31 +106,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         })
         .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
     },
-    // Mails about the person's own sign-in: the context names the person only (no account to resolve).
-    sendVerificationMail: async (user, token) =>
-      (
-        await callServiceRpc(
-          services,
-          "orgs",
-          rpcMethods.orgs.sendVerificationMail,
-          { token },
-          VerificationMailSentSchema,
-          websiteCaller(user, { scope: "write", client: "Hatch website" }),
-          { account: false },
-        )
-      ).delivery,
-    sendPasswordResetMail: async (user, token) =>
-      (
-        await callServiceRpc(
-          services,
-          "orgs",
-          rpcMethods.orgs.sendPasswordResetMail,
-          { token },
-          VerificationMailSentSchema,
-          websiteCaller(user, { scope: "write", client: "Hatch website" }),
-          { account: false },
-        )
-      ).delivery,
+    sendVerificationMail: signInMail(rpcMethods.orgs.sendVerificationMail),
+    sendPasswordResetMail: signInMail(rpcMethods.orgs.sendPasswordResetMail),
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
     // Sign-out ends every app session of that browser: app hosts drop their cached answer before the page answers.
     onSessionEnded: (session) => announceViewerChanged(bus, logger, { session }, true),
