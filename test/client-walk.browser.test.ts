@@ -7,7 +7,6 @@ import { listenOptions } from "../gateway/src/listen.ts";
 import { createLogger, createNatsBus, deriveKey, type Bus, type CallContextClaims, type NatsBus } from "@hatch/shared";
 import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Subprocess } from "bun";
@@ -19,6 +18,7 @@ import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
+import { mcpRemote } from "./support/mcp-remote.ts";
 import type { Output } from "./support/processes.ts";
 import { folderTar } from "./support/publish-tar.ts";
 import { ADA_REGISTRANT } from "./support/registrant.ts";
@@ -240,20 +240,7 @@ http://:${publicPort} {
   /** The SDK v1 client over mcp-remote's stdio, signed in through Chromium; form questions answered as a person would. */
   async function viaMcpRemote(script: string, args: string[], email: string): Promise<ToolCaller> {
     const home = mkdtempSync(join(dir, "mcp-remote-"));
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [script, hatch.config.mcpUrl, "--allow-http", ...args],
-      env: { ...(process.env as Record<string, string>), HOME: home, MCP_REMOTE_CONFIG_DIR: home, BROWSER: "true" },
-      stderr: "pipe",
-    });
-    let said = "";
-    const printedUrl = new Promise<string>((resolve) => {
-      transport.stderr?.on("data", (chunk: Buffer) => {
-        said += chunk.toString();
-        const url = /(http:\/\/\S+\/oauth\/authorize\?\S+)/.exec(said)?.[1];
-        if (url) resolve(url);
-      });
-    });
+    const { transport, printedUrl, said } = mcpRemote(script, hatch.config.mcpUrl, home, args);
     const client = new Client({ name: "walk-desktop", version: "1.0.0" }, { capabilities: { elicitation: {} } });
     client.setRequestHandler(ElicitRequestSchema, async (request) => ({
       action: "accept",
@@ -262,7 +249,7 @@ http://:${publicPort} {
     const connected = client.connect(transport);
     await signInInBrowser(await printedUrl, email);
     await connected.catch((error: Error) => {
-      throw new Error(`${error.message}\n${said.slice(-3000)}`);
+      throw new Error(`${error.message}\n${said().slice(-3000)}`);
     });
     return client as unknown as ToolCaller;
   }
