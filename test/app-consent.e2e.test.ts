@@ -4,10 +4,11 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type Browser, type Page } from "playwright-core";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
+import { joinOrg } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 const PASSWORD = "correct horse battery";
@@ -53,10 +54,8 @@ for (const mode of MODES) {
       orgId = (
         await callOk<{ org: { id: string } }>(aliceAi, "org_setup", { action: "create", name: `Consent ${mode}` })
       ).org.id;
-      await callOk(aliceAi, "org_invite", { emails: [bob.email] });
       const bobAi = await connectClient(hatch, bob.accessToken);
-      const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(bobAi, "org");
-      await callOk(bobAi, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+      await joinOrg(aliceAi, bobAi, bob.email);
       await bobAi.close();
       const owner = { id: alice.id, email: alice.email, name: "Alice Owner" };
       guestbookId = (
@@ -93,13 +92,7 @@ for (const mode of MODES) {
     /** A browser (cookie jar) signed in to Hatch as `email`. */
     async function signedIn(email: string): Promise<HostCookieJar> {
       const jar = new HostCookieJar();
-      const page = await jar.fetch(`${hatch.baseUrl}/signin`);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        csrf: csrfOf(await page.text()),
-      });
-      expect(done.status).toBe(303);
+      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
       return jar;
     }
 

@@ -6,7 +6,7 @@ import { type Browser } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { dailyOpens, dailyViewers } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { MODES } from "./support/servers.ts";
 
@@ -56,16 +56,7 @@ for (const mode of MODES) {
 
     /** Signs in on the gateway's own sign-in page, as a browser would, and returns where it sent the browser. */
     async function signInOnGateway(jar: HostCookieJar, signInUrl: string, email: string): Promise<string> {
-      const page = await jar.fetch(signInUrl);
-      expect(page.status).toBe(200);
-      const next = new URL(signInUrl).searchParams.get("next") ?? "";
-      const submitted = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        next,
-        csrf: csrfOf(await page.text()),
-      });
-      expect(submitted.status).toBe(303);
+      const submitted = await signInWithForm(jar, signInUrl, email, PASSWORD);
       return new URL(submitted.headers.get("location")!, hatch.baseUrl).href;
     }
 

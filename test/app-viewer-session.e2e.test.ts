@@ -6,10 +6,11 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type Browser, type Page } from "playwright-core";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, userWithToken } from "./support/mcp.ts";
+import { joinOrg } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 const PASSWORD = "correct horse battery";
@@ -45,10 +46,8 @@ for (const mode of MODES) {
         name: `Viewers ${mode}`,
       });
       orgId = created.org.id;
-      await callOk(aliceAi, "org_invite", { emails: [bob.email] });
       const bobAi = await connectClient(hatch, bob.accessToken);
-      const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(bobAi, "org");
-      await callOk(bobAi, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+      await joinOrg(aliceAi, bobAi, bob.email);
       await bobAi.close();
       const owner = { id: alice.id, email: alice.email };
       await seedApp(apps.context, {
@@ -308,15 +307,7 @@ async function signInToApp(hatch: TestHatch, jar: HostCookieJar, appUrl: string,
   let location = new URL(first.headers.get("location")!).href;
   for (let hops = 0; hops < 6 && new URL(location).origin === hatch.baseUrl; hops++) {
     if (new URL(location).pathname === "/signin") {
-      const page = await jar.fetch(location);
-      const next = new URL(location).searchParams.get("next") ?? "";
-      const submitted = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        next,
-        csrf: csrfOf(await page.text()),
-      });
-      expect(submitted.status).toBe(303);
+      const submitted = await signInWithForm(jar, location, email, PASSWORD);
       location = new URL(submitted.headers.get("location")!, hatch.baseUrl).href;
     } else {
       const answer = await jar.fetch(location);

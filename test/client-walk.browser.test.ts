@@ -1,35 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGateway, type Gateway } from "@hatch/gateway";
 import { listenOptions } from "../gateway/src/listen.ts";
-import {
-  callRpc,
-  createLogger,
-  createNatsBus,
-  deriveKey,
-  LocalActResultSchema,
-  rpcMethods,
-  signContext,
-  type Bus,
-  type CallContextClaims,
-  type NatsBus,
-} from "@hatch/shared";
+import { createLogger, createNatsBus, deriveKey, type Bus, type CallContextClaims, type NatsBus } from "@hatch/shared";
 import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Subprocess } from "bun";
 import type { Browser } from "playwright-core";
 import { startHatch, type Hatch } from "../scripts/hatch.ts";
+import { addTestCard, gatewaySignedContext } from "./support/call-context.ts";
+import { startCaddy } from "./support/caddy.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
-import { collect, type Output } from "./support/processes.ts";
+import { mcpRemote } from "./support/mcp-remote.ts";
+import type { Output } from "./support/processes.ts";
 import { folderTar } from "./support/publish-tar.ts";
+import { ADA_REGISTRANT } from "./support/registrant.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";
 
 // The proof with real clients: each client walks through Hatch (sign-in, whoami, publish with upload, public share
@@ -42,15 +34,6 @@ import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from ".
 const MCP_REMOTE_1 = join(import.meta.dir, "../node_modules/mcp-remote/dist/proxy.js");
 const MCP_REMOTE_15 = join(import.meta.dir, "../node_modules/mcp-remote-15/dist/proxy.js");
 const PASSWORD = "correct horse battery";
-const REGISTRANT = {
-  name: "Ada Lovelace",
-  email: "ada@example.com",
-  address: "1 Analytical Way",
-  city: "London",
-  postalCode: "N1 9GU",
-  country: "gb",
-  phone: "+44 20 7123 4567",
-};
 const STEPS = [
   "sign-in",
   "whoami",
@@ -82,7 +65,7 @@ function answerForm(schema: unknown): Record<string, string | number | boolean> 
   const answer: Record<string, string | number | boolean> = {};
   for (const [key, field] of Object.entries(properties)) {
     if (field.type === "boolean") answer[key] = true;
-    else if (key in REGISTRANT) answer[key] = REGISTRANT[key as keyof typeof REGISTRANT];
+    else if (key in ADA_REGISTRANT) answer[key] = ADA_REGISTRANT[key as keyof typeof ADA_REGISTRANT];
     else if (field.enum?.[0] !== undefined) answer[key] = field.enum[0];
   }
   return answer;
@@ -167,8 +150,8 @@ describe.skipIf(missing.length > 0)(suiteName, () => {
     // Round robin without affinity. A request a copy could not take (refused, or its kept-alive connection dropped) is
     // tried on the other (bodies are buffered so they can be sent again), and that copy is left out for two seconds;
     // SSE is passed on as it comes.
-    writeFileSync(
-      join(dir, "Caddyfile"),
+    ({ process: caddy, output: caddyOut } = startCaddy(
+      dir,
       `{
   admin off
   auto_https off
@@ -188,20 +171,7 @@ http://:${publicPort} {
   }
 }
 `,
-    );
-    caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], {
-      env: {
-        ...process.env,
-        HOME: dir,
-        XDG_DATA_HOME: join(dir, "xdg-data"),
-        XDG_CONFIG_HOME: join(dir, "xdg-config"),
-      },
-      stdout: "pipe",
-      stderr: "pipe",
-      stdin: "ignore",
-    });
-    collect(caddy.stdout);
-    caddyOut = collect(caddy.stderr);
+    ));
     await eventually(
       async () => (await fetch(`${hatch.config.baseUrl}/healthz`).catch(() => null))?.ok === true,
       `caddy on ${publicPort}\n${caddyOut.text}`,
@@ -246,20 +216,7 @@ http://:${publicPort} {
       grant: "walk",
       rid: "walk",
     };
-    const s = await hatch.gateway.accounts.resolve(base, { requestId: "walk", traceparent: "" });
-    const ctx = signContext(
-      { ...base, account: s.account, accountKind: s.accountKind, org: s.org, role: s.role, permissions: s.permissions },
-      ctxKey,
-    );
-    const done = await callRpc(
-      hatch.bus,
-      "billing",
-      rpcMethods.billing.localAct,
-      { action: "checkout", card: "ok", plan: "free" },
-      LocalActResultSchema,
-      { ctx },
-    );
-    expect(done.ok).toBe(true);
+    await addTestCard(hatch.bus, await gatewaySignedContext(hatch.gateway, ctxKey, base));
   }
 
   /** The person's side of an OAuth sign-in, in Chromium: from the client's authorize URL to its callback. */
@@ -283,20 +240,7 @@ http://:${publicPort} {
   /** The SDK v1 client over mcp-remote's stdio, signed in through Chromium; form questions answered as a person would. */
   async function viaMcpRemote(script: string, args: string[], email: string): Promise<ToolCaller> {
     const home = mkdtempSync(join(dir, "mcp-remote-"));
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [script, hatch.config.mcpUrl, "--allow-http", ...args],
-      env: { ...(process.env as Record<string, string>), HOME: home, MCP_REMOTE_CONFIG_DIR: home, BROWSER: "true" },
-      stderr: "pipe",
-    });
-    let said = "";
-    const printedUrl = new Promise<string>((resolve) => {
-      transport.stderr?.on("data", (chunk: Buffer) => {
-        said += chunk.toString();
-        const url = /(http:\/\/\S+\/oauth\/authorize\?\S+)/.exec(said)?.[1];
-        if (url) resolve(url);
-      });
-    });
+    const { transport, printedUrl, said } = mcpRemote(script, hatch.config.mcpUrl, home, args);
     const client = new Client({ name: "walk-desktop", version: "1.0.0" }, { capabilities: { elicitation: {} } });
     client.setRequestHandler(ElicitRequestSchema, async (request) => ({
       action: "accept",
@@ -305,7 +249,7 @@ http://:${publicPort} {
     const connected = client.connect(transport);
     await signInInBrowser(await printedUrl, email);
     await connected.catch((error: Error) => {
-      throw new Error(`${error.message}\n${said.slice(-3000)}`);
+      throw new Error(`${error.message}\n${said().slice(-3000)}`);
     });
     return client as unknown as ToolCaller;
   }

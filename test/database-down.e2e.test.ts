@@ -1,22 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
-import {
-  bindTool,
-  createLogger,
-  deriveKey,
-  list_tools,
-  rollback,
-  startService,
-  TOOL_CONTRACTS,
-  type RunningService,
-} from "@hatch/shared";
-import { eq, sql } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/postgres-js";
+import type { RunningService } from "@hatch/shared";
+import { eq } from "drizzle-orm";
 import postgres from "postgres";
 import { appsTable } from "../services/apps/src/db/schema.ts";
+import { expectDatabaseUnavailable, startDatabaseApps } from "./support/database-apps.ts";
 import { eventually } from "./support/eventually.ts";
-import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
-import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { freePort, realServers } from "./support/servers.ts";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.ts";
 
@@ -111,25 +102,7 @@ describe("a service whose database does not answer (embedded)", () => {
     hatch = await startTestHatch("embedded", { services: ["orgs"] });
     // A stand-in apps service whose database is a port where nothing listens: its queries fail as a real outage does.
     sqlClient = postgres(`postgres://postgres@127.0.0.1:${freePort()}/gone`, { max: 1, connect_timeout: 2 });
-    const db = drizzle({ client: sqlClient });
-    apps = await startService({
-      name: "apps",
-      version: "test",
-      bus: hatch.bus,
-      contextKey: deriveKey(TEST_SECRET, "ctx"),
-      contracts: TOOL_CONTRACTS,
-      logger: createLogger({ level: "silent" }),
-      tools: [
-        bindTool(list_tools, async () => {
-          await db.execute(sql`select 1`);
-          throw new Error("unreachable");
-        }),
-        bindTool(rollback, async () => {
-          await db.execute(sql`select 1`);
-          throw new Error("unreachable");
-        }),
-      ],
-    });
+    apps = await startDatabaseApps(hatch, sqlClient);
   }, 60_000);
   afterAll(async () => {
     await apps?.stop();
@@ -139,15 +112,7 @@ describe("a service whose database does not answer (embedded)", () => {
 
   test("a tool says the database is not answering and to try again (a change: to check first), not an internal error", async () => {
     const ai = await connectClient(hatch, (await userWithToken(hatch, { name: "Ola" })).accessToken);
-    const read = await ai.callTool({ name: "list_tools", arguments: {} });
-    expect(read.isError).toBe(true);
-    expect(textOf(read)).toBe(
-      "Hatch's database is not answering right now (it may be restarting). Try again in a moment. (unavailable)",
-    );
-    const change = await ai.callTool({ name: "rollback", arguments: { address: "some-app", version: 1 } });
-    expect(textOf(change)).toBe(
-      "Hatch's database is not answering right now (it may be restarting), so this may not have taken effect. Check, then try again in a moment. (unavailable)",
-    );
+    await expectDatabaseUnavailable(ai);
     await ai.close();
   });
 });

@@ -1,23 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import {
-  bindTool,
-  createLogger,
-  createNatsBus,
-  deleteEventsStream,
-  deriveKey,
-  list_tools,
-  rollback,
-  startService,
-  TOOL_CONTRACTS,
-  type RunningService,
-} from "@hatch/shared";
-import { sql } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/postgres-js";
+import { createNatsBus, deleteEventsStream, type RunningService } from "@hatch/shared";
 import postgres from "postgres";
+import { expectDatabaseUnavailable, startDatabaseApps } from "./support/database-apps.ts";
 import { fullPostgres, type FullPostgres } from "./support/full-postgres.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
-import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
+import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { collect, isAlive, logLines } from "./support/processes.ts";
 import { realServers, uniqueName } from "./support/servers.ts";
 
@@ -39,25 +27,7 @@ describe.skipIf(!databaseUrl)("a tool call while Postgres has no free connection
     hatch = await startTestHatch("embedded", { services: ["orgs"] });
     // A stand-in apps service on the full server: its first query needs a connection the server refuses.
     client = postgres(full.url, { max: 1, connect_timeout: 5, onnotice: () => {} });
-    const db = drizzle({ client });
-    apps = await startService({
-      name: "apps",
-      version: "test",
-      bus: hatch.bus,
-      contextKey: deriveKey(TEST_SECRET, "ctx"),
-      contracts: TOOL_CONTRACTS,
-      logger: createLogger({ level: "silent" }),
-      tools: [
-        bindTool(list_tools, async () => {
-          await db.execute(sql`select 1`);
-          return { text: "No apps yet.", data: { apps: [] } };
-        }),
-        bindTool(rollback, async () => {
-          await db.execute(sql`select 1`);
-          throw new Error("unreachable");
-        }),
-      ],
-    });
+    apps = await startDatabaseApps(hatch, client);
     await full.fill();
   }, 60_000);
   afterAll(async () => {
@@ -69,15 +39,7 @@ describe.skipIf(!databaseUrl)("a tool call while Postgres has no free connection
 
   test("the tool says the database is not answering and to try again, then works once connections are free", async () => {
     const ai = await connectClient(hatch, (await userWithToken(hatch, { name: "Fay Full" })).accessToken);
-    const read = await ai.callTool({ name: "list_tools", arguments: {} });
-    expect(read.isError).toBe(true);
-    expect(textOf(read)).toBe(
-      "Hatch's database is not answering right now (it may be restarting). Try again in a moment. (unavailable)",
-    );
-    const change = await ai.callTool({ name: "rollback", arguments: { address: "some-app", version: 1 } });
-    expect(textOf(change)).toBe(
-      "Hatch's database is not answering right now (it may be restarting), so this may not have taken effect. Check, then try again in a moment. (unavailable)",
-    );
+    await expectDatabaseUnavailable(ai);
 
     await full.release();
     expect(await callOk(ai, "list_tools")).toEqual({ apps: [] });

@@ -32,10 +32,12 @@ import {
   simulatedOffers,
   simulatedRegistrations,
 } from "../services/domains/src/db/schema.ts";
+import { addTestCard } from "./support/call-context.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { refused } from "./support/orgs.ts";
+import { ADA_REGISTRANT } from "./support/registrant.ts";
 import { MODES } from "./support/servers.ts";
 
 // Finding and buying a domain through the tools, on the simulated registrar (stages a few tens of milliseconds apart),
@@ -56,15 +58,7 @@ type Status = {
   }[];
 };
 const PASSWORD = "correct horse battery";
-const OWNER = {
-  name: "Ada Lovelace",
-  email: "ada@example.com",
-  address: "1 Analytical Way",
-  city: "London",
-  postalCode: "N1 9GU",
-  country: "gb",
-  phone: "+44 20 7123 4567",
-};
+const OWNER = ADA_REGISTRANT;
 const FORM_ANSWER = { agree: true, ...OWNER };
 const PAGE_FIELDS = Object.fromEntries(Object.entries(FORM_ANSWER).map(([k, v]) => [`f.${k}`, String(v)]));
 
@@ -154,19 +148,7 @@ for (const mode of MODES) {
       };
     }
     async function addCard(user: User) {
-      const ctx = signContext(await claimsOf(user), ctxKey);
-      expect(
-        (
-          await callRpc(
-            hatch.bus,
-            "billing",
-            rpcMethods.billing.localAct,
-            { action: "checkout", card: "ok", plan: "free" },
-            LocalActResultSchema,
-            { ctx },
-          )
-        ).ok,
-      ).toBe(true);
+      await addTestCard(hatch.bus, signContext(await claimsOf(user), ctxKey));
     }
     async function removeCard(user: User) {
       const ctx = signContext(await claimsOf(user), ctxKey);

@@ -9,6 +9,7 @@ import { eq } from "drizzle-orm";
 import { checkCertificate } from "../services/domains/src/dns/certificate.ts";
 import { hostnames } from "../services/domains/src/db/schema.ts";
 import type { DomainsService } from "../services/domains/src/service.ts";
+import { startCaddy } from "./support/caddy.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -160,8 +161,8 @@ for (const mode of MODES) {
       const appHostPort = new URL(hatch.appHostUrl).port;
 
       // The edge: on-demand TLS asks the domains service, obtains from Pebble, proxies to the app host.
-      writeFileSync(
-        join(dir, "Caddyfile"),
+      ({ process: caddy, output: caddyOut } = startCaddy(
+        dir,
         `{
   admin off
   http_port ${httpPort}
@@ -182,20 +183,7 @@ https:// {
   reverse_proxy 127.0.0.1:${appHostPort}
 }
 `,
-      );
-      caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], {
-        env: {
-          ...process.env,
-          HOME: dir,
-          XDG_DATA_HOME: join(dir, "xdg-data"),
-          XDG_CONFIG_HOME: join(dir, "xdg-config"),
-        },
-        stdout: "pipe",
-        stderr: "pipe",
-        stdin: "ignore",
-      });
-      collect(caddy.stdout);
-      caddyOut = collect(caddy.stderr);
+      ));
       await waitForPort(httpsPort, "caddy", caddyOut);
 
       const user = await userWithToken(hatch, { name: "Tess" });

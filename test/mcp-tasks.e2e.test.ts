@@ -1,12 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  callRpc,
-  deriveKey,
-  LocalActResultSchema,
-  rpcMethods,
-  signContext,
-  type CallContextClaims,
-} from "@hatch/shared";
+import { deriveKey, type CallContextClaims } from "@hatch/shared";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import {
   createTaskSessionFromClient,
@@ -15,10 +8,12 @@ import {
 } from "@modelcontextprotocol/ext-tasks/client";
 import { eq } from "drizzle-orm";
 import { hostnames } from "../services/domains/src/db/schema.ts";
+import { addTestCard, gatewaySignedContext } from "./support/call-context.ts";
 import { startTwoCopies } from "./support/copies.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { userWithToken } from "./support/mcp.ts";
+import { ADA_REGISTRANT } from "./support/registrant.ts";
 import { MODES } from "./support/servers.ts";
 
 // Long work as MCP tasks and changes as notifications, with the SDK v2 client on 2026-07-28. A client that declares
@@ -31,16 +26,7 @@ type User = Awaited<ReturnType<typeof userWithToken>>;
 const EDGE = "edge.hatch-tasks.test";
 const TASKS = "io.modelcontextprotocol/tasks";
 const page = (title: string) => `<!doctype html><html><head><title>${title}</title></head><body>${title}</body></html>`;
-const OWNER = {
-  agree: true,
-  name: "Ada Lovelace",
-  email: "ada@example.com",
-  address: "1 Analytical Way",
-  city: "London",
-  postalCode: "N1 9GU",
-  country: "gb",
-  phone: "+44 20 7123 4567",
-};
+const OWNER = { agree: true, ...ADA_REGISTRANT };
 
 /** The SDK v2 client pinned to 2026-07-28, with form elicitation that answers with `answer`. */
 async function connect2026(
@@ -164,27 +150,7 @@ for (const mode of MODES) {
         grant: ada.grantId,
         rid: "test",
       };
-      const s = await hatch.gateway.accounts.resolve(base, { requestId: "test", traceparent: "" });
-      const ctx = signContext(
-        {
-          ...base,
-          account: s.account,
-          accountKind: s.accountKind,
-          org: s.org,
-          role: s.role,
-          permissions: s.permissions,
-        },
-        ctxKey,
-      );
-      const card = await callRpc(
-        hatch.bus,
-        "billing",
-        rpcMethods.billing.localAct,
-        { action: "checkout", card: "ok", plan: "free" },
-        LocalActResultSchema,
-        { ctx },
-      );
-      expect(card.ok).toBe(true);
+      await addTestCard(hatch.bus, await gatewaySignedContext(hatch.gateway, ctxKey, base));
     }, 90_000);
     afterAll(async () => {
       await hatch?.stop();

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Browser } from "playwright-core";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { textOf } from "./support/mcp.ts";
+import { mcpRemote } from "./support/mcp-remote.ts";
 
 // A person connects a real third-party MCP client, mcp-remote (the stdio bridge many desktop clients use), to Hatch
 // for the first time: mcp-remote prints the sign-in URL, the person opens it in a browser, signs up from the header
@@ -36,21 +36,8 @@ describe.skipIf(!hasChromium)(suiteName, () => {
   });
 
   test("from the printed URL to whoami, through the header's sign-up", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MCP_REMOTE, hatch.mcpUrl, "--allow-http"],
-      // Its tokens go to a fresh folder; BROWSER=true makes its "open a browser" a no-op (the test is the browser).
-      env: { ...(process.env as Record<string, string>), HOME: home, MCP_REMOTE_CONFIG_DIR: home, BROWSER: "true" },
-      stderr: "pipe",
-    });
-    let said = "";
-    const printedUrl = new Promise<string>((resolve) => {
-      transport.stderr?.on("data", (chunk: Buffer) => {
-        said += chunk.toString();
-        const url = /(http:\/\/\S+\/oauth\/authorize\?\S+)/.exec(said)?.[1];
-        if (url) resolve(url);
-      });
-    });
+    // Its tokens go to a fresh folder.
+    const { transport, printedUrl } = mcpRemote(MCP_REMOTE, hatch.mcpUrl, home);
     const client = new Client({ name: "mcp-remote-test", version: "1.0.0" }, { capabilities: {} });
     const connected = client.connect(transport);
     try {

@@ -16,7 +16,7 @@ import {
   type Logger,
 } from "@hatch/shared";
 import { Elysia, type AnyElysia } from "elysia";
-import { createAuth, type Auth } from "./auth/index.ts";
+import { createAuth, type Auth, type PublicUser } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createConfirmations, type Confirmations } from "./confirm/index.ts";
 import { checkHealth } from "./health.ts";
@@ -82,6 +82,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   const rateCounter = createRateCounter(bus, undefined, undefined, logger);
   /** Set on SIGTERM (beginDrain): /readyz answers 503 from then on. */
   let draining = false;
+  /** A mail about the person's own sign-in: the context names the person only (no account to resolve). */
+  const signInMail =
+    (method: string) =>
+    async (user: PublicUser, token: string): Promise<"smtp" | "outbox"> =>
+      (
+        await callServiceRpc(
+          services,
+          "orgs",
+          method,
+          { token },
+          VerificationMailSentSchema,
+          websiteCaller(user, { scope: "write", client: "Hatch website" }),
+          { account: false },
+        )
+      ).delivery;
   const auth = createAuth({
     rateCounter,
     config,
@@ -97,31 +112,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         })
         .catch((error: unknown) => logger.warn("account not created at sign-up; it will be on first use", { error }));
     },
-    // Mails about the person's own sign-in: the context names the person only (no account to resolve).
-    sendVerificationMail: async (user, token) =>
-      (
-        await callServiceRpc(
-          services,
-          "orgs",
-          rpcMethods.orgs.sendVerificationMail,
-          { token },
-          VerificationMailSentSchema,
-          websiteCaller(user, { scope: "write", client: "Hatch website" }),
-          { account: false },
-        )
-      ).delivery,
-    sendPasswordResetMail: async (user, token) =>
-      (
-        await callServiceRpc(
-          services,
-          "orgs",
-          rpcMethods.orgs.sendPasswordResetMail,
-          { token },
-          VerificationMailSentSchema,
-          websiteCaller(user, { scope: "write", client: "Hatch website" }),
-          { account: false },
-        )
-      ).delivery,
+    sendVerificationMail: signInMail(rpcMethods.orgs.sendVerificationMail),
+    sendPasswordResetMail: signInMail(rpcMethods.orgs.sendPasswordResetMail),
     onGrantRevoked: (grantId) => bus.publish(subjects.grantRevoked, encodeJson({ grantId })),
     // Sign-out ends every app session of that browser: app hosts drop their cached answer before the page answers.
     onSessionEnded: (session) => announceViewerChanged(bus, logger, { session }, true),

@@ -1,40 +1,20 @@
 import { createHash, randomBytes } from "node:crypto";
-import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
-import { freshDatabase } from "../../test/support/servers.ts";
+import { openSchemaDatabase, type SchemaDatabase } from "../../test/support/schema-database.ts";
 
 const MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
-export interface TestDatabase {
-  db: Database;
-  close(): Promise<void>;
-}
+export type TestDatabase = SchemaDatabase;
 
 /**
  * The gateway schema, migrated, on a fresh database: a new database on TEST_DATABASE_URL's server when set
  * (dropped on close), otherwise an in-memory PGlite.
  */
-export async function openTestDatabase(): Promise<TestDatabase> {
-  const serverUrl = process.env.TEST_DATABASE_URL;
-  if (!serverUrl) {
-    const client = await openEmbeddedPostgres();
-    const handle = await openServiceDatabase(
-      { kind: "pglite", client },
-      { schema: "gateway", migrationsFolder: MIGRATIONS },
-    );
-    return { db: handle.db, close: () => client.close() };
-  }
-  const database = await freshDatabase(serverUrl);
-  const handle = await openServiceDatabase(
-    { kind: "postgres", url: database.url },
-    { schema: "gateway", migrationsFolder: MIGRATIONS },
-  );
-  return {
-    db: handle.db,
-    async close() {
-      await handle.close();
-      await database.drop();
-    },
-  };
+export function openTestDatabase(): Promise<TestDatabase> {
+  return openSchemaDatabase({
+    schema: "gateway",
+    migrationsFolder: MIGRATIONS,
+    serverUrl: process.env.TEST_DATABASE_URL,
+  });
 }
 
 /** A PKCE pair (RFC 7636, S256). */

@@ -39,6 +39,7 @@ export { checkReadiness, probeResponse, type Readiness } from "./readiness.ts";
 export { busReachable, createNatsBus, isNatsBus, natsServers, wrapNatsConnection } from "./bus/nats.ts";
 export { ensureReplicas, openKvBucket } from "./bus/jetstream-replicas.ts";
 export type { NatsBus, NatsBusOptions } from "./bus/nats.ts";
+export { LazyKv } from "./bus/lazy-kv.ts";
 export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 export {

@@ -9,7 +9,6 @@ import {
   deleteEventsStream,
   eventStreamFor,
   newEvent,
-  openEmbeddedPostgres,
   openServiceDatabase,
   outboxTable,
   writeEvent,
@@ -19,7 +18,7 @@ import {
   type NatsBus,
 } from "../src/index.ts";
 import { eventually } from "../../test/support/eventually.ts";
-import { freshDatabase } from "../../test/support/servers.ts";
+import { openSchemaDatabase } from "../../test/support/schema-database.ts";
 
 const logger = createLogger({ level: "silent" });
 const natsUrl = process.env.TEST_NATS_URL;
@@ -156,25 +155,11 @@ describe("outbox and relay", () => {
   };
 
   beforeAll(async () => {
-    const emptyMigrations = new URL("./fixtures/no-migrations", import.meta.url).pathname;
-    if (process.env.TEST_DATABASE_URL) {
-      const database = await freshDatabase(process.env.TEST_DATABASE_URL);
-      const handle = await openServiceDatabase(
-        { kind: "postgres", url: database.url },
-        { schema: "evtest", migrationsFolder: emptyMigrations },
-      );
-      db = handle.db;
-      close = async () => {
-        await handle.close();
-        await database.drop();
-      };
-    } else {
-      const client = await openEmbeddedPostgres();
-      db = (
-        await openServiceDatabase({ kind: "pglite", client }, { schema: "evtest", migrationsFolder: emptyMigrations })
-      ).db;
-      close = () => client.close();
-    }
+    ({ db, close } = await openSchemaDatabase({
+      schema: "evtest",
+      migrationsFolder: new URL("./fixtures/no-migrations", import.meta.url).pathname,
+      serverUrl: process.env.TEST_DATABASE_URL,
+    }));
     for (const statement of OUTBOX_SQL.split(";")) await db.execute(statement);
   });
   afterAll(async () => close?.());

@@ -1,15 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
-import {
-  checkLimitLocked,
-  isToolError,
-  limitsOf,
-  openEmbeddedPostgres,
-  openServiceDatabase,
-  type Database,
-  type Entitlements,
-} from "../src/index.ts";
-import { freshDatabase } from "../../test/support/servers.ts";
+import { checkLimitLocked, isToolError, limitsOf, type Database, type Entitlements } from "../src/index.ts";
+import { openSchemaDatabase } from "../../test/support/schema-database.ts";
 
 // checkLimitLocked on each database Hatch runs on: the embedded PGlite and, when TEST_DATABASE_URL is set, Postgres
 // (a pool of connections, so transactions really run at once). Many transactions that each count and insert end with
@@ -32,28 +24,12 @@ for (const kind of kinds) {
     let close: () => Promise<void>;
 
     beforeAll(async () => {
-      const emptyMigrations = new URL("./fixtures/no-migrations", import.meta.url).pathname;
-      if (kind === "postgres") {
-        const database = await freshDatabase(process.env.TEST_DATABASE_URL!);
-        const handle = await openServiceDatabase(
-          { kind: "postgres", url: database.url, maxConnections: 8 },
-          { schema: "limittest", migrationsFolder: emptyMigrations },
-        );
-        db = handle.db;
-        close = async () => {
-          await handle.close();
-          await database.drop();
-        };
-      } else {
-        const client = await openEmbeddedPostgres();
-        db = (
-          await openServiceDatabase(
-            { kind: "pglite", client },
-            { schema: "limittest", migrationsFolder: emptyMigrations },
-          )
-        ).db;
-        close = () => client.close();
-      }
+      ({ db, close } = await openSchemaDatabase({
+        schema: "limittest",
+        migrationsFolder: new URL("./fixtures/no-migrations", import.meta.url).pathname,
+        serverUrl: kind === "postgres" ? process.env.TEST_DATABASE_URL : undefined,
+        maxConnections: 8,
+      }));
       await db.execute(sql`create table limittest.things (account text not null)`);
     });
     afterAll(async () => close?.());

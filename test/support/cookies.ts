@@ -1,3 +1,5 @@
+import { expect } from "bun:test";
+
 /**
  * A browser's cookie store for host-only cookies (RFC 6265 §5.3: no Domain attribute → sent back only to the exact
  * host name that set it, on any port). Hatch never sets a Domain attribute; the jar refuses one, so a test notices
@@ -55,4 +57,27 @@ export function csrfOf(page: string): string {
   const match = /name="csrf" value="([^"]+)"/.exec(page);
   if (!match?.[1]) throw new Error("no CSRF field on the page");
   return match[1];
+}
+
+/**
+ * Signs `jar` in on the gateway's sign-in page at `signInUrl` (its `next`, if any, sent along), as a browser would:
+ * the page, then the form with its CSRF token. Returns the 303 that answered the form.
+ */
+export async function signInWithForm(
+  jar: HostCookieJar,
+  signInUrl: string,
+  email: string,
+  password: string,
+): Promise<Response> {
+  const page = await jar.fetch(signInUrl);
+  expect(page.status).toBe(200);
+  const next = new URL(signInUrl).searchParams.get("next");
+  const done = await jar.post(new URL("/signin", signInUrl).href, {
+    email,
+    password,
+    ...(next === null ? {} : { next }),
+    csrf: csrfOf(await page.text()),
+  });
+  expect(done.status).toBe(303);
+  return done;
 }

@@ -5,7 +5,7 @@ import { and, count, desc, eq } from "drizzle-orm";
 import { addresses, appsTable } from "../../services/apps/src/db/schema.ts";
 import { mails } from "../../services/orgs/src/db/schema.ts";
 import type { TestHatch } from "./hatch.ts";
-import { textOf } from "./mcp.ts";
+import { callOk, textOf } from "./mcp.ts";
 
 /** Calls a tool that must fail; returns its text (which ends with the error code in parentheses). */
 export async function refused(client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> {
@@ -80,3 +80,15 @@ export async function invitationLink(hatch: TestHatch, email: string): Promise<s
 
 export const today = () => new Date().toISOString().slice(0, 10);
 export const dayOffset = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
+
+/** `member` joins the organization `owner` has: invited by email (with `invite`'s role and permissions), accepted. */
+export async function joinOrg(
+  owner: Client,
+  member: Client,
+  email: string,
+  invite: { role?: string; permissions?: readonly string[] } = {},
+): Promise<void> {
+  await callOk(owner, "org_invite", { emails: [email], ...invite });
+  const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(member, "org");
+  await callOk(member, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+}

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { isNatsBus, openKvBucket, type Bus, type Logger } from "@hatch/shared";
+import { isNatsBus, LazyKv, openKvBucket, type Bus, type Logger } from "@hatch/shared";
 import type { EventStore, JSONRPCMessage } from "@modelcontextprotocol/server";
 import { Kvm, KvWatchInclude, type KV, type KvEntry } from "@nats-io/kv";
 
@@ -139,19 +139,17 @@ class MemoryEventLog implements McpEventLog {
 }
 
 class KvEventLog implements McpEventLog {
-  private bucket: Promise<KV> | null = null;
+  private readonly bucket: LazyKv;
   private n = 0;
   constructor(
-    private readonly open: () => Promise<KV>,
+    open: () => Promise<KV>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.bucket = new LazyKv(open);
+  }
 
   private kv(): Promise<KV> {
-    this.bucket ??= this.open().catch((error: unknown) => {
-      this.bucket = null;
-      throw error;
-    });
-    return this.bucket;
+    return this.bucket.get();
   }
 
   async append(session: string, stream: string, event: Omit<LoggedEvent, "seq">): Promise<number> {

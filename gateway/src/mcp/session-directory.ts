@@ -1,4 +1,4 @@
-import { isNatsBus, openKvBucket, type Bus, type Logger } from "@hatch/shared";
+import { isNatsBus, LazyKv, openKvBucket, type Bus, type Logger } from "@hatch/shared";
 import { Kvm, type KV } from "@nats-io/kv";
 import { z } from "zod";
 import { deleteEventBucket } from "./event-store.ts";
@@ -52,18 +52,16 @@ class MemorySessionDirectory implements SessionDirectory {
 }
 
 class KvSessionDirectory implements SessionDirectory {
-  private bucket: Promise<KV> | null = null;
+  private readonly bucket: LazyKv;
   constructor(
-    private readonly open: () => Promise<KV>,
+    open: () => Promise<KV>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.bucket = new LazyKv(open);
+  }
 
   private kv(): Promise<KV> {
-    this.bucket ??= this.open().catch((error: unknown) => {
-      this.bucket = null;
-      throw error;
-    });
-    return this.bucket;
+    return this.bucket.get();
   }
 
   async get(id: string): Promise<SessionRecord | null> {

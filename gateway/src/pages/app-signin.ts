@@ -81,19 +81,20 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     );
   }
 
+  /** A link without a valid app address (or path): nothing to sign in to. */
+  const brokenLink = (state: BrowserState | null) =>
+    problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
+
+  /** To the sign-in page, which comes back to this step for the same app and path. */
+  const signInFirst = (state: BrowserState, target: Target) =>
+    redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+
   async function show(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const target = readTarget((name) => url.searchParams.get(name));
     const state = await deps.auth.pages.state(request);
-    if (!target)
-      return problem(
-        state,
-        400,
-        "This link is broken",
-        "The link to the app is incomplete. Open the app's address again.",
-      );
-    if (!state.user || !state.sessionHash)
-      return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+    if (!target) return brokenLink(state);
+    if (!state.user || !state.sessionHash) return signInFirst(state, target);
     if (url.searchParams.get("switch") === "1")
       return htmlResponse(switchPage(state, state.user.email, target), { headers: cookieHeaders(state.setCookies) });
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
@@ -158,15 +159,8 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const target = readTarget((name) => params.get(name));
-    if (!target)
-      return problem(
-        state,
-        400,
-        "This link is broken",
-        "The link to the app is incomplete. Open the app's address again.",
-      );
-    if (!state.user || !state.sessionHash)
-      return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+    if (!target) return brokenLink(state);
+    if (!state.user || !state.sessionHash) return signInFirst(state, target);
     const signed = { ...state, user: state.user, sessionHash: state.sessionHash };
     const requestId = acceptRequestId(request.headers.get("x-request-id"));
     const found = await lookup(signed, target, requestId);
@@ -187,13 +181,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const target = readTarget((name) => params.get(name));
-    if (!target)
-      return problem(
-        state,
-        400,
-        "This link is broken",
-        "The link to the app is incomplete. Open the app's address again.",
-      );
+    if (!target) return brokenLink(state);
     const cleared = await deps.auth.pages.signOut(state);
     return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, [["Set-Cookie", cleared]]);
   }

@@ -5,6 +5,7 @@ import type { Bus } from "../bus/types.ts";
 import { isNatsBus, type NatsBus } from "../bus/nats.ts";
 import { openKvBucket } from "../bus/jetstream-replicas.ts";
 import type { Logger } from "../logger.ts";
+import { LazyKv } from "../bus/lazy-kv.ts";
 
 // Rate limits that hold across copies of a process: fixed windows counted in a JetStream key-value bucket when the
 // bus is NATS (every gateway copy sees the same counts), in memory in `bun run dev`. One interface, so a limit is
@@ -116,19 +117,20 @@ type Outcome<T> = { value: T } | { error: unknown } | "late";
  * that is gone.
  */
 export class KvRateCounter implements RateCounter {
-  private bucket: Promise<KV> | null = null;
+  private readonly bucket: LazyKv;
   private readonly local: MemoryRateCounter;
   private degradedAt: number | null = null;
   private lastProbe = 0;
   private probing = false;
 
   constructor(
-    private readonly open: () => Promise<KV>,
+    open: () => Promise<KV>,
     private readonly now: () => number = Date.now,
     private readonly logger?: Logger,
     private readonly waitMs = SHARED_WAIT_MS,
   ) {
     this.local = new MemoryRateCounter(now);
+    this.bucket = new LazyKv(open);
   }
 
   /** True while calls are counted in this copy because the shared bucket did not answer. */
@@ -262,12 +264,7 @@ export class KvRateCounter implements RateCounter {
   }
 
   private kv(): Promise<KV> {
-    // A failed open is tried again on the next call, not remembered.
-    this.bucket ??= this.open().catch((error: unknown) => {
-      this.bucket = null;
-      throw error;
-    });
-    return this.bucket;
+    return this.bucket.get();
   }
 
   peek(key: string, windowMs: number): Promise<number> {
@@ -309,7 +306,7 @@ export class KvRateCounter implements RateCounter {
   }
 
   close(): void {
-    this.bucket = null;
+    this.bucket.forget();
     this.local.close();
   }
 }

@@ -1,7 +1,8 @@
 import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
-import { appsTable, dataUsage, documents } from "../db/schema.ts";
+import { dataUsage, documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
+import { lockAppRow } from "./app-lock.ts";
 import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
 import {
   afterCondition,
@@ -289,12 +290,7 @@ export async function updateDocument(
   return db.transaction(async (tx) => {
     await checkStorageLocked(tx, storage, documentBytes(patch));
     // The app row before the document, as removeDocument and delete_tool take them (the usage row comes last).
-    const [app] = await tx
-      .select({ id: appsTable.id })
-      .from(appsTable)
-      .where(eq(appsTable.id, key.appId))
-      .for("key share");
-    if (!app) return "missing";
+    if (!(await lockAppRow(tx, key.appId))) return "missing";
     const [current] = await tx
       .select({ data: documents.data, bytes: documents.bytes, createdBy: documents.createdBy })
       .from(documents)
@@ -331,12 +327,7 @@ export async function removeDocument(
   return db.transaction(async (tx) => {
     // The app row first, as delete_tool takes it: otherwise this document's lock and the app's data_usage row could be
     // taken in opposite orders by the two (a deadlock Postgres would end by failing one of them).
-    const [app] = await tx
-      .select({ id: appsTable.id })
-      .from(appsTable)
-      .where(eq(appsTable.id, key.appId))
-      .for("key share");
-    if (!app) return "missing";
+    if (!(await lockAppRow(tx, key.appId))) return "missing";
     const mine = onlyCreator === null ? undefined : eq(documents.createdBy, onlyCreator);
     const [removed] = await tx
       .delete(documents)

@@ -1,10 +1,11 @@
 import { DATA_LIMITS, formatBytes, randomId } from "@hatch/shared";
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
-import { appsTable, blobs, bucketFiles, dataUsage } from "../db/schema.ts";
+import { blobs, bucketFiles, dataUsage } from "../db/schema.ts";
 import { forgetUnusedBlobs, lockBlobContent, registerBlob, removeStoredBlobs, type Tx } from "../blobs/unused.ts";
 import type { Viewer } from "../host/access.ts";
 import { DataError } from "./access.ts";
+import { lockAppRow } from "./app-lock.ts";
 import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
 
 // The files of an app's buckets: rows in `bucket_files`, bytes in the content-addressed blob store (shared with
@@ -154,8 +155,7 @@ function checkLimits(usage: { files: number; fileBytes: number }, size: number):
 
 /** The app row, shared-locked for the transaction: a delete_tool of the app waits (or has won: not_found). */
 async function requireApp(tx: Tx, appId: string): Promise<void> {
-  const [row] = await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, appId)).for("key share");
-  if (!row) throw new DataError("not_found", "This app no longer exists.");
+  if (!(await lockAppRow(tx, appId))) throw new DataError("not_found", "This app no longer exists.");
 }
 
 export async function getFile(
