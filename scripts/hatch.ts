@@ -1,3 +1,4 @@
+import type { PGlite } from "@electric-sql/pglite";
 import {
   createGateway,
   deleteSessionBucket,
@@ -49,6 +50,8 @@ export interface HatchOptions {
   /** Postgres server; without it, PGlite (in `pgliteDir`, or in memory). */
   databaseUrl?: string;
   pgliteDir?: string;
+  /** A ready embedded database to use instead (tests: a copy of a migrated template); closed by close(). */
+  pglite?: PGlite;
   /** NATS server; without it, the in-process bus. */
   natsUrl?: string;
   busPrefix?: string;
@@ -91,7 +94,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
   const bus = options.natsUrl
     ? await createNatsBus({ url: options.natsUrl, prefix: options.busPrefix, name: "hatch", logger: options.logger })
     : createMemoryBus({ logger: options.logger });
-  const pglite = options.databaseUrl ? undefined : await openEmbeddedPostgres(options.pgliteDir);
+  const pglite = options.databaseUrl ? undefined : (options.pglite ?? (await openEmbeddedPostgres(options.pgliteDir)));
   const source: DatabaseSource = pglite
     ? { kind: "pglite", client: pglite }
     : { kind: "postgres", url: options.databaseUrl! };

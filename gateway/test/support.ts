@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
-import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import { openServiceDatabase, type Database } from "@hatch/shared";
 import { freshDatabase } from "../../test/support/servers.ts";
+import { embeddedDatabase } from "../../test/support/templates.ts";
 
 const MIGRATIONS = new URL("../drizzle", import.meta.url).pathname;
 
@@ -16,7 +17,7 @@ export interface TestDatabase {
 export async function openTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
-    const client = await openEmbeddedPostgres();
+    const client = await embeddedDatabase([{ schema: "gateway", migrations: MIGRATIONS }]);
     const handle = await openServiceDatabase(
       { kind: "pglite", client },
       { schema: "gateway", migrationsFolder: MIGRATIONS },
