@@ -1,3 +1,4 @@
+import type { PGlite } from "@electric-sql/pglite";
 import {
   createGateway,
   deleteSessionBucket,
@@ -52,6 +53,8 @@ export interface HatchOptions {
   /** How each schema's pool uses it (DB_POOL_SIZE, DB_IDLE_TIMEOUT_MS, ...: databaseSettingsFrom). */
   databaseSettings?: PostgresPoolSettings;
   pgliteDir?: string;
+  /** A ready embedded database to use instead (tests: a copy of a migrated template); closed by close(). */
+  pglite?: PGlite;
   /** NATS server; without it, the in-process bus. */
   natsUrl?: string;
   /** Copies of each JetStream stream and bucket (NATS_REPLICAS); default 1. */
@@ -105,7 +108,7 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
         waitForServer: options.waitForNats,
       })
     : createMemoryBus({ logger: options.logger });
-  const pglite = options.databaseUrl ? undefined : await openEmbeddedPostgres(options.pgliteDir);
+  const pglite = options.databaseUrl ? undefined : (options.pglite ?? (await openEmbeddedPostgres(options.pgliteDir)));
   const source: DatabaseSource = pglite
     ? { kind: "pglite", client: pglite }
     : { kind: "postgres", url: options.databaseUrl!, ...options.databaseSettings };

@@ -11,7 +11,7 @@ import { eventually } from "./support/eventually.ts";
 import { startFakeAiProvider, type FakeAiProvider } from "./support/fake-ai-provider.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
-import { freePort, MODES } from "./support/servers.ts";
+import { freePort, EMBEDDED_MODES } from "./support/servers.ts";
 
 // hatch.ai.chat through the app host against a local OpenAI-compatible fake: the app's chosen key reaches the provider
 // and nothing else, token counts become an apps.ai.used event (billing's, not the activity log's), the provider's
@@ -28,7 +28,7 @@ const ASK = {
   ],
 };
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`AI chat through the app host (${mode})`, () => {
     let hatch: TestHatch;
     let apps: AppsService;

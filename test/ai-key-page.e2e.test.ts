@@ -8,7 +8,7 @@ import { accountOf } from "./support/ai.ts";
 import { csrfOf, HostCookieJar } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The dashboard page where a person types an AI key, over real HTTP like a browser: sign-in first, CSRF on the form,
 // the key stored sealed (the row does not contain it) and never shown again.
@@ -16,7 +16,7 @@ import { MODES } from "./support/servers.ts";
 const PASSWORD = "correct horse battery";
 const KEY = "sk-typed-on-the-page-7f3a9c";
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`AI key page (${mode})`, () => {
     let hatch: TestHatch;
     let apps: AppsService;

@@ -4,14 +4,14 @@ import { startFakeS3, type FakeS3 } from "../services/apps/test/support/fake-s3.
 import { buildCounterApp, publishFolder } from "./support/app-folder.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The whole publish → serve → delete path with files in an S3-compatible store (a local fake that checks
 // every request's SigV4 signature), instead of the default folder.
 
 const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`apps with an S3 file store (${mode})`, () => {
     let s3: FakeS3;
     let hatch: TestHatch;

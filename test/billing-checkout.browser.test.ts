@@ -4,7 +4,7 @@ import type { Browser } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The local provider's checkout in a real browser: the url `billing` gives → sign in → a declined card → the test
 // card and Pro → the settings page and `billing` both show Pro with a card on file. The card number never reaches a log.
@@ -12,7 +12,7 @@ import { MODES } from "./support/servers.ts";
 const PASSWORD = "correct horse battery";
 const TEST_TIMEOUT_MS = 60_000;
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe.skipIf(!hasChromium)(`billing local checkout in a browser (${mode})`, () => {
     let hatch: TestHatch;
     let browser: Browser;

@@ -7,7 +7,7 @@ import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { startFakeAiProvider, type FakeAiProvider } from "./support/fake-ai-provider.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
-import { MODES, uniqueName } from "./support/servers.ts";
+import { EMBEDDED_MODES, uniqueName } from "./support/servers.ts";
 
 const PASSWORD = "correct horse battery";
 const TEST_TIMEOUT_MS = 60_000;
@@ -55,7 +55,7 @@ interface LogsOutput {
 // Issue 9 as people meet it: the AI publishes an app with server code, a declared weather API and AI calls; the owner
 // types the API's secret and an AI key on Hatch's pages in a real browser; viewers use the app; the AI reads the server
 // logs and chooses whose key pays. Then every answer of the run is searched for the two values: none may carry them.
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe.skipIf(!hasChromium)(`server code, secrets and AI keys in a browser (${mode})`, () => {
     let hatch: TestHatch;
     let browser: Browser;

@@ -3,7 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The dashboard over real HTTP like a browser without JavaScript: sign-in lands on it, a form without its CSRF token
 // changes nothing, a form that worked redirects to its page (which says what happened once), another person's app is
@@ -12,7 +12,7 @@ import { MODES } from "./support/servers.ts";
 const PASSWORD = "correct horse battery";
 const files = (text: string) => [{ path: "index.html", content: `<h1>${text}</h1>` }];
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`dashboard over HTTP (${mode})`, () => {
     let hatch: TestHatch;
     let alice: Awaited<ReturnType<typeof userWithToken>>;

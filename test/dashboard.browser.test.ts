@@ -5,7 +5,7 @@ import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The dashboard in headless Chromium at a desktop and a phone size: the list of one's own and shared apps, rolling
 // back, sharing with a person, making public through the tool's confirmation, deleting by typing the address, the
@@ -22,7 +22,7 @@ const files = (text: string) => [
 ];
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   const name = `dashboard in a real browser (${mode})`;
   describe.skipIf(!hasChromium)(hasChromium ? name : `${name} (SKIPPED: ${CHROMIUM} is missing)`, () => {
     let hatch: TestHatch;

@@ -5,7 +5,7 @@ import { csrfOf, HostCookieJar } from "./support/cookies.ts";
 import { TEST_SECRET, startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { invitationLink, verificationLink } from "./support/orgs.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // Issue 13 item 7: the dev outbox holds live links (invitations, email verification). Only `bun run dev` serves
 // it, only to a signed-in user, and orgs answers with that user's own mail only.
@@ -36,7 +36,7 @@ describe("dev pages setting", () => {
   });
 });
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`/dev/outbox (${mode})`, () => {
     let plain: TestHatch;
     let dev: TestHatch;

@@ -3,14 +3,14 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { refused } from "./support/orgs.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 const page = (title: string) => `<!doctype html><title>${title}</title><h1>${title}</h1>`;
 
 // Where a model's intent is clear, Hatch takes it: an app by its URL or name, people added to a private app, the one
 // invitation waiting; and a colleague's app says whose it is instead of "no app".
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`forgiving input (${mode})`, () => {
     let hatch: TestHatch;
     let alice: User;

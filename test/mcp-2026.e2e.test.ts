@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { Client, isInputRequiredResult, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 import { startStandInApps, type StandInApps } from "./support/stand-in-apps.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -62,7 +62,7 @@ async function connect2026(
 // The gateway speaks MCP 2026-07-28 natively (SDK v2's createMcpHandler): discovery instead of initialize, the
 // client's version and capabilities on each request, list results a client may cache, the Mcp-Method header checked,
 // and a question to the user as an input_required answer that any gateway copy can finish.
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`MCP 2026-07-28 with the SDK v2 client (${mode})`, () => {
     let hatch: TestHatch;
     let apps: StandInApps;

@@ -4,14 +4,14 @@ import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { invitationLink } from "./support/orgs.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // Locally a missing browser skips the suite with a note; in CI (which installs it) it must run.
 
 // bunfig's test timeout is not applied (Bun 1.4.5 keeps 5 s); these tests wait on events and browsers.
 const TEST_TIMEOUT_MS = 30_000;
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   const name = `an invitation accepted in a real browser by someone without an account (${mode})`;
   describe.skipIf(!hasChromium)(hasChromium ? name : `${name} (SKIPPED: ${CHROMIUM} is missing)`, () => {
     let hatch: TestHatch;

@@ -9,7 +9,7 @@ import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { invitationLink } from "./support/orgs.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // Every page a person sees, in headless Chromium at a desktop and a phone size, light and dark: no sideways scroll,
 // no serious or critical axe-core finding (contrast included), copy buttons that copy under the page's own CSP.
@@ -46,7 +46,7 @@ function layoutProblems(page: Page) {
   }));
 }
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   const name = `every page at 1280 and 390 px, light and dark (${mode})`;
   describe.skipIf(!hasChromium)(hasChromium ? name : `${name} (SKIPPED: ${CHROMIUM} is missing)`, () => {
     let hatch: TestHatch;

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { userWithToken } from "./support/mcp.ts";
 import { lintToolSchemas } from "./support/pages-schema-lint.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // Strict clients (the MCP Inspector's --strict, clients that map schemas onto a single-type dialect) take every tool:
 // tools/list carries input schemas only, each free of the forms they warn about. `bun scripts/inspector-strict.ts`
@@ -41,7 +41,7 @@ test("the schema rules catch what the Inspector's strict mode reports", () => {
   ]);
 });
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`tools/list for strict clients (${mode})`, () => {
     let hatch: TestHatch;
     let token = "";

@@ -2,3 +2,7 @@
 process.env.LOG_LEVEL ??= "warn";
 process.env.NODE_ENV = "test";
 process.env.HATCH_TEST_RUN ??= `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+// Once after every test file of this process: drops what a run shares between files (template databases).
+import { afterAll } from "bun:test";
+afterAll(async () => (await import("./support/servers.ts")).endRun());

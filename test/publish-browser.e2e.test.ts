@@ -6,14 +6,14 @@ import { launchChromium } from "./support/chromium.ts";
 import { buildCounterApp, publishFolder } from "./support/app-folder.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 const PASSWORD = "correct horse battery";
 
 // The product's main path, as a user sees it: an AI builds an app (Bun's bundler, hashed assets), publishes it
 // through the MCP tools, and people open it in a real browser on the app host. Visibility for the owner, another
 // user and an anonymous viewer; a new version, a rollback, stats that move, and a delete.
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`publish and open in a browser (${mode})`, () => {
     let hatch: TestHatch;
     let browser: Browser;

@@ -4,7 +4,7 @@ import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 type Published = {
@@ -21,7 +21,7 @@ const html = (title: string) => `<!doctype html><title>${title}</title><h1>${tit
 
 // Creating an app as public is the same decision as making one public with `share`: the same permission
 // check and the user's own confirmation (a form, or the dashboard confirm page), never the AI's word alone.
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`publishing a new app as public asks the user (${mode})`, () => {
     let hatch: TestHatch;
     let alice: User;

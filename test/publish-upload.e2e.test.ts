@@ -10,7 +10,7 @@ import { runShell, uploadCommandOf, writeFolder, type Folder } from "./support/a
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { folderTar, makeTar } from "./support/publish-tar.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // publish { upload: true }: a one-time URL and one shell command (tar | curl) that uploads the built folder and
 // publishes it; the manifest path's compact answer finished by uploadId; forgiving paths; the one inline limit.
@@ -43,7 +43,7 @@ function siteFolder(title: string, extra = 0): Folder {
   return folder;
 }
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`publish-upload: a folder with one shell command (${mode})`, () => {
     let hatch: TestHatch;
     let ai: Client;

@@ -6,7 +6,7 @@ import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectFormClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The developer reference's example app (a todo list with a photo per item), exactly as the reference prints it,
 // published through the tools and used in headless Chromium: what an AI copies must work as written.
@@ -20,7 +20,7 @@ const PNG = Buffer.from(
   "base64",
 );
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe.skipIf(!hasChromium)(`the reference's example app (${mode})`, () => {
     let hatch: TestHatch;
     let browser: Browser;

@@ -6,7 +6,7 @@ import { mails } from "../services/orgs/src/db/schema.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 import { startStandInApps, type StandInApps } from "./support/stand-in-apps.ts";
 
 // Issue 16, points 2 and 4 as a person meets them in Chromium: signing up from the header in the middle of an AI
@@ -35,7 +35,7 @@ async function resetLink(hatch: TestHatch, email: string): Promise<string> {
   return link;
 }
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe.skipIf(!hasChromium)(suiteName(mode), () => {
     let hatch: TestHatch;
     let apps: StandInApps;

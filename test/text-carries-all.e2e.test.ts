@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, textOf, userWithToken } from "./support/mcp.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // Several clients pass only a tool's text to the model, never its structured content. So every URL and every id in
 // the structured content must be in the text too (issue 15, point 4).
@@ -19,7 +19,7 @@ function mustBeSaid(value: unknown, key = "", out: string[] = []): string[] {
   return out;
 }
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`every tool's text carries its ids and URLs (${mode})`, () => {
     let hatch: TestHatch;
     let client: Client;

@@ -8,7 +8,7 @@ import { accountOf, addAiKey } from "./support/ai.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, textOf, userWithToken } from "./support/mcp.ts";
 import { refused } from "./support/orgs.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // tool_ai through the gateway: each value, the cost warning and the user's own yes whenever the choice makes someone
 // pay for other people's AI calls (a form, or for clients without forms the AI asks and calls again with acceptCost).
@@ -23,7 +23,7 @@ type AiOut = {
 };
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`tool_ai (${mode})`, () => {
     let hatch: TestHatch;
     let apps: AppsService;

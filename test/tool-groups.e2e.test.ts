@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CLIENT_KINDS, TOOL_CONTRACTS, TOOL_GROUP_NAMES, TOOL_GROUPS } from "@hatch/shared";
 import { TOOL_LIST_BUDGET_BYTES, toolsFor } from "../gateway/src/mcp/catalog.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
-import { MODES } from "./support/servers.ts";
+import { EMBEDDED_MODES } from "./support/servers.ts";
 import { textOf, userWithToken } from "./support/mcp.ts";
 
 // The tool list fits a small context, and a connection URL can narrow it to some tool groups or to reading only.
@@ -35,7 +35,7 @@ describe("the tool list budget", () => {
   });
 });
 
-for (const mode of MODES) {
+for (const mode of EMBEDDED_MODES) {
   describe(`tool groups in the connection URL (${mode})`, () => {
     let hatch: TestHatch;
     let token: string;

@@ -1,5 +1,6 @@
 import { CommonEnvSchema, loadConfig } from "@hatch/shared";
 import { z } from "zod";
+import type { PasswordCost } from "./auth/passwords.ts";
 
 export interface GatewayConfig {
   /** Public origin, no trailing slash: `https://hatch.example` or `http://localhost:3000`. */
@@ -58,6 +59,11 @@ export interface GatewayConfig {
    * origin (scripts/hatch.ts). Null: the reference says `<apps domain>`.
    */
   appsUrl: string | null;
+  /**
+   * argon2id's cost for new password hashes: null, Bun's defaults, everywhere Hatch runs. Only code sets another
+   * (test harnesses: TEST_PASSWORD_COST); no environment variable reads into it. Stored hashes name their own cost.
+   */
+  passwordCost: PasswordCost;
 }
 
 const GatewayEnvSchema = CommonEnvSchema.extend({
@@ -137,6 +143,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     stripeWebhookSecret: overrides.stripeWebhookSecret ?? null,
     metricsToken: overrides.metricsToken ?? null,
     appsUrl: overrides.appsUrl ?? null,
+    passwordCost: overrides.passwordCost ?? null,
   };
 }
 

@@ -4,6 +4,8 @@ export type { AccessIdentity, Auth, AuthDeps } from "./auth/index.ts";
 export type { Gateway, GatewayOptions } from "./app.ts";
 export type { Confirmations, ConfirmationOpener, OpenConfirmation } from "./confirm/index.ts";
 export { gatewayConfig, loadGatewayConfig } from "./config.ts";
+export { TEST_PASSWORD_COST } from "./auth/passwords.ts";
+export type { PasswordCost } from "./auth/passwords.ts";
 export type { GatewayConfig, GatewayConfigOverrides } from "./config.ts";
 export { checkHealth } from "./health.ts";
 export type { HealthReport } from "./health.ts";

@@ -3,6 +3,7 @@ import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { Elysia } from "elysia";
 import { createAuth, type Auth } from "../src/auth/index.ts";
+import { TEST_PASSWORD_COST } from "../src/auth/passwords.ts";
 import { gatewayConfig, type GatewayConfig } from "../src/config.ts";
 import { CookieJar, csrfOf, hiddenFields, openTestDatabase, pkcePair, type TestDatabase } from "./support.ts";
 
@@ -47,6 +48,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     port: 3000,
     trustProxy: options.trustProxy ?? true,
     allowInsecureClientMetadata: options.allowInsecureClientMetadata ?? true,
+    passwordCost: TEST_PASSWORD_COST,
   });
   const database = await openTestDatabase();
   const clock = { now: options.startAt ?? Date.now() };

@@ -1,4 +1,7 @@
 import { PGlite } from "@electric-sql/pglite";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
@@ -62,11 +65,69 @@ export interface OpenDatabaseOptions {
 const BUSY_RETRY_FIRST_MS = 500;
 const BUSY_RETRY_MAX_MS = 10_000;
 
-/** Opens the embedded database: a directory under the data dir, or in memory when `dir` is omitted. */
+/**
+ * Opens the embedded database: a directory under the data dir, or in memory when `dir` is omitted. A new one starts
+ * from a copy of initdb's output (initdbImage), not from initdb itself: in WebAssembly that takes seconds.
+ */
 export async function openEmbeddedPostgres(dir?: string): Promise<PGlite> {
-  const client = dir ? new PGlite(dir) : new PGlite();
+  const fresh = !dir || !existsSync(dir) || readdirSync(dir).length === 0;
+  const image = fresh ? await initdbImage() : null;
+  if (image) {
+    try {
+      return await ready(dir ? new PGlite(dir, { loadDataDir: image }) : new PGlite({ loadDataDir: image }));
+    } catch {
+      // A copy that does not load (damaged): drop it and start over with initdb, in a folder that was empty before.
+      imageInProcess = undefined;
+      const path = initdbImagePath();
+      if (path) rmSync(path, { force: true });
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return ready(dir ? new PGlite(dir) : new PGlite());
+}
+
+async function ready(client: PGlite): Promise<PGlite> {
   await client.waitReady;
   return client;
+}
+
+/**
+ * The files initdb makes (an empty cluster, no schema of ours), kept once per PGlite version under the installed
+ * packages (node_modules/.cache/hatch), so every later new database loads them in well under a second. Null when
+ * PGlite cannot say where it is installed; a folder that cannot be written only means the copy is made again.
+ */
+let imageInProcess: Promise<Blob | null> | undefined;
+function initdbImage(): Promise<Blob | null> {
+  imageInProcess ??= (async () => {
+    const path = initdbImagePath();
+    if (!path) return null;
+    if (existsSync(path)) return new Blob([readFileSync(path)]);
+    const scratch = new PGlite();
+    await scratch.waitReady;
+    const image = new Blob([await (await scratch.dumpDataDir("none")).arrayBuffer()]);
+    await scratch.close();
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      // Whole or not at all: another process may be reading or writing the same copy.
+      const partial = `${path}.${process.pid}.tmp`;
+      writeFileSync(partial, new Uint8Array(await image.arrayBuffer()));
+      renameSync(partial, path);
+    } catch {
+      // Read-only install: every new database runs initdb's output through here again.
+    }
+    return image;
+  })();
+  return imageInProcess;
+}
+
+function initdbImagePath(): string | null {
+  try {
+    const dist = dirname(fileURLToPath(import.meta.resolve("@electric-sql/pglite")));
+    const { version } = JSON.parse(readFileSync(join(dist, "..", "package.json"), "utf8")) as { version: string };
+    return join(dist, "..", "..", "..", ".cache", "hatch", `pglite-${version}-initdb.tar`);
+  } catch {
+    return null;
+  }
 }
 
 /** Opens a service's database and applies its migrations before returning. */

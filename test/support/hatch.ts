@@ -1,7 +1,8 @@
 import { createLogger, type ServiceName } from "@hatch/shared";
-import type { GatewayConfig } from "@hatch/gateway";
+import { TEST_PASSWORD_COST, type GatewayConfig } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
-import { freePort, freshDatabase, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
+import { freePort, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
+import { embeddedDatabase, migratedDatabase } from "./templates.ts";
 
 export const TEST_SECRET = "test-secret-".padEnd(48, "x");
 
@@ -31,7 +32,8 @@ export interface TestHatchOptions {
 /** The whole service on a real port: embedded (in-process bus, in-memory PGlite) or on the real servers. */
 export async function startTestHatch(mode: Mode, options: TestHatchOptions = {}): Promise<TestHatch> {
   const port = freePort();
-  const database = mode === "real" ? await freshDatabase(realServers!.databaseUrl) : null;
+  // Every schema migrated already: a copy of this process's template (the boot's own migrations find nothing to do).
+  const database = mode === "real" ? await migratedDatabase(realServers!.databaseUrl) : null;
   const hatch = await startHatch({
     secret: TEST_SECRET,
     logger: options.logWrite
@@ -39,13 +41,15 @@ export async function startTestHatch(mode: Mode, options: TestHatchOptions = {})
       : createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" }),
     port,
     databaseUrl: database ? (options.databaseVia?.(database.url) ?? database.url) : undefined,
+    pglite: database ? undefined : await embeddedDatabase(),
     natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
     busPrefix: uniqueName("bus"),
     services: options.services,
     // Plan limits only where a test is about them (BILLING_ENFORCE_LIMITS: "true"): others publish and invite freely.
     serviceEnv: { APP_PORT: "0", BLOB_DIR: testBlobDir(), BILLING_ENFORCE_LIMITS: "false", ...options.serviceEnv },
     fetchClientMetadata: options.fetchClientMetadata,
-    gatewayConfig: options.gatewayConfig,
+    // Still argon2id, at a test cost: a password hash takes about a millisecond instead of a few hundred.
+    gatewayConfig: { passwordCost: TEST_PASSWORD_COST, ...options.gatewayConfig },
     dropEventsStreamOnClose: true,
   });
   const server = hatch.gateway.listen({ port, hostname: "127.0.0.1" });

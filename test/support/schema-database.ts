@@ -1,5 +1,6 @@
-import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import { openServiceDatabase, type Database } from "@hatch/shared";
 import { freshDatabase } from "./servers.ts";
+import { embeddedDatabase } from "./templates.ts";
 
 export interface SchemaDatabase {
   db: Database;
@@ -8,7 +9,8 @@ export interface SchemaDatabase {
 
 /**
  * A service schema, migrated from `migrationsFolder`, on a fresh database: a new database on `serverUrl`'s server
- * (dropped on close; at most `maxConnections`), or an in-memory PGlite when there is no server.
+ * (dropped on close; at most `maxConnections`), or an in-memory PGlite copied from a migrated template when there is
+ * no server.
  */
 export async function openSchemaDatabase(options: {
   schema: string;
@@ -18,7 +20,7 @@ export async function openSchemaDatabase(options: {
 }): Promise<SchemaDatabase> {
   const { schema, migrationsFolder, serverUrl, maxConnections } = options;
   if (!serverUrl) {
-    const client = await openEmbeddedPostgres();
+    const client = await embeddedDatabase([{ schema, migrations: migrationsFolder }]);
     const handle = await openServiceDatabase({ kind: "pglite", client }, { schema, migrationsFolder });
     return { db: handle.db, close: () => client.close() };
   }

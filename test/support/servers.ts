@@ -10,8 +10,26 @@ export const realServers =
     : null;
 
 export type Mode = "embedded" | "real";
-/** Every end-to-end suite runs once per mode: always embedded, and real when the servers are given. */
+/**
+ * Which modes a suite runs in. The rule: a suite whose outcome can depend on the bus or the database runs in both
+ * (MODES: always embedded, and real when the servers are given); that is any suite about SQL, transactions, locks or
+ * limits under concurrency, NATS semantics (queues, key-value, JetStream, message size, several copies or processes),
+ * events, jobs and outbox delivery, a server going away, security (permissions, secrets, sessions, confirmations,
+ * sign-in) or tracing across the bus. A suite about what HTTP, a page or a tool's text says, where the bus and the
+ * database only carry the call, runs embedded only (EMBEDDED_MODES). When unsure, MODES.
+ */
 export const MODES: Mode[] = realServers ? ["embedded", "real"] : ["embedded"];
+/** Suites about HTTP, pages and tool text (see MODES for the rule): the embedded default only. */
+export const EMBEDDED_MODES: Mode[] = ["embedded"];
+
+const endOfRun: (() => Promise<void>)[] = [];
+/** Runs `step` once after every test file of this `bun test` process (test/preload.ts's afterAll). */
+export function atEndOfRun(step: () => Promise<void>): void {
+  if (!endOfRun.includes(step)) endOfRun.push(step);
+}
+export async function endRun(): Promise<void> {
+  for (const step of endOfRun.splice(0)) await step().catch(() => {});
+}
 
 let sequence = 0;
 /** A name no other run or test file uses: run id + process + counter. */

@@ -8,6 +8,7 @@ import type { AuthContext } from "./context.ts";
 import { sha256Hex } from "./crypto.ts";
 import { localPath, safeNext } from "./http.ts";
 import { endUserSessions, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
+import { hashPassword } from "./passwords.ts";
 import { findUserByEmail, formEmailProblem, passwordProblem, type PublicUser } from "./users.ts";
 import { markEmailVerified } from "./verify-email.ts";
 
@@ -196,7 +197,7 @@ export async function submitReset(ctx: AuthContext, request: Request): Promise<R
   const password = params.get("password") ?? "";
   const weak = passwordProblem(password);
   if (weak) return page(state, "Choose a new password", newPasswordForm(state, token, user.email, weak), 400);
-  const passwordHash = await Bun.password.hash(password, { algorithm: "argon2id" });
+  const passwordHash = await hashPassword(password, ctx.config.passwordCost);
   const changed = await ctx.db
     .update(users)
     .set({ passwordHash })

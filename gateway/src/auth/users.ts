@@ -3,6 +3,7 @@ import { emailProblem, hasControlChars, plainText, randomId } from "@hatch/share
 import { users } from "../db/schema.ts";
 import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";
+import { dummyHash, hashPassword, verifyPassword } from "./passwords.ts";
 
 export interface PublicUser {
   id: string;
@@ -15,10 +16,6 @@ export interface PublicUser {
 export const MIN_PASSWORD = 8;
 // argon2 cost grows with input; a cap keeps one request from pinning a CPU.
 const MAX_PASSWORD = 1024;
-
-// Verified against when the email is unknown, so a wrong email takes as long as a wrong password.
-let dummyHash: Promise<string> | undefined;
-const dummy = () => (dummyHash ??= Bun.password.hash("not-a-real-password", { algorithm: "argon2id" }));
 
 const NAME = plainText(100);
 
@@ -76,7 +73,7 @@ export async function createUser(
   const valid = validate(input);
   const duplicate = new AuthInputError("An account with this email already exists. Sign in instead.", "email_taken");
   if (await findUserByEmail(ctx, valid.email)) throw duplicate;
-  const passwordHash = await Bun.password.hash(valid.password, { algorithm: "argon2id" });
+  const passwordHash = await hashPassword(valid.password, ctx.config.passwordCost);
   const user = {
     id: `usr_${randomId(12)}`,
     email: valid.email,
@@ -109,7 +106,7 @@ export async function createUser(
 export async function checkPassword(ctx: AuthContext, email: string, password: string): Promise<PublicUser | null> {
   if (password.length > MAX_PASSWORD) return null;
   const row = await findUserByEmail(ctx, email);
-  const ok = await Bun.password.verify(password, row?.passwordHash ?? (await dummy()));
+  const ok = await verifyPassword(password, row?.passwordHash ?? (await dummyHash(ctx.config.passwordCost)));
   return row && ok
     ? { id: row.id, email: row.email, name: row.name, emailVerified: row.emailVerifiedAt !== null }
     : null;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import type { Registrant } from "../services/domains/src/db/schema.ts";
-import { createNamecomRegistrar } from "../services/domains/src/registrar/namecom.ts";
-import { RegistrarUnavailable, type Registrar, type ZoneRecord } from "../services/domains/src/registrar/types.ts";
-import { FakeNamecom } from "./support/fake-namecom.ts";
+import type { Registrant } from "../src/db/schema.ts";
+import { createNamecomRegistrar } from "../src/registrar/namecom.ts";
+import { RegistrarUnavailable, type Registrar, type ZoneRecord } from "../src/registrar/types.ts";
+import { FakeNamecom } from "../../../test/support/fake-namecom.ts";
 
 // The Name.com adapter against a local server speaking Name.com's v4 wire format (test/support/fake-namecom.ts): the
 // same requests production sends, only the base URL differs.

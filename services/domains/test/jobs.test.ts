@@ -8,18 +8,11 @@ import {
   type DatabaseHandle,
 } from "@hatch/shared";
 import { eq, sql } from "drizzle-orm";
-import { jobs } from "../services/domains/src/db/schema.ts";
-import {
-  cancelJob,
-  enqueueJob,
-  JobQueue,
-  type JobKind,
-  type JobQueueOptions,
-  type JobRow,
-} from "../services/domains/src/jobs/queue.ts";
-import { DOMAINS_MIGRATIONS } from "../services/domains/src/service.ts";
-import { eventually } from "./support/eventually.ts";
-import { freshDatabase } from "./support/servers.ts";
+import { jobs } from "../src/db/schema.ts";
+import { cancelJob, enqueueJob, JobQueue, type JobKind, type JobQueueOptions, type JobRow } from "../src/jobs/queue.ts";
+import { DOMAINS_MIGRATIONS } from "../src/service.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { freshDatabase } from "../../../test/support/servers.ts";
 
 // The domains job queue (services/domains/src/jobs/queue.ts) on the embedded database and, when TEST_DATABASE_URL is
 // set, on a real Postgres server (a fresh database per run). Queues are stepped with runDue() where a test is about one
