@@ -59,11 +59,26 @@ export async function freshDatabase(serverUrl: string): Promise<{ url: string; d
 
 /** A TCP port that was free a moment ago (the base URL must be known before the gateway starts). */
 export function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
+  // Below the kernel's ephemeral range (32768 and up here): a port the kernel hands out for port 0 is also what an
+  // outgoing connection (to Postgres, NATS, another test server) may take as its local port before the test's server
+  // listens on it, and a second process (CI's conformance run beside the tests) probes the same range. A port is
+  // handed out once per process.
+  for (;;) {
+    const port = PORT_FLOOR + Math.floor(Math.random() * (PORT_CEILING - PORT_FLOOR));
+    if (handedOut.has(port)) continue;
+    try {
+      const probe = Bun.serve({ port, hostname: "127.0.0.1", fetch: () => new Response() });
+      probe.stop(true);
+    } catch {
+      continue;
+    }
+    handedOut.add(port);
+    return port;
+  }
 }
+const PORT_FLOOR = 20_000;
+const PORT_CEILING = 32_000;
+const handedOut = new Set<number>();
 
 /** A fresh folder for the apps service's files, removed when the test process exits. */
 export function testBlobDir(): string {
