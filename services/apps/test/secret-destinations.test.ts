@@ -175,28 +175,16 @@ describe("the migration that records destinations", () => {
 });
 
 /** An app with its versions (configs in order; `current` is the current one's number). */
+/** Rows as the schema stood before 0006, in plain SQL (the drizzle tables name columns later migrations added). */
 async function seed(db: Database, id: string, current: number | null, configs: Record<string, unknown>[]) {
-  await db.insert(addresses).values({ address: id.replace("_", "-"), appId: id });
-  await db.insert(appsTable).values({
-    id,
-    address: id.replace("_", "-"),
-    name: id,
-    accountId: "acc_1",
-    ownerId: "usr_1",
-    ownerEmail: "owner@example.com",
-    ownerName: "Owner",
-    visibility: "private",
-    currentVersion: current,
-    lastVersion: configs.length,
-  });
+  const address = id.replace("_", "-");
+  await db.execute(sql`insert into apps.addresses (address, app_id) values (${address}, ${id})`);
+  await db.execute(sql`insert into apps.apps (id, address, name, account_id, owner_id, owner_email, owner_name,
+    visibility, current_version, last_version)
+    values (${id}, ${address}, ${id}, 'acc_1', 'usr_1', 'owner@example.com', 'Owner', 'private', ${current},
+    ${configs.length})`);
   for (const [i, config] of configs.entries())
-    await db.insert(versions).values({
-      appId: id,
-      number: i + 1,
-      publishedBy: "usr_1",
-      publisherEmail: "owner@example.com",
-      fileCount: 1,
-      totalBytes: 1,
-      config,
-    });
+    await db.execute(sql`insert into apps.versions (app_id, number, published_by, publisher_email, file_count,
+      total_bytes, config)
+      values (${id}, ${i + 1}, 'usr_1', 'owner@example.com', 1, 1, ${JSON.stringify(config)}::jsonb)`);
 }
