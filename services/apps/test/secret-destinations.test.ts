@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { apiRule, openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
 import { sql } from "drizzle-orm";
 import { formsOf, redact, redactText } from "../src/apis/redact.ts";
-import { addresses, appsTable, secrets, versions } from "../src/db/schema.ts";
+import { secrets } from "../src/db/schema.ts";
 import { sameDestination } from "../src/secrets/destinations.ts";
 import { secretAad, Sealer } from "../src/secrets/sealed.ts";
 import { openSecretFor } from "../src/secrets/store.ts";
