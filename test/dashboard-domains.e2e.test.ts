@@ -3,7 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq } from "drizzle-orm";
 import { boughtDomains, hostnames } from "../services/domains/src/db/schema.ts";
 import type { DomainsService } from "../services/domains/src/service.ts";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
@@ -68,13 +68,7 @@ for (const mode of MODES) {
 
     async function signedIn(email: string): Promise<HostCookieJar> {
       const jar = new HostCookieJar();
-      const form = await jar.fetch(`${hatch.baseUrl}/signin`);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        csrf: csrfOf(await form.text()),
-      });
-      expect(done.status).toBe(303);
+      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
       return jar;
     }
     const pagePath = () => `/dashboard/apps/${address}/domains`;

@@ -4,7 +4,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createHash } from "node:crypto";
 import { appLogs, blobs, bucketFiles, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
@@ -121,13 +121,7 @@ for (const mode of MODES) {
 
     async function signedIn(email: string): Promise<HostCookieJar> {
       const jar = new HostCookieJar();
-      const form = await jar.fetch(`${hatch.baseUrl}/signin`);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        csrf: csrfOf(await form.text()),
-      });
-      expect(done.status).toBe(303);
+      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
       return jar;
     }
     const activity = async () =>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { csrfOf, HostCookieJar } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -50,13 +50,7 @@ for (const mode of MODES) {
 
     async function signedIn(email: string): Promise<HostCookieJar> {
       const jar = new HostCookieJar();
-      const form = await jar.fetch(`${hatch.baseUrl}/signin`);
-      const done = await jar.post(`${hatch.baseUrl}/signin`, {
-        email,
-        password: PASSWORD,
-        csrf: csrfOf(await form.text()),
-      });
-      expect(done.status).toBe(303);
+      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
       return jar;
     }
     const current = async () =>
