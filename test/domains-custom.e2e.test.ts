@@ -264,6 +264,13 @@ for (const mode of MODES) {
         arguments: { address: "alice-site", hostname: "www.alice-e2e.test", action: "disconnect" },
       });
       expect(JSON.stringify(text)).toContain("confirm");
+      // The question is a result that fits the tool's output schema (the link for the user), not an error.
+      expect(text.isError).not.toBe(true);
+      expect(text.structuredContent).toMatchObject({
+        status: "needs_user",
+        hostname: "www.alice-e2e.test",
+        userAction: { kind: "open_link" },
+      });
       expect(await hostnameRow("www.alice-e2e.test")).toBeDefined();
       const { client, asked } = await connectFormClient(hatch, aliceToken, () => ({
         action: "accept",

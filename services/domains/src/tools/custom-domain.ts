@@ -174,7 +174,7 @@ async function disconnect(
           properties: { confirm: { type: "boolean", title: `Yes, disconnect ${hostname}` } },
           required: ["confirm"],
           fallback: "link",
-          data: { address: app.address, hostname },
+          data: { address: app.address, hostname, domain: viewOf(row) },
         },
       ),
     };
