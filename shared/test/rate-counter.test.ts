@@ -98,7 +98,11 @@ async function kvPair(clock: () => number): Promise<[KvRateCounter, KvRateCounte
       }) as KV;
     }, clock);
   };
-  return [await open(), await open()];
+  const pair: [KvRateCounter, KvRateCounter] = [await open(), await open()];
+  // The bucket exists before either copy counts: two copies creating one bucket at the same moment can race inside
+  // JetStream ("subjects overlap with an existing stream"); here each copy's open then finds it.
+  await new Kvm(buses.at(-1)!.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE });
+  return pair;
 }
 
 rateContract("jetstream kv", kvPair, Boolean(natsUrl));
