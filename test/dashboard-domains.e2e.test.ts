@@ -5,6 +5,7 @@ import { boughtDomains, hostnames } from "../services/domains/src/db/schema.ts";
 import type { DomainsService } from "../services/domains/src/service.ts";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
+import { joinOrg } from "./support/orgs.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -49,9 +50,7 @@ for (const mode of MODES) {
       ownerAi = await connectClient(hatch, owner.accessToken);
       memberAi = await connectClient(hatch, member.accessToken);
       await callOk(ownerAi, "org_setup", { action: "create", name: `Dom Co ${tag}` });
-      await callOk(ownerAi, "org_invite", { emails: [member.email], role: "member" });
-      const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(memberAi, "org");
-      await callOk(memberAi, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+      await joinOrg(ownerAi, memberAi, member.email, { role: "member" });
       const published = await callOk<{ address: string }>(ownerAi, "publish", {
         name: `dom-shop-${mode}`,
         visibility: "org",

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { joinOrg } from "./support/orgs.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";
@@ -31,9 +32,7 @@ for (const mode of MODES) {
       ownerAi = await connectClient(hatch, owner.accessToken, { name: "Zed Editor", version: "1.0.0" });
       memberAi = await connectClient(hatch, member.accessToken);
       await callOk(ownerAi, "org_setup", { action: "create", name: `Ver Co ${tag}` });
-      await callOk(ownerAi, "org_invite", { emails: [member.email], role: "member" });
-      const mine = await callOk<{ invitationsForMe: { invitationId: string }[] }>(memberAi, "org");
-      await callOk(memberAi, "org_setup", { action: "accept", invitationId: mine.invitationsForMe[0]!.invitationId });
+      await joinOrg(ownerAi, memberAi, member.email, { role: "member" });
       const first = await callOk<{ address: string }>(ownerAi, "publish", {
         name: `ver-app-${mode}`,
         visibility: "org",
