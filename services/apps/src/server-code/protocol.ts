@@ -8,8 +8,8 @@ export interface WorkerSetup {
   limits: SandboxLimits;
   pool: PoolOptions;
   /**
-   * [run being executed (0: none), entries and interrupt checks so far]: the watchdog reads it to find a worker stuck
-   * inside one built-in (no interrupt check for too long).
+   * [run being executed (0: none), entries and interrupt checks so far, the worker thread's id (0: unknown)]: the
+   * watchdog reads it to find a worker stuck inside one built-in (no interrupt check for too long).
    */
   board: SharedArrayBuffer;
   logLinesPerRequest: number;

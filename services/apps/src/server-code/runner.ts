@@ -1,5 +1,5 @@
 import type { Logger } from "@hatch/shared";
-import { otherThreadsCpuMs } from "./cpu-clock.ts";
+import { otherThreadsCpuMs, threadCpuMsOf } from "./cpu-clock.ts";
 import { Fairness, type FairnessOptions } from "./fairness.ts";
 import type { PoolOptions } from "./pool.ts";
 import type { FromWorker, LostCause, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
@@ -7,10 +7,11 @@ import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, 
 
 // The app host's side of the sandbox workers. Each app version goes to one worker (by a hash of its key), where its
 // warm instances live. A watchdog reads each worker's board (which request is inside QuickJS, and how many entries and
-// interrupt checks so far): a worker inside one entry with no interrupt check for longer than the CPU limit plus a
-// grace, in wall time and in CPU time (the process's threads other than this one used at least that much meanwhile:
-// on a busy machine a worker waiting for a core, or compiling in a cold WebAssembly tier, is not stuck), is stuck in a
-// built-in that starved the interrupt handler, and is terminated (code that reaches its checks is stopped by the CPU
+// interrupt checks so far, and its thread's id): a worker inside one entry with no interrupt check for longer than the
+// CPU limit plus a grace, in wall time and in its own thread's CPU time (on a busy machine a worker waiting for a core,
+// or compiling in a cold WebAssembly tier, is not stuck; where that thread's time cannot be read, the CPU time of the
+// process's threads other than this one stands in), is stuck in a built-in that starved the interrupt handler, and is
+// terminated (code that reaches its checks is stopped by the CPU
 // deadline in the worker, on the thread's CPU clock, however slow the machine); the request
 // that was running ends as a CPU kill; the runs it held that had not started go to the fresh worker (they never ran
 // any code), those that had are lost (they answer 503: Hatch's failure, a retry is safe, unless the stuck request was
@@ -79,7 +80,7 @@ interface Slot {
   runs: Map<number, Running>;
   /** Keys whose source this worker was sent (it may have evicted some; it then asks again). */
   sent: Set<string>;
-  /** The board's counter when it last moved, and the wall clock and other threads' CPU time then. */
+  /** The board's counter when it last moved, and the wall clock and the worker's CPU time (cpuOf) then. */
   seen: { counter: number; since: number; cpu: number };
   retired: boolean;
 }
@@ -140,7 +141,8 @@ export class SandboxRunner {
   }
 
   private spawn(group: (Slot | null)[]): Slot {
-    const board = new SharedArrayBuffer(8);
+    // [the run inside QuickJS or 0, entries and interrupt checks so far, the worker thread's id]
+    const board = new SharedArrayBuffer(12);
     const worker = new Worker(WORKER_URL.href);
     const slot: Slot = {
       group,
@@ -295,13 +297,15 @@ export class SandboxRunner {
 
   private watch(): void {
     const now = performance.now();
-    const cpu = otherThreadsCpuMs() ?? now;
+    const others = otherThreadsCpuMs() ?? now;
     const stuckAfter = this.options.limits.cpuMs + (this.options.stuckGraceMs ?? 1000);
     for (const slot of this.live()) {
       if (slot.runs.size === 0) continue;
       const running = Atomics.load(slot.board, 0);
       const counter = Atomics.load(slot.board, 1);
-      if (running === 0 || counter !== slot.seen.counter) {
+      const cpu = threadCpuMsOf(Atomics.load(slot.board, 2)) ?? others;
+      const inEntry = running !== 0 && counter === slot.seen.counter;
+      if (!inEntry) {
         slot.seen = { counter, since: now, cpu };
       } else if (now - slot.seen.since > stuckAfter && cpu - slot.seen.cpu > stuckAfter) {
         this.log.warn("server code worker stuck past the CPU limit: restarted", {
@@ -314,12 +318,20 @@ export class SandboxRunner {
         }
         continue;
       }
-      // A worker that says nothing long after a request's wall time is gone in some way: start again.
-      const overdue = [...slot.runs.values()].some((r) => now - r.startedAt > this.options.limits.wallMs + 5000);
+      // A worker that says nothing long after a request's wall time is gone in some way: start again. One inside an
+      // entry is the rule above's to judge by its CPU time (a busy machine may take long to give it that much); only
+      // far past any plausible wait is it taken for gone.
+      const grace = inEntry ? OVERDUE_IN_ENTRY_MS : OVERDUE_MS;
+      const overdue = [...slot.runs.values()].some((r) => now - r.startedAt > this.options.limits.wallMs + grace);
       if (overdue) this.replace(slot, null);
     }
   }
 }
+
+/** How long past a request's wall time a silent worker is taken for gone. */
+const OVERDUE_MS = 5_000;
+/** The same for a worker inside one entry, whose thread's CPU time the stuck rule is still waiting for. */
+const OVERDUE_IN_ENTRY_MS = 60_000;
 
 /** FNV-1a: spreads app versions over the workers, the same worker for the same key while the set of workers stays. */
 function hashOf(text: string): number {

@@ -1,5 +1,6 @@
 /// <reference lib="webworker" />
 import { setPriority } from "node:os";
+import { currentThreadId } from "./cpu-clock.ts";
 import { quickJs } from "./engine.ts";
 import { wasmHeapBytes } from "./marshal.ts";
 import { InstancePool } from "./pool.ts";
@@ -36,6 +37,7 @@ async function start(options: WorkerSetup, queued: ToWorker[]): Promise<void> {
   }
   const module = await quickJs();
   board = new Int32Array(options.board);
+  Atomics.store(board, 2, currentThreadId());
   pool = new InstancePool(module, options.limits, options.pool);
   self.onmessage = (event: MessageEvent) => receive(event.data as ToWorker, options, module);
   for (const message of queued.splice(0)) receive(message, options, module);
