@@ -102,6 +102,7 @@ export const org = defineTool({
     ),
   }),
   // The text gives the permissions, the invitations' inviters and expiry; what the user may do is the list it names.
+  // The id identifies the organization the text names, for programs (a text never shows internal ids).
   structured: (d) => ({
     org: d.org ? { id: d.org.id, name: d.org.name, owner: d.org.owner.email, memberCount: d.org.memberCount } : null,
     ...whenSet("role", d.role),
@@ -145,7 +146,8 @@ export const org_setup = defineTool({
     role: OrgRoleSchema,
     permissions: z.array(OrgPermissionSchema),
   }),
-  // The text names the organization (and its id) and the role; org shows the permissions.
+  // The text names the organization and the role (org shows the permissions); the id identifies the organization it
+  // names, for programs (a text never shows internal ids: test/model-walk-round2).
   structured: (d) => ({ status: d.status, org: { id: d.org.id, name: d.org.name }, role: d.role }),
 });
 

@@ -98,7 +98,7 @@ export function orgSetupTool(orgs: OrgsContext) {
     if (input.action === "accept") {
       const joined = await acceptInvitation(orgs, ctx, { id: input.invitationId ?? (await theOneWaiting(orgs, ctx)) });
       return {
-        text: `Joined ${joined.org.name} (${joined.org.id}) as ${joined.role}. From the next call on, you act in ${joined.org.name}.`,
+        text: `Joined ${joined.org.name} as ${joined.role}. From the next call on, you act in ${joined.org.name}.`,
         data: { status: "joined" as const, org: joined.org, role: joined.role, permissions: joined.permissions },
       };
     }
@@ -106,8 +106,8 @@ export function orgSetupTool(orgs: OrgsContext) {
     const data = input.action === "create" ? await create(orgs, ctx, name) : await convert(orgs, ctx, name);
     const text =
       input.action === "create"
-        ? `Created the organization ${name} (${data.org.id}) with you as its owner; you now act in it. Your personal apps stay in your personal account. org_invite adds people.`
-        : `Your account is now the organization ${name} (${data.org.id}), with you as its owner; its apps came along. org_invite adds people.`;
+        ? `Created the organization ${name} with you as its owner; you now act in it. Your personal apps stay in your personal account. org_invite adds people.`
+        : `Your account is now the organization ${name}, with you as its owner; its apps came along. org_invite adds people.`;
     return { text, data };
   });
 }

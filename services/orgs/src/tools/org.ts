@@ -1,4 +1,4 @@
-import { bindTool, org, plural } from "@hatch/shared";
+import { bindTool, org } from "@hatch/shared";
 import type { OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";
 import { invitationsForEmail } from "../db/invitations.ts";
@@ -39,7 +39,7 @@ export function orgTool(orgs: OrgsContext) {
       .map(([k]) => k);
     return {
       text:
-        `You are ${me.role} of ${summary.name} (${summary.id}; ${plural(summary.memberCount, "member")}, owner ${summary.owner.email}). ` +
+        `You are ${me.role} of ${summary.name} (${summary.memberCount} member${summary.memberCount === 1 ? "" : "s"}, owner ${summary.owner.email}). ` +
         `Permissions: ${permissions.join(", ") || "none"}. You may: ${allowed.join(", ") || "manage your own apps"}.${invitesLine}`,
       data: { org: summary, role: me.role, permissions, can, invitationsForMe },
     };
