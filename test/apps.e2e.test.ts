@@ -71,18 +71,12 @@ for (const mode of MODES) {
         ],
       });
       expect(second).toMatchObject({ status: "published", address: "todo-list", version: 2 });
-      const list = await callOk(alice, "list_tools", {});
-      expect(list.apps).toEqual([
-        expect.objectContaining({
-          address: "todo-list",
-          name: "Todo List!",
-          visibility: "private",
-          currentVersion: 2,
-          sharedWithMe: false,
-          opens7d: 0,
-          paused: false,
-        }),
-      ]);
+      // Flags that are false (shared with me, paused, AI-discoverable) are left out; the name and url are in the text.
+      const list = await alice.callTool({ name: "list_tools", arguments: {} });
+      expect(list.structuredContent).toEqual({
+        apps: [{ address: "todo-list", visibility: "private", currentVersion: 2, opens7d: 0 }],
+      });
+      expect(textOf(list)).toContain(`- Todo List! (todo-list): ${second.url} — private, v2 of `);
     });
 
     test("a client with form elicitation asks the user for name and visibility itself", async () => {
@@ -283,20 +277,13 @@ for (const mode of MODES) {
         visibility: "people",
         add: [bobEmail.toUpperCase()],
       });
-      expect(shared).toMatchObject({
-        status: "updated",
-        visibility: "people",
-        people: [bobEmail.toLowerCase()],
-        aiDiscoverable: false,
-      });
-      const bobs = await callOk(bob, "list_tools", { include: "shared" });
-      expect(bobs.apps).toEqual([
-        expect.objectContaining({
-          address: "todo-list",
-          sharedWithMe: true,
-          owner: { email: aliceEmail, name: "Alice" },
-        }),
+      // aiDiscoverable false is left out.
+      expect(shared).toEqual({ status: "updated", visibility: "people", people: [bobEmail.toLowerCase()] });
+      const bobs = await bob.callTool({ name: "list_tools", arguments: { include: "shared" } });
+      expect((bobs.structuredContent as { apps: unknown[] }).apps).toEqual([
+        expect.objectContaining({ address: "todo-list", sharedBy: aliceEmail }),
       ]);
+      expect(textOf(bobs)).toContain(`shared by ${aliceEmail}`);
 
       const refused = await alice.callTool({
         name: "share",
@@ -355,11 +342,8 @@ for (const mode of MODES) {
     test("rollback lists versions, makes an older one current, and says when it already is", async () => {
       const listed = await callOk(alice, "rollback", { address: "todo-list" });
       expect(listed.status).toBe("choose_version");
-      expect((listed.versions as { version: number; current: boolean }[]).map((v) => [v.version, v.current])).toEqual([
-        [3, true],
-        [2, false],
-        [1, false],
-      ]);
+      // The versions by number (the text gives each one's date, publisher and files).
+      expect(listed).toMatchObject({ currentVersion: 3, versions: [3, 2, 1] });
       const back = await callOk(alice, "rollback", { address: "todo-list", version: 1 });
       expect(back).toMatchObject({ status: "rolled_back", currentVersion: 1, previousVersion: 3 });
       expect(await callOk(alice, "rollback", { address: "todo-list", version: 1 })).toMatchObject({
@@ -374,11 +358,11 @@ for (const mode of MODES) {
 
     test("tool_stats reports the last days for the owner", async () => {
       const stats = await callOk(alice, "tool_stats", { address: "todo-list", days: 3 });
-      expect(stats).toMatchObject({ address: "todo-list", totalOpens: 0, totalUniqueViewers: 0 });
-      const days = stats.days as { date: string }[];
-      expect(days.map((d) => d.date)).toEqual(
-        [2, 1, 0].map((n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)),
-      );
+      // A day without opens is left out of opensByDay; the text says every day.
+      expect(stats).toEqual({ address: "todo-list", totalOpens: 0, totalUniqueViewers: 0, opensByDay: {} });
+      const text = textOf(await alice.callTool({ name: "tool_stats", arguments: { address: "todo-list", days: 3 } }));
+      for (const n of [2, 1, 0])
+        expect(text).toContain(`${new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)}: 0 opens`);
     });
 
     test("delete asks the user; on their yes the app is gone and its address is never given out again", async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
-import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
+import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
 import { EMBEDDED_MODES } from "./support/servers.ts";
 
 // The dashboard over real HTTP like a browser without JavaScript: sign-in lands on it, a form without its CSRF token
@@ -53,10 +53,12 @@ for (const mode of EMBEDDED_MODES) {
         .map((name) => `${name}=${jar.valueFor(url, name)}`)
         .join("; ");
 
-    const addressOf = async (ai: Client, name: string) =>
-      (await callOk<{ apps: { address: string; name: string }[] }>(ai, "list_tools", { include: "mine" })).apps.find(
-        (a) => a.name === name,
-      )!.address;
+    /** The app's address as list_tools' text names it ("- <name> (<address>): …"). */
+    const addressOf = async (ai: Client, name: string) => {
+      const text = textOf(await ai.callTool({ name: "list_tools", arguments: { include: "mine" } }));
+      const line = text.split("\n").find((l) => l.startsWith(`- ${name} (`))!;
+      return line.slice(`- ${name} (`.length, line.indexOf("): "));
+    };
 
     test("signed out, the dashboard sends to sign-in and back", async () => {
       const response = await new HostCookieJar().fetch(`${hatch.baseUrl}/dashboard`);

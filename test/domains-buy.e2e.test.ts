@@ -62,6 +62,12 @@ const OWNER = ADA_REGISTRANT;
 const FORM_ANSWER = { agree: true, ...OWNER };
 const PAGE_FIELDS = Object.fromEntries(Object.entries(FORM_ANSWER).map(([k, v]) => [`f.${k}`, String(v)]));
 
+/** find_domain's structured content. */
+type Found = {
+  available: Record<string, { premium?: true; firstYearPrice: string | null; renewalPrice: string | null }>;
+  unavailable: string[];
+};
+
 for (const mode of MODES) {
   describe(`buying a domain (${mode})`, () => {
     let hatch: TestHatch;
@@ -201,50 +207,29 @@ for (const mode of MODES) {
 
     test("find_domain: candidates across the usual endings with both prices; premium and taken names; the full name first", async () => {
       const found = await adaC.callTool({ name: "find_domain", arguments: { query: `free-word-${tag}` } });
-      const results = (
-        found.structuredContent as {
-          results: {
-            domain: string;
-            available: boolean;
-            premium: boolean;
-            firstYearPrice: object | null;
-            renewalPrice: object | null;
-          }[];
-        }
-      ).results;
-      expect(results.map((r) => r.domain)).toEqual(
+      // Prices as the text shows them, by domain; the names that cannot be bought apart.
+      const offered = found.structuredContent as Found;
+      expect(Object.keys(offered.available)).toEqual(
         ["com", "net", "org", "dev", "app", "io", "co", "xyz"].map((t) => `free-word-${tag}.${t}`),
       );
-      expect(results[0]).toEqual({
-        domain: `free-word-${tag}.com`,
-        available: true,
-        premium: false,
-        firstYearPrice: { amountMinor: 1299, currency: "USD", formatted: "$12.99" },
-        renewalPrice: { amountMinor: 1599, currency: "USD", formatted: "$15.99" },
-      });
+      expect(offered.unavailable).toEqual([]);
+      expect(offered.available[`free-word-${tag}.com`]).toEqual({ firstYearPrice: "$12.99", renewalPrice: "$15.99" });
       expect(textOf(found)).toContain(`free-word-${tag}.com: available, $12.99 the first year, then $15.99 a year`);
 
-      const full = await callOk<{
-        results: {
-          domain: string;
-          available: boolean;
-          premium: boolean;
-          firstYearPrice: { amountMinor: number } | null;
-        }[];
-      }>(adaC, "find_domain", { query: "premium-thing.io", tlds: ["io", "dev"], limit: 3 });
-      expect(
-        full.results.map((r) => [r.domain, r.available, r.premium, r.firstYearPrice?.amountMinor ?? null]),
-      ).toEqual([
-        ["premium-thing.io", true, true, 3999 * 25],
-        ["premium-thing.dev", true, true, 1499 * 25],
-      ]);
-      const taken = await callOk<{ results: { available: boolean; firstYearPrice: unknown }[] }>(adaC, "find_domain", {
-        query: "taken-name.com",
-        limit: 1,
+      const premium = await adaC.callTool({
+        name: "find_domain",
+        arguments: { query: "premium-thing.io", tlds: ["io", "dev"], limit: 3 },
       });
-      expect(taken.results).toEqual([
-        { domain: "taken-name.com", available: false, premium: false, firstYearPrice: null, renewalPrice: null },
-      ] as never);
+      expect(premium.structuredContent).toEqual({
+        available: {
+          "premium-thing.io": { premium: true, firstYearPrice: "$999.75", renewalPrice: expect.any(String) },
+          "premium-thing.dev": { premium: true, firstYearPrice: "$374.75", renewalPrice: expect.any(String) },
+        },
+        unavailable: [],
+      });
+      expect(textOf(premium)).toContain("premium-thing.io: available (premium), $999.75 the first year");
+      const taken = await callOk<Found>(adaC, "find_domain", { query: "taken-name.com", limit: 1 });
+      expect(taken).toEqual({ available: {}, unavailable: ["taken-name.com"] });
     }, 30_000);
 
     test("find_domain: bad input is refused", async () => {
@@ -348,10 +333,7 @@ for (const mode of MODES) {
       expect((await callOk<Status>(bobC, "domain_status")).domains).toEqual([]);
       expect(await refused(bobC, "domain_status", { domain })).toContain("(not_found)");
       // Bought: no longer offered, and buying it again answers what it is.
-      expect(
-        (await callOk<{ results: { available: boolean }[] }>(bobC, "find_domain", { query: domain, limit: 1 }))
-          .results[0]!.available,
-      ).toBe(false);
+      expect((await callOk<Found>(bobC, "find_domain", { query: domain, limit: 1 })).unavailable).toEqual([domain]);
       expect(await refused(bobC, "buy_domain", { domain })).toContain("(conflict)");
     }, 30_000);
 

@@ -124,24 +124,25 @@ for (const mode of MODES) {
 
       const members = await annC.callTool({ name: "org_members", arguments: {} });
       const said = textOf(members);
+      // structuredContent keeps who, which role, since or until (as days); the text gives those and the rest.
       const data = members.structuredContent as {
-        members: { email: string; permissions: string[]; joinedAt: string }[];
-        invitations: { email: string; invitedBy: string; expiresAt: string; permissions: string[] }[];
+        members: { email: string; role: string; joinedAt: string }[];
+        invitations: { email: string; role: string; expiresAt: string }[];
       };
       expect(said).toContain("1 member of Facts Co");
       const me = data.members[0]!;
-      expect(said).toContain(`owner since ${me.joinedAt.slice(0, 10)}`);
-      expect(said).toContain(`may ${me.permissions.join(", ")}`);
+      expect(said).toContain(`owner since ${me.joinedAt}; may publish, share_public, custom_domains, buy_domains`);
       const invitation = data.invitations[0]!;
       expect(said).toContain("1 open invitation:");
       expect(said).toContain(
-        `- ${bob.email}: member, may ${invitation.permissions.join(", ")}; invited by ${ann.email} on ` +
-          `${new Date().toISOString().slice(0, 10)}, expires ${invitation.expiresAt.slice(0, 10)}`,
+        `- ${bob.email}: ${invitation.role}, may publish; invited by ${ann.email} on ` +
+          `${new Date().toISOString().slice(0, 10)}, expires ${invitation.expiresAt}`,
       );
 
       const apps = await annC.callTool({ name: "org_apps", arguments: {} });
-      const app = (apps.structuredContent as { apps: { url: string; currentVersion: number }[] }).apps[0]!;
-      expect(textOf(apps)).toContain(`1 app in the organization:\n- Team Page (team-page): ${app.url}`);
+      const app = (apps.structuredContent as { apps: { address: string; currentVersion: number }[] }).apps[0]!;
+      const url = hatch.appHostUrl.replace("//", `//${app.address}.`);
+      expect(textOf(apps)).toContain(`1 app in the organization:\n- Team Page (team-page): ${url}`);
       expect(textOf(apps)).toContain(`v${app.currentVersion} of `);
 
       await addAiKey(hatch, ann, { scope: "mine", provider: "fake", key: "sk-facts-0123456789abcdef" });

@@ -13,7 +13,8 @@ import { MODES } from "./support/servers.ts";
 // writes; removing a member asks once, with one link, and the question says what moves and who receives it.
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
-type Activity = { entries: { app: string | null; action: string }[]; hasMore: boolean };
+/** org_activity's structured content (app only for an entry about one). */
+type Activity = { entries: { app?: string; action: string }[]; hasMore?: true };
 
 const MONTHS = [
   "January",

@@ -15,7 +15,8 @@ type User = Awaited<ReturnType<typeof userWithToken>>;
 type OrgOut = {
   org: { id: string; name: string; memberCount: number } | null;
   role: string | null;
-  can: Record<string, boolean>;
+  /** What the user may do (org's capabilities that are true). */
+  may: string[];
   invitationsForMe: { invitationId: string; org: { name: string }; role: string }[];
 };
 
@@ -73,7 +74,15 @@ for (const mode of MODES) {
         expect(await callOk(a, "whoami")).toMatchObject({ kind: "company" });
         const mine = await callOk<OrgOut>(a, "org");
         expect(mine.org).toMatchObject({ id: created.org.id, name: "Acme", memberCount: 1 });
-        expect(Object.values(mine.can).every(Boolean)).toBe(true);
+        expect(mine.may).toEqual([
+          "invite",
+          "manageMembers",
+          "pauseApps",
+          "readActivity",
+          "setCompanyDomain",
+          "manageBilling",
+          "transferOwnership",
+        ]);
         orgId = created.org.id;
         expect(await refused(a, "org_setup", { action: "create", name: "Second" })).toContain(
           "already act in the organization Acme",
@@ -89,14 +98,14 @@ for (const mode of MODES) {
         await callOk(a, "org_invite", { emails: [carol.email], role: "manager" });
         const before = await mailCount(hatch);
         const fifty = [dave.email, ...Array.from({ length: 49 }, (_, i) => `guest${i}-${mode}@example.com`)];
-        const invited = await callOk<{ invited: { email: string; status: string }[]; skipped: unknown[] }>(
-          a,
-          "org_invite",
-          { emails: fifty, role: "member", message: "Welcome aboard" },
-        );
+        const invited = await callOk<{ invited: string[]; skipped: unknown[] }>(a, "org_invite", {
+          emails: fifty,
+          role: "member",
+          message: "Welcome aboard",
+        });
         expect(invited.invited).toHaveLength(50);
         expect(invited.skipped).toEqual([]);
-        expect(invited.invited.every((i) => i.status === "pending")).toBe(true);
+        expect(new Set(invited.invited)).toEqual(new Set(fifty.map((e) => e.toLowerCase())));
         expect((await mailCount(hatch)) - before).toBe(50);
         const mails = await outboxMails(hatch);
         expect(new Set(mails.map((m) => m.to))).toEqual(new Set(fifty.map((e) => e.toLowerCase())));
@@ -381,17 +390,13 @@ for (const mode of MODES) {
         expect(all.entries.length).toBe(50);
         expect(all.hasMore).toBe(true);
 
-        const paused = await callOk<Activity>(a, "org_activity", { action: "app.paused" });
-        expect(paused.entries).toEqual([
-          {
-            date: expect.any(String),
-            person: { email: carol.email, name: "Carol Manager" },
-            app: address,
-            action: "app.paused",
-            summary: expect.stringContaining("spam reports"),
-            client: { kind: "claude", name: "claude-code" },
-          },
+        const paused = await a.callTool({ name: "org_activity", arguments: { action: "app.paused" } });
+        expect((paused.structuredContent as Activity).entries).toEqual([
+          { date: expect.any(String), person: carol.email, app: address, action: "app.paused" },
         ]);
+        const line = textOf(paused).split("\n")[1]!;
+        for (const said of [`Carol Manager <${carol.email}>`, address, "spam reports", "(via claude-code)"])
+          expect(line).toContain(said);
         const byBob = await callOk<Activity>(a, "org_activity", { person: bob.email });
         expect(byBob.entries.map((x) => x.action).sort()).toEqual(["app.unpaused", "member.joined", "member.updated"]);
         const aboutSite = await callOk<Activity>(a, "org_activity", { app: address });
@@ -408,9 +413,9 @@ for (const mode of MODES) {
         const one = await callOk<Activity>(a, "org_activity", { action: "invitation.created", limit: 1 });
         expect(one.entries).toHaveLength(1);
         expect(one.hasMore).toBe(true);
-        expect(await callOk<Activity>(c, "org_activity", { action: "org.created" })).toMatchObject({
-          entries: [{ person: { email: alice.email } }],
-          hasMore: false,
+        // hasMore is left out when nothing older matches.
+        expect(await callOk<Activity>(c, "org_activity", { action: "org.created" })).toEqual({
+          entries: [expect.objectContaining({ person: alice.email, action: "org.created" })],
         });
         expect(await refused(a, "org_activity", { from: today(), to: dayOffset(-1) })).toContain("swap them");
       },
@@ -516,11 +521,11 @@ for (const mode of MODES) {
           { email: bob.email, action: "transfer_ownership" },
         );
         expect(moved).toMatchObject({ status: "transferred", member: { email: bob.email, role: "owner" } });
-        expect(await callOk<OrgOut>(a, "org")).toMatchObject({
-          role: "admin",
-          can: { transferOwnership: false, setCompanyDomain: true },
-        });
-        expect((await callOk<OrgOut>(b, "org")).can.transferOwnership).toBe(true);
+        const nowAdmin = await callOk<OrgOut>(a, "org");
+        expect(nowAdmin.role).toBe("admin");
+        expect(nowAdmin.may).toContain("setCompanyDomain");
+        expect(nowAdmin.may).not.toContain("transferOwnership");
+        expect((await callOk<OrgOut>(b, "org")).may).toContain("transferOwnership");
         expect(await refused(a, "org_member_update", { email: bob.email, action: "remove" })).toContain(
           "owner and cannot be removed",
         );
@@ -530,14 +535,8 @@ for (const mode of MODES) {
   });
 }
 
+/** org_activity's structured content; the text says each entry in words, with the person's name and the client. */
 type Activity = {
-  entries: {
-    date: string;
-    person: { email: string; name: string } | null;
-    app: string | null;
-    action: string;
-    summary: string;
-    client: { kind: string; name: string } | null;
-  }[];
-  hasMore: boolean;
+  entries: { date: string; person?: string; app?: string; action: string }[];
+  hasMore?: true;
 };

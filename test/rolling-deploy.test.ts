@@ -18,7 +18,9 @@ import {
   type ToolContract,
 } from "@hatch/shared";
 import { z } from "zod";
+import type { ConfirmationOpener } from "../gateway/src/confirm/index.ts";
 import type { AccountSessions } from "../gateway/src/mcp/accounts.ts";
+import { forwardToolCall } from "../gateway/src/mcp/call.ts";
 import { callService, websiteCaller, type ServiceClientDeps } from "../gateway/src/services.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { realServers, uniqueName } from "./support/servers.ts";
@@ -149,6 +151,26 @@ for (const [busName, makeBus] of BUSES) {
       expect(reply).toEqual({ ok: true, result: { text: "Saved.", data: { saved: "from an old gateway" } } });
       expect(fresh.seen.at(-1)?.input).toEqual({ text: "from an old gateway" });
       await fresh.stop();
+    });
+
+    test("a new gateway's structured form reads a copy's whole data; a form that cannot read it sends the data whole", async () => {
+      // The bus still carries each tool's whole data (the dashboard reads it); the gateway forms what an MCP client
+      // gets. A copy of another release sends the shape its contract has: a form expecting a key that copy does not
+      // send must not cost the call.
+      const old = await copy(v1);
+      const deps = { ...(await gateway()), logger, confirmations: {} as ConfirmationOpener };
+      const lean = defineTool({ ...v1, structured: (d) => ({ saved: d.saved.length }) });
+      const formed = await forwardToolCall(deps, lean, { text: "hello" }, caller);
+      expect(formed).toEqual({ content: [{ type: "text", text: "Saved." }], structuredContent: { saved: 5 } });
+      // The next release's form reads `savedAt`, which this copy's data does not have.
+      const ahead = defineTool({
+        ...v1,
+        output: z.object({ saved: z.string(), savedAt: z.string() }),
+        structured: (d) => ({ day: d.savedAt.slice(0, 10) }),
+      });
+      const whole = await forwardToolCall(deps, ahead, { text: "hello" }, caller);
+      expect(whole).toEqual({ content: [{ type: "text", text: "Saved." }], structuredContent: { saved: "hello" } });
+      await old.stop();
     });
 
     test("a call context of a version the copy does not read is answered with the versions it reads, not refused as unsigned", async () => {

@@ -10,10 +10,15 @@ import { EMBEDDED_MODES } from "./support/servers.ts";
 /** Ids a model passes back to a tool (an app's address, an invitation to accept). */
 const ID_KEYS = new Set(["address", "invitationId"]);
 
-/** URLs and the ids a later call needs, anywhere in a structured result. */
+/**
+ * URLs, the ids a later call needs, emails and days (a time as its day), anywhere in a structured result: what a
+ * client that shows only the text would otherwise miss (issue 26, item 13).
+ */
 function mustBeSaid(value: unknown, key = "", out: string[] = []): string[] {
   if (typeof value === "string") {
-    if (/^https?:\/\//.test(value) || (ID_KEYS.has(key) && value.length > 0)) out.push(value);
+    if (/^https?:\/\//.test(value) || (ID_KEYS.has(key) && value.length > 0) || /^[^\s@]+@[^\s@]+$/.test(value))
+      out.push(value);
+    else if (/^\d{4}-\d{2}-\d{2}/.test(value)) out.push(value.slice(0, 10));
   } else if (Array.isArray(value)) for (const item of value) mustBeSaid(item, key, out);
   else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) mustBeSaid(v, k, out);
   return out;

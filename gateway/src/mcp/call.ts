@@ -65,7 +65,7 @@ export async function forwardToolCall(
     const result = isAskReply(reply)
       ? await answerQuestion(deps, contract, input, caller, reply.ask, log)
       : toResult(contract, reply, log);
-    return await offerLink(deps, caller, result, log);
+    return await offerLink(deps, contract, caller, result, log);
   } catch (error) {
     return failedResult(error, contract, caller, log);
   }
@@ -92,7 +92,7 @@ export async function finishQuestion(
       answer: checked.answer,
       confirm: question.confirm,
     });
-    return await offerLink(deps, caller, toResult(contract, reply, log), log);
+    return await offerLink(deps, contract, caller, toResult(contract, reply, log), log);
   } catch (error) {
     return failedResult(error, contract, caller, log);
   }
@@ -121,13 +121,15 @@ export const OFFER_OUTCOME = {
  */
 async function offerLink(
   deps: ToolCallDeps,
+  contract: ToolContract,
   caller: CallerInfo,
-  result: CallToolResult,
+  full: CallToolResult,
   log: Logger,
 ): Promise<CallToolResult | InputRequiredResult> {
   const action = (
-    result.structuredContent as { userAction?: { kind?: unknown; url?: unknown; message?: unknown } } | undefined
+    full.structuredContent as { userAction?: { kind?: unknown; url?: unknown; message?: unknown } } | undefined
   )?.userAction;
+  const result = leaner(contract, full, log);
   if (result.isError || (!deps.offerLink && !deps.deferLink) || !caller.client.elicitation.url) return result;
   if (action?.kind !== "open_link" || typeof action.url !== "string" || !action.url) return result;
   const link = {
@@ -143,6 +145,24 @@ async function offerLink(
     return result;
   }
   return withOfferOutcome(result, choice);
+}
+
+/**
+ * The result as an MCP client gets it: its structuredContent in the contract's leaner form (`structured`), when the
+ * contract has one. The whole data stays for the gateway's own reading (the link offered above) and for the
+ * dashboard, which calls the service directly. A question or a declined one keeps its data. Should the form fail on
+ * data it did not expect (a service copy of another release), the data goes as it is: larger, never wrong.
+ */
+function leaner(contract: ToolContract, result: CallToolResult, log: Logger): CallToolResult {
+  const data = result.structuredContent as Record<string, unknown> | undefined;
+  if (!contract.structured || result.isError || !data) return result;
+  if (data.status === "needs_user" || data.status === "declined") return result;
+  try {
+    return { ...result, structuredContent: contract.structured(data) };
+  } catch (error) {
+    log.warn("structured form failed; the data goes as it is", { error });
+    return result;
+  }
 }
 
 /** The result with what the user chose about the page it offered, in its text. */

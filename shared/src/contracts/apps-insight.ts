@@ -137,6 +137,13 @@ export const tool_stats = defineTool({
     totalOpens: z.number().int(),
     totalUniqueViewers: z.number().int().describe("Distinct viewers over the whole period"),
   }),
+  // The text gives each day's opens and viewers; here the opens of the days that had any (a day left out had none).
+  structured: (d) => ({
+    address: d.address,
+    totalOpens: d.totalOpens,
+    totalUniqueViewers: d.totalUniqueViewers,
+    opensByDay: Object.fromEntries(d.days.filter((day) => day.opens > 0).map((day) => [day.date, day.opens])),
+  }),
 });
 
 export type ToolDataInput = ToolInput<typeof tool_data>;

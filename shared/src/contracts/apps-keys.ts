@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { AiKeyChoiceSchema, AiKeyScopeSchema, AppAddressSchema, AppRefSchema, UserActionSchema } from "./common.ts";
+import {
+  AiKeyChoiceSchema,
+  AiKeyScopeSchema,
+  AppAddressSchema,
+  AppRefSchema,
+  isoDay,
+  UserActionSchema,
+  whenSet,
+} from "./common.ts";
 import { SecretNameSchema } from "../apps/server-code.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -99,6 +107,23 @@ export const ai_key = defineTool({
       }),
     ),
     userAction: UserActionSchema.optional(),
+  }),
+  // The text gives the link (the gateway offers it from userAction before this form drops it) and, with a link, the
+  // keys by day; after a delete it says only what was deleted.
+  structured: (d) => ({
+    status: d.status,
+    ...whenSet("url", d.url),
+    ...(d.status === "link"
+      ? {
+          keys: d.keys.map((k) => ({
+            provider: k.provider,
+            scope: k.scope,
+            ...whenSet("address", k.address),
+            addedAt: isoDay(k.addedAt),
+            addedBy: k.addedBy,
+          })),
+        }
+      : {}),
   }),
 });
 

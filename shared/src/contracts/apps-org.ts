@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { plainText } from "../text.ts";
-import { AppAddressSchema, AppRefSchema, EmailSchema, PersonSchema, VisibilitySchema } from "./common.ts";
+import { AppAddressSchema, AppRefSchema, EmailSchema, PersonSchema, VisibilitySchema, whenSet } from "./common.ts";
 import { AppUrlSchema } from "./apps.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -35,6 +35,17 @@ export const org_apps = defineTool({
         updatedAt: z.string().describe("ISO 8601"),
       }),
     ),
+  }),
+  // The text gives each app's name, url and the day of its version.
+  structured: ({ apps }) => ({
+    apps: apps.map((a) => ({
+      address: a.address,
+      owner: a.owner.email,
+      visibility: a.visibility,
+      ...whenSet("paused", a.paused),
+      currentVersion: a.currentVersion,
+      opens7d: a.opens7d,
+    })),
   }),
 });
 

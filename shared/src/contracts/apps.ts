@@ -8,6 +8,7 @@ import {
   PersonSchema,
   UserActionSchema,
   VisibilitySchema,
+  whenSet,
 } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -181,6 +182,18 @@ export const list_tools = defineTool({
       }),
     ),
   }),
+  // The text gives each app's name, url and the day of its version; flags only when set, the owner only when shared.
+  structured: ({ apps }) => ({
+    apps: apps.map((a) => ({
+      address: a.address,
+      visibility: a.visibility,
+      ...whenSet("aiDiscoverable", a.aiDiscoverable),
+      currentVersion: a.currentVersion,
+      opens7d: a.opens7d,
+      ...whenSet("sharedBy", a.sharedWithMe ? a.owner.email : null),
+      ...whenSet("paused", a.paused),
+    })),
+  }),
 });
 
 export const share = defineTool({
@@ -224,6 +237,14 @@ export const share = defineTool({
     aiDiscoverable: z.boolean().optional(),
     userAction: UserActionSchema.optional(),
   }),
+  // The address is the caller's own; the text names the people only while visibility is people (else it counts
+  // them), and visibility only with the url.
+  structured: (d) => ({
+    status: d.status,
+    ...whenSet("visibility", d.url ? d.visibility : null),
+    ...whenSet("people", d.visibility === "people" ? d.people : null),
+    ...whenSet("aiDiscoverable", d.aiDiscoverable),
+  }),
 });
 
 const VersionSchema = z.object({
@@ -263,6 +284,15 @@ export const rollback = defineTool({
     currentVersion: z.number().int().nullable(),
     previousVersion: z.number().int().nullable().describe("The version that was current before this call"),
     versions: z.array(VersionSchema).describe("Newest first"),
+  }),
+  // The text lists the versions (date, publisher, files) only when asked to choose; their numbers are enough here.
+  structured: (d) => ({
+    status: d.status,
+    address: d.address,
+    currentVersion: d.currentVersion,
+    ...(d.status === "choose_version"
+      ? { versions: d.versions.map((v) => v.version) }
+      : whenSet("previousVersion", d.status === "rolled_back" ? d.previousVersion : null)),
   }),
 });
 

@@ -265,3 +265,12 @@ export const OrgPermissionSchema = z
       "the company's AI key; billing = see and manage billing",
   );
 export type OrgPermission = z.infer<typeof OrgPermissionSchema>;
+
+/** The day of an ISO 8601 time (2026-03-01), as a tool's text says it. */
+export const isoDay = (iso: string) => iso.slice(0, 10);
+
+/** The key only when its value says something: not null or false (a structured form leaves such defaults out). */
+export function whenSet<K extends string, V>(key: K, value: V): Partial<Record<K, V>> {
+  if (value === null || value === undefined || value === false) return {};
+  return { [key]: value } as Record<K, V>;
+}

@@ -49,6 +49,13 @@ export interface ToolContractOptions<I extends z.ZodObject, O extends z.ZodObjec
    * not listed here is refused by such a copy with a retryable `unavailable` (gateway/DESIGN.md, "Rolling deploys").
    */
   ignorable?: readonly string[];
+  /**
+   * What an MCP client gets as structuredContent, when the service's data (which the dashboard reads whole) says more
+   * than the text: its ids, states and numbers, none of them missing from the text, and never larger than it (ChatGPT
+   * reads both, so each byte here is paid twice). The gateway applies it to finished results; a question
+   * (status needs_user) keeps its data. Without it the data goes as it is.
+   */
+  structured?(data: z.infer<O>): Record<string, unknown>;
 }
 
 export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
@@ -64,6 +71,7 @@ export interface ToolContract<I extends z.ZodObject = z.ZodObject, O extends z.Z
   readonly hiddenFor: readonly ClientKind[];
   readonly ignorable: readonly string[];
   limitProblem?(input: z.infer<I>): string | null;
+  structured?(data: z.infer<O>): Record<string, unknown>;
 }
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
@@ -91,6 +99,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
     hiddenFor: options.hiddenFor ?? [],
     ignorable: options.ignorable ?? [],
     limitProblem: options.limitProblem,
+    structured: options.structured,
   };
 }
 

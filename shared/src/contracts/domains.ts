@@ -7,6 +7,7 @@ import {
   DomainNameSchema,
   MoneySchema,
   UserActionSchema,
+  whenSet,
 } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -164,6 +165,22 @@ export const find_domain = defineTool({
     .strict(),
   output: z.object({
     results: z.array(DomainOfferSchema),
+  }),
+  // The prices as the text shows them (the amount and currency are in the formatted price), by domain.
+  structured: ({ results }) => ({
+    available: Object.fromEntries(
+      results
+        .filter((r) => r.available)
+        .map((r) => [
+          r.domain,
+          {
+            ...whenSet("premium", r.premium),
+            firstYearPrice: r.firstYearPrice?.formatted ?? null,
+            renewalPrice: r.renewalPrice?.formatted ?? null,
+          },
+        ]),
+    ),
+    unavailable: results.filter((r) => !r.available).map((r) => r.domain),
   }),
 });
 

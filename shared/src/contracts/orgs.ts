@@ -5,10 +5,12 @@ import {
   AssignableRoleSchema,
   dateInputSchema,
   EmailSchema,
+  isoDay,
   OrgPermissionSchema,
   OrgRoleSchema,
   PersonSchema,
   UserActionSchema,
+  whenSet,
 } from "./common.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
@@ -99,6 +101,20 @@ export const org = defineTool({
       }),
     ),
   }),
+  // The text gives the permissions, the invitations' inviters and expiry; what the user may do is the list it names.
+  // The id identifies the organization the text names, for programs (a text never shows internal ids).
+  structured: (d) => ({
+    org: d.org ? { id: d.org.id, name: d.org.name, owner: d.org.owner.email, memberCount: d.org.memberCount } : null,
+    ...whenSet("role", d.role),
+    ...(d.org
+      ? {
+          may: Object.entries(d.can)
+            .filter(([, allowed]) => allowed)
+            .map(([what]) => what),
+        }
+      : {}),
+    invitationsForMe: d.invitationsForMe.map((i) => ({ invitationId: i.invitationId, org: { name: i.org.name } })),
+  }),
 });
 
 export const org_setup = defineTool({
@@ -130,6 +146,9 @@ export const org_setup = defineTool({
     role: OrgRoleSchema,
     permissions: z.array(OrgPermissionSchema),
   }),
+  // The text names the organization and the role (org shows the permissions); the id identifies the organization it
+  // names, for programs (a text never shows internal ids: test/model-walk-round2).
+  structured: (d) => ({ status: d.status, org: { id: d.org.id, name: d.org.name }, role: d.role }),
 });
 
 export const org_invite = defineTool({
@@ -175,6 +194,13 @@ export const org_invite = defineTool({
     skipped: z.array(z.object({ email: z.string(), reason: z.string() })),
     userAction: UserActionSchema.optional(),
   }),
+  // The text names who was invited (one role and permissions per call, one expiry day) or revoked, and who was skipped.
+  structured: (d) => ({
+    status: d.status,
+    invited: d.invited.map((i) => i.email),
+    revoked: d.revoked,
+    skipped: d.skipped,
+  }),
 });
 
 export const org_members = defineTool({
@@ -197,6 +223,16 @@ export const org_members = defineTool({
   output: z.object({
     members: z.array(MemberSchema),
     invitations: z.array(InvitationSchema),
+  }),
+  // The text gives each one's permissions and each invitation's inviter and day; here who, which role, since or until.
+  structured: (d) => ({
+    members: d.members.map((m) => ({ email: m.email, name: m.name, role: m.role, joinedAt: isoDay(m.joinedAt) })),
+    invitations: d.invitations.map((i) => ({
+      email: i.email,
+      role: i.role,
+      expiresAt: isoDay(i.expiresAt),
+      ...whenSet("expired", i.status === "expired"),
+    })),
   }),
 });
 
@@ -296,6 +332,16 @@ export const org_activity = defineTool({
       )
       .describe("Newest first"),
     hasMore: z.boolean().describe("true when older entries match too; narrow the filters to see them"),
+  }),
+  // The text says each entry in words, to the minute, with its client; here when, who, which app and the action's kind.
+  structured: (d) => ({
+    entries: d.entries.map((e) => ({
+      date: `${e.date.slice(0, 16)}Z`,
+      ...whenSet("person", e.person?.email ?? null),
+      ...whenSet("app", e.app),
+      action: e.action,
+    })),
+    ...whenSet("hasMore", d.hasMore),
   }),
 });
 

@@ -95,7 +95,7 @@ export function billingTool(billing: BillingContext) {
           : ` ${used} of ${seatLimit === null ? "unlimited people" : plural(seatLimit, "person")} (members and open invitations).`;
     const head =
       `Plan ${PLAN_TABLE[account.plan].title} (${account.state}), ${account.cardOnFile ? "card on file" : "no card on file"}.${seats} ` +
-      `This month: ${plural(usage.opens, "open")}, ${plural(usage.aiTokens, "AI token")}, ${plural(usage.domains, "domain")}, ${usage.amountSoFar.formatted} so far.`;
+      `This month (${usage.periodStart} until ${usage.periodEnd}): ${plural(usage.opens, "open")}, ${plural(usage.aiTokens, "AI token")}, ${plural(usage.domains, "domain")}, ${usage.amountSoFar.formatted} so far.`;
     return {
       text: `${head}${nextSteps(input.seats, account.seats, perSeat, actionNeeded, url, links)}${account.plan === "free" ? ` Plans: ${plansLine(payer.accountKind)}.` : ""}`,
       data,

@@ -167,8 +167,11 @@ function describe(orgs: OrgsContext, me: OrgCaller, out: Output): string {
     orgs.mailer.mode === "smtp"
       ? "an email"
       : `an email (no mail server is configured here: under \`bun run dev\` each invitee reads it at ${orgs.config.baseUrl}/dev/outbox, signed in with that email)`;
-  const until = out.invited[0] ? `; the links work until ${day(new Date(out.invited[0].expiresAt))}` : "";
-  return `Invited ${plural(out.invited.length, "person")} to ${me.accountName}; each gets ${where} with a link to join${until}.${skipped}`;
+  const first = out.invited[0];
+  if (!first) return `Invited nobody to ${me.accountName}.${skipped}`;
+  // One call invites everyone with the same role and permissions.
+  const as = `as ${first.role}, may ${first.permissions.join(", ") || "nothing"}`;
+  return `Invited ${plural(out.invited.length, "person")} to ${me.accountName} ${as}: ${out.invited.map((i) => i.email).join(", ")}; each gets ${where} with a link to join; the links work until ${day(new Date(first.expiresAt))}.${skipped}`;
 }
 
 export function orgInviteTool(orgs: OrgsContext) {
