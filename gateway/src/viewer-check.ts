@@ -1,7 +1,5 @@
 import {
   acceptRequestId,
-  decodeJson,
-  encodeJson,
   HEADER_REQUEST_ID,
   isToolError,
   openViewerCheck,
@@ -10,24 +8,28 @@ import {
   subjects,
   ToolError,
   ViewerCheckInputSchema,
+  type RpcReply,
+  type ViewerChanged,
+  type ViewerCheck,
+  type ViewerCheckQuestion,
+} from "@hatch/contracts";
+import {
+  decodeJson,
+  encodeJson,
   type Bus,
   type BusMessage,
   type BusReply,
   type BusSubscription,
   type Database,
   type Logger,
-  type RpcReply,
-  type ViewerChanged,
-  type ViewerCheck,
-  type ViewerCheckQuestion,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import { and, eq, gt } from "drizzle-orm";
 import { hasConsent } from "./app-consents.ts";
 import { browserSessions, users } from "./db/schema.ts";
 import type { AccountSessions } from "./mcp/accounts.ts";
 import { websiteClaims } from "./website-claims.ts";
 
-// The gateway's side of app viewers (shared/src/viewer-ticket.ts): it answers who a browser session is now (and, for
+// The gateway's side of app viewers (shared/contracts/src/viewer-ticket.ts): it answers who a browser session is now (and, for
 // a question naming an app, whether the person agreed that it learns who they are: app-consents.ts), and tells every
 // app host when a session ended, a person's membership changed or they took a consent back.
 

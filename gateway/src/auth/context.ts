@@ -1,4 +1,4 @@
-import type { Database, Logger } from "@hatch/shared";
+import type { Database, Logger } from "@hatch/platform";
 import type { GatewayConfig } from "../config.ts";
 import type { ClientDocumentCache } from "./client-documents.ts";
 import type { AuthThrottles } from "./throttle.ts";

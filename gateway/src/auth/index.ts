@@ -1,4 +1,5 @@
-import { deriveKey, type Database, type Logger, type RateCounter } from "@hatch/shared";
+import { deriveKey } from "@hatch/contracts";
+import { type Database, type Logger, type RateCounter } from "@hatch/platform";
 import type { Elysia } from "elysia";
 import type { GatewayConfig } from "../config.ts";
 import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";

@@ -1,4 +1,4 @@
-import { isToolError, openPayload, plural, signPayload } from "@hatch/shared";
+import { isToolError, openPayload, plural, signPayload } from "@hatch/contracts";
 import { and, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { grants, users } from "../db/schema.ts";

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { emailProblem, hasControlChars, plainText, randomId } from "@hatch/shared";
+import { emailProblem, hasControlChars, plainText, randomId } from "@hatch/contracts";
 import { users } from "../db/schema.ts";
 import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";

@@ -1,4 +1,4 @@
-import { isToolError, openPayload, signPayload } from "@hatch/shared";
+import { isToolError, openPayload, signPayload } from "@hatch/contracts";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { users } from "../db/schema.ts";

@@ -5,10 +5,9 @@ import {
   randomId,
   TOOL_CONTRACTS,
   type CallReply,
-  type Database,
-  type Logger,
   type ToolContract,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Database, type Logger } from "@hatch/platform";
 import { cookieHeaders, type AccessIdentity, type Auth, type BrowserState } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";
 import { callService, type CallerInfo, type ServiceClientDeps } from "../services.ts";

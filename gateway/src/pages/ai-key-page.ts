@@ -2,14 +2,12 @@ import {
   AI_KEY_SCOPES,
   AI_PROVIDER_NAME,
   AiKeyPageSchema,
-  callRpc,
   isToolError,
   rpcMethods,
   type AiKeyPage,
   type AiKeyScope,
-  type Bus,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type PublicUser } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";

@@ -6,11 +6,9 @@ import {
   rpcMethods,
   signViewerTicket,
   ViewerOriginSchema,
-  type Bus,
-  type Database,
-  type Logger,
   type ViewerOrigin,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Bus, type Database, type Logger } from "@hatch/platform";
 import { consentNeeded, hasConsent, recordConsent, type PublicApp } from "../app-consents.ts";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
 import { localPath, redirect } from "../auth/http.ts";

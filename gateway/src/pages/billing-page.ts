@@ -1,17 +1,15 @@
 import {
   BillingLinkSchema,
   BillingSettingsSchema,
-  callRpc,
   isToolError,
   LocalActResultSchema,
   MAX_SEATS,
   PLAN_TABLE,
   rpcMethods,
   type BillingSettings,
-  type Bus,
   type LocalActInput,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type Params } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";

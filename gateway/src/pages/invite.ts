@@ -1,13 +1,11 @@
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import {
-  callRpc,
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
   isToolError,
   rpcMethods,
-  type Bus,
   type InvitationPreview,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";

@@ -1,4 +1,5 @@
-import { isToolError, MailOutboxSchema, rpcMethods, type Bus, type Logger } from "@hatch/shared";
+import { isToolError, MailOutboxSchema, rpcMethods } from "@hatch/contracts";
+import { type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";

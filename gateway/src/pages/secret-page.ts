@@ -1,5 +1,5 @@
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import {
-  callRpc,
   isToolError,
   placementText,
   rpcMethods,
@@ -8,10 +8,8 @@ import {
   SecretPageInputSchema,
   SecretPageSchema,
   type ApiPlacement,
-  type Bus,
-  type Logger,
   type SecretPage,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
 import { redirect } from "../auth/http.ts";

@@ -1,13 +1,5 @@
-import {
-  isAskReply,
-  isToolError,
-  randomId,
-  type Bus,
-  type Logger,
-  type Question,
-  type ToolContract,
-  type ToolOutput,
-} from "@hatch/shared";
+import { isAskReply, isToolError, randomId, type Question, type ToolContract, type ToolOutput } from "@hatch/contracts";
+import { type Bus, type Logger } from "@hatch/platform";
 import type { z } from "zod";
 import type { PublicUser } from "../../auth/index.ts";
 import type { AccountSessions } from "../../mcp/accounts.ts";

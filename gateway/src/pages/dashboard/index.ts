@@ -1,5 +1,5 @@
+import { callRpc, type Database } from "@hatch/platform";
 import {
-  callRpc,
   custom_domain,
   DashboardAppSchema,
   delete_tool,
@@ -16,12 +16,11 @@ import {
   rpcMethods,
   share,
   tool_stats,
-  type Database,
   type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import { listConsents, removeConsent } from "../../app-consents.ts";
 import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../auth/index.ts";
@@ -278,7 +277,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     contract: ToolContract,
     input: unknown,
     back: string,
-    question: import("@hatch/shared").Question,
+    question: import("@hatch/contracts").Question,
     action: string,
     values?: Record<string, string>,
     error?: string,

@@ -1,5 +1,5 @@
+import { callRpc } from "@hatch/platform";
 import {
-  callRpc,
   DashboardDocumentAnswerSchema,
   DashboardDocumentDeletedSchema,
   DashboardDocumentsSchema,
@@ -10,7 +10,7 @@ import {
   rpcMethods,
   tool_data,
   type DashboardLogs,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import type { z } from "zod";
 import type { BrowserState, Params, PublicUser } from "../../auth/index.ts";

@@ -1,5 +1,5 @@
+import { consumeConfirm } from "@hatch/platform";
 import {
-  consumeConfirm,
   formatBytes,
   isToolError,
   PUBLISH_LIMITS,
@@ -9,7 +9,7 @@ import {
   type ConfirmClaims,
   type ErrorCode,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { appUrl } from "../apps-repo.ts";

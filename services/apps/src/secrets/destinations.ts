@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { placementText, type ApiPlacement } from "@hatch/shared";
+import { placementText, type ApiPlacement } from "@hatch/contracts";
 import type { BoundDestination } from "../db/schema.ts";
 import type { SecretUse } from "./usage.ts";
 

@@ -1,4 +1,4 @@
-import { apiRule, type ApiDeclaration, type ApiPlacement } from "@hatch/shared";
+import { apiRule, type ApiDeclaration, type ApiPlacement } from "@hatch/contracts";
 import { and, eq, inArray } from "drizzle-orm";
 import type { AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,4 +1,4 @@
-import { confirmUsesTable, outboxTable } from "@hatch/shared";
+import { confirmUsesTable, outboxTable } from "@hatch/platform";
 import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 

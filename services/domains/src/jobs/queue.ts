@@ -1,4 +1,5 @@
-import { randomId, type Database, type Logger } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
+import { type Database, type Logger } from "@hatch/platform";
 import { and, asc, eq, getTableColumns, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { jobs } from "../db/schema.ts";
 

@@ -1,4 +1,5 @@
-import { randomId, type Database, type Logger } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
+import { type Database, type Logger } from "@hatch/platform";
 import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import type { OrgsConfig } from "../config.ts";
 import type { Tx } from "../db/accounts.ts";
