@@ -10,7 +10,7 @@ import { ClientDocumentCache } from "./client-documents.ts";
 import { resolveHostAddresses } from "./client-metadata.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
-import { cookieHeaders, readForm } from "./account-pages.ts";
+import { cookieHeaders, readForm } from "./forms.ts";
 import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
 import type { Params } from "./http.ts";

@@ -3,7 +3,7 @@ import { and, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { users } from "../db/schema.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "../pages/layout.ts";
-import { cookieHeaders, readForm } from "./account-pages.ts";
+import { cookieHeaders, readForm } from "./forms.ts";
 import type { AuthContext } from "./context.ts";
 import { redirect, safeNext } from "./http.ts";
 import { readBrowserState, type BrowserState } from "./sessions.ts";

@@ -17,7 +17,7 @@ import type { BrowserState, Params, PublicUser } from "../../auth/index.ts";
 import { signedContext, websiteCaller } from "../../services.ts";
 import type { PageScript, SafeHtml } from "../layout.ts";
 import { DASHBOARD_CLIENT, readTool } from "./calls.ts";
-import type { DashboardPagesDeps, Signed } from "./index.ts";
+import type { DashboardPagesDeps, Signed } from "./deps.ts";
 import {
   bucketBody,
   bucketPath,
