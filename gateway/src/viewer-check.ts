@@ -22,6 +22,7 @@ import {
   type BusSubscription,
   type Database,
   type Logger,
+  withDeadlineOr,
 } from "@hatch/platform";
 import { and, eq, gt } from "drizzle-orm";
 import { hasConsent } from "./app-consents.ts";
@@ -128,10 +129,8 @@ export async function announceViewerChanged(
   try {
     bus.publish(subjects.viewerChanged, encodeJson(change));
     if (!wait) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const flushed = bus.flush().catch((error: unknown) => logger.warn("viewer change not flushed", { error }));
-    await Promise.race([flushed, new Promise<void>((resolve) => (timer = setTimeout(resolve, ANNOUNCE_WAIT_MS)))]);
-    clearTimeout(timer);
+    await withDeadlineOr(flushed, ANNOUNCE_WAIT_MS, undefined);
   } catch (error) {
     logger.warn("viewer change not broadcast", { kind: "session" in change ? "session" : "user", error });
   }

@@ -1,4 +1,4 @@
-export { withDeadline } from "./deadline.ts";
+export { withDeadline, withDeadlineOr } from "./deadline.ts";
 export { BusError, decodeJson, encodeJson, subjectMatches, toBytes, withPrefix, withoutPrefix } from "./bus/types.ts";
 export type {
   Bus,

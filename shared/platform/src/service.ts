@@ -27,6 +27,7 @@ import {
   traceIdOf,
 } from "@hatch/contracts";
 import { databaseUnavailableMessage, isDatabaseUnavailable } from "./db-errors.ts";
+import { withDeadlineOr } from "./deadline.ts";
 import type { OutboxRelay } from "./events/outbox.ts";
 import type { Logger } from "./logger.ts";
 import { metrics, watchOutbox } from "./telemetry/metrics.ts";
@@ -310,12 +311,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   async function flushOutbox(): Promise<void> {
     if (!options.outbox) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      options.outbox.flush(),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    await withDeadlineOr(options.outbox.flush(), FLUSH_WAIT_MS, undefined);
   }
 
   return {

@@ -1,4 +1,5 @@
 import type { Logger } from "./logger.ts";
+import { withDeadlineOr } from "./deadline.ts";
 
 // Bounded, graceful shutdown for every process (gateway, services, dev, cluster). The steps run in order, each
 // within its share of the deadline, so one that hangs (a drain against a NATS server that went away, a pool waiting
@@ -105,19 +106,13 @@ export function onShutdown(options: ShutdownOptions): Shutdown {
 }
 
 async function within(step: ShutdownStep, ms: number): Promise<"ok" | "late" | unknown> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), ms)));
+  const run = Promise.resolve()
+    .then(() => step.run())
+    .then(() => "ok" as const);
   try {
-    return await Promise.race([
-      Promise.resolve()
-        .then(() => step.run())
-        .then(() => "ok" as const),
-      late,
-    ]);
+    return await withDeadlineOr(run, ms, "late" as const);
   } catch (error) {
     return error;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

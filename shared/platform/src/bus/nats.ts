@@ -8,6 +8,7 @@ import {
 } from "@nats-io/transport-node";
 import { formatBytes, ToolError } from "@hatch/contracts";
 import type { Logger } from "../logger.ts";
+import { withDeadlineOr } from "../deadline.ts";
 import {
   BusError,
   DRAIN_WAIT_MS,
@@ -120,19 +121,11 @@ export async function busReachable(bus: Bus, timeoutMs = 1_000): Promise<boolean
   if (!isNatsBus(bus)) return true;
   const nc = bus.connection;
   if (nc.isClosed() || nc.isDraining()) return false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
-  try {
-    return await Promise.race([
-      nc.flush().then(
-        () => true,
-        () => false,
-      ),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const flushed = nc.flush().then(
+    () => true,
+    () => false,
+  );
+  return withDeadlineOr(flushed, timeoutMs, false);
 }
 
 export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOptions, "url">): NatsBus {

@@ -1,3 +1,5 @@
+import { withDeadlineOr } from "../deadline.ts";
+
 /** One message on the bus. `subject` is as the subscriber sees it: without the deployment's prefix. */
 export interface BusMessage {
   subject: string;
@@ -107,8 +109,5 @@ export function withoutPrefix(prefix: string, subject: string): string {
 export const DRAIN_WAIT_MS = 2_000;
 
 export async function settleWithin(pending: Iterable<Promise<unknown>>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const cap = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  await Promise.race([Promise.allSettled([...pending]), cap]);
-  clearTimeout(timer);
+  await withDeadlineOr(Promise.allSettled([...pending]), ms, undefined);
 }

@@ -6,6 +6,7 @@ import { isNatsBus, type NatsBus } from "../bus/nats.ts";
 import { openKvBucket } from "../bus/jetstream-replicas.ts";
 import type { Logger } from "../logger.ts";
 import { LazyKv } from "../bus/lazy-kv.ts";
+import { withDeadlineOr } from "../deadline.ts";
 
 // Rate limits that hold across copies of a process: fixed windows counted in a JetStream key-value bucket when the
 // bus is NATS (every gateway copy sees the same counts), in memory in `bun run dev`. One interface, so a limit is
@@ -214,19 +215,11 @@ export class KvRateCounter implements RateCounter {
   }
 
   private async within<T>(work: Promise<T>): Promise<Outcome<T>> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), this.waitMs)));
-    try {
-      return await Promise.race([
-        work.then(
-          (value) => ({ value }),
-          (error: unknown) => ({ error }),
-        ),
-        late,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const settled = work.then(
+      (value): Outcome<T> => ({ value }),
+      (error: unknown): Outcome<T> => ({ error }),
+    );
+    return withDeadlineOr(settled, this.waitMs, "late" as const);
   }
 
   private degrade(reason: string): void {
