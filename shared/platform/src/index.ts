@@ -45,6 +45,8 @@ export { eventStreamFor } from "./events/index.ts";
 export { createJetStreamEventStream, deleteEventsStream, eventsStreamName } from "./events/jetstream-stream.ts";
 export { createMemoryEventStream } from "./events/memory-stream.ts";
 export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
+export { createBatchLoop } from "./jobs/batch-loop.ts";
+export type { BatchLoop, BatchLoopOptions } from "./jobs/batch-loop.ts";
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";

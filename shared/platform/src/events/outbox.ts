@@ -2,6 +2,7 @@ import { and, asc, inArray, isNotNull, isNull, lt, sql } from "drizzle-orm";
 import { bigserial, index, jsonb, text, timestamp, type PgSchema } from "drizzle-orm/pg-core";
 import type { Database } from "../db.ts";
 import type { Logger } from "../logger.ts";
+import { createBatchLoop } from "../jobs/batch-loop.ts";
 import { eventSubject, type HatchEvent, HatchEventSchema } from "@hatch/contracts";
 import type { EventStream } from "./stream.ts";
 
@@ -67,9 +68,6 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const { db, table, stream } = options;
   const log = options.logger.child({ component: "outbox" });
   const batch = options.batch ?? 100;
-  let timer: ReturnType<typeof setInterval> | undefined;
-  let running: Promise<void> | null = null;
-  let again = false;
   let lastSweep = 0;
 
   /** One pass: returns whether a full batch went out (so there may be more). */
@@ -110,45 +108,22 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     await db.delete(table).where(and(isNotNull(table.sentAt), lt(table.sentAt, new Date(Date.now() - SENT_KEPT_MS))));
   }
 
-  async function drainOutbox(): Promise<void> {
-    do {
-      again = false;
-      try {
-        while (await publishBatch()) {
-          // A full batch: there may be more.
-        }
-        await sweep();
-      } catch (error) {
-        log.warn("outbox relay pass failed; retrying on the next poll", { error });
-      }
-    } while (again);
-  }
-
-  function flush(): Promise<void> {
-    // One pass at a time per process; a flush asked for during a pass gets one more pass after it.
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = drainOutbox().finally(() => {
-      running = null;
-    });
-    return running;
-  }
+  const loop = createBatchLoop({
+    pass: async () => {
+      if (await publishBatch()) return true;
+      // After the last batch of a run, sent rows past their keeping time go.
+      await sweep();
+      return false;
+    },
+    pollMs: options.pollMs ?? 2_000,
+    logger: log,
+    failure: "outbox relay pass failed; retrying on the next poll",
+  });
 
   return {
-    start() {
-      if (timer) return;
-      timer = setInterval(() => void flush(), options.pollMs ?? 2_000);
-      timer.unref?.();
-      void flush();
-    },
-    flush,
-    async stop() {
-      clearInterval(timer);
-      timer = undefined;
-      await running;
-    },
+    start: loop.start,
+    flush: loop.run,
+    stop: loop.stop,
     async lag() {
       const [row] = await db
         .select({
