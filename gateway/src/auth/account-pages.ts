@@ -2,7 +2,7 @@ import { htmlResponse } from "../pages/layout.ts";
 import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";
 import { findGrant, listConnectedClients } from "./grants.ts";
-import { redirect, safeNext } from "./http.ts";
+import { redirect, safeNext, signInRedirect } from "./http.ts";
 import { endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
 import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
@@ -104,8 +104,7 @@ export async function submitSignOut(ctx: AuthContext, request: Request): Promise
 }
 
 const TOKENS = "/dashboard/tokens";
-const signInToTokens = (state: BrowserState) =>
-  redirect(`/signin?next=${encodeURIComponent(TOKENS)}`, cookieHeaders(state.setCookies));
+const signInToTokens = (state: BrowserState) => signInRedirect(TOKENS, state.setCookies);
 
 /** `GET /dashboard/tokens[?revoked=<grant>]`: the connected clients; after a revoke, a line saying it is done. */
 export async function showTokens(ctx: AuthContext, request: Request): Promise<Response> {

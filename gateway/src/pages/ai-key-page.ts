@@ -10,7 +10,7 @@ import {
 import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type PublicUser } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -123,8 +123,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
   async function show(request: Request): Promise<Response> {
     const state = await deps.auth.pages.state(request);
     const url = new URL(request.url);
-    if (!state.user)
-      return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
+    if (!state.user) return signInRedirect(url.pathname + url.search, state.setCookies);
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
     const { text, clear } = deps.notices.take(request, state.user.id);
@@ -141,8 +140,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const url = new URL(request.url);
-    if (!state.user)
-      return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
+    if (!state.user) return signInRedirect(url.pathname + url.search, state.setCookies);
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
     const provider = params.get("provider") ?? "";

@@ -12,7 +12,7 @@ import {
 import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type Params } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -131,8 +131,7 @@ ${s.cardOnFile ? html`<button class="secondary" type="submit" name="action" valu
 }
 
 export function billingPages(deps: BillingPagesDeps) {
-  const signIn = (state: BrowserState, next: string) =>
-    redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
+  const signIn = (state: BrowserState, next: string) => signInRedirect(next, state.setCookies);
 
   async function settings(user: Signed["user"]): Promise<BillingSettings> {
     const { ctx, requestId } = await dashboardContext(deps, user, "read");

@@ -11,6 +11,7 @@ import type { Auth, BrowserState } from "../auth/index.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 import { callServiceRpc, websiteCaller } from "../services.ts";
+import { signInRedirect } from "../auth/http.ts";
 
 export interface InvitePagesDeps {
   auth: Auth;
@@ -103,11 +104,7 @@ export function invitePages(deps: InvitePagesDeps) {
     const form = await deps.auth.pages.form(request);
     if ("refused" in form) return form.refused;
     const { state } = form;
-    if (!state.user)
-      return new Response(null, {
-        status: 303,
-        headers: { Location: `/signin?next=${encodeURIComponent(`/invite/${token}`)}` },
-      });
+    if (!state.user) return signInRedirect(`/invite/${token}`);
     if (!TOKEN.test(token))
       return problem(
         state,

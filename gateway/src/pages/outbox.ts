@@ -5,6 +5,7 @@ import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { callServiceRpc, websiteCaller } from "../services.ts";
+import { signInRedirect } from "../auth/http.ts";
 
 /** Links into this Hatch become clickable; everything else is shown as text. */
 function linkify(text: string, baseUrl: string): SafeHtml {
@@ -42,13 +43,7 @@ export function outboxPage(deps: OutboxPageDeps) {
       return htmlResponse(renderPage({ title: "Not found", body: html`<h1>Not found</h1>` }), { status: 404 });
     const state = await deps.auth.pages.state(request);
     const user = state.user;
-    if (!user) {
-      const headers = [
-        ["Location", `/signin?next=${encodeURIComponent("/dev/outbox")}`],
-        ...state.setCookies.map((c) => ["Set-Cookie", c]),
-      ] as [string, string][];
-      return new Response(null, { status: 303, headers });
-    }
+    if (!user) return signInRedirect("/dev/outbox", state.setCookies);
     try {
       const outbox = await callServiceRpc(
         deps,

@@ -12,7 +12,7 @@ import {
 } from "@hatch/contracts";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -109,7 +109,7 @@ export function secretPages(deps: SecretPagesDeps) {
   const target = (params: { address: string; name: string }) =>
     SecretPageInputSchema.safeParse({ address: params.address, name: params.name });
   const signIn = (state: BrowserState, address: string, name: string) =>
-    redirect(`/signin?next=${encodeURIComponent(pathOf(address, name))}`, cookieHeaders(state.setCookies));
+    signInRedirect(pathOf(address, name), state.setCookies);
   const notFound = (state: BrowserState) =>
     problem(
       state,

@@ -24,7 +24,7 @@ import {
 import { Elysia } from "elysia";
 import { listConsents, removeConsent } from "../../app-consents.ts";
 import { cookieHeaders, type BrowserState, type Params } from "../../auth/index.ts";
-import { localPath, redirect } from "../../auth/http.ts";
+import { localPath, redirect, signInRedirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, type PageScript, type SafeHtml } from "../layout.ts";
@@ -72,8 +72,7 @@ const CONFIRMABLE = new Map<string, ToolContract>(
 const emailList = (raw: string | undefined) => (raw ?? "").split(/[\s,;]+/).filter(Boolean);
 
 export function dashboardPages(deps: DashboardPagesDeps) {
-  const signIn = (state: BrowserState, path: string) =>
-    redirect(`/signin?next=${encodeURIComponent(path)}`, cookieHeaders(state.setCookies));
+  const signIn = (state: BrowserState, path: string) => signInRedirect(path, state.setCookies);
 
   /** A page's request for a signed-in person, or the sign-in redirect. */
   async function signed(request: Request): Promise<Signed | Response> {
