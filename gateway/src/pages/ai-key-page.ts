@@ -2,6 +2,7 @@ import {
   AI_KEY_SCOPES,
   AI_PROVIDER_NAME,
   AiKeyPageSchema,
+  httpStatusOf,
   isToolError,
   rpcMethods,
   type AiKeyPage,
@@ -165,8 +166,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status =
-        error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      const status = httpStatusOf(error.code);
       return problem(state, error.message, status);
     }
     log.error("AI key page failed", { error });

@@ -1,6 +1,7 @@
 import {
   BillingLinkSchema,
   BillingSettingsSchema,
+  httpStatusOf,
   isToolError,
   LocalActResultSchema,
   MAX_SEATS,
@@ -176,8 +177,7 @@ export function billingPages(deps: BillingPagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status =
-        error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : error.code === "not_found" ? 404 : 400;
+      const status = httpStatusOf(error.code);
       return page(state, "Billing", html`<h1>Billing</h1><p class="error" role="alert">${error.message}</p>`, status);
     }
     // Never the form: it may hold a card number.

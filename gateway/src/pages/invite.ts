@@ -2,6 +2,7 @@ import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import {
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
+  httpStatusOf,
   isToolError,
   rpcMethods,
   type InvitationPreview,
@@ -138,8 +139,7 @@ export function invitePages(deps: InvitePagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error)) {
-      const status =
-        error.code === "not_found" ? 404 : error.code === "conflict" ? 409 : error.code === "unavailable" ? 503 : 400;
+      const status = httpStatusOf(error.code);
       if (error.code !== "internal") return problem(state, "Could not join", error.message, status);
     }
     deps.logger.error("invitation page failed", { error });

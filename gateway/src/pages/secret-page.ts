@@ -1,5 +1,6 @@
 import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import {
+  httpStatusOf,
   isToolError,
   placementText,
   rpcMethods,
@@ -203,8 +204,7 @@ export function secretPages(deps: SecretPagesDeps) {
   /** The service's refusal as a message; anything unexpected is logged and hidden (no error carries the value). */
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status =
-        error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      const status = httpStatusOf(error.code);
       return problem(state, "Could not open this secret", error.message, status);
     }
     deps.logger.error("secret page failed", { error });

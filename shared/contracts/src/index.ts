@@ -1,6 +1,6 @@
 export { ALWAYS_OFFERED, groupOf, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS } from "./tools/groups.ts";
 export type { ToolGroup } from "./tools/groups.ts";
-export { ERROR_CODES, ToolError, isToolError } from "./errors.ts";
+export { ERROR_CODES, httpStatusOf, ToolError, isToolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 export {
   CallErrorSchema,
