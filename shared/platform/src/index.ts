@@ -47,6 +47,8 @@ export { createMemoryEventStream } from "./events/memory-stream.ts";
 export { createOutboxRelay, outboxTable, writeEvent } from "./events/outbox.ts";
 export { createBatchLoop } from "./jobs/batch-loop.ts";
 export type { BatchLoop, BatchLoopOptions } from "./jobs/batch-loop.ts";
+export { cancelJob, enqueueJob, JobQueue, jobsTable } from "./jobs/queue.ts";
+export type { JobKind, JobOutcome, JobQueueOptions, JobRow, JobsTable, NewJob } from "./jobs/queue.ts";
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
