@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { openServiceDatabase } from "@hatch/shared";
+import { openServiceDatabase } from "@hatch/platform";
 import { APPS_MIGRATIONS } from "@hatch/apps";
 import { createDiskBlobStore } from "../services/apps/src/blobs/disk.ts";
 import { dataUsage, documents } from "../services/apps/src/db/schema.ts";

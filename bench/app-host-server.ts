@@ -1,7 +1,7 @@
 // The app host under test: the apps service as `bun run dev` starts it (startAppsService on the in-process bus and
 // an in-memory PGlite; serving asks the database nothing once the app is cached), with one public app whose
 // index.html is BENCH_FILE. Prints `BENCH_READY {"url": …, "host": …}`: connect to url, send Host: host.
-import { openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
+import { openEmbeddedPostgres, openServiceDatabase } from "@hatch/platform";
 import { APPS_MIGRATIONS } from "@hatch/apps";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

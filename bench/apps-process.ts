@@ -1,6 +1,7 @@
 // The apps service as a benchmark child process starts it: `bun run dev`'s wiring (in-process bus) on the given
 // database, stopped cleanly on SIGTERM or SIGINT. Shared by the app host and data bench servers.
-import { createLogger, createMemoryBus, deriveKey, type DatabaseHandle } from "@hatch/shared";
+import { createLogger, createMemoryBus, type DatabaseHandle } from "@hatch/platform";
+import { deriveKey } from "@hatch/contracts";
 import { startAppsService, type AppsService } from "@hatch/apps";
 import { randomBytes } from "node:crypto";
 

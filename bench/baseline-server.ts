@@ -2,7 +2,8 @@
 // sessions over the SDK's web-standard streamable HTTP transport under Bun.serve, no auth, no gateway, no bus.
 // It talks to a real Postgres (DATABASE_URL) so that, against (c), the difference is the gateway and the bus.
 // Prints `BENCH_READY {"mcpUrl": …}` on stdout once it answers.
-import { createLogger, openServiceDatabase, randomId, whoami, type CallContext } from "@hatch/shared";
+import { createLogger, openServiceDatabase } from "@hatch/platform";
+import { randomId, whoami, type CallContext } from "@hatch/contracts";
 import { ORGS_MIGRATIONS } from "@hatch/orgs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";

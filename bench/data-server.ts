@@ -1,7 +1,7 @@
 // The app host's data routes under test: the apps service as deployed (startAppsService) on the real Postgres of
 // DATABASE_URL (already migrated and seeded by bench/data.ts), on the in-process bus. Prints
 // `BENCH_READY {"url": …, "host": …}` with the app's collection URL: connect to url, send Host: host.
-import { openServiceDatabase } from "@hatch/shared";
+import { openServiceDatabase } from "@hatch/platform";
 import { APPS_MIGRATIONS } from "@hatch/apps";
 import { startBenchApps } from "./apps-process.ts";
 import { MARKER } from "./children.ts";

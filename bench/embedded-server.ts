@@ -1,7 +1,7 @@
 // (b) What `bun run dev` runs: the gateway and every service in one process, the in-process bus and PGlite
 // (in memory here, so no `.data/` is touched). Creates a user and a token through the gateway's own admin
 // functions and prints `BENCH_READY {"mcpUrl": …, "token": …}` on stdout.
-import { createLogger, LOG_LEVELS, type LogLevel } from "@hatch/shared";
+import { createLogger, LOG_LEVELS, type LogLevel } from "@hatch/platform";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

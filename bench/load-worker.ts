@@ -7,7 +7,9 @@ import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { MARKER } from "./children.ts";
-import { driveTimed, readGo } from "./worker-loop.ts";
+import { driveTimed, readGo, type WorkerResult } from "./worker-loop.ts";
+
+export type { WorkerResult };
 
 export type Era = "2025" | "2026";
 
@@ -19,17 +21,6 @@ export interface WorkerConfig {
   clients: number;
   warmupMs: number;
   durationMs: number;
-}
-
-export interface WorkerResult {
-  /** Latency in ms of every call that completed inside the measured window. */
-  latencies: number[];
-  errors: number;
-  firstError?: string;
-  /** Calls made during the warmup (not counted). */
-  warmupCalls: number;
-  /** How the server answered the POSTs: plain JSON or an SSE stream. */
-  answers: { json: number; sse: number };
 }
 
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;

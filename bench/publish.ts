@@ -5,7 +5,7 @@
 // Hatch has never seen. Then republishes by manifest with one file changed. Reports bytes sent and time, t/m as a
 // ratio; goals: (t) at most 500 ms, and the republish uploads only the changed file. Both paths are warmed up first.
 // Runs the embedded stack in this process (in-memory PGlite, in-process bus, blobs in a temp folder).
-import { createLogger } from "@hatch/shared";
+import { createLogger } from "@hatch/platform";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { randomBytes } from "node:crypto";

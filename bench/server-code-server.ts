@@ -1,7 +1,7 @@
 // The server-code bench's (h): the apps service as deployed (startAppsService) on the real Postgres of DATABASE_URL
 // (already migrated and seeded by bench/server-code.ts), whose app runs bench/server-code-handler.js in the sandbox.
 // Prints `BENCH_READY {"url": …, "host": …}`: connect to url, send Host: host.
-import { openServiceDatabase } from "@hatch/shared";
+import { openServiceDatabase } from "@hatch/platform";
 import { APPS_MIGRATIONS } from "@hatch/apps";
 import { startBenchApps } from "./apps-process.ts";
 import { MARKER } from "./children.ts";

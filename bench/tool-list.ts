@@ -1,7 +1,7 @@
 // The size of `tools/list`, which a model reads before the user says a word: all 29 tools, and each tool group alone,
 // against the budget test/tool-groups.e2e.test.ts holds (32,000 bytes) and the size before the budget (83,833 bytes,
 // measured on main when issue 15 was filed). Bytes, not time: nothing here depends on the machine.
-import { CLIENT_KINDS, TOOL_GROUP_NAMES } from "@hatch/shared";
+import { CLIENT_KINDS, TOOL_GROUP_NAMES } from "@hatch/contracts";
 import { TOOL_LIST_BUDGET_BYTES, toolsFor } from "../gateway/src/mcp/catalog.ts";
 
 /** tools/list of all 29 tools before the budget (JSON bytes, ChatGPT excepted). */

@@ -1,6 +1,15 @@
 // What both load workers (MCP and raw HTTP) share: waiting for the parent's start signal, and the timed loop
 // of one client that sorts each call into warmup, error or measured latency.
-import type { WorkerResult } from "./load-worker.ts";
+export interface WorkerResult {
+  /** Latency in ms of every call that completed inside the measured window. */
+  latencies: number[];
+  errors: number;
+  firstError?: string;
+  /** Calls made during the warmup (not counted). */
+  warmupCalls: number;
+  /** How the server answered the POSTs: plain JSON or an SSE stream. */
+  answers: { json: number; sse: number };
+}
 
 /** Waits for `GO <epoch ms>` on stdin: the moment every worker starts measuring together. */
 export async function readGo(): Promise<number> {

@@ -1,7 +1,7 @@
 // The admin commands themselves, shared by `bun run admin` (direct, on the database) and the admin socket of
 // `bun run dev` (the same code run inside the server): both print exactly the same lines.
 import { AuthInputError, type Auth } from "@hatch/gateway";
-import type { Logger } from "@hatch/shared";
+import type { Logger } from "@hatch/platform";
 import { z } from "zod";
 
 export const AdminRequestSchema = z.discriminatedUnion("command", [

@@ -4,7 +4,7 @@
 // (0600, new on every start). Permissions keep other local users out; the token also refuses a stray process
 // that reaches the socket some other way (a container sharing the folder, a platform ignoring socket modes).
 import type { Auth } from "@hatch/gateway";
-import type { Logger } from "@hatch/shared";
+import type { Logger } from "@hatch/platform";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -14,7 +14,7 @@ import {
   openEmbeddedPostgres,
   openServiceDatabase,
   type CommonEnv,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runAdminCommand, type AdminRequest, type AdminResult } from "./admin-commands.ts";

@@ -1,7 +1,8 @@
 import type { Subprocess } from "bun";
 import { closeSync, openSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type ServiceName } from "@hatch/shared";
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "@hatch/platform";
+import { type ServiceName } from "@hatch/contracts";
 
 const ROOT = join(import.meta.dir, "..");
 

@@ -1,5 +1,5 @@
 // `bun run cluster`: the gateway and the four services as five processes against real NATS and Postgres.
-import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown } from "@hatch/shared";
+import { CommonEnvSchema, ConfigError, createLogger, loadConfig, onShutdown } from "@hatch/platform";
 import { randomBytes } from "node:crypto";
 import { startCluster } from "./cluster-lib.ts";
 

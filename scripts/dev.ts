@@ -10,7 +10,7 @@ import {
   loadConfig,
   onShutdown,
   startTracing,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startHatch } from "./hatch.ts";

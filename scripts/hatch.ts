@@ -12,7 +12,6 @@ import {
   createNatsBus,
   deleteEventsStream,
   deleteRateBucket,
-  deriveKey,
   isNatsBus,
   openEmbeddedPostgres,
   openServiceDatabase,
@@ -24,9 +23,9 @@ import {
   type PostgresPoolSettings,
   type RunningService,
   type ServiceDeps,
-  type ServiceName,
   type ShutdownStep,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { deriveKey, type ServiceName } from "@hatch/contracts";
 import { APPS_MIGRATIONS, startAppsService } from "@hatch/apps";
 import { BILLING_MIGRATIONS, startBillingService } from "@hatch/billing";
 import { DOMAINS_MIGRATIONS, startDomainsService } from "@hatch/domains";

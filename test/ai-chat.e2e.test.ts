@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { AI_LIMITS, type HatchEvent } from "@hatch/shared";
+import { AI_LIMITS, type HatchEvent } from "@hatch/contracts";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { and, eq } from "drizzle-orm";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { callRpc, deriveKey, rpcMethods, signContext, ViewerOriginSchema, type CallContextClaims } from "@hatch/shared";
+import { callRpc } from "@hatch/platform";
+import { deriveKey, rpcMethods, signContext, ViewerOriginSchema, type CallContextClaims } from "@hatch/contracts";
 import type { AppsService } from "@hatch/apps";
 import { type Browser } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { callRpc, deriveKey, rpcMethods, signViewerCheck, ViewerCheckSchema } from "@hatch/shared";
+import { callRpc } from "@hatch/platform";
+import { deriveKey, rpcMethods, signViewerCheck, ViewerCheckSchema } from "@hatch/contracts";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type Browser, type Page } from "playwright-core";

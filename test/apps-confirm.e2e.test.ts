@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
   CallReplySchema,
-  decodeJson,
   deriveKey,
-  encodeJson,
   signContext,
   subjects,
   type CallContextClaims,
   type CallReply,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { decodeJson, encodeJson } from "@hatch/platform";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";

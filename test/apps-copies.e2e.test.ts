@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { createNatsBus, deleteEventsStream } from "@hatch/shared";
+import { createNatsBus, deleteEventsStream } from "@hatch/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Subprocess } from "bun";
 import { clusterBlobDir, startCluster, type Cluster } from "../scripts/cluster-lib.ts";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { createLogger, eventStreamFor, PLAN_TABLE, type HatchEvent } from "@hatch/shared";
+import { createLogger, eventStreamFor } from "@hatch/platform";
+import { PLAN_TABLE, type HatchEvent } from "@hatch/contracts";
 import type { Browser } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { eventually } from "./support/eventually.ts";

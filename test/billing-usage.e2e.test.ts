@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { eventStreamFor, newEvent, type HatchEvent } from "@hatch/shared";
+import { eventStreamFor } from "@hatch/platform";
+import { newEvent, type HatchEvent } from "@hatch/contracts";
 import type { AppsService } from "@hatch/apps";
 import { eq } from "drizzle-orm";
 import { countUsage } from "../services/billing/src/usage.ts";

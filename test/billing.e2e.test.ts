@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { callRpc } from "@hatch/platform";
 import {
-  callRpc,
   ChargeResultSchema,
   deriveKey,
   EntitlementsSchema,
@@ -10,7 +10,7 @@ import {
   signContext,
   type CallContextClaims,
   type ClientKind,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq } from "drizzle-orm";
 import { charges } from "../services/billing/src/db/schema.ts";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { createLogger, eventStreamFor, type HatchEvent } from "@hatch/shared";
+import { createLogger, eventStreamFor } from "@hatch/platform";
+import { type HatchEvent } from "@hatch/contracts";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { readFolder } from "./support/app-folder.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";

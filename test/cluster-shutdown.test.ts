@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { createNatsBus, deleteEventsStream, EXIT_CODES } from "@hatch/shared";
+import { createNatsBus, deleteEventsStream, EXIT_CODES } from "@hatch/platform";
 import { allGone, childPids, collect, isAlive, logLines } from "./support/processes.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { createNatsBus, deleteEventsStream } from "@hatch/shared";
+import { createNatsBus, deleteEventsStream } from "@hatch/platform";
 import { startCluster, type Cluster } from "../scripts/cluster-lib.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { freePort, freshDatabase, realServers, testBlobDir, uniqueName } from "./support/servers.ts";

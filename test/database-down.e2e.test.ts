@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
-import type { RunningService } from "@hatch/shared";
+import type { RunningService } from "@hatch/platform";
 import { eq } from "drizzle-orm";
 import postgres from "postgres";
 import { appsTable } from "../services/apps/src/db/schema.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { createNatsBus, deleteEventsStream, type RunningService } from "@hatch/shared";
+import { createNatsBus, deleteEventsStream, type RunningService } from "@hatch/platform";
 import postgres from "postgres";
 import { expectDatabaseUnavailable, startDatabaseApps } from "./support/database-apps.ts";
 import { fullPostgres, type FullPostgres } from "./support/full-postgres.ts";

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "@hatch/shared";
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from "@hatch/platform";
 import { loadDomainsConfig } from "../services/domains/src/config.ts";
 import { eventually } from "./support/eventually.ts";
 import { freePort } from "./support/servers.ts";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gatewayConfig, loadGatewayConfig } from "@hatch/gateway";
-import { callRpc, isToolError, MailOutboxSchema, rpcMethods } from "@hatch/shared";
+import { callRpc } from "@hatch/platform";
+import { isToolError, MailOutboxSchema, rpcMethods } from "@hatch/contracts";
 import { csrfOf, HostCookieJar } from "./support/cookies.ts";
 import { TEST_SECRET, startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";

@@ -1,24 +1,26 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
   AppLookupInputSchema,
-  bindRpc,
-  callRpc,
   CallReplySchema,
-  createLogger,
-  decodeJson,
   deriveKey,
-  encodeJson,
   HostResolvedSchema,
   LocalActResultSchema,
   rpcMethods,
   signContext,
-  startService,
   subjects,
   ToolError,
   type CallContextClaims,
   type CallReply,
+} from "@hatch/contracts";
+import {
+  bindRpc,
+  callRpc,
+  createLogger,
+  decodeJson,
+  encodeJson,
+  startService,
   type RunningService,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { and, asc, eq, isNull, like } from "drizzle-orm";
 import { Browser } from "../gateway/test/oauth-harness.ts";
@@ -487,7 +489,7 @@ for (const mode of MODES) {
       }, `billing usage to count ${paid} domains`);
       // A second refund of the same charge gives nothing back twice.
       const ctx = signContext(await claimsOf(ada), ctxKey);
-      const { RefundResultSchema } = await import("@hatch/shared");
+      const { RefundResultSchema } = await import("@hatch/contracts");
       expect(
         await callRpc(
           hatch.bus,

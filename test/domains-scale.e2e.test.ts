@@ -8,7 +8,7 @@ import {
   openServiceDatabase,
   type DatabaseHandle,
   type NatsBus,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import type { Subprocess } from "bun";
 import { sql } from "drizzle-orm";
 import { hostnames } from "../services/domains/src/db/schema.ts";

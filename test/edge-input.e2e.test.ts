@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
   CallReplySchema,
-  decodeJson,
   deriveKey,
-  encodeJson,
   signContext,
   subjects,
   type CallContextClaims,
   type CallReply,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { decodeJson, encodeJson } from "@hatch/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";

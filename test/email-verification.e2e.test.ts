@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { deriveKey, signPayload } from "@hatch/shared";
+import { deriveKey, signPayload } from "@hatch/contracts";
 import { eq, sql } from "drizzle-orm";
 import { users } from "../gateway/src/db/schema.ts";
 import { invitations } from "../services/orgs/src/db/schema.ts";
@@ -262,7 +262,7 @@ describe("bun run admin user:create", () => {
       );
       expect(run.stderr.toString()).toBe("");
       expect(run.stdout.toString()).toContain("email verified");
-      const { openEmbeddedPostgres } = await import("@hatch/shared");
+      const { openEmbeddedPostgres } = await import("@hatch/platform");
       const pglite = await openEmbeddedPostgres(`${dataDir}/pg`);
       try {
         const rows = await pglite.query<{ verified: boolean }>(

@@ -3,14 +3,13 @@ import {
   buildQuestion,
   CallReplySchema,
   childTraceparent,
-  decodeJson,
   delete_tool,
   deriveKey,
-  encodeJson,
   signContext,
   subjects,
   type CallReply,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { decodeJson, encodeJson } from "@hatch/platform";
 import { Browser } from "../gateway/test/oauth-harness.ts";
 import { csrfOf } from "../gateway/test/support.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { deriveKey, type CallContextClaims } from "@hatch/shared";
+import { deriveKey, type CallContextClaims } from "@hatch/contracts";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import {
   createTaskSessionFromClient,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { decodeJson, deriveKey, encodeJson, signContext, TOOL_CONTRACTS } from "@hatch/shared";
+import { decodeJson, encodeJson } from "@hatch/platform";
+import { deriveKey, signContext, TOOL_CONTRACTS } from "@hatch/contracts";
 import { ORGS_VERSION } from "@hatch/orgs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";

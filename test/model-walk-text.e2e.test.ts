@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  CallReplySchema,
-  decodeJson,
-  deriveKey,
-  encodeJson,
-  signContext,
-  subjects,
-  type CallContextClaims,
-} from "@hatch/shared";
+import { CallReplySchema, deriveKey, signContext, subjects, type CallContextClaims } from "@hatch/contracts";
+import { decodeJson, encodeJson } from "@hatch/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { addAiKey } from "./support/ai.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";

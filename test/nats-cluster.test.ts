@@ -13,10 +13,10 @@ import {
   eventsStreamName,
   eventStreamFor,
   loadConfig,
-  newEvent,
   type Bus,
   type NatsBus,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { newEvent } from "@hatch/contracts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { createEventLog, eventBucketName } from "../gateway/src/mcp/event-store.ts";
 import { createSessionDirectory, sessionBucketName } from "../gateway/src/mcp/session-directory.ts";

@@ -1,13 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import {
-  createNatsBus,
-  createRateCounter,
-  encodeJson,
-  eventStreamFor,
-  newEvent,
-  type HatchEvent,
-  type NatsBus,
-} from "@hatch/shared";
+import { createNatsBus, createRateCounter, encodeJson, eventStreamFor, type NatsBus } from "@hatch/platform";
+import { newEvent, type HatchEvent } from "@hatch/contracts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

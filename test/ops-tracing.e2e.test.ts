@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTracing, type Tracing } from "@hatch/shared";
+import { startTracing, type Tracing } from "@hatch/platform";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { connectClient, userWithToken } from "./support/mcp.ts";
 import { MODES } from "./support/servers.ts";

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
+import { callRpc } from "@hatch/platform";
 import {
-  callRpc,
   deriveKey,
   LocalActResultSchema,
   PLAN_TABLE,
   rpcMethods,
   signContext,
   type CallContextClaims,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { dataUsage } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";

@@ -8,7 +8,7 @@ import {
   isDatabaseUnavailable,
   openServiceDatabase,
   type DatabaseHandle,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq, sql } from "drizzle-orm";
 import postgres from "postgres";

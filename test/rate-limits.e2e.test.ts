@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { isNatsBus, KvRateCounter } from "@hatch/shared";
+import { isNatsBus, KvRateCounter } from "@hatch/platform";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -52,7 +52,7 @@ for (const mode of MODES) {
   });
 }
 
-// A busy user's calls are counted without a key-value write each (leases from the shared count, shared/src/rate/
+// A busy user's calls are counted without a key-value write each (leases from the shared count, shared/platform/src/rate/
 // leased.ts): before, every call read and compare-and-set its grant's and its user's key, and concurrent calls of one
 // user mostly lost that race and tried again.
 describe.skipIf(!MODES.includes("real"))("tool call rate limits on a busy connection (real)", () => {

@@ -1,22 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
   bindTool,
-  ContextVersions,
   createLogger,
   createMemoryBus,
   createNatsBus,
   decodeJson,
-  defineTool,
-  deriveKey,
   encodeJson,
-  signPayload,
   startService,
   type Bus,
-  type CallContext,
   type RunningService,
+} from "@hatch/platform";
+import {
+  ContextVersions,
+  defineTool,
+  deriveKey,
+  signPayload,
+  type CallContext,
   type Session,
   type ToolContract,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { z } from "zod";
 import type { ConfirmationOpener } from "../gateway/src/confirm/index.ts";
 import type { AccountSessions } from "../gateway/src/mcp/accounts.ts";

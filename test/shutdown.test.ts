@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { EXIT_CODES } from "@hatch/shared";
+import { EXIT_CODES } from "@hatch/platform";
 import { allGone, collect, isAlive, logLines } from "./support/processes.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { freePort, freshDatabase, uniqueName } from "./support/servers.ts";

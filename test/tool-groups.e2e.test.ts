@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CLIENT_KINDS, TOOL_CONTRACTS, TOOL_GROUP_NAMES, TOOL_GROUPS } from "@hatch/shared";
+import { CLIENT_KINDS, TOOL_CONTRACTS, TOOL_GROUP_NAMES, TOOL_GROUPS } from "@hatch/contracts";
 import { TOOL_LIST_BUDGET_BYTES, toolsFor } from "../gateway/src/mcp/catalog.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { EMBEDDED_MODES } from "./support/servers.ts";

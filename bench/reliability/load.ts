@@ -1,7 +1,7 @@
 // The mixed load: each user runs one MCP worker (reads and changes across all four services) and one data
 // worker (documents added through the app host, as an app's page adds them). Every call is logged with its
 // outcome; every change the service acknowledged is remembered so the database can be checked afterwards.
-import { getToolContract } from "@hatch/shared";
+import { getToolContract } from "@hatch/contracts";
 import { answeredNotImplemented, isClearError, messageOf, type Caller, type Outcome } from "./mcp.ts";
 
 export interface CallRecord {

@@ -3,7 +3,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { getToolContract } from "@hatch/shared";
+import { getToolContract } from "@hatch/contracts";
 
 export interface Caller {
   readonly label: string;

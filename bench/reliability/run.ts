@@ -2,9 +2,9 @@
 // private Postgres, a mixed load from several users, and while it runs one fault after another: each process killed
 // (SIGKILL) and started again, nats-server killed and started again, Postgres stopped at once and started again.
 // Then the database is checked against every acknowledged write, a schema-driven fuzz run, and the isolation matrix.
-// Figures: bench/results/reliability.json; exit code 1 when a goal is missed (see README "Reliability").
+// Figures: bench/results/reliability.json; exit code 1 when a goal is missed (see docs/operating.md "Reliability").
 import { createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig } from "@hatch/gateway";
-import { createLogger, openServiceDatabase } from "@hatch/shared";
+import { createLogger, openServiceDatabase } from "@hatch/platform";
 import { randomBytes } from "node:crypto";
 import { cpSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

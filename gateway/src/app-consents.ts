@@ -1,4 +1,5 @@
-import type { Database, ViewerOrigin } from "@hatch/shared";
+import type { Database } from "@hatch/platform";
+import type { ViewerOrigin } from "@hatch/contracts";
 import { and, desc, eq } from "drizzle-orm";
 import { appConsents } from "./db/schema.ts";
 

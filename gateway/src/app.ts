@@ -4,17 +4,14 @@ import {
   LeasedRateCounter,
   leaseHotKeys,
   decodeJson,
-  deriveKey,
   encodeJson,
   metricsResponse,
-  rpcMethods,
-  subjects,
-  VerificationMailSentSchema,
   type Bus,
   type BusSubscription,
   type Database,
   type Logger,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { deriveKey, rpcMethods, subjects, VerificationMailSentSchema } from "@hatch/contracts";
 import { Elysia, type AnyElysia } from "elysia";
 import { createAuth, type Auth, type PublicUser } from "./auth/index.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -128,7 +125,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
   });
   // Every tool call counts against its grant and its user: hot keys, leased from the shared count so a call does not
-  // wait on NATS (shared/src/rate/leased.ts says how no count is lost across copies and the limit still holds).
+  // wait on NATS (shared/platform/src/rate/leased.ts says how no count is lost across copies and the limit still holds).
   const toolCallCounter = leaseHotKeys(rateCounter, (error) => logger.warn("tool call rate lease failed", { error }));
   const toolCallLimits = {
     counter: toolCallCounter,

@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, loadConfig } from "@hatch/platform";
 import { z } from "zod";
 import type { PasswordCost } from "./auth/passwords.ts";
 

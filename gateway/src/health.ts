@@ -1,4 +1,5 @@
-import { BusError, decodeJson, encodeJson, SERVICE_NAMES, type Bus } from "@hatch/shared";
+import { BusError, decodeJson, encodeJson, type Bus } from "@hatch/platform";
+import { SERVICE_NAMES } from "@hatch/contracts";
 
 export interface HealthReport {
   status: "ok" | "degraded";

@@ -1,4 +1,4 @@
-import { TOOL_CONTRACTS } from "@hatch/shared";
+import { TOOL_CONTRACTS } from "@hatch/contracts";
 import type { GatewayConfig } from "./config.ts";
 
 /**

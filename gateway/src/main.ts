@@ -9,7 +9,7 @@ import {
   openServiceDatabase,
   parentPidFrom,
   startTracing,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import { z } from "zod";
 import { createGateway, GATEWAY_MIGRATIONS } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";

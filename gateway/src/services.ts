@@ -1,24 +1,18 @@
+import { BusError, callRpc, decodeJson, encodeJson, requestTraced, unavailable, type Bus } from "@hatch/platform";
 import {
-  BusError,
-  callRpc,
   CallReplySchema,
   childTraceparent,
   ContextVersions,
-  decodeJson,
-  encodeJson,
   randomId,
-  requestTraced,
   signContext,
   subjects,
-  unavailable,
-  type Bus,
   type CallContextClaims,
   type CallReply,
   type ClientKind,
   type ServiceName,
   type Session,
   type ToolContract,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import type { z } from "zod";
 import type { AccessIdentity, PublicUser } from "./auth/index.ts";
 import { type AccountSessions, withSession } from "./mcp/accounts.ts";

@@ -1,7 +1,5 @@
 import {
   acceptRequestId,
-  decodeJson,
-  encodeJson,
   HEADER_REQUEST_ID,
   isToolError,
   openViewerCheck,
@@ -10,24 +8,29 @@ import {
   subjects,
   ToolError,
   ViewerCheckInputSchema,
+  type RpcReply,
+  type ViewerChanged,
+  type ViewerCheck,
+  type ViewerCheckQuestion,
+} from "@hatch/contracts";
+import {
+  decodeJson,
+  encodeJson,
   type Bus,
   type BusMessage,
   type BusReply,
   type BusSubscription,
   type Database,
   type Logger,
-  type RpcReply,
-  type ViewerChanged,
-  type ViewerCheck,
-  type ViewerCheckQuestion,
-} from "@hatch/shared";
+  withDeadlineOr,
+} from "@hatch/platform";
 import { and, eq, gt } from "drizzle-orm";
 import { hasConsent } from "./app-consents.ts";
 import { browserSessions, users } from "./db/schema.ts";
 import type { AccountSessions } from "./mcp/accounts.ts";
 import { websiteClaims } from "./website-claims.ts";
 
-// The gateway's side of app viewers (shared/src/viewer-ticket.ts): it answers who a browser session is now (and, for
+// The gateway's side of app viewers (shared/contracts/src/viewer-ticket.ts): it answers who a browser session is now (and, for
 // a question naming an app, whether the person agreed that it learns who they are: app-consents.ts), and tells every
 // app host when a session ended, a person's membership changed or they took a consent back.
 
@@ -126,10 +129,8 @@ export async function announceViewerChanged(
   try {
     bus.publish(subjects.viewerChanged, encodeJson(change));
     if (!wait) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const flushed = bus.flush().catch((error: unknown) => logger.warn("viewer change not flushed", { error }));
-    await Promise.race([flushed, new Promise<void>((resolve) => (timer = setTimeout(resolve, ANNOUNCE_WAIT_MS)))]);
-    clearTimeout(timer);
+    await withDeadlineOr(flushed, ANNOUNCE_WAIT_MS, undefined);
   } catch (error) {
     logger.warn("viewer change not broadcast", { kind: "session" in change ? "session" : "user", error });
   }

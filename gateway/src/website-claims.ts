@@ -1,4 +1,4 @@
-import type { CallContextClaims } from "@hatch/shared";
+import type { CallContextClaims } from "@hatch/contracts";
 import type { PublicUser } from "./auth/index.ts";
 
 export interface WebsiteClaimsOptions {

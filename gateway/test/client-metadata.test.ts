@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isSpecialPurposeAddress } from "@hatch/shared";
+import { isSpecialPurposeAddress } from "@hatch/platform";
 import { DEFAULT_FRESH_MS, freshForMs, MAX_FRESH_MS } from "../src/auth/client-documents.ts";
 import { gatewayConfig, loadGatewayConfig } from "../src/config.ts";
 import { authorizePath, createHarness, type Harness } from "./oauth-harness.ts";

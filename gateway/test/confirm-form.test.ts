@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { Question } from "@hatch/shared";
+import type { Question } from "@hatch/contracts";
 import type { Params } from "../src/auth/index.ts";
 import { parseAnswer, renderFields, soleBoolean } from "../src/confirm/form.ts";
 

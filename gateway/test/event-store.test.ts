@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createLogger, createMemoryBus } from "@hatch/shared";
+import { createLogger, createMemoryBus } from "@hatch/platform";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { createEventLog, parseEventId, postedRequests, SessionEventStore } from "../src/mcp/event-store.ts";
 

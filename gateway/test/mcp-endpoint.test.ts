@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { createLogger, createMemoryBus } from "@hatch/shared";
+import { createLogger, createMemoryBus } from "@hatch/platform";
 import { gatewayConfig } from "../src/config.ts";
 import { createMcpEndpoint, type McpEndpointDeps } from "../src/mcp/endpoint.ts";
 

@@ -5,11 +5,11 @@ import {
   createLogger,
   createMemoryBus,
   createNatsBus,
-  deriveKey,
   startService,
   type Bus,
   type RunningService,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { deriveKey } from "@hatch/contracts";
 import { z } from "zod";
 import { AccountSessions } from "../src/mcp/accounts.ts";
 import { callServiceRpc, retryOnceOnNoResponders, websiteCaller } from "../src/services.ts";

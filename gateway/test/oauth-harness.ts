@@ -1,4 +1,4 @@
-import { createLogger, type RateCounter } from "@hatch/shared";
+import { createLogger, type RateCounter } from "@hatch/platform";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { Elysia } from "elysia";

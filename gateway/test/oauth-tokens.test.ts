@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jwt } from "@elysiajs/jwt";
-import { createLogger, deriveKey } from "@hatch/shared";
+import { createLogger } from "@hatch/platform";
+import { deriveKey } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { createAuth } from "../src/auth/index.ts";
 import { gatewayConfig } from "../src/config.ts";

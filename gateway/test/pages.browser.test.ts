@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createLogger } from "@hatch/shared";
+import { createLogger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { type Browser, type Page } from "playwright-core";
 import { CHROMIUM, hasChromium, launchChromium } from "../../test/support/chromium.ts";

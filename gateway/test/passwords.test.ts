@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createLogger } from "@hatch/shared";
+import { createLogger } from "@hatch/platform";
 import { eq } from "drizzle-orm";
 import { createAuth } from "../src/auth/index.ts";
 import { TEST_PASSWORD_COST } from "../src/auth/passwords.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { createNatsBus, KvRateCounter, type NatsBus, type RateCounter } from "@hatch/shared";
+import { createNatsBus, KvRateCounter, type NatsBus, type RateCounter } from "@hatch/platform";
 import { Kvm } from "@nats-io/kv";
 import { Elysia } from "elysia";
 import { createHarness, registerClient, type Harness, type HarnessOptions } from "./oauth-harness.ts";

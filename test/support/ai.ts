@@ -1,4 +1,5 @@
-import { AiKeyPageSchema, callRpc, deriveKey, rpcMethods, type AiKeyScope } from "@hatch/shared";
+import { AiKeyPageSchema, deriveKey, rpcMethods, type AiKeyScope } from "@hatch/contracts";
+import { callRpc } from "@hatch/platform";
 import { dashboardContext } from "../../gateway/src/pages/dashboard-context.ts";
 import type { PublicUser } from "../../gateway/src/auth/index.ts";
 import { TEST_SECRET, type TestHatch } from "./hatch.ts";

@@ -1,13 +1,7 @@
 import { expect } from "bun:test";
 import type { Gateway } from "@hatch/gateway";
-import {
-  callRpc,
-  LocalActResultSchema,
-  rpcMethods,
-  signContext,
-  type Bus,
-  type CallContextClaims,
-} from "@hatch/shared";
+import { callRpc, type Bus } from "@hatch/platform";
+import { LocalActResultSchema, rpcMethods, signContext, type CallContextClaims } from "@hatch/contracts";
 
 /**
  * `claims` completed as the gateway completes them (the account, organization, role and permissions orgs resolves for

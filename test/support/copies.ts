@@ -1,4 +1,5 @@
-import { createLogger, createNatsBus, type Bus, type NatsBus, type ServiceName } from "@hatch/shared";
+import { createLogger, createNatsBus, type Bus, type NatsBus } from "@hatch/platform";
+import { type ServiceName } from "@hatch/contracts";
 import { createGateway, type Gateway } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
 import { TEST_SECRET, type TestHatch } from "./hatch.ts";

@@ -1,15 +1,7 @@
 import { expect } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import {
-  bindTool,
-  createLogger,
-  deriveKey,
-  list_tools,
-  rollback,
-  startService,
-  TOOL_CONTRACTS,
-  type RunningService,
-} from "@hatch/shared";
+import { bindTool, createLogger, startService, type RunningService } from "@hatch/platform";
+import { deriveKey, list_tools, rollback, TOOL_CONTRACTS } from "@hatch/contracts";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import type postgres from "postgres";

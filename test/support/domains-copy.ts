@@ -2,7 +2,7 @@
 // starts it (runServiceMain: real NATS and Postgres from the environment, signals), plus a job kind that exists only
 // here, `test.count`, whose every committed run inserts one row into `scale_test.runs` in the completing transaction.
 // The table has no unique key, so a job that ran twice would show two rows.
-import { runServiceMain } from "@hatch/shared";
+import { runServiceMain } from "@hatch/platform";
 import { sql } from "drizzle-orm";
 import type { JobKind } from "../../services/domains/src/jobs/queue.ts";
 import { DOMAINS_MIGRATIONS, startDomainsService } from "../../services/domains/src/service.ts";

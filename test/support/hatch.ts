@@ -1,4 +1,5 @@
-import { createLogger, type ServiceName } from "@hatch/shared";
+import { createLogger } from "@hatch/platform";
+import { type ServiceName } from "@hatch/contracts";
 import { TEST_PASSWORD_COST, type GatewayConfig } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
 import { freePort, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";

@@ -1,5 +1,5 @@
 import { expect } from "bun:test";
-import { randomId } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { and, count, desc, eq } from "drizzle-orm";
 import { addresses, appsTable } from "../../services/apps/src/db/schema.ts";

@@ -1,4 +1,4 @@
-import { openServiceDatabase, type Database } from "@hatch/shared";
+import { openServiceDatabase, type Database } from "@hatch/platform";
 import { freshDatabase } from "./servers.ts";
 import { embeddedDatabase } from "./templates.ts";
 

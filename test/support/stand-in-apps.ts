@@ -1,19 +1,16 @@
+import { bindTool, createLogger, startService, type RunningService } from "@hatch/platform";
 import {
-  bindTool,
   buildQuestion,
   CONFIRM_TTL_SECONDS,
-  createLogger,
   delete_tool,
   deriveKey,
   publish,
   share,
-  startService,
   TOOL_CONTRACTS,
   ToolError,
   type ConfirmClaims,
   type Question,
-  type RunningService,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { TEST_SECRET, type TestHatch } from "./hatch.ts";
 
 // A stand-in apps service on the real bus that asks the user the way the apps issue will: delete_tool and

@@ -1,7 +1,7 @@
 // Migrated databases to copy from, one per test process: a boot copies a template (an embedded database in well under
 // a second, a Postgres database with CREATE DATABASE … TEMPLATE) instead of migrating every schema again.
 import { PGlite } from "@electric-sql/pglite";
-import { openEmbeddedPostgres, openServiceDatabase, type DatabaseSource } from "@hatch/shared";
+import { openEmbeddedPostgres, openServiceDatabase, type DatabaseSource } from "@hatch/platform";
 import postgres from "postgres";
 import { atEndOfRun, uniqueName } from "./servers.ts";
 

@@ -1,5 +1,5 @@
 import { jwt } from "@elysiajs/jwt";
-import { randomId } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
 import { z } from "zod";
 import type { GatewayConfig } from "../config.ts";
 import { scopeClaim, type GrantScope } from "./context.ts";

@@ -2,35 +2,18 @@ import { htmlResponse } from "../pages/layout.ts";
 import type { AuthContext } from "./context.ts";
 import { AuthInputError } from "./errors.ts";
 import { findGrant, listConnectedClients } from "./grants.ts";
-import { readParams, redirect, safeNext, type Params } from "./http.ts";
-import { csrfValid, endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
+import { redirect, safeNext, signInRedirect } from "./http.ts";
+import { endSession, readBrowserState, startSession, type BrowserState } from "./sessions.ts";
 import { createUser, checkPassword, formEmailProblem } from "./users.ts";
 import { sendVerification } from "./verify-email.ts";
+import { cookieHeaders, readForm } from "./forms.ts";
+
 import { landingPage } from "../pages/landing.ts";
 import { pendingClient } from "./pending-authorization.ts";
-import { emailTakenError, errorPage, revokePage, signInPage, signUpPage, tokensPage } from "./views.ts";
+import { emailTakenError, revokePage, signInPage, signUpPage, tokensPage } from "./views.ts";
 
-export const cookieHeaders = (cookies: string[]): [string, string][] => cookies.map((c) => ["Set-Cookie", c]);
 const nextOf = (ctx: AuthContext, request: Request) =>
   safeNext(new URL(request.url).searchParams.get("next"), ctx.config.baseUrl);
-
-function csrfRefused(state: BrowserState): Response {
-  const message = "This form expired or came from another site. Go back, reload the page and try again.";
-  return htmlResponse(errorPage(state, "Please try again", message), {
-    status: 403,
-    headers: cookieHeaders(state.setCookies),
-  });
-}
-
-/** Reads a POSTed form with its browser state, or the refusal page when the CSRF check fails. */
-export async function readForm(
-  ctx: AuthContext,
-  request: Request,
-): Promise<{ params: Params; state: BrowserState } | { refused: Response }> {
-  const params = await readParams(request, ctx.config.maxBodyBytes);
-  const state = await readBrowserState(ctx, request);
-  return csrfValid(ctx, request, state, params.get("csrf")) ? { params, state } : { refused: csrfRefused(state) };
-}
 
 export async function showSignUp(ctx: AuthContext, request: Request, source: string): Promise<Response> {
   const state = await readBrowserState(ctx, request);
@@ -121,8 +104,7 @@ export async function submitSignOut(ctx: AuthContext, request: Request): Promise
 }
 
 const TOKENS = "/dashboard/tokens";
-const signInToTokens = (state: BrowserState) =>
-  redirect(`/signin?next=${encodeURIComponent(TOKENS)}`, cookieHeaders(state.setCookies));
+const signInToTokens = (state: BrowserState) => signInRedirect(TOKENS, state.setCookies);
 
 /** `GET /dashboard/tokens[?revoked=<grant>]`: the connected clients; after a revoke, a line saying it is done. */
 export async function showTokens(ctx: AuthContext, request: Request): Promise<Response> {

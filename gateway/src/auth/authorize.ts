@@ -3,7 +3,7 @@ import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./auth
 import { saveMetadataClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
 import { createGrant, issueCode } from "./grants.ts";
-import { queryParams, readParams, redirect, type Params } from "./http.ts";
+import { queryParams, readParams, redirect, type Params, signInRedirect } from "./http.ts";
 import { csrfValid, readBrowserState, type BrowserState } from "./sessions.ts";
 import { consentPage, errorPage } from "./views.ts";
 
@@ -26,7 +26,7 @@ function signInFirst(params: Params, state: BrowserState): Response {
     if (value !== undefined) query.set(name, value);
   }
   const next = `/oauth/authorize?${query}`;
-  return redirect(`/signin?next=${encodeURIComponent(next)}`, withCookies(state));
+  return signInRedirect(next, state.setCookies);
 }
 
 function withCookies(state: BrowserState): [string, string][] {

@@ -5,7 +5,7 @@ import { freshForMs, type ClientDocument } from "./client-documents.ts";
 import { applicationTypeProblem, metadataProblem, redirectUriProblem } from "./client-rules.ts";
 import type { AuthContext } from "./context.ts";
 import { readCapped } from "./http.ts";
-import { isSpecialPurposeAddress } from "@hatch/shared";
+import { isSpecialPurposeAddress } from "@hatch/platform";
 
 const TIMEOUT_MS = 5_000;
 const MAX_BYTES = 64 * 1024;

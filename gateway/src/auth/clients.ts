@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { randomId } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
 import { z } from "zod";
 import { oauthClients } from "../db/schema.ts";
 import { fetchMetadataDocument, isMetadataClientId } from "./client-metadata.ts";

@@ -1,8 +1,15 @@
-import type { Database, Logger } from "@hatch/shared";
+import type { Database, Logger } from "@hatch/platform";
 import type { GatewayConfig } from "../config.ts";
 import type { ClientDocumentCache } from "./client-documents.ts";
 import type { AuthThrottles } from "./throttle.ts";
-import type { PublicUser } from "./users.ts";
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  name: string;
+  /** The user proved the email is theirs (see verify-email.ts); until then nothing bound to it matches them. */
+  emailVerified: boolean;
+}
 
 /** What every part of the auth module shares; built once by createAuth. */
 export interface AuthContext {

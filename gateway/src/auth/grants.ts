@@ -1,5 +1,5 @@
 import { and, desc, eq, exists, isNull, lt, ne, or } from "drizzle-orm";
-import { randomId } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
 import { authCodes, grants, oauthClients, refreshTokens, users } from "../db/schema.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import { scopeClaim, type AuthContext, type GrantScope } from "./context.ts";

@@ -90,6 +90,14 @@ export function redirect(location: string, headers: HeadersInit = {}): Response 
   return new Response(null, { status: 303, headers: h });
 }
 
+/** The sign-in page, coming back to `next` (a path on this site) once signed in; `cookies` are set with it. */
+export function signInRedirect(next: string, cookies: readonly string[] = []): Response {
+  return redirect(
+    `/signin?next=${encodeURIComponent(next)}`,
+    cookies.map((c): [string, string] => ["Set-Cookie", c]),
+  );
+}
+
 export function parseCookies(header: string | null): Map<string, string> {
   const out = new Map<string, string>();
   for (const part of (header ?? "").split(";")) {

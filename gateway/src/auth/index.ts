@@ -1,4 +1,5 @@
-import { deriveKey, type Database, type Logger, type RateCounter } from "@hatch/shared";
+import { deriveKey } from "@hatch/contracts";
+import { type Database, type Logger, type RateCounter } from "@hatch/platform";
 import type { Elysia } from "elysia";
 import type { GatewayConfig } from "../config.ts";
 import { createAccessTokens, type AccessTokens } from "./access-tokens.ts";
@@ -9,7 +10,7 @@ import { ClientDocumentCache } from "./client-documents.ts";
 import { resolveHostAddresses } from "./client-metadata.ts";
 import { CLI_CLIENT, ensureCliClient } from "./clients.ts";
 import type { AuthContext } from "./context.ts";
-import { cookieHeaders, readForm } from "./account-pages.ts";
+import { cookieHeaders, readForm } from "./forms.ts";
 import { AuthInputError } from "./errors.ts";
 import { createGrant, findGrant, issueTokens, markGrantRevoked } from "./grants.ts";
 import type { Params } from "./http.ts";

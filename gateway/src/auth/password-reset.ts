@@ -1,9 +1,10 @@
-import { isToolError, openPayload, plural, signPayload } from "@hatch/shared";
+import { isToolError, openPayload, plural, signPayload } from "@hatch/contracts";
 import { and, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { grants, users } from "../db/schema.ts";
 import { csrfField, html, htmlResponse, renderPage, withNext, type SafeHtml } from "../pages/layout.ts";
-import { cookieHeaders, minutes, readForm } from "./account-pages.ts";
+import { minutes } from "./account-pages.ts";
+import { cookieHeaders, readForm } from "./forms.ts";
 import type { AuthContext } from "./context.ts";
 import { sha256Hex } from "./crypto.ts";
 import { localPath, safeNext } from "./http.ts";

@@ -1,6 +1,6 @@
 import type { Server } from "bun";
 import { Elysia } from "elysia";
-import { addressKey, clientAddressOf } from "@hatch/shared";
+import { addressKey, clientAddressOf } from "@hatch/platform";
 import { htmlResponse } from "../pages/layout.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import {

@@ -1,4 +1,4 @@
-import { MemoryRateCounter, type Logger, type RateCounter } from "@hatch/shared";
+import { MemoryRateCounter, type Logger, type RateCounter } from "@hatch/platform";
 
 /**
  * One limit on the shared rate counter (JetStream key-value on NATS, so every gateway copy sees the same counts;

@@ -1,17 +1,11 @@
 import { eq, sql } from "drizzle-orm";
-import { emailProblem, hasControlChars, plainText, randomId } from "@hatch/shared";
+import { emailProblem, hasControlChars, plainText, randomId } from "@hatch/contracts";
 import { users } from "../db/schema.ts";
-import type { AuthContext } from "./context.ts";
+import type { AuthContext, PublicUser } from "./context.ts";
+
+export type { PublicUser };
 import { AuthInputError } from "./errors.ts";
 import { dummyHash, hashPassword, verifyPassword } from "./passwords.ts";
-
-export interface PublicUser {
-  id: string;
-  email: string;
-  name: string;
-  /** The user proved the email is theirs (see verify-email.ts); until then nothing bound to it matches them. */
-  emailVerified: boolean;
-}
 
 export const MIN_PASSWORD = 8;
 // argon2 cost grows with input; a cap keeps one request from pinning a CPU.

@@ -1,11 +1,11 @@
-import { isToolError, openPayload, signPayload } from "@hatch/shared";
+import { isToolError, openPayload, signPayload } from "@hatch/contracts";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { users } from "../db/schema.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "../pages/layout.ts";
-import { cookieHeaders, readForm } from "./account-pages.ts";
+import { cookieHeaders, readForm } from "./forms.ts";
 import type { AuthContext } from "./context.ts";
-import { redirect, safeNext } from "./http.ts";
+import { redirect, safeNext, signInRedirect } from "./http.ts";
 import { readBrowserState, type BrowserState } from "./sessions.ts";
 import type { PublicUser } from "./users.ts";
 
@@ -129,8 +129,7 @@ with it now reach your account.</p><p><a href="/">Back to Hatch</a></p>`;
             ];
     return page(state, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p>${again}`, status);
   }
-  if (!state.user)
-    return redirect(`/signin?next=${encodeURIComponent("/verify-email")}`, cookieHeaders(state.setCookies));
+  if (!state.user) return signInRedirect("/verify-email", state.setCookies);
   if (state.user.emailVerified) {
     return page(
       state,
@@ -150,7 +149,7 @@ export async function submitResend(ctx: AuthContext, request: Request): Promise<
   const form = await readForm(ctx, request);
   if ("refused" in form) return form.refused;
   const { params, state } = form;
-  if (!state.user) return redirect(`/signin?next=${encodeURIComponent("/verify-email")}`);
+  if (!state.user) return signInRedirect("/verify-email");
   const next = safeNext(params.get("next"), ctx.config.baseUrl, "/");
   if (state.user.emailVerified) return redirect(`/verify-email?${new URLSearchParams({ next })}`);
   const sent = await sendVerification(ctx, state.user);

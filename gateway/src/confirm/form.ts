@@ -1,4 +1,4 @@
-import type { Question } from "@hatch/shared";
+import type { Question } from "@hatch/contracts";
 import type { Params } from "../auth/index.ts";
 import { html, type SafeHtml } from "../pages/layout.ts";
 

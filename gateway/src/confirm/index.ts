@@ -1,11 +1,5 @@
-import {
-  CONFIRM_TTL_SECONDS,
-  type Bus,
-  type Database,
-  type Logger,
-  type Question,
-  type ToolContract,
-} from "@hatch/shared";
+import { CONFIRM_TTL_SECONDS, type Question, type ToolContract } from "@hatch/contracts";
+import { type Bus, type Database, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import type { Auth } from "../auth/index.ts";
 import { BodyTooLargeError } from "../auth/errors.ts";

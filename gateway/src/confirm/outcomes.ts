@@ -1,4 +1,4 @@
-import { decodeJson, encodeJson, type Bus, type BusSubscription, type Database, type Logger } from "@hatch/shared";
+import { decodeJson, encodeJson, type Bus, type BusSubscription, type Database, type Logger } from "@hatch/platform";
 import { takeUnreported, type UnreportedOutcome } from "./store.ts";
 
 // What the user answered on a confirm page reaches the AI client that asked on its next tool call under the same

@@ -5,18 +5,17 @@ import {
   randomId,
   TOOL_CONTRACTS,
   type CallReply,
-  type Database,
-  type Logger,
   type ToolContract,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Database, type Logger } from "@hatch/platform";
 import { cookieHeaders, type AccessIdentity, type Auth, type BrowserState } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
 import { callService, type CallerInfo, type ServiceClientDeps } from "../services.ts";
 import { htmlResponse } from "../pages/layout.ts";
 import { parseAnswer } from "./form.ts";
 import type { ConfirmOutcomes } from "./outcomes.ts";
 import { decideConfirmation, findConfirmation, recordResult, type PendingConfirmation } from "./store.ts";
 import { confirmPage, outcomePage, unavailablePage, type Unavailable } from "./views.ts";
+import { signInRedirect } from "../auth/http.ts";
 
 export interface ConfirmPagesDeps {
   db: Database;
@@ -74,8 +73,7 @@ async function loadAnswerable(deps: ConfirmPagesDeps, id: string, userId: string
   return { ok: true, pending, contract, identity };
 }
 
-const signIn = (state: BrowserState, id: string) =>
-  redirect(`/signin?next=${encodeURIComponent(`/confirm/${id}`)}`, cookieHeaders(state.setCookies));
+const signIn = (state: BrowserState, id: string) => signInRedirect(`/confirm/${id}`, state.setCookies);
 
 /** `GET /confirm/:id`: the question and its form, for the signed-in user it was asked of. */
 export async function showConfirm(deps: ConfirmPagesDeps, request: Request, id: string): Promise<Response> {

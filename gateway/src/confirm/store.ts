@@ -1,4 +1,5 @@
-import { CLIENT_KINDS, QuestionSchema, randomId, type ClientKind, type Database, type Question } from "@hatch/shared";
+import { CLIENT_KINDS, QuestionSchema, randomId, type ClientKind, type Question } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { and, eq, gt, isNotNull, isNull, lt } from "drizzle-orm";
 import { pendingConfirmations } from "../db/schema.ts";
 

@@ -1,13 +1,12 @@
+import { callRpc, type Bus } from "@hatch/platform";
 import {
-  callRpc,
   ContextVersions,
   rpcMethods,
   SessionSchema,
   signContext,
-  type Bus,
   type CallContextClaims,
   type Session,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 
 const TTL_MS = 30_000;
 const MAX_ENTRIES = 10_000;

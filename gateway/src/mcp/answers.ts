@@ -1,4 +1,4 @@
-import type { Question } from "@hatch/shared";
+import type { Question } from "@hatch/contracts";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 
 // What the user answered in a form (MCP form elicitation), checked before it goes to the service. Declining,

@@ -1,15 +1,12 @@
 import {
   isAskReply,
   isToolError,
-  type Bus,
   type CallReply,
   type ErrorCode,
-  type Logger,
   type Question,
-  type RateCounter,
   type ToolContract,
-  withDeadline,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Bus, type Logger, type RateCounter, withDeadline } from "@hatch/platform";
 import type { CallToolResult, InputRequiredResult } from "@modelcontextprotocol/server";
 import type { AccessIdentity } from "../auth/index.ts";
 import type { ConfirmationOpener } from "../confirm/index.ts";

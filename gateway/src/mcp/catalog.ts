@@ -5,7 +5,7 @@ import {
   type ClientKind,
   type ToolContract,
   type ToolGroup,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import type { Tool } from "@modelcontextprotocol/server";
 import { z } from "zod";
 

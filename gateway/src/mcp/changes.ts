@@ -1,17 +1,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
 import {
-  decodeJson,
   DomainProgressSchema,
-  encodeJson,
   HatchEventSchema,
   isToolError,
   rpcMethods,
   TOOL_CONTRACTS,
-  type Bus,
-  type BusSubscription,
   type HatchEvent,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import {
   ProtocolError,
   ProtocolErrorCode,

@@ -1,18 +1,14 @@
+import { acceptRequestId, deriveKey, parseFeatures, randomId, TOOL_GROUP_NAMES } from "@hatch/contracts";
 import {
-  acceptRequestId,
   BusError,
   decodeJson,
-  deriveKey,
   encodeJson,
   inSpan,
   metrics,
-  parseFeatures,
-  randomId,
   SpanKind,
-  TOOL_GROUP_NAMES,
   type BusSubscription,
   type Logger,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import {
   createMcpHandler,
   isInitializeRequest,

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { isNatsBus, LazyKv, openKvBucket, type Bus, type Logger } from "@hatch/shared";
+import { isNatsBus, LazyKv, openKvBucket, type Bus, type Logger } from "@hatch/platform";
 import type { EventStore, JSONRPCMessage } from "@modelcontextprotocol/server";
 import { Kvm, KvWatchInclude, type KV, type KvEntry } from "@nats-io/kv";
 

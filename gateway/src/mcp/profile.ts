@@ -1,4 +1,4 @@
-import { stripControlChars, type ClientKind } from "@hatch/shared";
+import { stripControlChars, type ClientKind } from "@hatch/contracts";
 
 /** Characters kept of a client's self-declared name: it goes into every call context, log line and confirm page. */
 export const CLIENT_NAME_MAX = 100;

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { inputHash, QuestionSchema, type Question } from "@hatch/shared";
+import { inputHash, QuestionSchema, type Question } from "@hatch/contracts";
 import { z } from "zod";
 
 // The `requestState` of a 2026-07-28 `input_required` answer: what a question to the user needs when the client calls

@@ -1,4 +1,4 @@
-import type { ToolGroup } from "@hatch/shared";
+import type { ToolGroup } from "@hatch/contracts";
 import { contractFor, inGroups } from "./catalog.ts";
 import { clientKindOf } from "./profile.ts";
 

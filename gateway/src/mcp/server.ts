@@ -1,14 +1,5 @@
-import {
-  describeIssues,
-  ERROR_CODES,
-  groupOf,
-  inSpan,
-  metrics,
-  traceIdOf,
-  type Logger,
-  type Question,
-  type ToolGroup,
-} from "@hatch/shared";
+import { describeIssues, ERROR_CODES, groupOf, traceIdOf, type Question, type ToolGroup } from "@hatch/contracts";
+import { inSpan, metrics, type Logger } from "@hatch/platform";
 import {
   type CallToolResult,
   type ElicitRequestFormParams,

@@ -1,4 +1,4 @@
-import { isNatsBus, LazyKv, openKvBucket, type Bus, type Logger } from "@hatch/shared";
+import { isNatsBus, LazyKv, openKvBucket, type Bus, type Logger } from "@hatch/platform";
 import { Kvm, type KV } from "@nats-io/kv";
 import { z } from "zod";
 import { deleteEventBucket } from "./event-store.ts";

@@ -1,4 +1,5 @@
-import { decodeJson, HatchEventSchema, type Bus, type BusSubscription, type Logger } from "@hatch/shared";
+import { decodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
+import { HatchEventSchema } from "@hatch/contracts";
 import { announceViewerChanged } from "../viewer-check.ts";
 import type { AccountSessions } from "./accounts.ts";
 

@@ -1,12 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import {
-  DomainProgressSchema,
-  isToolError,
-  rpcMethods,
-  TOOL_CONTRACTS,
-  type DomainProgress,
-  type Logger,
-} from "@hatch/shared";
+import { DomainProgressSchema, isToolError, rpcMethods, TOOL_CONTRACTS, type DomainProgress } from "@hatch/contracts";
+import { type Logger } from "@hatch/platform";
 import {
   hasTaskClientCapabilityV2,
   type CreateTaskResultV2,

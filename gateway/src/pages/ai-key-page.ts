@@ -2,17 +2,16 @@ import {
   AI_KEY_SCOPES,
   AI_PROVIDER_NAME,
   AiKeyPageSchema,
-  callRpc,
+  httpStatusOf,
   isToolError,
   rpcMethods,
   type AiKeyPage,
   type AiKeyScope,
-  type Bus,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type PublicUser } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -125,8 +124,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
   async function show(request: Request): Promise<Response> {
     const state = await deps.auth.pages.state(request);
     const url = new URL(request.url);
-    if (!state.user)
-      return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
+    if (!state.user) return signInRedirect(url.pathname + url.search, state.setCookies);
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
     const { text, clear } = deps.notices.take(request, state.user.id);
@@ -143,8 +141,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     if ("refused" in form) return form.refused;
     const { params, state } = form;
     const url = new URL(request.url);
-    if (!state.user)
-      return redirect(`/signin?next=${encodeURIComponent(url.pathname + url.search)}`, cookieHeaders(state.setCookies));
+    if (!state.user) return signInRedirect(url.pathname + url.search, state.setCookies);
     const target = targetOf(url);
     if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
     const provider = params.get("provider") ?? "";
@@ -169,8 +166,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status =
-        error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      const status = httpStatusOf(error.code);
       return problem(state, error.message, status);
     }
     log.error("AI key page failed", { error });

@@ -6,14 +6,12 @@ import {
   rpcMethods,
   signViewerTicket,
   ViewerOriginSchema,
-  type Bus,
-  type Database,
-  type Logger,
   type ViewerOrigin,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Bus, type Database, type Logger } from "@hatch/platform";
 import { consentNeeded, hasConsent, recordConsent, type PublicApp } from "../app-consents.ts";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
-import { localPath, redirect } from "../auth/http.ts";
+import { localPath, redirect, signInRedirect } from "../auth/http.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage } from "./layout.ts";
@@ -86,8 +84,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     problem(state, 400, "This link is broken", "The link to the app is incomplete. Open the app's address again.");
 
   /** To the sign-in page, which comes back to this step for the same app and path. */
-  const signInFirst = (state: BrowserState, target: Target) =>
-    redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, cookieHeaders(state.setCookies));
+  const signInFirst = (state: BrowserState, target: Target) => signInRedirect(selfUrl(target), state.setCookies);
 
   async function show(request: Request): Promise<Response> {
     const url = new URL(request.url);
@@ -183,7 +180,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     const target = readTarget((name) => params.get(name));
     if (!target) return brokenLink(state);
     const cleared = await deps.auth.pages.signOut(state);
-    return redirect(`/signin?next=${encodeURIComponent(selfUrl(target))}`, [["Set-Cookie", cleared]]);
+    return signInRedirect(selfUrl(target), [cleared]);
   }
 
   return {

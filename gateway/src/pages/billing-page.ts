@@ -1,20 +1,19 @@
 import {
   BillingLinkSchema,
   BillingSettingsSchema,
-  callRpc,
+  httpStatusOf,
   isToolError,
   LocalActResultSchema,
   MAX_SEATS,
   PLAN_TABLE,
   rpcMethods,
   type BillingSettings,
-  type Bus,
   type LocalActInput,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState, type Params } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -133,8 +132,7 @@ ${s.cardOnFile ? html`<button class="secondary" type="submit" name="action" valu
 }
 
 export function billingPages(deps: BillingPagesDeps) {
-  const signIn = (state: BrowserState, next: string) =>
-    redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
+  const signIn = (state: BrowserState, next: string) => signInRedirect(next, state.setCookies);
 
   async function settings(user: Signed["user"]): Promise<BillingSettings> {
     const { ctx, requestId } = await dashboardContext(deps, user, "read");
@@ -179,8 +177,7 @@ export function billingPages(deps: BillingPagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status =
-        error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : error.code === "not_found" ? 404 : 400;
+      const status = httpStatusOf(error.code);
       return page(state, "Billing", html`<h1>Billing</h1><p class="error" role="alert">${error.message}</p>`, status);
     }
     // Never the form: it may hold a card number.

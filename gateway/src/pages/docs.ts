@@ -1,4 +1,4 @@
-import { developerReference, DOCS_TOPICS, type ReferenceSettings, type ReferenceTopic } from "@hatch/shared";
+import { developerReference, DOCS_TOPICS, type ReferenceSettings, type ReferenceTopic } from "@hatch/contracts";
 import { htmlResponse, html, raw, renderPage } from "./layout.ts";
 
 const MARKDOWN_HEADERS = { "Content-Type": "text/markdown; charset=utf-8", "Cache-Control": "public, max-age=300" };

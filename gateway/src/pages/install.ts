@@ -1,4 +1,4 @@
-import { ALWAYS_OFFERED, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS, type ToolGroup } from "@hatch/shared";
+import { ALWAYS_OFFERED, parseFeatures, TOOL_GROUP_NAMES, TOOL_GROUPS, type ToolGroup } from "@hatch/contracts";
 import { copyable, html, renderPage } from "./layout.ts";
 
 /** What each tool group is for, on the install page's checkboxes. */

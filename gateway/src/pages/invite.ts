@@ -1,18 +1,18 @@
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import {
-  callRpc,
   InvitationAcceptedSchema,
   InvitationPreviewSchema,
+  httpStatusOf,
   isToolError,
   rpcMethods,
-  type Bus,
   type InvitationPreview,
-  type Logger,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 import { callServiceRpc, websiteCaller } from "../services.ts";
+import { signInRedirect } from "../auth/http.ts";
 
 export interface InvitePagesDeps {
   auth: Auth;
@@ -105,11 +105,7 @@ export function invitePages(deps: InvitePagesDeps) {
     const form = await deps.auth.pages.form(request);
     if ("refused" in form) return form.refused;
     const { state } = form;
-    if (!state.user)
-      return new Response(null, {
-        status: 303,
-        headers: { Location: `/signin?next=${encodeURIComponent(`/invite/${token}`)}` },
-      });
+    if (!state.user) return signInRedirect(`/invite/${token}`);
     if (!TOKEN.test(token))
       return problem(
         state,
@@ -143,8 +139,7 @@ export function invitePages(deps: InvitePagesDeps) {
 
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error)) {
-      const status =
-        error.code === "not_found" ? 404 : error.code === "conflict" ? 409 : error.code === "unavailable" ? 503 : 400;
+      const status = httpStatusOf(error.code);
       if (error.code !== "internal") return problem(state, "Could not join", error.message, status);
     }
     deps.logger.error("invitation page failed", { error });

@@ -1,4 +1,4 @@
-import { openPayload, signPayload } from "@hatch/shared";
+import { openPayload, signPayload } from "@hatch/contracts";
 import { parseCookies, serializeCookie } from "../auth/http.ts";
 
 // Post/redirect/get for the dashboard's forms (its actions, a secret's value, an AI key): a form that worked answers

@@ -1,9 +1,11 @@
-import { isToolError, MailOutboxSchema, rpcMethods, type Bus, type Logger } from "@hatch/shared";
+import { isToolError, MailOutboxSchema, rpcMethods } from "@hatch/contracts";
+import { type Bus, type Logger } from "@hatch/platform";
 import { Elysia } from "elysia";
 import type { Auth, BrowserState } from "../auth/index.ts";
 import { html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { callServiceRpc, websiteCaller } from "../services.ts";
+import { signInRedirect } from "../auth/http.ts";
 
 /** Links into this Hatch become clickable; everything else is shown as text. */
 function linkify(text: string, baseUrl: string): SafeHtml {
@@ -41,13 +43,7 @@ export function outboxPage(deps: OutboxPageDeps) {
       return htmlResponse(renderPage({ title: "Not found", body: html`<h1>Not found</h1>` }), { status: 404 });
     const state = await deps.auth.pages.state(request);
     const user = state.user;
-    if (!user) {
-      const headers = [
-        ["Location", `/signin?next=${encodeURIComponent("/dev/outbox")}`],
-        ...state.setCookies.map((c) => ["Set-Cookie", c]),
-      ] as [string, string][];
-      return new Response(null, { status: 303, headers });
-    }
+    if (!user) return signInRedirect("/dev/outbox", state.setCookies);
     try {
       const outbox = await callServiceRpc(
         deps,

@@ -1,5 +1,6 @@
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
 import {
-  callRpc,
+  httpStatusOf,
   isToolError,
   placementText,
   rpcMethods,
@@ -8,13 +9,11 @@ import {
   SecretPageInputSchema,
   SecretPageSchema,
   type ApiPlacement,
-  type Bus,
-  type Logger,
   type SecretPage,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
-import { redirect } from "../auth/http.ts";
+import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
@@ -111,7 +110,7 @@ export function secretPages(deps: SecretPagesDeps) {
   const target = (params: { address: string; name: string }) =>
     SecretPageInputSchema.safeParse({ address: params.address, name: params.name });
   const signIn = (state: BrowserState, address: string, name: string) =>
-    redirect(`/signin?next=${encodeURIComponent(pathOf(address, name))}`, cookieHeaders(state.setCookies));
+    signInRedirect(pathOf(address, name), state.setCookies);
   const notFound = (state: BrowserState) =>
     problem(
       state,
@@ -205,8 +204,7 @@ export function secretPages(deps: SecretPagesDeps) {
   /** The service's refusal as a message; anything unexpected is logged and hidden (no error carries the value). */
   function failure(state: BrowserState, error: unknown): Response {
     if (isToolError(error) && error.code !== "internal") {
-      const status =
-        error.code === "not_found" ? 404 : error.code === "forbidden" ? 403 : error.code === "unavailable" ? 503 : 400;
+      const status = httpStatusOf(error.code);
       return problem(state, "Could not open this secret", error.message, status);
     }
     deps.logger.error("secret page failed", { error });

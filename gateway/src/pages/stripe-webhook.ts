@@ -1,12 +1,5 @@
-import {
-  callRpc,
-  isToolError,
-  ProviderWebhookResultSchema,
-  randomId,
-  rpcMethods,
-  type Bus,
-  type Logger,
-} from "@hatch/shared";
+import { callRpc, type Bus, type Logger } from "@hatch/platform";
+import { isToolError, ProviderWebhookResultSchema, randomId, rpcMethods } from "@hatch/contracts";
 import Stripe from "stripe";
 
 /** Stripe's events are a few kilobytes; anything far larger is not one. */

@@ -1,4 +1,5 @@
-import { ToolError, type CallContext, type Database } from "@hatch/shared";
+import { ToolError, type CallContext } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { and, eq, or, sql } from "drizzle-orm";
 import { appOrigin, type AppsConfig } from "./config.ts";
 import { appPeople, appsTable } from "./db/schema.ts";

@@ -1,4 +1,5 @@
-import { CommonEnvSchema, DATA_LIMITS, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, loadConfig } from "@hatch/platform";
+import { DATA_LIMITS } from "@hatch/contracts";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 

@@ -1,4 +1,5 @@
-import { deriveKey, type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/shared";
+import { deriveKey } from "@hatch/contracts";
+import { type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/platform";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
 import { Sealer } from "./secrets/sealed.ts";

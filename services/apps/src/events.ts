@@ -1,4 +1,5 @@
-import { newEvent, writeEvent, type CallContext, type Database } from "@hatch/shared";
+import { newEvent, type CallContext } from "@hatch/contracts";
+import { writeEvent, type Database } from "@hatch/platform";
 import { outbox } from "./db/schema.ts";
 
 /** The app an event is about, as the apps table has it. */

@@ -1,4 +1,5 @@
-import type { AiReset, CallContext, Database } from "@hatch/shared";
+import type { AiReset, CallContext } from "@hatch/contracts";
+import type { Database } from "@hatch/platform";
 import { and, asc, eq, inArray } from "drizzle-orm";
 import { hasKey } from "./ai/keys.ts";
 import type { AppRow } from "./apps-repo.ts";

@@ -1,4 +1,4 @@
-import { buildQuestion, type CallContext, type ConfirmClaims, type Question } from "@hatch/shared";
+import { buildQuestion, type CallContext, type ConfirmClaims, type Question } from "@hatch/contracts";
 import { checkMayMakePublic } from "./apps-repo.ts";
 import type { AppsContext } from "./context.ts";
 

@@ -2,12 +2,11 @@ import {
   createOutboxRelay,
   EntitlementsCache,
   eventStreamFor,
-  rpcMethods,
   startService,
-  TOOL_CONTRACTS,
   type RunningService,
   type ServiceDeps,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { rpcMethods, TOOL_CONTRACTS } from "@hatch/contracts";
 import { checkDiskStore } from "./blobs/check.ts";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";

@@ -1,4 +1,4 @@
-import type { Database } from "@hatch/shared";
+import type { Database } from "@hatch/platform";
 import { and, gte, inArray, sql } from "drizzle-orm";
 import { dailyOpens } from "./db/schema.ts";
 

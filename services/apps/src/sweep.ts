@@ -1,4 +1,4 @@
-import type { Database, Logger } from "@hatch/shared";
+import type { Database, Logger } from "@hatch/platform";
 import { lt } from "drizzle-orm";
 import { confirmUses, folderUploads, uploads } from "./db/schema.ts";
 

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { DATA_ERROR_STATUS, developerReference, EXAMPLE_APP, ServiceJsonSchema } from "@hatch/shared";
+import { DATA_ERROR_STATUS, developerReference, EXAMPLE_APP, ServiceJsonSchema } from "@hatch/contracts";
 import { acceptsGzip } from "../src/client/serve.ts";
 import type { Hatch } from "../src/client/hatch.d.ts";
 import { hasChromium, launchChromium } from "../../../test/support/chromium.ts";

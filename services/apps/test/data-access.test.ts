@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { DATA_LIMITS, signViewerTicket } from "@hatch/shared";
-import { addressKey } from "@hatch/shared";
+import { DATA_LIMITS, signViewerTicket } from "@hatch/contracts";
+import { addressKey } from "@hatch/platform";
 import { checkSameOrigin, DataError, RateLimiter } from "../src/data/access.ts";
 import { appsTable } from "../src/db/schema.ts";
 import { announceAppChanged } from "../src/host/announce.ts";

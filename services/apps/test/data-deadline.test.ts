@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { DataError } from "../src/data/access.ts";
-import { withDeadline } from "@hatch/shared";
+import { withDeadline } from "@hatch/platform";
 import { documentTooLate } from "../src/host/hatch-routes.ts";
 
 // A document request whose database does not answer (restarting) is told so in time instead of hanging.

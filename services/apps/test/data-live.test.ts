@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { DATA_LIMITS, encodeJson, subjects, type ViewerIdentity } from "@hatch/shared";
+import { DATA_LIMITS, subjects, type ViewerIdentity } from "@hatch/contracts";
+import { encodeJson } from "@hatch/platform";
 import { appsTable } from "../src/db/schema.ts";
 import { announceAppChanged } from "../src/host/announce.ts";
 import { viewerCookie } from "../src/host/access.ts";

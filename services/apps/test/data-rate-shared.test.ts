@@ -1,12 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import {
-  createLogger,
-  createNatsBus,
-  createRateCounter,
-  deleteRateBucket,
-  randomId,
-  type NatsBus,
-} from "@hatch/shared";
+import { createLogger, createNatsBus, createRateCounter, deleteRateBucket, type NatsBus } from "@hatch/platform";
+import { randomId } from "@hatch/contracts";
 import { DataError, SharedRateLimiter } from "../src/data/access.ts";
 
 // The app host's data limit with NATS: every app host copy counts in the same JetStream key-value bucket, so a viewer

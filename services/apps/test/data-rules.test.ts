@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { DATA_LIMITS, type ViewerIdentity } from "@hatch/shared";
+import { DATA_LIMITS, type ViewerIdentity } from "@hatch/contracts";
 import { allBy, DataClient, member, owner, ownerSeed, stranger } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";

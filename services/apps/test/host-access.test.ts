@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { signViewerTicket } from "@hatch/shared";
+import { signViewerTicket } from "@hatch/contracts";
 import { appPeople, appsTable } from "../src/db/schema.ts";
 import { viewerCookie } from "../src/host/access.ts";
 import { announceAppChanged } from "../src/host/announce.ts";

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
-import { encodeJson, subjects } from "@hatch/shared";
+import { encodeJson } from "@hatch/platform";
+import { subjects } from "@hatch/contracts";
 import { appsTable } from "../src/db/schema.ts";
 import { announceAppChanged } from "../src/host/announce.ts";
 import { rawStatus, startTestHost, type TestHost } from "./support/host.ts";

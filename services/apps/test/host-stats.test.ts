@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { createLogger, signViewerTicket } from "@hatch/shared";
+import { createLogger } from "@hatch/platform";
+import { signViewerTicket } from "@hatch/contracts";
 import { appsTable, dailyOpens, dailyViewers } from "../src/db/schema.ts";
 import { StatsCounter } from "../src/host/stats.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isToolError } from "@hatch/shared";
+import { isToolError } from "@hatch/contracts";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -3,7 +3,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { apiRule, openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import { apiRule } from "@hatch/contracts";
+import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
 import { sql } from "drizzle-orm";
 import { formsOf, redact, redactText } from "../src/apis/redact.ts";
 import { secrets } from "../src/db/schema.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AiChatRequest } from "@hatch/shared";
+import type { AiChatRequest } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { DataError } from "../src/data/access.ts";
 import { appLogs, documents } from "../src/db/schema.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
 import type { PGlite } from "@electric-sql/pglite";
 import { confirmUses, folderUploads, uploads } from "../src/db/schema.ts";
 import { APPS_MIGRATIONS } from "../src/service.ts";

@@ -1,6 +1,5 @@
 import {
   AccountStorageSchema,
-  callRpc,
   effectivePlan,
   paidPlanFor,
   PLAN_TABLE,
@@ -9,7 +8,8 @@ import {
   ToolError,
   type CallContext,
   type Money,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { callRpc } from "@hatch/platform";
 import { and, eq, gte, lt, sql } from "drizzle-orm";
 import { settingsUrl, type BillingContext } from "./context.ts";
 import { accounts, charges, usage } from "./db/schema.ts";

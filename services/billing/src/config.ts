@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, loadConfig } from "@hatch/platform";
 import { z } from "zod";
 
 /** The billing service's settings (every one has a working default for `bun run dev`: the local provider). */

@@ -1,4 +1,4 @@
-import type { Bus, Database, Logger } from "@hatch/shared";
+import type { Bus, Database, Logger } from "@hatch/platform";
 import type { BillingConfig } from "./config.ts";
 import type { PaymentProvider } from "./provider/types.ts";
 

@@ -1,12 +1,11 @@
 import {
   createOutboxRelay,
   eventStreamFor,
-  rpcMethods,
   startService,
-  TOOL_CONTRACTS,
   type RunningService,
   type ServiceDeps,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { rpcMethods, TOOL_CONTRACTS } from "@hatch/contracts";
 import { loadBillingConfig } from "./config.ts";
 import type { BillingContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";

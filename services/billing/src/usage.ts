@@ -1,11 +1,5 @@
-import {
-  eventStreamFor,
-  type Bus,
-  type Database,
-  type EventConsumer,
-  type HatchEvent,
-  type Logger,
-} from "@hatch/shared";
+import { eventStreamFor, type Bus, type Database, type EventConsumer, type Logger } from "@hatch/platform";
+import { type HatchEvent } from "@hatch/contracts";
 import { sql } from "drizzle-orm";
 import { countedEvents, usage } from "./db/schema.ts";
 

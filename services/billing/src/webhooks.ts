@@ -1,4 +1,5 @@
-import { bindRpc, ProviderWebhookInputSchema, type BillingState, type Plan, type RpcBinding } from "@hatch/shared";
+import { bindRpc, type RpcBinding } from "@hatch/platform";
+import { ProviderWebhookInputSchema, type BillingState, type Plan } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
 import type { BillingContext } from "./context.ts";

@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, loadConfig } from "@hatch/platform";
 import { isIP } from "node:net";
 import { z } from "zod";
 

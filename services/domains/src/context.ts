@@ -1,4 +1,5 @@
-import { deriveKey, type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/shared";
+import { deriveKey } from "@hatch/contracts";
+import { type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/platform";
 import type { DomainsConfig } from "./config.ts";
 import type { DnsLookup } from "./dns/lookup.ts";
 import type { JobQueue } from "./jobs/queue.ts";

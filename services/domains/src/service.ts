@@ -3,13 +3,11 @@ import {
   createOutboxRelay,
   EntitlementsCache,
   eventStreamFor,
-  RpcRequestSchema,
-  rpcMethods,
   startService,
-  TOOL_CONTRACTS,
   type RunningService,
   type ServiceDeps,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { RpcRequestSchema, rpcMethods, TOOL_CONTRACTS } from "@hatch/contracts";
 import { loadDomainsConfig } from "./config.ts";
 import { domainsConfirmKey, type DomainsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";

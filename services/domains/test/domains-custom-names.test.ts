@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isToolError } from "@hatch/shared";
+import { isToolError } from "@hatch/contracts";
 import { checkOwnHostname, isApex, registrableDomain, relativeName } from "../src/hostnames/names.ts";
 import { apexUnsupported, edgeZoneRecords, recordsOut, wantedRecords } from "../src/hostnames/records.ts";
 

@@ -6,7 +6,7 @@ import {
   openServiceDatabase,
   type Database,
   type DatabaseHandle,
-} from "@hatch/shared";
+} from "@hatch/platform";
 import { eq, sql } from "drizzle-orm";
 import { jobs } from "../src/db/schema.ts";
 import { cancelJob, enqueueJob, JobQueue, type JobKind, type JobQueueOptions, type JobRow } from "../src/jobs/queue.ts";

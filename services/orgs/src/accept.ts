@@ -1,4 +1,4 @@
-import { ToolError, type CallContext, type Role } from "@hatch/shared";
+import { ToolError, type CallContext, type Role } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import type { OrgsContext } from "./context.ts";
 import { recordOrgEvent } from "./context.ts";

@@ -1,4 +1,4 @@
-import { eventStreamFor, type EventConsumer } from "@hatch/shared";
+import { eventStreamFor, type EventConsumer } from "@hatch/platform";
 import type { OrgsContext } from "./context.ts";
 import { recordActivity } from "./db/activity.ts";
 

@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/shared";
+import { CommonEnvSchema, loadConfig } from "@hatch/platform";
 import { z } from "zod";
 
 /** The orgs service's settings, read from its environment (each has a working default for `bun run dev`). */

@@ -2,15 +2,11 @@ import {
   deriveKey,
   newEvent,
   signContext,
-  writeEvent,
-  type Bus,
   type CallContext,
-  type Database,
-  type EntitlementsCache,
   type HatchEvent,
-  type Logger,
   type NewEventFields,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { writeEvent, type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/platform";
 import type { OrgsConfig } from "./config.ts";
 import type { Tx } from "./db/accounts.ts";
 import type { OrgCaller } from "./db/members.ts";

@@ -1,19 +1,16 @@
 import {
   buildQuestion,
   type AiReset,
-  callRpc,
-  consumeConfirm,
   OwnedAppsSchema,
   rpcMethods,
   ToolError,
   type org_member_update,
   type OwnedApps,
-  type ToolCall,
   type ToolInput,
-  type ToolOutcome,
   type ToolOutput,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { callRpc, consumeConfirm, type ToolCall, type ToolOutcome } from "@hatch/platform";
 import { and, eq } from "drizzle-orm";
 import { contextFor, recordOrgEvent, type OrgsContext } from "./context.ts";
 import { findPersonIn, returnToPersonalAccount } from "./db/accounts.ts";

@@ -1,6 +1,6 @@
-import { PERMISSIONS, type Permission, type Role } from "@hatch/shared";
+import { PERMISSIONS, type Permission, type Role } from "@hatch/contracts";
 
-// Who may do what in an account. The contracts name the sets (shared/src/contracts/common.ts); this is what
+// Who may do what in an account. The contracts name the sets (shared/contracts/src/tools/common.ts); this is what
 // they mean, and every orgs tool checks it against the orgs database (never only against the caller's ctx).
 //
 //   owner    exactly one; everything; the only one who transfers ownership; cannot be removed or demoted

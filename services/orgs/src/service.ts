@@ -3,12 +3,11 @@ import {
   createOutboxRelay,
   EntitlementsCache,
   eventStreamFor,
-  rpcMethods,
   startService,
-  TOOL_CONTRACTS,
   type RunningService,
   type ServiceDeps,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { rpcMethods, TOOL_CONTRACTS } from "@hatch/contracts";
 import { startActivityConsumer } from "./activity.ts";
 import { loadOrgsConfig } from "./config.ts";
 import { orgsConfirmKey, type OrgsContext } from "./context.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createLogger, openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/shared";
+import { createLogger, openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
 import type { PGlite } from "@electric-sql/pglite";
 import { eq } from "drizzle-orm";
 import { loadOrgsConfig } from "../src/config.ts";

@@ -1,13 +1,13 @@
 import {
+  httpStatusOf,
   isAskReply,
   isToolError,
   randomId,
-  type Bus,
-  type Logger,
   type Question,
   type ToolContract,
   type ToolOutput,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Bus, type Logger } from "@hatch/platform";
 import type { z } from "zod";
 import type { PublicUser } from "../../auth/index.ts";
 import type { AccountSessions } from "../../mcp/accounts.ts";
@@ -86,7 +86,7 @@ export async function readTool<C extends ToolContract>(
   throw new Refusal("internal", `${contract.name} asked a question where none was expected.`);
 }
 
-/** A refusal to show on the page (not_found as 404, forbidden as 403, the rest as 400 or 503). */
+/** A refusal to show on the page, with its code's HTTP status (httpStatusOf). */
 export class Refusal extends Error {
   constructor(
     readonly code: string,
@@ -95,7 +95,6 @@ export class Refusal extends Error {
     super(message);
   }
   get status(): number {
-    const status: Record<string, number> = { not_found: 404, forbidden: 403, unavailable: 503, internal: 500 };
-    return status[this.code] ?? 400;
+    return httpStatusOf(this.code);
   }
 }

@@ -8,7 +8,7 @@ import {
   type CustomDomainsOutput,
   type DnsRecord,
   type DomainStatusOutput,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import type { Params } from "../../auth/index.ts";
 import { copyable, csrfField, html, type SafeHtml } from "../layout.ts";
@@ -32,7 +32,7 @@ export interface DomainPagesKit<Signed extends { user: Parameters<typeof callToo
     contract: typeof custom_domain,
     input: unknown,
     back: string,
-    question: import("@hatch/shared").Question,
+    question: import("@hatch/contracts").Question,
     action: string,
   ) => Response;
 }

@@ -1,5 +1,5 @@
+import { callRpc } from "@hatch/platform";
 import {
-  callRpc,
   custom_domain,
   DashboardAppSchema,
   delete_tool,
@@ -16,22 +16,21 @@ import {
   rpcMethods,
   share,
   tool_stats,
-  type Database,
   type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import { listConsents, removeConsent } from "../../app-consents.ts";
-import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../auth/index.ts";
-import { localPath, redirect } from "../../auth/http.ts";
+import { cookieHeaders, type BrowserState, type Params } from "../../auth/index.ts";
+import { localPath, redirect, signInRedirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, type PageScript, type SafeHtml } from "../layout.ts";
+import type { DashboardPagesDeps, Signed } from "./deps.ts";
 import { insightPages } from "./insight.ts";
-import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
-import type { NoticeCookies } from "../notice.ts";
+import { callTool, readTool, Refusal, type ToolAnswer } from "./calls.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
 import { domainDoneWords, domainPages } from "./domains.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
@@ -41,17 +40,7 @@ import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type Org
 // the activity log); an app's logs and data pages are insight.ts. Reads and actions are the tools themselves, called for the signed-in person (calls.ts); the only
 // other read is apps' `dashboard.app` (people, versions, secrets of an app they own).
 
-export interface DashboardPagesDeps extends DashboardCallDeps {
-  auth: Pick<Auth, "pages">;
-  baseUrl: string;
-  /** The one-time words a page shows after a form that worked (notice.ts). */
-  notices: NoticeCookies;
-  /** The gateway's database: the public apps a person let learn who they are (app-consents.ts). */
-  db: Database;
-}
-
 const FORM_MAX_BYTES = 16 * 1024;
-export type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200, script?: PageScript): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
@@ -83,8 +72,7 @@ const CONFIRMABLE = new Map<string, ToolContract>(
 const emailList = (raw: string | undefined) => (raw ?? "").split(/[\s,;]+/).filter(Boolean);
 
 export function dashboardPages(deps: DashboardPagesDeps) {
-  const signIn = (state: BrowserState, path: string) =>
-    redirect(`/signin?next=${encodeURIComponent(path)}`, cookieHeaders(state.setCookies));
+  const signIn = (state: BrowserState, path: string) => signInRedirect(path, state.setCookies);
 
   /** A page's request for a signed-in person, or the sign-in redirect. */
   async function signed(request: Request): Promise<Signed | Response> {
@@ -278,7 +266,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     contract: ToolContract,
     input: unknown,
     back: string,
-    question: import("@hatch/shared").Question,
+    question: import("@hatch/contracts").Question,
     action: string,
     values?: Record<string, string>,
     error?: string,

@@ -6,7 +6,7 @@ import {
   type DashboardFiles,
   type DashboardLogs,
   type ToolDataOutput,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { csrfField, html, pageScript, type SafeHtml } from "../layout.ts";
 import { appPath, noticeOf, when, type Notice } from "./views.ts";
 

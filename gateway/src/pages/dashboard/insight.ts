@@ -1,5 +1,5 @@
+import { callRpc } from "@hatch/platform";
 import {
-  callRpc,
   DashboardDocumentAnswerSchema,
   DashboardDocumentDeletedSchema,
   DashboardDocumentsSchema,
@@ -10,14 +10,14 @@ import {
   rpcMethods,
   tool_data,
   type DashboardLogs,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { Elysia } from "elysia";
 import type { z } from "zod";
 import type { BrowserState, Params, PublicUser } from "../../auth/index.ts";
 import { signedContext, websiteCaller } from "../../services.ts";
 import type { PageScript, SafeHtml } from "../layout.ts";
 import { DASHBOARD_CLIENT, readTool } from "./calls.ts";
-import type { DashboardPagesDeps, Signed } from "./index.ts";
+import type { DashboardPagesDeps, Signed } from "./deps.ts";
 import {
   bucketBody,
   bucketPath,

@@ -7,7 +7,7 @@ import type {
   OrgOutput,
   Question,
   ToolStatsOutput,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { renderFields, type FormValues } from "../../confirm/form.ts";
 import { csrfField, html, type SafeHtml } from "../layout.ts";
 import { statsChart } from "./chart.ts";

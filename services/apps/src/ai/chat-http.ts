@@ -1,4 +1,4 @@
-import { AI_LIMITS, type AiChatRequest } from "@hatch/shared";
+import { AI_LIMITS, type AiChatRequest } from "@hatch/contracts";
 import { checkSameOrigin, DataError, json, type DataCaller } from "../data/access.ts";
 import type { HatchRouteDeps } from "../host/hatch-routes.ts";
 

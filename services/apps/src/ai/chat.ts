@@ -3,10 +3,10 @@ import {
   AiChatRequestSchema,
   describeIssues,
   newEvent,
-  writeEvent,
   type AiChatReply,
   type AiChatRequest,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { writeEvent } from "@hatch/platform";
 import type { AppsContext } from "../context.ts";
 import { DataError, RateLimiter } from "../data/access.ts";
 import { outbox } from "../db/schema.ts";

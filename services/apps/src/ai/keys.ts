@@ -1,12 +1,5 @@
-import {
-  newEvent,
-  randomId,
-  ToolError,
-  writeEvent,
-  type AiKeyScope,
-  type CallContext,
-  type Database,
-} from "@hatch/shared";
+import { newEvent, randomId, ToolError, type AiKeyScope, type CallContext } from "@hatch/contracts";
+import { writeEvent, type Database } from "@hatch/platform";
 import { and, asc, eq, or, type SQL } from "drizzle-orm";
 import { ORG_MANAGER_ROLES, requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

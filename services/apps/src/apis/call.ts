@@ -1,4 +1,4 @@
-import { SERVER_LIMITS, type ApiRule } from "@hatch/shared";
+import { SERVER_LIMITS, type ApiRule } from "@hatch/contracts";
 import type { AppsContext } from "../context.ts";
 import { allows, DataError, refusal } from "../data/access.ts";
 import type { ApiCallInit, ApiCallResult, Outbound, OutboundCaller } from "../host/outbound.ts";

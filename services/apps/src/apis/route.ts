@@ -1,4 +1,4 @@
-import { DATA_NAME, SERVER_LIMITS } from "@hatch/shared";
+import { DATA_NAME, SERVER_LIMITS } from "@hatch/contracts";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { DataError, dataErrorResponse, type DataCaller } from "../data/access.ts";
 import type { Outbound } from "../host/outbound.ts";

@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { lookup } from "node:dns/promises";
-import { isSpecialPurposeAddress, type ApiRule } from "@hatch/shared";
+import { isSpecialPurposeAddress } from "@hatch/platform";
+import { type ApiRule } from "@hatch/contracts";
 import { DataError } from "../data/access.ts";
 
 // Where a declared API call goes. The base url comes from service.json; the path comes from a page or server code,

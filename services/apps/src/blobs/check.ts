@@ -1,4 +1,4 @@
-import { ConfigError, type Database } from "@hatch/shared";
+import { ConfigError, type Database } from "@hatch/platform";
 import { desc } from "drizzle-orm";
 import { blobs } from "../db/schema.ts";
 import type { BlobStore } from "./types.ts";

@@ -1,4 +1,4 @@
-import type { Database } from "@hatch/shared";
+import type { Database } from "@hatch/platform";
 import { and, asc, eq, inArray, notExists, sql } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { blobs, bucketFiles, versionFiles } from "../db/schema.ts";

@@ -3,14 +3,11 @@ import {
   clientAddressOf,
   databaseUnavailableMessage,
   isDatabaseUnavailable,
-  DATA_ERROR_STATUS,
-  isToolError,
-  type DataErrorCode,
-  type DataRule,
   type Logger,
   type RateCounter,
   withDeadline,
-} from "@hatch/shared";
+} from "@hatch/platform";
+import { DATA_ERROR_STATUS, isToolError, type DataErrorCode, type DataRule } from "@hatch/contracts";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { canView, needsConsent, readViewerSession, type Viewer } from "../host/access.ts";
 import type { HostedApp } from "../host/site.ts";

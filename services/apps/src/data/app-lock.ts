@@ -1,4 +1,4 @@
-import type { Database } from "@hatch/shared";
+import type { Database } from "@hatch/platform";
 import { eq } from "drizzle-orm";
 import { appsTable } from "../db/schema.ts";
 

@@ -5,7 +5,7 @@ import {
   hasControlChars,
   type BucketOperation,
   type DataRule,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
 import { etagMatches } from "../host/paths.ts";
 import { allows, checkSameOrigin, DataError, json, refusal, type DataCaller } from "./access.ts";

@@ -1,4 +1,4 @@
-import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/shared";
+import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/contracts";
 import { allows, checkSameOrigin, dataCaller, DataError, json, refusal, type DataCaller } from "./access.ts";
 import { storageLimitOf } from "./storage-limit.ts";
 import {

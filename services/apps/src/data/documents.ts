@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
-import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
+import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { dataUsage, documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
 import { lockAppRow } from "./app-lock.ts";

@@ -1,4 +1,4 @@
-import { DATA_LIMITS, formatBytes, randomId } from "@hatch/shared";
+import { DATA_LIMITS, formatBytes, randomId } from "@hatch/contracts";
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { blobs, bucketFiles, dataUsage } from "../db/schema.ts";

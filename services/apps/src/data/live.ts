@@ -1,12 +1,5 @@
-import {
-  DATA_LIMITS,
-  decodeJson,
-  encodeJson,
-  subjects,
-  type Bus,
-  type BusSubscription,
-  type Logger,
-} from "@hatch/shared";
+import { DATA_LIMITS, subjects } from "@hatch/contracts";
+import { decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
 import { DataError } from "./access.ts";
 
 // Live changes of collections (`GET /_hatch/db/<c>/_changes`, server-sent events). A change is published on the bus

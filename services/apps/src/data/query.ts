@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
-import { DATA_LIMITS, DOCUMENT_FIELD } from "@hatch/shared";
+import { DATA_LIMITS, DOCUMENT_FIELD } from "@hatch/contracts";
 import { documents } from "../db/schema.ts";
 import { DataError } from "./access.ts";
 

@@ -1,4 +1,5 @@
-import { checkLimitLocked, formatBytes, type Database, type Entitlements } from "@hatch/shared";
+import { checkLimitLocked, type Database } from "@hatch/platform";
+import { formatBytes, type Entitlements } from "@hatch/contracts";
 import { eq, sql } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable, dataUsage } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import { confirmUsesTable, outboxTable, type AiKeyChoice, type AiKeyScope, type ApiPlacement } from "@hatch/shared";
+import { confirmUsesTable, outboxTable } from "@hatch/platform";
+import { type AiKeyChoice, type AiKeyScope, type ApiPlacement } from "@hatch/contracts";
 import {
   bigint,
   bigserial,

@@ -1,4 +1,4 @@
-import { openPayload, signPayload, type ViewerIdentity, type ViewerSession } from "@hatch/shared";
+import { openPayload, signPayload, type ViewerIdentity, type ViewerSession } from "@hatch/contracts";
 import { z } from "zod";
 import type { AppsConfig } from "../config.ts";
 import type { HostedApp } from "./site.ts";

@@ -1,4 +1,5 @@
-import { decodeJson, encodeJson, subjects, type Bus, type BusSubscription, type Logger } from "@hatch/shared";
+import { decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
+import { subjects } from "@hatch/contracts";
 import type { AppsContext } from "../context.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { verifyViewerTicket } from "@hatch/shared";
+import { verifyViewerTicket } from "@hatch/contracts";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";

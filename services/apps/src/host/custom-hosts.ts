@@ -1,16 +1,5 @@
-import {
-  BusError,
-  decodeJson,
-  encodeJson,
-  HostResolvedSchema,
-  RpcReplySchema,
-  rpcMethods,
-  subjects,
-  type Bus,
-  type BusSubscription,
-  type HostResolved,
-  type Logger,
-} from "@hatch/shared";
+import { BusError, decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
+import { HostResolvedSchema, RpcReplySchema, rpcMethods, subjects, type HostResolved } from "@hatch/contracts";
 import { isIP } from "node:net";
 
 // Hostnames outside the apps domain (a custom domain, `<address>.<company domain>`): the domains service says which

@@ -1,4 +1,4 @@
-import { createRateCounter, isNatsBus, withDeadline, type Logger } from "@hatch/shared";
+import { createRateCounter, isNatsBus, withDeadline, type Logger } from "@hatch/platform";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import {

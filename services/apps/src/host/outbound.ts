@@ -1,4 +1,4 @@
-import type { AiChatReply, AiChatRequest } from "@hatch/shared";
+import type { AiChatReply, AiChatRequest } from "@hatch/contracts";
 import { createApiCaller } from "../apis/call.ts";
 import { createAiChat } from "../ai/chat.ts";
 import type { AppsContext } from "../context.ts";

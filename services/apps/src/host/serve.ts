@@ -1,4 +1,4 @@
-import type { Logger } from "@hatch/shared";
+import type { Logger } from "@hatch/platform";
 import type { BlobCache } from "./blob-cache.ts";
 import { pages } from "./pages.ts";
 import { candidatesOf, etagMatches, hasExtension } from "./paths.ts";

@@ -1,13 +1,6 @@
 import type { Server } from "bun";
-import {
-  AI_LIMITS,
-  clientAddressOf,
-  isToolError,
-  metrics,
-  SERVER_LIMITS,
-  statusClass,
-  type HostResolved,
-} from "@hatch/shared";
+import { AI_LIMITS, isToolError, SERVER_LIMITS, type HostResolved } from "@hatch/contracts";
+import { clientAddressOf, metrics, statusClass } from "@hatch/platform";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";

@@ -10,9 +10,9 @@ import {
   type BucketRules,
   type CollectionOperation,
   type CollectionRules,
-  type Database,
   type DataRule,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { appPeople, appsTable, versionFiles, versions } from "../db/schema.ts";
 import { cacheControlOf, isHtml } from "./paths.ts";
 

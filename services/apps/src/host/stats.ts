@@ -1,5 +1,6 @@
 import { eq, inArray, sql } from "drizzle-orm";
-import { newEvent, writeEvent, type Database, type Logger } from "@hatch/shared";
+import { newEvent } from "@hatch/contracts";
+import { writeEvent, type Database, type Logger } from "@hatch/platform";
 import { appsTable, dailyOpens, dailyViewers, outbox } from "../db/schema.ts";
 
 export interface StatsOptions {

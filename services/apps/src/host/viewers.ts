@@ -1,18 +1,14 @@
+import { callRpc, decodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
 import {
-  callRpc,
-  decodeJson,
   rpcMethods,
   signViewerCheck,
   subjects,
   ViewerChangedSchema,
   ViewerCheckSchema,
-  type Bus,
-  type BusSubscription,
-  type Logger,
   type ViewerCheckApp,
   type ViewerIdentity,
   type ViewerSession,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 
 // Who the viewer of a non-public app is now: the gateway answers for the browser session the app cookie names
 // (`rpc.gateway.viewer.check`). Answers are kept briefly and dropped at once when the gateway broadcasts that a

@@ -1,4 +1,5 @@
-import { checkLimit, checkLimitLocked, type CallContext, type Database, type Entitlements } from "@hatch/shared";
+import { checkLimit, checkLimitLocked, type Database } from "@hatch/platform";
+import { type CallContext, type Entitlements } from "@hatch/contracts";
 import { count, eq } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";

@@ -1,13 +1,12 @@
+import { consumeConfirm, type Database } from "@hatch/platform";
 import {
-  consumeConfirm,
   randomId,
   ToolError,
   type CallContext,
   type ConfirmClaims,
-  type Database,
   type ServiceJson,
   type Visibility,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { eq, sql, type SQL } from "drizzle-orm";
 import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,15 +1,15 @@
+import { consumeConfirm } from "@hatch/platform";
 import {
-  consumeConfirm,
   formatBytes,
+  httpStatusOf,
   isToolError,
   PUBLISH_LIMITS,
   randomId,
   ToolError,
   type CallContext,
   type ConfirmClaims,
-  type ErrorCode,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { appUrl } from "../apps-repo.ts";
@@ -313,19 +313,10 @@ function tooLarge(declared: number | null): Response {
   );
 }
 
-const STATUS_OF: Partial<Record<ErrorCode, number>> = {
-  invalid_input: 400,
-  limit_exceeded: 413,
-  needs_payment: 402,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-};
-
 function failed(app: AppsContext, error: unknown, next: string): Response {
   if (isToolError(error)) {
     const retry = error.code === "invalid_input" || error.code === "limit_exceeded" ? ` ${next}` : "";
-    return plain(STATUS_OF[error.code] ?? 503, `${error.message}${retry}`);
+    return plain(httpStatusOf(error.code), `${error.message}${retry}`);
   }
   const requestId = randomId(10);
   app.logger.error("folder upload failed", { requestId, error });

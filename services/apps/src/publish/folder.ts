@@ -7,7 +7,7 @@ import {
   ToolError,
   type ServiceJson,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 
 /** One file of a version: where it is served, which blob holds it, and how it is served. */
 export interface FolderEntry {

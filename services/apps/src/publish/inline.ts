@@ -1,4 +1,4 @@
-import { inlineLimitProblem, ToolError, type PublishInput } from "@hatch/shared";
+import { inlineLimitProblem, ToolError, type PublishInput } from "@hatch/contracts";
 import { contentTypeOf, type FolderEntry } from "./folder.ts";
 
 export interface InlineFolder {

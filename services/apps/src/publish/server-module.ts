@@ -1,4 +1,4 @@
-import { formatBytes, SERVER_LIMITS, ToolError, type ServiceJson } from "@hatch/shared";
+import { formatBytes, SERVER_LIMITS, ToolError, type ServiceJson } from "@hatch/contracts";
 import { compileError } from "../server-code/engine.ts";
 
 // service.json `server`: the module must be a file of the folder, within the size limit, and compile as an ES

@@ -1,4 +1,4 @@
-import { ToolError } from "@hatch/shared";
+import { ToolError } from "@hatch/contracts";
 import { gunzipSync } from "node:zlib";
 
 // A folder uploaded as one tar (publish with `upload: true`): what the tar of macOS, Linux (GNU) and Windows 10+

@@ -1,4 +1,5 @@
-import { AccountStorageInputSchema, bindRpc, type RpcBinding } from "@hatch/shared";
+import { AccountStorageInputSchema } from "@hatch/contracts";
+import { bindRpc, type RpcBinding } from "@hatch/platform";
 import type { AppsContext } from "../context.ts";
 import { storedBytes } from "../data/storage-limit.ts";
 

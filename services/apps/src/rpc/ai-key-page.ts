@@ -1,11 +1,5 @@
-import {
-  AiKeySetInputSchema,
-  AiKeyTargetSchema,
-  bindRpc,
-  ToolError,
-  type AiKeyPage,
-  type CallContext,
-} from "@hatch/shared";
+import { AiKeySetInputSchema, AiKeyTargetSchema, ToolError, type AiKeyPage, type CallContext } from "@hatch/contracts";
+import { bindRpc } from "@hatch/platform";
 import { keysOf, resolveKeyOwner, setAiKey, type KeyOwner } from "../ai/keys.ts";
 import type { AppsContext } from "../context.ts";
 

@@ -1,4 +1,5 @@
-import { AppLookupInputSchema, bindRpc, ToolError, type AppLookup, type RpcBinding } from "@hatch/shared";
+import { AppLookupInputSchema, ToolError, type AppLookup } from "@hatch/contracts";
+import { bindRpc, type RpcBinding } from "@hatch/platform";
 import { requireManagedApp, resolveAppRef } from "../apps-repo.ts";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";

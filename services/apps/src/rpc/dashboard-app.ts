@@ -1,4 +1,5 @@
-import { bindRpc, DashboardAppInputSchema, ToolError, type DashboardApp, type RpcBinding } from "@hatch/shared";
+import { bindRpc, type RpcBinding } from "@hatch/platform";
+import { DashboardAppInputSchema, ToolError, type DashboardApp } from "@hatch/contracts";
 import { desc, eq } from "drizzle-orm";
 import { appUrl, iso, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,11 +1,10 @@
+import { bindRpc, encodeJson, type RpcBinding } from "@hatch/platform";
 import {
-  bindRpc,
   DashboardDocumentInputSchema,
   DashboardDocumentsInputSchema,
   DashboardFileInputSchema,
   DashboardFilesInputSchema,
   DashboardLogsInputSchema,
-  encodeJson,
   subjects,
   ToolError,
   type DashboardDocument,
@@ -14,8 +13,7 @@ import {
   type DashboardFileAnswer,
   type DashboardFiles,
   type DashboardLogs,
-  type RpcBinding,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, asc, desc, eq, gt, inArray, lt, max, sql } from "drizzle-orm";
 import { requireManagedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,11 +1,11 @@
+import { bindRpc } from "@hatch/platform";
 import {
-  bindRpc,
   OwnedAppsListInputSchema,
   OwnedAppsMoveInputSchema,
   ToolError,
   type CallContext,
   type OwnedApps,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, asc, eq } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";

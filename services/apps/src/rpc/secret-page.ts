@@ -1,12 +1,12 @@
+import { bindRpc } from "@hatch/platform";
 import {
-  bindRpc,
   SecretConfirmInputSchema,
   SecretPageInputSchema,
   SecretSetInputSchema,
   ToolError,
   type CallContext,
   type SecretPage,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { bindingOf, shownDigest, unconfirmedUses } from "../secrets/destinations.ts";

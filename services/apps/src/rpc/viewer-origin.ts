@@ -1,4 +1,5 @@
-import { bindRpc, ViewerOriginInputSchema, type RpcBinding, type ViewerOrigin } from "@hatch/shared";
+import { bindRpc, type RpcBinding } from "@hatch/platform";
+import { ViewerOriginInputSchema, type ViewerOrigin } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";

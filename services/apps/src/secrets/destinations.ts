@@ -1,13 +1,21 @@
 import { createHash } from "node:crypto";
-import { placementText, type ApiPlacement } from "@hatch/shared";
+import { placementText, type ApiPlacement } from "@hatch/contracts";
 import type { BoundDestination } from "../db/schema.ts";
-import type { SecretUse } from "./usage.ts";
 
 // A secret is bound to the destinations its owner saw on the page when typing or confirming it: for each API, the
 // origin, the base path and where in the request the value goes. A later publish may point an API elsewhere (another
 // host, another path, the value moved from a header into the query); that API then gets no value until the owner
 // confirms the new destination on the same page. Urls are compared in their parsed form (scheme and host lower-cased,
 // default port dropped, trailing slashes trimmed), header names without case.
+
+/** An API of the current version's service.json that uses a secret. */
+export interface SecretUse {
+  name: string;
+  /** The API's base url. */
+  url: string;
+  /** Where the value goes in the request. */
+  in: ApiPlacement;
+}
 
 /** The destination's origin and base path, e.g. "https://api.weather.example/v1"; the url as given when it does not parse. */
 export function canonicalUrl(url: string): string {

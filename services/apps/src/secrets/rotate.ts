@@ -1,4 +1,4 @@
-import type { Logger } from "@hatch/shared";
+import type { Logger } from "@hatch/platform";
 import { and, asc, eq, gt, ne, sql } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { aiKeys, secrets } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import type { ApiPlacement, CallContext, Database } from "@hatch/shared";
+import type { ApiPlacement, CallContext } from "@hatch/contracts";
+import type { Database } from "@hatch/platform";
 import { and, eq } from "drizzle-orm";
 import type { AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

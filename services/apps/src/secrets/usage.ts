@@ -1,18 +1,11 @@
-import { apiRule, type ApiDeclaration, type ApiPlacement } from "@hatch/shared";
+import { apiRule, type ApiDeclaration } from "@hatch/contracts";
 import { and, eq, inArray } from "drizzle-orm";
 import type { AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { secrets, versions } from "../db/schema.ts";
-import { unconfirmedUses } from "./destinations.ts";
+import { unconfirmedUses, type SecretUse } from "./destinations.ts";
 
-/** An API of the current version's service.json that uses a secret. */
-export interface SecretUse {
-  name: string;
-  /** The API's base url. */
-  url: string;
-  /** Where the value goes in the request. */
-  in: ApiPlacement;
-}
+export type { SecretUse };
 
 /** The apis of the app's current version that name this secret, by name; [] before the first publish. */
 export async function apisUsing(

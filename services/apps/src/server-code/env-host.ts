@@ -1,4 +1,4 @@
-import { AiChatRequestSchema, DATA_ERROR_STATUS, describeIssues } from "@hatch/shared";
+import { AiChatRequestSchema, DATA_ERROR_STATUS, describeIssues } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { DataError, type DataCaller } from "../data/access.ts";
 import { answerBuckets } from "../data/buckets-http.ts";

@@ -1,4 +1,5 @@
-import { SERVER_LIMITS, type Database, type Logger } from "@hatch/shared";
+import { SERVER_LIMITS } from "@hatch/contracts";
+import { type Database, type Logger } from "@hatch/platform";
 import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import { appLogs } from "../db/schema.ts";
 import type { LogLevel } from "./types.ts";

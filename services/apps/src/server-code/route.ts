@@ -1,4 +1,5 @@
-import { SERVER_LIMITS, formatBytes, type Logger } from "@hatch/shared";
+import { SERVER_LIMITS, formatBytes } from "@hatch/contracts";
+import { type Logger } from "@hatch/platform";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { isOwnOrigin, DataError, json, type DataCaller } from "../data/access.ts";

@@ -1,4 +1,4 @@
-import type { Logger } from "@hatch/shared";
+import type { Logger } from "@hatch/platform";
 import { otherThreadsCpuMs, threadCpuMsOf } from "./cpu-clock.ts";
 import { Fairness, type FairnessOptions } from "./fairness.ts";
 import type { PoolOptions } from "./pool.ts";

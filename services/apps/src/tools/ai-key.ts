@@ -1,13 +1,5 @@
-import {
-  ai_key,
-  bindTool,
-  buildQuestion,
-  consumeConfirm,
-  ToolError,
-  plural,
-  type AiKeyOutput,
-  type ToolOutcome,
-} from "@hatch/shared";
+import { ai_key, buildQuestion, ToolError, plural, type AiKeyOutput } from "@hatch/contracts";
+import { bindTool, consumeConfirm, type ToolOutcome } from "@hatch/platform";
 import { aiKeyPageUrl, deleteAiKey, keysOf, resolveKeyOwner, visibleKeys, type KeyOwner } from "../ai/keys.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";

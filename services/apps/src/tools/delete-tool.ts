@@ -1,11 +1,5 @@
-import {
-  bindTool,
-  buildQuestion,
-  consumeConfirm,
-  delete_tool,
-  type DeleteToolOutput,
-  type ToolOutcome,
-} from "@hatch/shared";
+import { bindTool, consumeConfirm, type ToolOutcome } from "@hatch/platform";
+import { buildQuestion, delete_tool, type DeleteToolOutput } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

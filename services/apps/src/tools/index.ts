@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@hatch/shared";
+import type { ToolBinding } from "@hatch/platform";
 import type { AppsContext } from "../context.ts";
 import { aiKeyTool } from "./ai-key.ts";
 import { deleteToolTool } from "./delete-tool.ts";

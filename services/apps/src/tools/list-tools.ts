@@ -1,4 +1,5 @@
-import { bindTool, list_tools, plural, type ListToolsOutput } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { list_tools, plural, type ListToolsOutput } from "@hatch/contracts";
 import { and, eq, inArray, ne, or, sql } from "drizzle-orm";
 import { appUrl, iso, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

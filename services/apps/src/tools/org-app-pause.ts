@@ -1,4 +1,5 @@
-import { bindTool, org_app_pause, ToolError } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { org_app_pause, ToolError } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { ORG_MANAGER_ROLES } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

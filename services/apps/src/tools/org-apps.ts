@@ -1,4 +1,5 @@
-import { bindTool, org_apps, plural, ToolError, type CallContext } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { org_apps, plural, ToolError, type CallContext } from "@hatch/contracts";
 import { and, asc, eq, gte, inArray, sql, sum, type SQL } from "drizzle-orm";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,5 +1,5 @@
+import { bindTool, type ToolCall, type ToolOutcome } from "@hatch/platform";
 import {
-  bindTool,
   buildQuestion,
   CONTROL_CHARS_MESSAGE,
   hasControlChars,
@@ -11,10 +11,8 @@ import {
   type ConfirmClaims,
   type PublishInput,
   type PublishOutput,
-  type ToolCall,
-  type ToolOutcome,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import { heldSecretsNote } from "../secrets/usage.ts";

@@ -1,4 +1,5 @@
-import { bindTool, rollback, ToolError, plural, type RollbackOutput } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { rollback, ToolError, plural, type RollbackOutput } from "@hatch/contracts";
 import { desc, eq } from "drizzle-orm";
 import { appUrl, iso, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,4 +1,5 @@
-import { bindTool, developerReference, service_docs } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { developerReference, service_docs } from "@hatch/contracts";
 import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 

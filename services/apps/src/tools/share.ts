@@ -1,4 +1,5 @@
-import { bindTool, consumeConfirm, share, ToolError, type ShareOutput, type ToolOutcome, plural } from "@hatch/shared";
+import { bindTool, consumeConfirm, type ToolOutcome } from "@hatch/platform";
+import { share, ToolError, type ShareOutput, plural } from "@hatch/contracts";
 import { and, eq, inArray } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,14 +1,12 @@
+import { bindTool, consumeConfirm, type ToolOutcome } from "@hatch/platform";
 import {
-  bindTool,
   buildQuestion,
-  consumeConfirm,
   tool_ai,
   ToolError,
   type AiKeyChoice,
   type CallContext,
   type ToolAiOutput,
-  type ToolOutcome,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { aiKeyPageUrl, COMPANY_KEY_ROLES, hasKey } from "../ai/keys.ts";
 import { notFound, requireManagedApp, type AppRow } from "../apps-repo.ts";

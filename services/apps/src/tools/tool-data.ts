@@ -1,5 +1,5 @@
+import { bindTool } from "@hatch/platform";
 import {
-  bindTool,
   bucketRules,
   collectionRules,
   formatBytes,
@@ -9,7 +9,7 @@ import {
   type CollectionRules,
   type ToolDataOutput,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, count, desc, eq } from "drizzle-orm";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

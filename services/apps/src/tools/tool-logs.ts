@@ -1,4 +1,5 @@
-import { bindTool, tool_logs, ToolError, type CallContext } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { tool_logs, ToolError, type CallContext } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { notFound, notTheirs, ORG_MANAGER_ROLES, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,12 +1,5 @@
-import {
-  bindTool,
-  buildQuestion,
-  consumeConfirm,
-  placementText,
-  tool_secret,
-  type ToolOutcome,
-  type ToolSecretOutput,
-} from "@hatch/shared";
+import { bindTool, consumeConfirm, type ToolOutcome } from "@hatch/platform";
+import { buildQuestion, placementText, tool_secret, type ToolSecretOutput } from "@hatch/contracts";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import { bindTool, plural, tool_stats } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { plural, tool_stats } from "@hatch/contracts";
 import { and, countDistinct, eq, gte } from "drizzle-orm";
 import { requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -1,5 +1,5 @@
 import { expect } from "bun:test";
-import { signViewerTicket, type ViewerIdentity } from "@hatch/shared";
+import { signViewerTicket, type ViewerIdentity } from "@hatch/contracts";
 import type { TestHost } from "./host.ts";
 
 // Viewers and requests of the app data tests: a viewer signs in the way the gateway sends them (a ticket for one

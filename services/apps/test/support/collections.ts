@@ -1,4 +1,4 @@
-import type { ViewerIdentity } from "@hatch/shared";
+import type { ViewerIdentity } from "@hatch/contracts";
 import { viewerCookie } from "../../src/host/access.ts";
 import type { TestHost } from "./host.ts";
 

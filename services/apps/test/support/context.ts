@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabase } from "@hatch/shared";
+import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabase } from "@hatch/platform";
 import { createDiskBlobStore } from "../../src/blobs/disk.ts";
 import { loadAppsConfig } from "../../src/config.ts";
 import { appsKeys, createSealer, type AppsContext } from "../../src/context.ts";

@@ -1,16 +1,13 @@
 import { randomBytes } from "node:crypto";
+import { encodeJson, decodeJson, type Bus, type BusSubscription } from "@hatch/platform";
 import {
-  encodeJson,
-  decodeJson,
   openViewerCheck,
   rpcMethods,
   subjects,
   ViewerCheckInputSchema,
-  type Bus,
-  type BusSubscription,
   type RpcReply,
   type ViewerIdentity,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 
 /**
  * The gateway's part of app viewers, for app host tests without a gateway: answers `rpc.gateway.viewer.check` in

@@ -1,4 +1,5 @@
-import { outboxTable, type BillingState, type Plan } from "@hatch/shared";
+import { outboxTable } from "@hatch/platform";
+import { type BillingState, type Plan } from "@hatch/contracts";
 import { bigint, boolean, date, integer, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 /** The billing service's own schema. Rows stay inside the service; tools map them to contract types. */

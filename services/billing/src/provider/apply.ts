@@ -1,4 +1,5 @@
-import { newEvent, writeEvent, type Database, type Logger } from "@hatch/shared";
+import { newEvent } from "@hatch/contracts";
+import { writeEvent, type Database, type Logger } from "@hatch/platform";
 import { eq } from "drizzle-orm";
 import { accounts, outbox, providerEvents } from "../db/schema.ts";
 import type { BillingUpdate } from "./types.ts";

@@ -1,4 +1,4 @@
-import type { Database } from "@hatch/shared";
+import type { Database } from "@hatch/platform";
 import type { BillingConfig } from "../config.ts";
 import { createLocalProvider } from "./local.ts";
 import { StripeProvider } from "./stripe.ts";

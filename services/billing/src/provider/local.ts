@@ -1,4 +1,5 @@
-import { randomId, type Database } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { accounts } from "../db/schema.ts";

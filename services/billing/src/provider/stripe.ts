@@ -1,4 +1,4 @@
-import { MAX_SEATS, type Plan } from "@hatch/shared";
+import { MAX_SEATS, type Plan } from "@hatch/contracts";
 import Stripe from "stripe";
 import type { StripeSettings } from "../config.ts";
 import type { ChargeOutcome, CheckoutRequest, OneOffCharge, PaymentProvider } from "./types.ts";

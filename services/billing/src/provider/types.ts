@@ -1,4 +1,4 @@
-import type { Plan } from "@hatch/shared";
+import type { Plan } from "@hatch/contracts";
 
 // The payment provider behind billing: Stripe through its SDK (stripe.ts) when STRIPE_SECRET_KEY is set, else the
 // local provider (local.ts) whose checkout and portal pages the gateway serves. Both report what changed as

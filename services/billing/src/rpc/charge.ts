@@ -1,11 +1,11 @@
+import { bindRpc } from "@hatch/platform";
 import {
-  bindRpc,
   CardCheckInputSchema,
   ChargeInputSchema,
   ToolError,
   type CardCheck,
   type ChargeResult,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { ensureAccount, linkFor } from "../account.ts";
 import type { BillingContext } from "../context.ts";

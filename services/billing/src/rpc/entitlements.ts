@@ -1,4 +1,5 @@
-import { bindRpc, EntitlementsInputSchema, limitsOf, type Entitlements } from "@hatch/shared";
+import { bindRpc } from "@hatch/platform";
+import { EntitlementsInputSchema, limitsOf, type Entitlements } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { companyAiTokensThisMonth } from "../account.ts";
 import { settingsUrl, type BillingContext } from "../context.ts";

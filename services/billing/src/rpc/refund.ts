@@ -1,4 +1,5 @@
-import { bindRpc, RefundInputSchema, ToolError, type RefundResult } from "@hatch/shared";
+import { bindRpc } from "@hatch/platform";
+import { RefundInputSchema, ToolError, type RefundResult } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import type { BillingContext } from "../context.ts";
 import { charges } from "../db/schema.ts";

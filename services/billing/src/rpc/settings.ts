@@ -1,12 +1,12 @@
 import {
   BillingLinkInputSchema,
   BillingSettingsInputSchema,
-  bindRpc,
   LocalActInputSchema,
   randomId,
   ToolError,
   type BillingSettings,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { bindRpc } from "@hatch/platform";
 import { ensureAccount, linkFor, payerOf, seatsInUse, usageOf, type AccountRow, type LinkTarget } from "../account.ts";
 import type { BillingContext } from "../context.ts";
 import { applyBillingUpdate } from "../provider/apply.ts";

@@ -1,12 +1,12 @@
+import { bindTool } from "@hatch/platform";
 import {
-  bindTool,
   billing as billingContract,
   effectivePlan,
   PLAN_TABLE,
   ToolError,
   type BillingOutput,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { ensureAccount, linkFor, payerOf, seatsInUse, upgradePlan, usageOf, type LinkTarget } from "../account.ts";
 import type { BillingContext } from "../context.ts";
 

@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@hatch/shared";
+import type { ToolBinding } from "@hatch/platform";
 import type { BillingContext } from "../context.ts";
 import { billingTool } from "./billing.ts";
 

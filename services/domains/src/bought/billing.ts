@@ -1,5 +1,5 @@
+import { callRpc } from "@hatch/platform";
 import {
-  callRpc,
   ChargeResultSchema,
   RefundResultSchema,
   rpcMethods,
@@ -7,7 +7,7 @@ import {
   type CallContext,
   type ChargeResult,
   type RefundResult,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { createHash } from "node:crypto";
 import type { DomainsContext } from "../context.ts";
 import type { boughtDomains } from "../db/schema.ts";

@@ -1,5 +1,6 @@
-import { newEvent, writeEvent, type CallContext } from "@hatch/shared";
-import type { Database } from "@hatch/shared";
+import { newEvent, type CallContext } from "@hatch/contracts";
+import { writeEvent } from "@hatch/platform";
+import type { Database } from "@hatch/platform";
 import { outbox } from "../db/schema.ts";
 
 type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];

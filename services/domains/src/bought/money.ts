@@ -1,4 +1,4 @@
-import type { Money } from "@hatch/shared";
+import type { Money } from "@hatch/contracts";
 
 /** A USD price in cents as the tools show it. */
 export function money(amountMinor: number, currency = "USD"): Money {

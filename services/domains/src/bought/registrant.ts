@@ -1,4 +1,4 @@
-import { EmailSchema, type CallContext, type Question } from "@hatch/shared";
+import { EmailSchema, type CallContext, type Question } from "@hatch/contracts";
 import { z } from "zod";
 import type { Registrant } from "../db/schema.ts";
 

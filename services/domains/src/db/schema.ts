@@ -1,4 +1,4 @@
-import { confirmUsesTable, outboxTable } from "@hatch/shared";
+import { confirmUsesTable, jobsTable, outboxTable } from "@hatch/platform";
 import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, jsonb, pgSchema, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
@@ -108,36 +108,8 @@ export const boughtDomains = domains.table(
   (t) => [index("bought_domains_account").on(t.accountId)],
 );
 
-/**
- * Stage work: one row per job (`kind` + `key` unique while not done, so a job is never queued twice). Copies claim due
- * rows with `FOR UPDATE SKIP LOCKED` and hold them for a lease (`locked_by`, `locked_until`); a copy that dies leaves
- * its rows to be claimed again once the lease runs out. A job's changes commit with its completion, fenced by the
- * lease (see jobs/queue.ts).
- */
-export const jobs = domains.table(
-  "jobs",
-  {
-    id: text("id").primaryKey(),
-    kind: text("kind").notNull(),
-    key: text("key").notNull(),
-    payload: jsonb("payload").$type<Record<string, unknown>>().notNull().default({}),
-    runAt: timestamp("run_at", { withTimezone: true }).notNull().defaultNow(),
-    /** Failed runs since the last success (backoff grows with it). */
-    attempts: integer("attempts").notNull().default(0),
-    /** Runs that completed (a recurring job counts each). */
-    runs: integer("runs").notNull().default(0),
-    lockedBy: text("locked_by"),
-    lockedUntil: timestamp("locked_until", { withTimezone: true }),
-    lastError: text("last_error"),
-    doneAt: timestamp("done_at", { withTimezone: true }),
-    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
-  },
-  (t) => [
-    uniqueIndex("jobs_open_key").on(t.kind, t.key).where(sql`${t.doneAt} IS NULL`),
-    index("jobs_due").on(t.runAt).where(sql`${t.doneAt} IS NULL`),
-  ],
-);
+/** Stage work (DNS, certificate, registrar): the platform's job table (jobsTable; domains/src/jobs/queue.ts). */
+export const jobs = jobsTable(domains);
 
 export const outbox = outboxTable(domains);
 export const confirmUses = confirmUsesTable(domains);

@@ -1,4 +1,4 @@
-import { randomId } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
 import { sql } from "drizzle-orm";
 import { hostnames } from "../db/schema.ts";
 import { enqueueJob } from "../jobs/queue.ts";

@@ -1,4 +1,4 @@
-import { ToolError } from "@hatch/shared";
+import { ToolError } from "@hatch/contracts";
 import { and, eq, inArray, isNotNull } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { hostnames } from "../db/schema.ts";

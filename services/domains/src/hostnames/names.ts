@@ -1,4 +1,4 @@
-import { DomainNameSchema, ToolError } from "@hatch/shared";
+import { DomainNameSchema, ToolError } from "@hatch/contracts";
 import { isIP } from "node:net";
 import type { DomainsConfig } from "../config.ts";
 

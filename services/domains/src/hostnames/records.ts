@@ -1,4 +1,4 @@
-import type { DnsRecord } from "@hatch/shared";
+import type { DnsRecord } from "@hatch/contracts";
 import type { DomainsConfig } from "../config.ts";
 import type { HostnameKind, RecordSeen } from "../db/schema.ts";
 import type { DnsLookup } from "../dns/lookup.ts";

@@ -1,4 +1,4 @@
-import { eventStreamFor, type EventConsumer } from "@hatch/shared";
+import { eventStreamFor, type EventConsumer } from "@hatch/platform";
 import { and, eq, inArray } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { hostnames } from "../db/schema.ts";

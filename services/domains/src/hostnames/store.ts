@@ -1,19 +1,16 @@
+import { callRpc, encodeJson, writeEvent, type Database } from "@hatch/platform";
 import {
-  callRpc,
-  encodeJson,
   newEvent,
   rpcMethods,
   signContext,
   subjects,
   ToolError,
-  writeEvent,
   AppLookupSchema,
   type AppLookup,
   type CallContext,
-  type Database,
   type DnsRecord,
   type HatchEvent,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import type { DomainsContext } from "../context.ts";
 import { hostnames, outbox, type ConnectionStage } from "../db/schema.ts";
 import { recordsOut } from "./records.ts";

@@ -1,4 +1,4 @@
-import { DomainNameSchema } from "@hatch/shared";
+import { DomainNameSchema } from "@hatch/contracts";
 import { and, eq, isNotNull } from "drizzle-orm";
 import { isIP } from "node:net";
 import type { DomainsContext } from "../context.ts";

@@ -1,4 +1,5 @@
-import { encodeJson, subjects } from "@hatch/shared";
+import { encodeJson } from "@hatch/platform";
+import { subjects } from "@hatch/contracts";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { buyerContext, charge, refund, renewalKey } from "../bought/billing.ts";
 import { domainEvent } from "../bought/events.ts";

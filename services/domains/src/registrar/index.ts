@@ -1,4 +1,4 @@
-import type { Database } from "@hatch/shared";
+import type { Database } from "@hatch/platform";
 import type { DomainsConfig } from "../config.ts";
 import { createNamecomRegistrar } from "./namecom.ts";
 import { createSimulatedRegistrar } from "./simulated.ts";

@@ -1,4 +1,5 @@
-import { randomId, type Database } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { createHash } from "node:crypto";
 import { eq, inArray, sql } from "drizzle-orm";
 import { simulatedOffers, simulatedRegistrations } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import { bindRpc, DomainProgressInputSchema, ToolError, type DomainProgress } from "@hatch/shared";
+import { bindRpc } from "@hatch/platform";
+import { DomainProgressInputSchema, ToolError, type DomainProgress } from "@hatch/contracts";
 import { and, eq, ne } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { money } from "../bought/money.ts";

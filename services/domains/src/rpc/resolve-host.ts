@@ -1,4 +1,5 @@
-import { bindRpc, HostResolveInputSchema, type Database, type HostResolved } from "@hatch/shared";
+import { bindRpc, type Database } from "@hatch/platform";
+import { HostResolveInputSchema, type HostResolved } from "@hatch/contracts";
 import { and, inArray, isNotNull } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { hostnames } from "../db/schema.ts";

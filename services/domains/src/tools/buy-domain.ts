@@ -1,12 +1,9 @@
 import {
   AppLookupSchema,
-  bindTool,
   buildQuestion,
   buy_domain,
-  callRpc,
   CardCheckSchema,
   checkConfirm,
-  consumeConfirm,
   isToolError,
   rpcMethods,
   ToolError,
@@ -14,11 +11,10 @@ import {
   type BuyDomainInput,
   type BuyDomainOutput,
   type CardCheck,
-  type Logger,
   type CallContext,
   type ConfirmClaims,
-  type ToolOutcome,
-} from "@hatch/shared";
+} from "@hatch/contracts";
+import { bindTool, callRpc, consumeConfirm, type Logger, type ToolOutcome } from "@hatch/platform";
 import { and, eq, lt, sql } from "drizzle-orm";
 import { charge, purchaseKey, refund, resign } from "../bought/billing.ts";
 import { domainEvent } from "../bought/events.ts";

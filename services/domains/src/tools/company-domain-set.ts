@@ -1,16 +1,13 @@
+import { bindTool, consumeConfirm, type ToolCall, type ToolOutcome } from "@hatch/platform";
 import {
-  bindTool,
   buildQuestion,
   company_domain_set,
-  consumeConfirm,
   randomId,
   ToolError,
   type CallContext,
   type CompanyDomainSetOutput,
-  type ToolCall,
   type ToolInput,
-  type ToolOutcome,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { confirmUses, hostnames } from "../db/schema.ts";

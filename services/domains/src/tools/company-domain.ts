@@ -1,4 +1,5 @@
-import { bindTool, company_domain } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { company_domain } from "@hatch/contracts";
 import type { DomainsContext } from "../context.ts";
 import { recordsText } from "../hostnames/records.ts";
 import { viewOf } from "../hostnames/store.ts";

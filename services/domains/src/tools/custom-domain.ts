@@ -1,17 +1,13 @@
+import { bindTool, checkLimitLocked, consumeConfirm, type ToolCall, type ToolOutcome } from "@hatch/platform";
 import {
-  bindTool,
   buildQuestion,
-  checkLimitLocked,
-  consumeConfirm,
   custom_domain,
   randomId,
   ToolError,
   type CallContext,
   type CustomDomainOutput,
-  type ToolCall,
   type ToolInput,
-  type ToolOutcome,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, count, eq } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { confirmUses, hostnames } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import { bindTool, custom_domains } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { custom_domains } from "@hatch/contracts";
 import { and, asc, eq, inArray } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { hostnames } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import { bindTool, domain_status, ToolError, type DomainStatusOutput } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { domain_status, ToolError, type DomainStatusOutput } from "@hatch/contracts";
 import { and, asc, eq } from "drizzle-orm";
 import type { DomainsContext } from "../context.ts";
 import { money } from "../bought/money.ts";

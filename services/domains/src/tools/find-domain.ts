@@ -1,4 +1,5 @@
-import { bindTool, find_domain, ToolError, type FindDomainOutput } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { find_domain, ToolError, type FindDomainOutput } from "@hatch/contracts";
 import type { DomainsContext } from "../context.ts";
 import { moneyOrNull } from "../bought/money.ts";
 import { RegistrarUnavailable } from "../registrar/types.ts";

@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@hatch/shared";
+import type { ToolBinding } from "@hatch/platform";
 import type { DomainsContext } from "../context.ts";
 import { buyDomainTool } from "./buy-domain.ts";
 import { companyDomainTool } from "./company-domain.ts";

@@ -1,4 +1,5 @@
-import { randomId, type Database, type Role, type Session } from "@hatch/shared";
+import { randomId, type Role, type Session } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { and, eq, sql } from "drizzle-orm";
 import { asRole, effectivePermissions } from "../roles.ts";
 import { accounts, members, people } from "./schema.ts";

@@ -1,4 +1,4 @@
-import type { HatchEvent } from "@hatch/shared";
+import type { HatchEvent } from "@hatch/contracts";
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import type { Tx } from "./accounts.ts";
 import { activity } from "./schema.ts";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { randomId, type Role } from "@hatch/shared";
+import { randomId, type Role } from "@hatch/contracts";
 import { and, asc, eq, gt, isNull } from "drizzle-orm";
 import { asRole, effectivePermissions } from "../roles.ts";
 import type { Tx } from "./accounts.ts";

@@ -1,4 +1,4 @@
-import { ToolError, type Role } from "@hatch/shared";
+import { ToolError, type Role } from "@hatch/contracts";
 import { and, count, eq, sql } from "drizzle-orm";
 import { asRole, byRoleThenEmail, effectivePermissions } from "../roles.ts";
 import type { PersonView, Tx } from "./accounts.ts";

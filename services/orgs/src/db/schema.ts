@@ -1,4 +1,5 @@
-import { confirmUsesTable, outboxTable, type HatchEvent } from "@hatch/shared";
+import { confirmUsesTable, outboxTable } from "@hatch/platform";
+import { type HatchEvent } from "@hatch/contracts";
 import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 

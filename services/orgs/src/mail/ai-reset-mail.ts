@@ -1,4 +1,4 @@
-import type { AiReset } from "@hatch/shared";
+import type { AiReset } from "@hatch/contracts";
 import type { MailToQueue } from "./mailer.ts";
 
 /** What paying for an app's AI calls became, in the words of the mail, the removal's answer and the activity log. */

@@ -1,4 +1,5 @@
-import { randomId, type Database, type Logger } from "@hatch/shared";
+import { randomId } from "@hatch/contracts";
+import { createBatchLoop, type Database, type Logger } from "@hatch/platform";
 import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
 import type { OrgsConfig } from "../config.ts";
 import type { Tx } from "../db/accounts.ts";
@@ -48,9 +49,6 @@ export function createMailer(options: {
   const { db, config } = options;
   const log = options.logger.child({ component: "mailer" });
   const smtp = config.smtp;
-  let running: Promise<void> | null = null;
-  let again = false;
-  let timer: ReturnType<typeof setInterval> | undefined;
   // One pooled transport for the mailer's life: its connections are reused across passes.
   let sender: SmtpSender | null = null;
 
@@ -127,28 +125,8 @@ export function createMailer(options: {
     return batch.length === BATCH;
   }
 
-  function kick(): Promise<void> {
-    if (!smtp) return Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          while (await deliver()) {
-            // A full batch: there may be more.
-          }
-        } catch (error) {
-          log.warn("mail delivery pass failed", { error });
-        }
-      } while (again);
-    })().finally(() => {
-      running = null;
-    });
-    return running;
-  }
+  const loop = createBatchLoop({ pass: deliver, pollMs: POLL_MS, logger: log, failure: "mail delivery pass failed" });
+  const kick = (): Promise<void> => (smtp ? loop.run() : Promise.resolve());
 
   return {
     mode: smtp ? "smtp" : "outbox",
@@ -161,15 +139,10 @@ export function createMailer(options: {
     },
     kick,
     start() {
-      if (!smtp || timer) return;
-      timer = setInterval(() => void kick(), POLL_MS);
-      timer.unref?.();
-      void kick();
+      if (smtp) loop.start();
     },
     async stop() {
-      clearInterval(timer);
-      timer = undefined;
-      await running;
+      await loop.stop();
       sender?.close();
       sender = null;
     },

@@ -1,10 +1,10 @@
+import { bindRpc } from "@hatch/platform";
 import {
-  bindRpc,
   InvitationTokenInputSchema,
   ToolError,
   type InvitationAccepted,
   type InvitationPreview,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { acceptInvitation } from "../accept.ts";
 import type { OrgsContext } from "../context.ts";

@@ -1,11 +1,11 @@
+import { bindRpc } from "@hatch/platform";
 import {
-  bindRpc,
   MailOutboxSchema,
   ToolError,
   VerificationMailInputSchema,
   type MailOutbox,
   type VerificationMailSent,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, count, eq, gt, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { OrgsContext } from "../context.ts";

@@ -1,4 +1,5 @@
-import { bindRpc, SeatsUsedInputSchema, type SeatsUsed } from "@hatch/shared";
+import { bindRpc } from "@hatch/platform";
+import { SeatsUsedInputSchema, type SeatsUsed } from "@hatch/contracts";
 import { and, count, eq, gt, isNull } from "drizzle-orm";
 import type { OrgsContext } from "../context.ts";
 import type { Tx } from "../db/accounts.ts";

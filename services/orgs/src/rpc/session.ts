@@ -1,4 +1,5 @@
-import { bindRpc, ResolveSessionInputSchema, ToolError, type Database } from "@hatch/shared";
+import { bindRpc, type Database } from "@hatch/platform";
+import { ResolveSessionInputSchema, ToolError } from "@hatch/contracts";
 import { ensurePerson, toSession } from "../db/accounts.ts";
 
 /** The gateway asks which account a signed-in user acts as; the first time, their personal account is made. */

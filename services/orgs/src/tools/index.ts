@@ -1,4 +1,4 @@
-import type { ToolBinding } from "@hatch/shared";
+import type { ToolBinding } from "@hatch/platform";
 import type { OrgsContext } from "../context.ts";
 import { orgActivityTool } from "./org-activity.ts";
 import { orgInviteTool } from "./org-invite.ts";

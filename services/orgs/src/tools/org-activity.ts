@@ -1,13 +1,5 @@
-import {
-  AppLookupSchema,
-  bindTool,
-  callRpc,
-  isToolError,
-  org_activity,
-  rpcMethods,
-  ToolError,
-  type CallContext,
-} from "@hatch/shared";
+import { AppLookupSchema, isToolError, org_activity, rpcMethods, ToolError, type CallContext } from "@hatch/contracts";
+import { bindTool, callRpc } from "@hatch/platform";
 import { and, asc, eq } from "drizzle-orm";
 import { contextFor, type OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";

@@ -1,7 +1,6 @@
 import { seatsUsed } from "../rpc/seats.ts";
+import { bindTool, checkLimitLocked } from "@hatch/platform";
 import {
-  bindTool,
-  checkLimitLocked,
   ORG_INVITE_MAX_PEOPLE,
   org_invite,
   ToolError,
@@ -10,7 +9,7 @@ import {
   type ToolInput,
   type ToolOutput,
   plural,
-} from "@hatch/shared";
+} from "@hatch/contracts";
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, type Tx } from "../db/accounts.ts";

@@ -1,11 +1,5 @@
-import {
-  bindTool,
-  org_member_update,
-  ToolError,
-  type CallContext,
-  type ToolInput,
-  type ToolOutput,
-} from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { org_member_update, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";

@@ -1,4 +1,5 @@
-import { bindTool, org_members, plural } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { org_members, plural } from "@hatch/contracts";
 import type { OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";
 import { invitationOut, openInvitations } from "../db/invitations.ts";

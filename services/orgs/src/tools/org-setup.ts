@@ -1,4 +1,5 @@
-import { bindTool, org_setup, ToolError, type CallContext, type ToolOutput } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { org_setup, ToolError, type CallContext, type ToolOutput } from "@hatch/contracts";
 import { eq } from "drizzle-orm";
 import { acceptInvitation } from "../accept.ts";
 import { invitationsForEmail } from "../db/invitations.ts";

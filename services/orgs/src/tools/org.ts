@@ -1,4 +1,5 @@
-import { bindTool, org } from "@hatch/shared";
+import { bindTool } from "@hatch/platform";
+import { org } from "@hatch/contracts";
 import type { OrgsContext } from "../context.ts";
 import { ensurePerson } from "../db/accounts.ts";
 import { invitationsForEmail } from "../db/invitations.ts";

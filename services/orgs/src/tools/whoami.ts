@@ -1,4 +1,5 @@
-import { bindTool, whoami, type Database } from "@hatch/shared";
+import { bindTool, type Database } from "@hatch/platform";
+import { whoami } from "@hatch/contracts";
 import { ensurePerson } from "../db/accounts.ts";
 
 export function whoamiTool(db: Database) {
