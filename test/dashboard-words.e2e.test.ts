@@ -97,6 +97,9 @@ for (const mode of EMBEDDED_MODES) {
       return jar;
     }
 
+    /** Pages that answered with a server error while crawling (none may). */
+    const failed: string[] = [];
+
     /** Every dashboard page reachable from /dashboard by links, with its HTML. */
     async function crawl(jar: HostCookieJar): Promise<Map<string, string>> {
       const pages = new Map<string, string>();
@@ -110,6 +113,7 @@ for (const mode of EMBEDDED_MODES) {
           continue;
         }
         const page = await response.text();
+        if (response.status >= 500) failed.push(`${path}: status ${response.status}`);
         pages.set(path, page);
         for (const [, href = ""] of page.matchAll(/href="([^"#]+)"/g)) {
           const link = href.replaceAll("&amp;", "&");
@@ -125,10 +129,14 @@ for (const mode of EMBEDDED_MODES) {
       const problems: string[] = [];
       for (const role of ["owner", "manager", "member", "loner"] as const) {
         const pages = await crawl(await signedIn(people[role].email));
-        expect(pages.size).toBeGreaterThan(role === "loner" ? 5 : 7);
         for (const [path, page] of pages) problems.push(...problemsOf(`${role} ${path}`, page));
+        for (const path of ["/dashboard", "/dashboard/org", "/dashboard/settings", "/dashboard/tokens"])
+          if (!pages.has(path)) problems.push(`${role}: ${path} was not reached by links`);
+        if ((role === "owner" || role === "member") && ![...pages.keys()].some((p) => p.startsWith("/dashboard/apps/")))
+          problems.push(`${role}: no app page reached`);
       }
       expect(problems).toEqual([]);
+      expect(failed).toEqual([]);
     }, 120_000);
 
     test("what the pages say after invitations: sent, a mistyped address, past the plan's seats", async () => {
@@ -160,6 +168,22 @@ for (const mode of EMBEDDED_MODES) {
       const revoked = await jar.post(`${org}/invitations/revoke`, { csrf, email: "nobody@example.com" });
       expect(revoked.status).toBe(303);
       problems.push(...problemsOf("after a revoke", await (await jar.fetch(org)).text()));
+
+      // An organization with seats to spare: the invitation goes out, and the page says so in words.
+      const founder = await userWithToken(hatch, { name: "Founder", email: `words-founder-${mode}@example.com` });
+      const founderAi = await connectClient(hatch, founder.accessToken);
+      await callOk(founderAi, "org_setup", { action: "create", name: "Second Co" });
+      await founderAi.close();
+      const second = await signedIn(founder.email);
+      const sent = await second.post(`${org}/invite`, {
+        csrf: csrfOf(await (await second.fetch(org)).text()),
+        emails: "newcomer@example.com",
+        role: "member",
+      });
+      expect(sent.status).toBe(303);
+      const sentPage = await (await second.fetch(org)).text();
+      expect(textOf(sentPage)).toContain("Invited 1 person to Second Co");
+      problems.push(...problemsOf("after an invitation", sentPage));
       expect(problems).toEqual([]);
     }, 60_000);
 

@@ -21,7 +21,7 @@ import { redirect } from "../../auth/http.ts";
 import { dashboardContext } from "../dashboard-context.ts";
 import { csrfField, html, type SafeHtml } from "../layout.ts";
 import type { NoticeCookies } from "../notice.ts";
-import { callTool, readTool, type DashboardCallDeps } from "./calls.ts";
+import { callTool, readTool, Refusal, type DashboardCallDeps } from "./calls.ts";
 import { appPath, noticeOf, when, type Notice } from "./views.ts";
 
 // /dashboard/settings: the person's own account (name, password), their organization's ownership, and every secret and
@@ -194,8 +194,8 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
   }
 
   /** A refused form: the page again with the words and what was typed (never a password). */
-  const refusedWith = (state: S, text: string, typed: Record<string, string> = {}) =>
-    settingsPage(state, { text, error: true, typed }, 400);
+  const refusedWith = (state: S, text: string, typed: Record<string, string> = {}, status = 400) =>
+    settingsPage(state, { text, error: true, typed }, status);
 
   async function nameAction(request: Request): Promise<Response> {
     const form = await kit.posted(request, SETTINGS_PATH);
@@ -254,7 +254,8 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
       const input = inputOf(params);
       const answer = await callTool(deps, state.user, contract, input as never);
       if (answer.kind === "ask") return kit.askPage(state, contract, input, SETTINGS_PATH, answer.question, action);
-      if (answer.kind === "refused") return await refusedWith(state, answer.message);
+      if (answer.kind === "refused")
+        return await refusedWith(state, answer.message, {}, new Refusal(answer.code, answer.message).status);
       return kit.done(state, SETTINGS_PATH, answer.text);
     } catch (error) {
       return kit.problem(state, error);

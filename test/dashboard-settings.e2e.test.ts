@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { AppsService } from "@hatch/apps";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { hiddenFields } from "../gateway/test/support.ts";
+import { secretStatus } from "../services/apps/src/secrets/store.ts";
+import { seedApp } from "../services/apps/test/support/seed.ts";
+import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
+import { joinOrg } from "./support/orgs.ts";
+import { MODES } from "./support/servers.ts";
+
+// /dashboard/settings over real HTTP: secrets and AI keys listed by name with Delete (values never on the page, a
+// delete asks first), another person's secret not found, the transfer of ownership only by the owner, the person's
+// own name and password.
+
+const PASSWORD = "correct horse battery";
+const VALUE = "sk-settings-0123456789-NEVER-SHOWN";
+const KEY = "sk-ai-key-0123456789-NEVER-SHOWN";
+const CONFIG = { apis: { weather: { url: "https://api.weather.example/v1", secret: "WEATHER_KEY" } } };
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+for (const mode of MODES) {
+  describe(`dashboard settings (${mode})`, () => {
+    let hatch: TestHatch;
+    let apps: AppsService;
+    let owner: User, manager: User, member: User, stranger: User;
+    const clients: Client[] = [];
+    let ownerAi: Client;
+    let appId = "";
+    let strangerAppId = "";
+    const address = `settings-owner-${mode}`;
+    const strangerAddress = `settings-stranger-${mode}`;
+    const settings = () => `${hatch.baseUrl}/dashboard/settings`;
+
+    beforeAll(async () => {
+      hatch = await startTestHatch(mode);
+      apps = hatch.services.get("apps") as AppsService;
+      owner = await userWithToken(hatch, { name: "Olga Owner", email: `settings-owner-${mode}@example.com` });
+      manager = await userWithToken(hatch, { name: "Max Manager", email: `settings-manager-${mode}@example.com` });
+      member = await userWithToken(hatch, { name: "Mia Member", email: `settings-member-${mode}@example.com` });
+      stranger = await userWithToken(hatch, { name: "Sam Stranger", email: `settings-stranger-${mode}@example.com` });
+      ownerAi = await connectClient(hatch, owner.accessToken);
+      const managerAi = await connectClient(hatch, manager.accessToken);
+      const memberAi = await connectClient(hatch, member.accessToken);
+      clients.push(ownerAi, managerAi, memberAi);
+      const org = await callOk<{ org: { id: string } }>(ownerAi, "org_setup", {
+        action: "create",
+        name: `Settings ${mode}`,
+      });
+      await joinOrg(ownerAi, managerAi, manager.email, { role: "manager" });
+      await joinOrg(ownerAi, memberAi, member.email);
+      const files = { "index.html": "<h1>Weather</h1>" };
+      appId = (
+        await seedApp(apps.context, {
+          owner: { id: owner.id, email: owner.email },
+          accountId: org.org.id,
+          visibility: "org",
+          address,
+          name: "Weather",
+          files,
+          config: CONFIG,
+        })
+      ).id;
+      strangerAppId = (
+        await seedApp(apps.context, {
+          owner: { id: stranger.id, email: stranger.email },
+          visibility: "private",
+          address: strangerAddress,
+          name: "Theirs",
+          files,
+          config: CONFIG,
+        })
+      ).id;
+    }, 90_000);
+    afterAll(async () => {
+      for (const client of clients) await client.close();
+      await hatch?.stop();
+    });
+
+    async function signedIn(user: User, password = PASSWORD): Promise<HostCookieJar> {
+      const jar = new HostCookieJar();
+      await signInWithForm(jar, `${hatch.baseUrl}/signin`, user.email, password);
+      return jar;
+    }
+
+    /** Sets a secret the way its owner does: the secret page's form, then its confirm of the destinations. */
+    async function setSecret(user: User, at: string): Promise<void> {
+      const jar = await signedIn(user);
+      const path = `${hatch.baseUrl}/dashboard/apps/${at}/secrets/WEATHER_KEY`;
+      const saved = await jar.post(path, { ...hiddenFields(await (await jar.fetch(path)).text()), value: VALUE });
+      expect(saved.status).toBe(303);
+    }
+
+    /** Presses Confirm on the confirm step a form led to; returns the answer. */
+    async function confirm(jar: HostCookieJar, step: Response): Promise<Response> {
+      expect(step.status).toBe(200);
+      const page = await step.text();
+      expect(page).toContain("Please confirm");
+      return jar.post(`${hatch.baseUrl}/dashboard/confirm`, { ...hiddenFields(page), action: "confirm" });
+    }
+
+    test("secrets: listed by name, never by value; a delete asks first; another person's is not found", async () => {
+      await setSecret(owner, address);
+      await setSecret(stranger, strangerAddress);
+      const jar = await signedIn(owner);
+      const page = await (await jar.fetch(settings())).text();
+      expect(page).toContain(`data-secret="${address}/WEATHER_KEY"`);
+      expect(page).not.toContain(VALUE);
+      expect(page).not.toContain(strangerAddress);
+      const csrf = csrfOf(page);
+
+      // The stranger's secret, by its address: not found, and it stays.
+      const theirs = await jar.post(`${settings()}/secrets/delete`, {
+        csrf,
+        address: strangerAddress,
+        name: "WEATHER_KEY",
+      });
+      expect(theirs.status).toBe(404);
+      expect(await theirs.text()).toContain(`You have no app at the address &quot;${strangerAddress}&quot;`);
+      expect((await secretStatus(apps.context.db, strangerAppId, "WEATHER_KEY")).isSet).toBe(true);
+
+      const step = await jar.post(`${settings()}/secrets/delete`, { csrf, address, name: "WEATHER_KEY" });
+      expect((await secretStatus(apps.context.db, appId, "WEATHER_KEY")).isSet).toBe(true);
+      const deleted = await confirm(jar, step);
+      expect(deleted.status).toBe(303);
+      expect(deleted.headers.get("location")).toBe("/dashboard/settings");
+      expect((await secretStatus(apps.context.db, appId, "WEATHER_KEY")).isSet).toBe(false);
+      const after = await (await jar.fetch(settings())).text();
+      expect(after).toContain(`data-secret="${address}/WEATHER_KEY"`);
+      expect(after).toContain("not set");
+    }, 60_000);
+
+    test("AI keys: listed by provider, never the key; a member cannot delete the organization's; the owner can", async () => {
+      const ownerJar = await signedIn(owner);
+      const keyPage = `${hatch.baseUrl}/dashboard/ai-keys?scope=company`;
+      const form = await (await ownerJar.fetch(keyPage)).text();
+      const provider = /<option value="([a-z0-9-]+)"/.exec(form)?.[1] ?? "";
+      expect(provider).not.toBe("");
+      expect((await ownerJar.post(keyPage, { csrf: csrfOf(form), provider, key: KEY })).status).toBe(303);
+
+      const listed = await (await ownerJar.fetch(settings())).text();
+      expect(listed).toContain(`data-key="company/${provider}"`);
+      expect(listed).not.toContain(KEY);
+
+      const memberJar = await signedIn(member);
+      const memberPage = await (await memberJar.fetch(settings())).text();
+      expect(memberPage).not.toContain(KEY);
+      const refused = await memberJar.post(`${settings()}/ai-keys/delete`, {
+        csrf: csrfOf(memberPage),
+        scope: "company",
+        provider,
+      });
+      expect(refused.status).toBe(403);
+      expect((await (await ownerJar.fetch(settings())).text()).includes(`data-key="company/${provider}"`)).toBe(true);
+
+      const step = await ownerJar.post(`${settings()}/ai-keys/delete`, {
+        csrf: csrfOf(listed),
+        scope: "company",
+        provider,
+      });
+      expect((await confirm(ownerJar, step)).status).toBe(303);
+      expect(await (await ownerJar.fetch(settings())).text()).not.toContain(`data-key="company/${provider}"`);
+    }, 60_000);
+
+    test("name and password: a wrong current password changes nothing; a new one signs out the other browsers", async () => {
+      const jar = await signedIn(member);
+      const other = await signedIn(member);
+      const page = await (await jar.fetch(settings())).text();
+      const renamed = await jar.post(`${settings()}/name`, { csrf: csrfOf(page), name: "Mia M. Member" });
+      expect(renamed.status).toBe(303);
+      expect(await (await jar.fetch(settings())).text()).toContain('value="Mia M. Member"');
+      const empty = await jar.post(`${settings()}/name`, { csrf: csrfOf(page), name: "  " });
+      expect(empty.status).toBe(400);
+
+      const wrong = await jar.post(`${settings()}/password`, {
+        csrf: csrfOf(page),
+        current: "not my password",
+        password: "a brand new password",
+      });
+      expect(wrong.status).toBe(400);
+      expect(await wrong.text()).toContain("Your current password is not right");
+      const changed = await jar.post(`${settings()}/password`, {
+        csrf: csrfOf(page),
+        current: PASSWORD,
+        password: "a brand new password",
+      });
+      expect(changed.status).toBe(303);
+      // This browser stays signed in; the other one is signed out.
+      expect((await jar.fetch(settings())).status).toBe(200);
+      expect((await other.fetch(settings())).status).toBe(303);
+      await signedIn(member, "a brand new password");
+    }, 60_000);
+
+    test("transfer of ownership: not by a manager; the owner's needs the box ticked, then the member is the owner", async () => {
+      const managerJar = await signedIn(manager);
+      const managerPage = await (await managerJar.fetch(settings())).text();
+      expect(managerPage).not.toContain(`action="/dashboard/settings/transfer"`);
+      const forbidden = await managerJar.post(`${settings()}/transfer`, {
+        csrf: csrfOf(managerPage),
+        email: manager.email,
+        sure: "yes",
+      });
+      expect(forbidden.status).toBe(403);
+      expect(await forbidden.text()).toContain("Only the owner");
+
+      const ownerJar = await signedIn(owner);
+      const ownerPage = await (await ownerJar.fetch(settings())).text();
+      expect(ownerPage).toContain(`action="/dashboard/settings/transfer"`);
+      const unticked = await ownerJar.post(`${settings()}/transfer`, { csrf: csrfOf(ownerPage), email: manager.email });
+      expect(unticked.status).toBe(400);
+      const who = async () => callOk<{ org: { owner: { email: string } } }>(ownerAi, "org");
+      expect((await who()).org.owner.email).toBe(owner.email);
+      const done = await ownerJar.post(`${settings()}/transfer`, {
+        csrf: csrfOf(ownerPage),
+        email: manager.email,
+        sure: "yes",
+      });
+      expect(done.status).toBe(303);
+      expect((await who()).org.owner.email).toBe(manager.email);
+    }, 60_000);
+  });
+}
