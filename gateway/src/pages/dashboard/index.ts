@@ -38,6 +38,7 @@ import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
 import { domainDoneWords, domainPages } from "./domains.ts";
 import { SETTINGS_PATH, settingsPages } from "./settings.ts";
+import { versionPages } from "./versions.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -421,6 +422,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     .use(domainPages(deps, { guard, posted, done, problem, page, askPage }))
     .use(insightPages({ deps, signed, posted, done, problem, guard, page }))
     .use(settingsPages(deps, { guard, posted, done, problem, page, askPage }))
+    .use(versionPages(deps, { guard, page }))
     .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
     .get("/dashboard/apps/:address", ({ request, params }) =>
       guard((state, notice) => appPage(state, params.address, notice))(request),

@@ -115,7 +115,7 @@ export function appBody(
   const versions = app.versions.length
     ? html`<ul class="versions" style="list-style:none;padding:0">${app.versions.map(
         (v) =>
-          html`<li class="card" data-version="${v.version}"><strong>Version ${v.version}</strong>${v.current ? html` (current)` : ""}
+          html`<li class="card" data-version="${v.version}"><strong><a href="${path}/versions/${v.version}">Version ${v.version}</a></strong>${v.current ? html` (current)` : ""}
 <span class="muted"> · ${when(v.publishedAt)} by ${v.publishedBy}${v.publishedVia ? ` ${clientWords(v.publishedVia)}` : ""} · ${v.fileCount} files</span>
 ${v.current ? "" : form("rollback", html`<input type="hidden" name="version" value="${v.version}"><button type="submit" class="secondary">Roll back to version ${v.version}</button>`, html` class="actions"`)}</li>`,
       )}</ul>`
