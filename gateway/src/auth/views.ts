@@ -132,7 +132,7 @@ export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: Conne
 <td><a class="button" href="/dashboard/tokens/revoke?grant=${encodeURIComponent(c.grantId)}" aria-label="Revoke ${c.clientName}">Revoke</a></td></tr>`,
   );
   const table = clients.length
-    ? html`<table><thead><tr><th>Client</th><th>Access</th><th>Connected</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+    ? html`<table><thead><tr><th>Client</th><th>Access</th><th>Connected</th><th>Last used</th><th>Action</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="muted">No AI client is connected. Add Hatch to your AI client with the URL of its MCP endpoint and sign in when asked.</p>`;
   const done = notice ? html`<p class="card" role="status">${notice}</p>` : "";
   const body = html`<h1>Connected clients</h1>${done}<p>AI clients connected to your account, one row per client. Revoking one stops it on its next call.</p>${table}`;
