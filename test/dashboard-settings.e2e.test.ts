@@ -25,7 +25,7 @@ for (const mode of MODES) {
   describe(`dashboard settings (${mode})`, () => {
     let hatch: TestHatch;
     let apps: AppsService;
-    let owner: User, manager: User, member: User, stranger: User;
+    let owner: User, manager: User, member: User, stranger: User, admin: User;
     const clients: Client[] = [];
     let ownerAi: Client;
     let appId = "";
@@ -41,6 +41,7 @@ for (const mode of MODES) {
       manager = await userWithToken(hatch, { name: "Max Manager", email: `settings-manager-${mode}@example.com` });
       member = await userWithToken(hatch, { name: "Mia Member", email: `settings-member-${mode}@example.com` });
       stranger = await userWithToken(hatch, { name: "Sam Stranger", email: `settings-stranger-${mode}@example.com` });
+      admin = await userWithToken(hatch, { name: "Ada Admin", email: `settings-admin-${mode}@example.com` });
       ownerAi = await connectClient(hatch, owner.accessToken);
       const managerAi = await connectClient(hatch, manager.accessToken);
       const memberAi = await connectClient(hatch, member.accessToken);
@@ -51,6 +52,9 @@ for (const mode of MODES) {
       });
       await joinOrg(ownerAi, managerAi, manager.email, { role: "manager" });
       await joinOrg(ownerAi, memberAi, member.email);
+      const adminAi = await connectClient(hatch, admin.accessToken);
+      clients.push(adminAi);
+      await joinOrg(ownerAi, adminAi, admin.email, { role: "admin" });
       const files = { "index.html": "<h1>Weather</h1>" };
       appId = (
         await seedApp(apps.context, {
@@ -98,7 +102,14 @@ for (const mode of MODES) {
       expect(step.status).toBe(200);
       const page = await step.text();
       expect(page).toContain("Please confirm");
-      return jar.post(`${hatch.baseUrl}/dashboard/confirm`, { ...hiddenFields(page), action: "confirm" });
+      // A question's choices keep what the page chose (e.g. who receives the apps of someone leaving).
+      const chosen = Object.fromEntries(
+        [...page.matchAll(/<select name="([^"]+)">[\s\S]*?<option value="([^"]*)" selected>/g)].map((m) => [
+          m[1],
+          m[2],
+        ]),
+      );
+      return jar.post(`${hatch.baseUrl}/dashboard/confirm`, { ...hiddenFields(page), ...chosen, action: "confirm" });
     }
 
     test("secrets: listed by name, never by value; a delete asks first; another person's is not found", async () => {
@@ -162,6 +173,28 @@ for (const mode of MODES) {
       });
       expect((await confirm(ownerJar, step)).status).toBe(303);
       expect(await (await ownerJar.fetch(settings())).text()).not.toContain(`data-key="company/${provider}"`);
+    }, 60_000);
+
+    test("leaving: an admin leaves after the question; a member is told whom to ask; the owner must transfer first", async () => {
+      const memberPage = await (await (await signedIn(member)).fetch(settings())).text();
+      expect(memberPage).not.toContain(`action="/dashboard/settings/leave"`);
+      expect(memberPage).toContain("ask its owner, an admin or a manager to remove you");
+      const ownerPage = await (await (await signedIn(owner)).fetch(settings())).text();
+      expect(ownerPage).not.toContain(`action="/dashboard/settings/leave"`);
+
+      const jar = await signedIn(admin);
+      const page = await (await jar.fetch(settings())).text();
+      expect(page).toContain(`action="/dashboard/settings/leave"`);
+      const step = await jar.post(`${settings()}/leave`, { csrf: csrfOf(page) });
+      const members = async () =>
+        (await callOk<{ members: { email: string }[] }>(ownerAi, "org_members", { include: "members" })).members.map(
+          (m) => m.email,
+        );
+      expect(await members()).toContain(admin.email);
+      const left = await confirm(jar, step);
+      expect(left.status).toBe(303);
+      expect(left.headers.get("location")).toBe("/dashboard/settings");
+      expect(await members()).not.toContain(admin.email);
     }, 60_000);
 
     test("name and password: a wrong current password changes nothing; a new one signs out the other browsers", async () => {

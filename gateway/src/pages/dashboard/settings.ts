@@ -121,9 +121,19 @@ ${post(
         : who.can.transferOwnership
           ? html`<p class="muted">Ownership can go to another member once someone has joined.</p>`
           : html`<p class="muted">Only the owner, ${who.org.owner.name} (${who.org.owner.email}), can transfer ownership.</p>`;
+    // Leaving is a removal of oneself (orgs asks who receives one's apps); orgs lets managers and admins do it.
+    const leave =
+      who.role === "owner"
+        ? html`<p class="muted">The owner leaves only after transferring ownership to another member.</p>`
+        : who.can.manageMembers
+          ? post(
+              "leave",
+              html`<p>Your apps in ${who.org.name} stay in it: you choose who receives them on the next step.</p><div class="actions"><button type="submit" class="danger">Leave ${who.org.name}</button></div>`,
+            )
+          : html`<p class="muted">To leave ${who.org.name}, ask its owner, an admin or a manager to remove you; your apps stay in the organization.</p>`;
     organization = html`<section aria-labelledby="organization"><h2 id="organization">Organization</h2>
 <p><strong>${who.org.name}</strong>: you are ${who.role}. Members, roles, permissions and invitations are on the <a href="/dashboard/org">organization page</a>.</p>
-<h3>Ownership</h3>${transfer}</section>`;
+<h3>Ownership</h3>${transfer}<h3>Leave</h3>${leave}</section>`;
   }
 
   const secretRow = (s: SecretRow) =>
@@ -243,15 +253,17 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
     contract: ToolContract,
     inputOf: (params: Params) => Record<string, unknown>,
     action: string,
+    /** The input when it is the person's own (leaving: their own email), not the form's. */
+    ownInput?: (state: S) => Record<string, unknown>,
   ): Promise<Response> {
     const form = await kit.posted(request, SETTINGS_PATH);
     if (form instanceof Response) return form;
     const { state, params } = form;
     try {
       // The transfer's box is required on the form; without it (a form sent by hand) the tool is not called.
-      if (contract === org_member_update && params.get("sure") !== "yes")
+      if (contract === org_member_update && !ownInput && params.get("sure") !== "yes")
         return await refusedWith(state, "Tick the box to confirm the transfer. Nothing was changed.");
-      const input = inputOf(params);
+      const input = ownInput ? ownInput(state) : inputOf(params);
       const answer = await callTool(deps, state.user, contract, input as never);
       if (answer.kind === "ask") return kit.askPage(state, contract, input, SETTINGS_PATH, answer.question, action);
       if (answer.kind === "refused")
@@ -275,6 +287,21 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
           org_member_update,
           (p) => ({ action: "transfer_ownership", email: p.get("email") }),
           "Transfer ownership",
+        ),
+      raw,
+    )
+    .post(
+      `${SETTINGS_PATH}/leave`,
+      ({ request }) =>
+        toolAction(
+          request,
+          org_member_update,
+          () => ({}),
+          "Leave the organization",
+          (state) => ({
+            action: "remove",
+            email: state.user.email,
+          }),
         ),
       raw,
     )
