@@ -6,7 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type Browser, type Page } from "playwright-core";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
-import { csrfOf, HostCookieJar, signInToApp, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInToApp } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, userWithToken } from "./support/mcp.ts";

@@ -7,7 +7,7 @@ import { seedApp } from "../services/apps/test/support/seed.ts";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
-import { joinOrg } from "./support/orgs.ts";
+import { joinOrg, verificationLink } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
 
 // /dashboard/settings over real HTTP: secrets and AI keys listed by name with Delete (values never on the page, a
@@ -204,6 +204,11 @@ for (const mode of MODES) {
       const renamed = await jar.post(`${settings()}/name`, { csrf: csrfOf(page), name: "Mia M. Member" });
       expect(renamed.status).toBe(303);
       expect(await (await jar.fetch(settings())).text()).toContain('value="Mia M. Member"');
+      // The organization knows the new name from the person's next call on (that page load was one).
+      const listed = await callOk<{ members: { email: string; name: string }[] }>(ownerAi, "org_members", {
+        include: "members",
+      });
+      expect(listed.members.find((m) => m.email === member.email)?.name).toBe("Mia M. Member");
       const empty = await jar.post(`${settings()}/name`, { csrf: csrfOf(page), name: "  " });
       expect(empty.status).toBe(400);
 
@@ -224,6 +229,36 @@ for (const mode of MODES) {
       expect((await jar.fetch(settings())).status).toBe(200);
       expect((await other.fetch(settings())).status).toBe(303);
       await signedIn(member, "a brand new password");
+    }, 60_000);
+
+    test("email change: the password first; a taken address is refused; the mailed link moves the account", async () => {
+      const jar = await signedIn(stranger);
+      const page = await (await jar.fetch(settings())).text();
+      const fresh = `settings-renamed-${mode}@example.com`;
+      const wrong = await jar.post(`${settings()}/email`, { csrf: csrfOf(page), email: fresh, current: "nope" });
+      expect(wrong.status).toBe(400);
+      expect(await wrong.text()).toContain(`value="${fresh}"`);
+      const taken = await jar.post(`${settings()}/email`, {
+        csrf: csrfOf(page),
+        email: owner.email,
+        current: PASSWORD,
+      });
+      expect(taken.status).toBe(400);
+      expect(await taken.text()).toContain(`Another Hatch account has ${owner.email}`);
+      const asked = await jar.post(`${settings()}/email`, { csrf: csrfOf(page), email: fresh, current: PASSWORD });
+      expect(asked.status).toBe(303);
+      // Nothing changes until the link is opened.
+      expect(await (await jar.fetch(settings())).text()).toContain(`<strong>${stranger.email}</strong>`);
+      const link = await verificationLink(hatch, fresh);
+      const opened = await jar.fetch(link);
+      expect(opened.status).toBe(200);
+      expect(await opened.text()).toContain(`Your account's email is now <strong>${fresh}</strong>`);
+      // Twice: the account no longer has the address the link was made from.
+      expect((await jar.fetch(link)).status).toBe(409);
+      await signedIn({ ...stranger, email: fresh });
+      const strangerAi = await connectClient(hatch, stranger.accessToken);
+      clients.push(strangerAi);
+      expect(JSON.stringify(await callOk(strangerAi, "whoami"))).toContain(fresh);
     }, 60_000);
 
     test("transfer of ownership: not by a manager; the owner's needs the box ticked, then the member is the owner", async () => {

@@ -4,10 +4,12 @@ import { users } from "../db/schema.ts";
 import type { AuthContext } from "./context.ts";
 import { hashPassword, verifyPassword } from "./passwords.ts";
 import { endUserSessions, startSession, type BrowserState } from "./sessions.ts";
-import { passwordProblem } from "./users.ts";
+import { findUserByEmail, formEmailProblem, passwordProblem } from "./users.ts";
+import { emailChangeToken } from "./verify-email.ts";
 
-// What a signed-in person changes about their own account on /dashboard/settings: their name and their password.
-// The gateway owns both (its users table); a change drops the cached user, so the next call carries it.
+// What a signed-in person changes about their own account on /dashboard/settings: their name, their email (a link
+// mailed to the new address moves the account when opened: verify-email.ts) and their password. The gateway owns them
+// (its users table); a change drops the cached user, so the next call carries it.
 
 const NAME = plainText(100);
 
@@ -18,6 +20,15 @@ export interface AccountSettings {
    * Sets a new password when `current` is the account's password; every other browser is signed out (this one gets
    * a fresh session: the cookie to set). AI clients stay connected.
    */
+  /**
+   * Mails a link to `email` that makes it the account's address when opened (the current password first, so a
+   * browser left signed in cannot take the account); the account keeps its address until then.
+   */
+  requestEmailChange(
+    user: { id: string; email: string; name: string },
+    password: string,
+    email: string,
+  ): Promise<{ ok: true; delivery: "smtp" | "outbox" } | { ok: false; error: string }>;
   changePassword(
     state: BrowserState & { user: { id: string } },
     current: string,
@@ -26,6 +37,15 @@ export interface AccountSettings {
 }
 
 export function accountSettings(ctx: AuthContext): AccountSettings {
+  async function passwordMatches(userId: string, password: string): Promise<boolean> {
+    const [row] = await ctx.db
+      .select({ passwordHash: users.passwordHash })
+      .from(users)
+      .where(eq(users.id, userId))
+      .limit(1);
+    return !!row && password.length <= 1024 && (await verifyPassword(password, row.passwordHash));
+  }
+
   return {
     async rename(userId, raw) {
       const name = raw.trim();
@@ -38,6 +58,38 @@ export function accountSettings(ctx: AuthContext): AccountSettings {
       await ctx.onUserChanged?.(userId);
       ctx.logger.info("user renamed", { userId });
       return { ok: true };
+    },
+
+    async requestEmailChange(user, password, raw) {
+      const email = raw.trim();
+      const problem = formEmailProblem(email);
+      if (problem) return { ok: false, error: `${problem} Nothing was changed.` };
+      if (email.toLowerCase() === user.email.toLowerCase())
+        return { ok: false, error: `${email} already is your email. Nothing was changed.` };
+      if (!(await passwordMatches(user.id, password)))
+        return { ok: false, error: "Your current password is not right. Nothing was changed." };
+      if (await findUserByEmail(ctx, email))
+        return { ok: false, error: `Another Hatch account has ${email}. Nothing was changed.` };
+      if (!ctx.sendVerificationMail)
+        return { ok: false, error: "Mail cannot be sent right now. Nothing was changed; try again in a minute." };
+      try {
+        // Mailed to the new address (the ctx orgs mails to is the new one): opening it proves that inbox.
+        const delivery = await ctx.sendVerificationMail(
+          { id: user.id, email, name: user.name, emailVerified: false },
+          emailChangeToken(ctx, user, email),
+        );
+        ctx.logger.info("email change requested", { userId: user.id });
+        return { ok: true, delivery };
+      } catch (error) {
+        const limited = (error as { code?: unknown }).code === "limit_exceeded";
+        if (!limited) ctx.logger.error("email change mail failed", { userId: user.id, error });
+        return {
+          ok: false,
+          error: limited
+            ? "Too many links went to that address in the last hour. Nothing was changed; try again later."
+            : "The mail could not be sent right now. Nothing was changed; try again in a minute.",
+        };
+      }
     },
 
     async changePassword(state, current, next) {

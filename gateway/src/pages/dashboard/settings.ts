@@ -97,6 +97,14 @@ export function settingsBody(csrf: string, data: SettingsData, notice: Notice): 
   const account = html`<section aria-labelledby="account"><h2 id="account">Your account</h2>
 <p>Email <strong>${data.email}</strong> · ${data.emailVerified ? "verified" : html`not verified yet: <a href="/verify-email">verify it</a>`}</p>
 ${post("name", html`<label>Name<input type="text" name="name" required maxlength="100" autocomplete="name" value="${typed("name") || data.name}"></label><div class="actions"><button type="submit">Save name</button></div>`)}
+<h3>Email</h3>
+${post(
+  "email",
+  html`<label>New email<input type="email" name="email" required autocomplete="email" value="${typed("email")}"></label>
+<label>Current password<input type="password" name="current" required autocomplete="current-password"></label>
+<p class="muted">We mail a link to the new address; your email changes when you open it, and stays ${data.email} until then.</p>
+<div class="actions"><button type="submit">Change email</button></div>`,
+)}
 <h3>Password</h3>
 ${post(
   "password",
@@ -221,6 +229,24 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
     }
   }
 
+  async function emailAction(request: Request): Promise<Response> {
+    const form = await kit.posted(request, SETTINGS_PATH);
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const email = (params.get("email") ?? "").trim();
+      const outcome = await deps.auth.account.requestEmailChange(state.user, params.get("current") ?? "", email);
+      if (!outcome.ok) return await refusedWith(state, outcome.error, { email });
+      return kit.done(
+        state,
+        SETTINGS_PATH,
+        `We sent a link to ${email}. Open it to make it your email; until then your email stays ${state.user.email}.`,
+      );
+    } catch (error) {
+      return kit.problem(state, error);
+    }
+  }
+
   async function passwordAction(request: Request): Promise<Response> {
     const form = await kit.posted(request, SETTINGS_PATH);
     if (form instanceof Response) return form;
@@ -279,6 +305,7 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
     .get(SETTINGS_PATH, ({ request }) => kit.guard((state, notice) => settingsPage(state, notice))(request))
     .post(`${SETTINGS_PATH}/name`, ({ request }) => nameAction(request), raw)
     .post(`${SETTINGS_PATH}/password`, ({ request }) => passwordAction(request), raw)
+    .post(`${SETTINGS_PATH}/email`, ({ request }) => emailAction(request), raw)
     .post(
       `${SETTINGS_PATH}/transfer`,
       ({ request }) =>
