@@ -261,6 +261,27 @@ for (const mode of MODES) {
       expect(JSON.stringify(await callOk(strangerAi, "whoami"))).toContain(fresh);
     }, 60_000);
 
+    test("renaming the organization: the owner and admins; a manager is refused and the name stays", async () => {
+      const managerJar = await signedIn(manager);
+      const managerPage = await (await managerJar.fetch(settings())).text();
+      expect(managerPage).not.toContain(`action="/dashboard/settings/rename"`);
+      const refused = await managerJar.post(`${settings()}/rename`, {
+        csrf: csrfOf(managerPage),
+        orgName: "Taken Over",
+      });
+      expect(refused.status).toBe(403);
+      const nameOf = async () => (await callOk<{ org: { name: string } }>(ownerAi, "org")).org.name;
+      expect(await nameOf()).toBe(`Settings ${mode}`);
+      const jar = await signedIn(owner);
+      const page = await (await jar.fetch(settings())).text();
+      const empty = await jar.post(`${settings()}/rename`, { csrf: csrfOf(page), orgName: " " });
+      expect(empty.status).toBe(400);
+      expect(await empty.text()).toContain("Enter the organization&#39;s name.");
+      const renamed = await jar.post(`${settings()}/rename`, { csrf: csrfOf(page), orgName: `Renamed ${mode}` });
+      expect(renamed.status).toBe(303);
+      expect(await nameOf()).toBe(`Renamed ${mode}`);
+    }, 60_000);
+
     test("transfer of ownership: not by a manager; the owner's needs the box ticked, then the member is the owner", async () => {
       const managerJar = await signedIn(manager);
       const managerPage = await (await managerJar.fetch(settings())).text();

@@ -6,6 +6,7 @@ import {
   org,
   org_member_update,
   org_members,
+  org_setup,
   rpcMethods,
   tool_secret,
   type AiKeyScope,
@@ -141,7 +142,11 @@ ${post(
           : html`<p class="muted">To leave ${who.org.name}, ask its owner, an admin or a manager to remove you; your apps stay in the organization.</p>`;
     organization = html`<section aria-labelledby="organization"><h2 id="organization">Organization</h2>
 <p><strong>${who.org.name}</strong>: you are ${who.role}. Members, roles, permissions and invitations are on the <a href="/dashboard/org">organization page</a>.</p>
-<h3>Ownership</h3>${transfer}<h3>Leave</h3>${leave}</section>`;
+${
+  who.role === "owner" || who.role === "admin"
+    ? html`<h3>Name</h3>${post("rename", html`<label>Organization name<input type="text" name="orgName" required maxlength="100" value="${typed("orgName") || who.org.name}"></label><div class="actions"><button type="submit">Rename the organization</button></div>`)}`
+    : ""
+}<h3>Ownership</h3>${transfer}<h3>Leave</h3>${leave}</section>`;
   }
 
   const secretRow = (s: SecretRow) =>
@@ -289,11 +294,15 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
       // The transfer's box is required on the form; without it (a form sent by hand) the tool is not called.
       if (contract === org_member_update && !ownInput && params.get("sure") !== "yes")
         return await refusedWith(state, "Tick the box to confirm the transfer. Nothing was changed.");
+      if (contract === org_setup && !(params.get("orgName") ?? "").trim())
+        return await refusedWith(state, "Enter the organization's name. Nothing was changed.");
       const input = ownInput ? ownInput(state) : inputOf(params);
       const answer = await callTool(deps, state.user, contract, input as never);
       if (answer.kind === "ask") return kit.askPage(state, contract, input, SETTINGS_PATH, answer.question, action);
-      if (answer.kind === "refused")
-        return await refusedWith(state, answer.message, {}, new Refusal(answer.code, answer.message).status);
+      if (answer.kind === "refused") {
+        const typed: Record<string, string> = { orgName: params.get("orgName") ?? "" };
+        return await refusedWith(state, answer.message, typed, new Refusal(answer.code, answer.message).status);
+      }
       return kit.done(state, SETTINGS_PATH, answer.text);
     } catch (error) {
       return kit.problem(state, error);
@@ -314,6 +323,17 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
           org_member_update,
           (p) => ({ action: "transfer_ownership", email: p.get("email") }),
           "Transfer ownership",
+        ),
+      raw,
+    )
+    .post(
+      `${SETTINGS_PATH}/rename`,
+      ({ request }) =>
+        toolAction(
+          request,
+          org_setup,
+          (p) => ({ action: "rename", name: (p.get("orgName") ?? "").trim() }),
+          "Rename the organization",
         ),
       raw,
     )
