@@ -21,9 +21,9 @@ const FOR_AI = [
   /\bask your AI\b/i,
 ];
 
-/** The sentences of `text` (a sentence ends at . ! or ? before a space; URLs and decimals stay whole). */
+/** The sentences of `text` (a sentence ends at . ! or ? before a space or a line; URLs and decimals stay whole). */
 function sentences(text: string): string[] {
-  return text.split(/(?<=[.!?])\s+(?=[A-Z0-9"(])/);
+  return text.split(/(?<=[.!?])\s+|\n+/);
 }
 
 /** A tool's text in words for a person: no tool names, no instructions for an AI, no development-server notes. */
