@@ -231,6 +231,19 @@ for (const mode of MODES) {
       await signedIn(member, "a brand new password");
     }, 60_000);
 
+    test("ten wrong current passwords in an hour: then even the right one is refused", async () => {
+      const guessed = await userWithToken(hatch, { name: "Gus", email: `settings-guessed-${mode}@example.com` });
+      const jar = await signedIn(guessed);
+      const csrf = csrfOf(await (await jar.fetch(settings())).text());
+      const change = (current: string) =>
+        jar.post(`${settings()}/password`, { csrf, current, password: "another new password" });
+      for (let i = 0; i < 10; i++) expect((await change(`guess ${i}`)).status).toBe(400);
+      const right = await change(PASSWORD);
+      expect(right.status).toBe(400);
+      expect(await right.text()).toContain("after 10 wrong tries an hour, wait");
+      await signedIn(guessed);
+    }, 60_000);
+
     test("email change: the password first; a taken address is refused; the mailed link moves the account", async () => {
       const jar = await signedIn(stranger);
       const page = await (await jar.fetch(settings())).text();

@@ -12,6 +12,7 @@ import { emailChangeToken } from "./verify-email.ts";
 // (its users table); a change drops the cached user, so the next call carries it.
 
 const NAME = plainText(100);
+const WRONG_PASSWORD = "Your current password is not right (after 10 wrong tries an hour, wait). Nothing was changed.";
 
 export interface AccountSettings {
   /** Sets the person's name; the problem in words when it cannot be used. */
@@ -37,13 +38,21 @@ export interface AccountSettings {
 }
 
 export function accountSettings(ctx: AuthContext): AccountSettings {
-  async function passwordMatches(userId: string, password: string): Promise<boolean> {
+  /**
+   * The account's password hash when `password` matches it, else null; after 10 wrong ones in an hour, null without
+   * checking (throttle.ts).
+   */
+  async function passwordMatches(userId: string, password: string): Promise<string | null> {
+    const throttle = ctx.throttles.currentPassword;
+    if ((await throttle.count(userId)) >= throttle.limit) return null;
     const [row] = await ctx.db
       .select({ passwordHash: users.passwordHash })
       .from(users)
       .where(eq(users.id, userId))
       .limit(1);
-    return !!row && password.length <= 1024 && (await verifyPassword(password, row.passwordHash));
+    const ok = !!row && password.length <= 1024 && (await verifyPassword(password, row.passwordHash));
+    if (!ok) await throttle.take(userId);
+    return ok && row ? row.passwordHash : null;
   }
 
   return {
@@ -66,8 +75,7 @@ export function accountSettings(ctx: AuthContext): AccountSettings {
       if (problem) return { ok: false, error: `${problem} Nothing was changed.` };
       if (email.toLowerCase() === user.email.toLowerCase())
         return { ok: false, error: `${email} already is your email. Nothing was changed.` };
-      if (!(await passwordMatches(user.id, password)))
-        return { ok: false, error: "Your current password is not right. Nothing was changed." };
+      if (!(await passwordMatches(user.id, password))) return { ok: false, error: WRONG_PASSWORD };
       if (await findUserByEmail(ctx, email))
         return { ok: false, error: `Another Hatch account has ${email}. Nothing was changed.` };
       if (!ctx.sendVerificationMail)
@@ -93,13 +101,8 @@ export function accountSettings(ctx: AuthContext): AccountSettings {
     },
 
     async changePassword(state, current, next) {
-      const [row] = await ctx.db
-        .select({ passwordHash: users.passwordHash })
-        .from(users)
-        .where(eq(users.id, state.user.id))
-        .limit(1);
-      if (!row || current.length > 1024 || !(await verifyPassword(current, row.passwordHash)))
-        return { ok: false, error: "Your current password is not right. Nothing was changed." };
+      const checked = await passwordMatches(state.user.id, current);
+      if (!checked) return { ok: false, error: WRONG_PASSWORD };
       const weak = passwordProblem(next);
       if (weak) return { ok: false, error: `${weak} Nothing was changed.` };
       const passwordHash = await hashPassword(next, ctx.config.passwordCost);
@@ -107,7 +110,7 @@ export function accountSettings(ctx: AuthContext): AccountSettings {
       const changed = await ctx.db
         .update(users)
         .set({ passwordHash })
-        .where(and(eq(users.id, state.user.id), eq(users.passwordHash, row.passwordHash)))
+        .where(and(eq(users.id, state.user.id), eq(users.passwordHash, checked)))
         .returning({ id: users.id });
       if (changed.length === 0)
         return { ok: false, error: "Your password was changed meanwhile. Nothing was changed; try again." };
