@@ -7,7 +7,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type Browser, type Page } from "playwright-core";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
-import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInToApp } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, userWithToken } from "./support/mcp.ts";
@@ -299,25 +299,4 @@ for (const mode of MODES) {
       TEST_TIMEOUT_MS,
     );
   });
-}
-
-/** Follows an app's sign-in with real requests (gateway sign-in page, viewer ticket) until the app's cookie is set. */
-async function signInToApp(hatch: TestHatch, jar: HostCookieJar, appUrl: string, email: string): Promise<void> {
-  const first = await jar.fetch(appUrl);
-  expect(first.status).toBe(302);
-  let location = new URL(first.headers.get("location")!).href;
-  for (let hops = 0; hops < 6 && new URL(location).origin === hatch.baseUrl; hops++) {
-    if (new URL(location).pathname === "/signin") {
-      const submitted = await signInWithForm(jar, location, email, PASSWORD);
-      location = new URL(submitted.headers.get("location")!, hatch.baseUrl).href;
-    } else {
-      const answer = await jar.fetch(location);
-      expect(answer.status).toBe(303);
-      location = new URL(answer.headers.get("location")!, hatch.baseUrl).href;
-    }
-  }
-  expect(new URL(location).pathname).toBe("/_hatch/auth");
-  const back = await jar.fetch(location);
-  expect(back.status).toBe(302);
-  expect(back.headers.get("location")).toBe(appUrl);
 }

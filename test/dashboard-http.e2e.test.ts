@@ -128,7 +128,7 @@ for (const mode of EMBEDDED_MODES) {
       });
       expect(shared.status).toBe(303);
       expect(shared.headers.get("location")).toBe(`/dashboard/apps/${address}`);
-      const status = (body: string) => /<p class="card" role="status">([^<]*)<\/p>/.exec(body)?.[1] ?? null;
+      const status = (body: string) => /<p class="card" role="status">([\s\S]*?)<\/p>/.exec(body)?.[1] ?? null;
       const first = await (await jar.fetch(page)).text();
       expect(status(first)).toContain(guest);
       // Shown once: the page after it (a reload) has no notice, and the person is still there.

@@ -86,7 +86,7 @@ for (const mode of MODES) {
       }
     });
 
-    // Each contract's `structured` form (shared/src/contracts) keeps an MCP client's structuredContent to the ids,
+    // Each contract's `structured` form (shared/contracts/src/tools) keeps an MCP client's structuredContent to the ids,
     // states and numbers its text also gives, so ChatGPT, which reads both, does not pay for the facts twice over.
     test("typical tasks: structuredContent is never larger than the text", async () => {
       // Publish an app with a collection, see it, read its data.

@@ -248,7 +248,7 @@ describe("connections that say what they are", () => {
     expect((await h.auth.authenticate(`Bearer ${tokens.access_token}`)).ok).toBe(false);
   });
 
-  test("a revoked client's refresh: invalid_grant saying it was revoked on the Tokens page and how to connect again", async () => {
+  test("a revoked client's refresh: invalid_grant saying it was revoked on the Connected clients page and how to connect again", async () => {
     const { browser } = await person();
     const clientId = await registerClientId(h, "Signin Probe");
     const tokens = await approve(browser, clientId);
@@ -260,12 +260,12 @@ describe("connections that say what they are", () => {
     const body = (await refused.json()) as { error: string; error_description: string };
     expect(body.error).toBe("invalid_grant");
     expect(body.error_description).toContain(
-      "revoked by the user on the Hatch Tokens page (http://localhost:3000/dashboard/tokens)",
+      "revoked by the user on the Hatch Connected clients page (http://localhost:3000/dashboard/tokens)",
     );
     expect(body.error_description).toContain("To connect again, start the sign-in again from the AI client");
     const bearer = await h.auth.authenticate(`Bearer ${tokens.access_token}`);
     expect(bearer.ok).toBe(false);
-    if (!bearer.ok) expect(bearer.description).toContain("revoked by the user on the Hatch Tokens page");
+    if (!bearer.ok) expect(bearer.description).toContain("revoked by the user on the Hatch Connected clients page");
   });
 
   test("someone else's grant cannot be asked about: the revoke page sends them back to their list", async () => {

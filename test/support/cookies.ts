@@ -81,3 +81,30 @@ export async function signInWithForm(
   expect(done.status).toBe(303);
   return done;
 }
+
+/** Follows an app's sign-in with real requests (gateway sign-in page, viewer ticket) until the app's cookie is set. */
+export async function signInToApp(
+  hatch: { baseUrl: string },
+  jar: HostCookieJar,
+  appUrl: string,
+  email: string,
+  password = "correct horse battery",
+): Promise<void> {
+  const first = await jar.fetch(appUrl);
+  expect(first.status).toBe(302);
+  let location = new URL(first.headers.get("location")!).href;
+  for (let hops = 0; hops < 6 && new URL(location).origin === hatch.baseUrl; hops++) {
+    if (new URL(location).pathname === "/signin") {
+      const submitted = await signInWithForm(jar, location, email, password);
+      location = new URL(submitted.headers.get("location")!, hatch.baseUrl).href;
+    } else {
+      const answer = await jar.fetch(location);
+      expect(answer.status).toBe(303);
+      location = new URL(answer.headers.get("location")!, hatch.baseUrl).href;
+    }
+  }
+  expect(new URL(location).pathname).toBe("/_hatch/auth");
+  const back = await jar.fetch(location);
+  expect(back.status).toBe(302);
+  expect(back.headers.get("location")).toBe(appUrl);
+}

@@ -1,3 +1,4 @@
+import { accountSettings, type AccountSettings } from "./account-settings.ts";
 import { deriveKey } from "@hatch/contracts";
 import { type Database, type Logger, type RateCounter } from "@hatch/platform";
 import type { Elysia } from "elysia";
@@ -88,6 +89,8 @@ export interface Auth {
   /** Deletes expired codes, sessions and refresh tokens; the gateway runs it every few minutes. */
   sweepExpired(): Promise<SweepResult>;
   pages: BrowserPages;
+  /** A signed-in person's own name and password (/dashboard/settings). */
+  account: AccountSettings;
   /** Who a grant acts as, read fresh (no cache); null when the grant is unknown or revoked. */
   identityForGrant(grantId: string): Promise<AccessIdentity | null>;
 }
@@ -167,6 +170,7 @@ export function createAuth(deps: AuthDeps): Auth {
     issueTokenForScript: (input) => issueTokenForScript(ctx, tokens, input),
     revokeGrant: (grantId, reason) => ctx.revokeGrant(grantId, reason),
     sweepExpired: () => sweepExpired(ctx),
+    account: accountSettings(ctx),
     pages: {
       state: (request) => readBrowserState(ctx, request),
       form: (request) => readForm(ctx, request),

@@ -9,9 +9,9 @@ export function revokedDescription(ctx: AuthContext, reason: string | null): str
   const again = `To connect again, start the sign-in again from the AI client (reconnect or re-add the server ${ctx.config.mcpUrl}) and approve it.`;
   switch (reason) {
     case "user":
-      return `This connection was revoked by the user on the Hatch Tokens page (${tokens}). ${again}`;
+      return `This connection was revoked by the user on the Hatch Connected clients page (${tokens}). ${again}`;
     case "replaced":
-      return `This connection was replaced: the user approved this client again, and the newer connection took its place on the Tokens page (${tokens}). Use the tokens of the newer connection. ${again}`;
+      return `This connection was replaced: the user approved this client again, and the newer connection took its place on the Connected clients page (${tokens}). Use the tokens of the newer connection. ${again}`;
     case "password_reset":
       return `This connection ended because the account's password was reset, which disconnects every client. ${again}`;
     case "refresh_reuse":

@@ -109,6 +109,8 @@ export class AuthThrottles {
   readonly signUpSource: Throttle;
   readonly registerSource: Throttle;
   readonly resetSource: Throttle;
+  /** Wrong current passwords typed on the settings page, per user (a browser left signed in cannot guess on). */
+  readonly currentPassword: Throttle;
   /** Client ID Metadata Document fetches, per requester address and per document host name. */
   readonly metadataSource: Throttle;
   readonly metadataHost: Throttle;
@@ -122,6 +124,7 @@ export class AuthThrottles {
     this.signUpSource = make("signup-source", LIMITS.signUpPerSource.count, LIMITS.signUpPerSource.windowMs);
     this.registerSource = make("register-source", LIMITS.registerPerSource.count, LIMITS.registerPerSource.windowMs);
     this.resetSource = make("reset-source", LIMITS.resetPerSource.count, LIMITS.resetPerSource.windowMs);
+    this.currentPassword = make("current-password", 10, 60 * MINUTE);
     const { metadataFetchPerSource: perSource, metadataFetchPerHost: perHost } = LIMITS;
     this.metadataSource = make("metadata-source", perSource.count, perSource.windowMs);
     this.metadataHost = make("metadata-host", perHost.count, perHost.windowMs);

@@ -14,7 +14,52 @@ import type { PublicUser } from "./users.ts";
 
 export const VERIFY_EMAIL_TTL_SECONDS = 24 * 3600;
 
-const TokenSchema = z.object({ typ: z.literal("verify-email"), sub: z.string(), email: z.string(), exp: z.number() });
+const TokenSchema = z.union([
+  z.object({ typ: z.literal("verify-email"), sub: z.string(), email: z.string(), exp: z.number() }),
+  // A new address the person asked for on the settings page: mailed to that address; opening it makes it theirs.
+  z.object({ typ: z.literal("change-email"), sub: z.string(), from: z.string(), email: z.string(), exp: z.number() }),
+]);
+
+/** The link that moves the account from `from` to the new address `email` (mailed to the new address). */
+export function emailChangeToken(ctx: AuthContext, user: { id: string; email: string }, email: string): string {
+  const exp = Math.floor(ctx.now() / 1000) + VERIFY_EMAIL_TTL_SECONDS;
+  return signPayload(
+    { typ: "change-email", sub: user.id, from: user.email.toLowerCase(), email: email.toLowerCase(), exp },
+    ctx.verifyEmailKey,
+  );
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  for (let e: unknown = error; e && typeof e === "object"; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === "23505") return true;
+  }
+  return false;
+}
+
+/**
+ * Moves the account to the new address, verified (the link proved the inbox), while the account still has the address
+ * the link was made from; "taken" when another account has the new one by now.
+ */
+async function changeEmail(
+  ctx: AuthContext,
+  claims: { sub: string; from: string; email: string },
+): Promise<"changed" | "other_email" | "taken"> {
+  try {
+    const changed = await ctx.db
+      .update(users)
+      .set({ email: claims.email, emailVerifiedAt: new Date(ctx.now()) })
+      .where(and(eq(users.id, claims.sub), eq(sql`lower(${users.email})`, claims.from)))
+      .returning({ id: users.id });
+    if (changed.length === 0) return "other_email";
+  } catch (error) {
+    if (isUniqueViolation(error)) return "taken";
+    throw error;
+  }
+  ctx.forgetUser(claims.sub);
+  await ctx.onUserChanged?.(claims.sub);
+  ctx.logger.info("email changed", { userId: claims.sub });
+  return "changed";
+}
 
 export function verificationToken(ctx: AuthContext, user: { id: string; email: string }): string {
   const exp = Math.floor(ctx.now() / 1000) + VERIFY_EMAIL_TTL_SECONDS;
@@ -43,6 +88,8 @@ export async function markEmailVerified(ctx: AuthContext, userId: string, email:
 
 type Outcome =
   | { kind: "verified"; email: string }
+  | { kind: "changed"; email: string }
+  | { kind: "taken" }
   | { kind: "other_email" }
   | { kind: "expired" }
   | { kind: "invalid" };
@@ -51,6 +98,10 @@ async function useToken(ctx: AuthContext, token: string): Promise<Outcome> {
   const claims = TokenSchema.safeParse(openPayload(token, ctx.verifyEmailKey));
   if (!claims.success) return { kind: "invalid" };
   if (claims.data.exp * 1000 < ctx.now()) return { kind: "expired" };
+  if (claims.data.typ === "change-email") {
+    const changed = await changeEmail(ctx, claims.data);
+    return changed === "changed" ? { kind: "changed", email: claims.data.email } : { kind: changed };
+  }
   const ok = await markEmailVerified(ctx, claims.data.sub, claims.data.email);
   return ok ? { kind: "verified", email: claims.data.email } : { kind: "other_email" };
 }
@@ -91,7 +142,7 @@ function whereMailIs(ctx: AuthContext, delivery: "smtp" | "outbox"): SafeHtml | 
   if (delivery === "smtp") return "";
   return ctx.config.devPages
     ? html` No mail server is configured here: read it on the <a href="/dev/outbox">dev outbox</a>.`
-    : " No mail server is configured here (SMTP_URL), so it is kept, not sent: ask the operator.";
+    : " This Hatch cannot send mail yet, so it was kept, not sent: ask whoever runs it.";
 }
 
 const LIMITS = html`<p class="muted">Until then your account works with your own apps as usual; invitations to your email
@@ -111,22 +162,34 @@ export async function showVerifyEmail(ctx: AuthContext, request: Request): Promi
 with it now reach your account.</p><p><a href="/">Back to Hatch</a></p>`;
       return page(state, "Email verified", body);
     }
+    if (outcome.kind === "changed") {
+      ctx.logger.info("email change link used");
+      const body = html`<h1>Email changed</h1><p>Your account's email is now <strong>${outcome.email}</strong>, verified. Sign in
+with it from now on.</p><p><a href="/dashboard/settings">Back to your settings</a></p>`;
+      return page(state, "Email changed", body);
+    }
     const again =
       state.user && !state.user.emailVerified ? resendForm(state, next) : html`<p><a href="/">Back to Hatch</a></p>`;
     const [status, title, message] =
       outcome.kind === "expired"
         ? [410, "Link expired", "This verification link expired (links work for 24 hours). Sign in and send a new one."]
-        : outcome.kind === "other_email"
+        : outcome.kind === "taken"
           ? [
               409,
-              "Link not for this email",
-              "This verification link was made for an email address the account no longer has, so nothing was changed. Send a new link from your account.",
+              "Email already in use",
+              "Another Hatch account has this email by now, so yours was not changed. Choose another address on your settings page.",
             ]
-          : [
-              400,
-              "Link not valid",
-              "This verification link is not valid. Open the newest link from the mail exactly as it is, or sign in and send a new one.",
-            ];
+          : outcome.kind === "other_email"
+            ? [
+                409,
+                "Link not for this email",
+                "This verification link was made for an email address the account no longer has, so nothing was changed. Send a new link from your account.",
+              ]
+            : [
+                400,
+                "Link not valid",
+                "This verification link is not valid. Open the newest link from the mail exactly as it is, or sign in and send a new one.",
+              ];
     return page(state, title, html`<h1>${title}</h1><p class="error" role="alert">${message}</p>${again}`, status);
   }
   if (!state.user) return signInRedirect("/verify-email", state.setCookies);

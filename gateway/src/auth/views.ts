@@ -103,7 +103,7 @@ export function consentPage(viewer: Viewer & { user: PublicUser }, request: Auth
 <div class="card"><p><strong>${client.name}</strong>${vouchedBy} wants to use Hatch as <strong>${viewer.user.email}</strong>.</p>
 <p>After you answer, you will be sent to <strong>${destination(request.redirectUri)}</strong><br><code>${request.redirectUri}</code></p>
 <p class="muted">Full access lets it publish, change and delete your apps. Read-only access lets it look, never change.
-You can disconnect it at any time on the Tokens page.</p></div>
+You can disconnect it at any time on the Connected clients page.</p></div>
 <form method="post" action="/oauth/authorize">${csrfField(viewer.csrfToken)}${consentHiddenFields(request)}
 <div class="actions">${fullButton}
 <button type="submit" name="decision" value="read" class="${request.scope === "write" ? "secondary" : ""}">Allow read-only</button>
@@ -132,11 +132,11 @@ export function tokensPage(viewer: Viewer & { user: PublicUser }, clients: Conne
 <td><a class="button" href="/dashboard/tokens/revoke?grant=${encodeURIComponent(c.grantId)}" aria-label="Revoke ${c.clientName}">Revoke</a></td></tr>`,
   );
   const table = clients.length
-    ? html`<table><thead><tr><th>Client</th><th>Access</th><th>Connected</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+    ? html`<table><thead><tr><th>Client</th><th>Access</th><th>Connected</th><th>Last used</th><th>Action</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="muted">No AI client is connected. Add Hatch to your AI client with the URL of its MCP endpoint and sign in when asked.</p>`;
   const done = notice ? html`<p class="card" role="status">${notice}</p>` : "";
-  const body = html`<h1>Tokens</h1>${done}<p>AI clients connected to your account, one row per client. Revoking one stops it on its next call.</p>${table}`;
-  return renderPage({ title: "Tokens", user: navUser(viewer), body });
+  const body = html`<h1>Connected clients</h1>${done}<p>AI clients connected to your account, one row per client. Revoking one stops it on its next call.</p>${table}`;
+  return renderPage({ title: "Connected clients", user: navUser(viewer), body, section: "clients" });
 }
 
 /** The question before a revoke: what is disconnected and what that means; the form does it. */
@@ -147,5 +147,5 @@ export function revokePage(viewer: Viewer & { user: PublicUser }, c: ConnectedCl
 connect again only if you sign in and approve it again.</p></div>
 <form method="post" action="/dashboard/tokens/revoke">${csrfField(viewer.csrfToken)}<input type="hidden" name="grant_id" value="${c.grantId}">
 <div class="actions"><button type="submit" class="danger">Revoke ${c.clientName}</button> <a href="/dashboard/tokens">Keep it connected</a></div></form>`;
-  return renderPage({ title: `Revoke ${c.clientName}`, user: navUser(viewer), body });
+  return renderPage({ title: `Revoke ${c.clientName}`, user: navUser(viewer), body, section: "clients" });
 }

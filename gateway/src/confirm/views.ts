@@ -88,7 +88,7 @@ function unavailableText(reason: Unavailable): { title: string; message: string 
       return {
         title: "Request withdrawn",
         message:
-          "This request was withdrawn: the AI client that asked for it has been disconnected from your account (on the Tokens page, or by a password reset), so it cannot act for you. Nothing was changed. Connect the client again and ask it again if you still want this.",
+          "This request was withdrawn: the AI client that asked for it has been disconnected from your account (on the Connected clients page, or by a password reset), so it cannot act for you. Nothing was changed. Connect the client again and ask it again if you still want this.",
       };
     case "read_only":
       return {

@@ -55,16 +55,19 @@ function targetOf(url: URL): Target | null {
 
 const WHO_PAYS: Record<AiKeyScope, (page: AiKeyPage) => string> = {
   mine: () =>
-    "Apps that use your own key (tool_ai mine) call the AI provider with it, and your provider account pays for those calls.",
+    "Apps set to use your own key call the AI provider with it, and your provider account pays for those calls.",
   company: () =>
-    "Apps of the organization that use its key (tool_ai company) call the AI provider with it, and the organization's provider account pays.",
+    "Apps of the organization set to use its key call the AI provider with it, and the organization's provider account pays.",
   tool: (page) =>
-    `Only the app ${page.address} uses this key (tool_ai tool); the provider account it belongs to pays for the app's AI calls.`,
+    `Only the app ${page.address} uses this key; the provider account it belongs to pays for the app's AI calls.`,
 };
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(renderPage({ title, user, body, section: "ai-keys" }), {
+    status,
+    headers: cookieHeaders(state.setCookies),
+  });
 }
 
 function problem(state: BrowserState, message: string, status: number): Response {
@@ -126,7 +129,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     const url = new URL(request.url);
     if (!state.user) return signInRedirect(url.pathname + url.search, state.setCookies);
     const target = targetOf(url);
-    if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
+    if (!target) return problem(state, "This link is not valid. Ask your AI for a new one.", 400);
     const { text, clear } = deps.notices.take(request, state.user.id);
     if (clear) state.setCookies.push(clear);
     try {
@@ -143,7 +146,7 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     const url = new URL(request.url);
     if (!state.user) return signInRedirect(url.pathname + url.search, state.setCookies);
     const target = targetOf(url);
-    if (!target) return problem(state, "This link is not valid. Ask your AI for a new one (ai_key).", 400);
+    if (!target) return problem(state, "This link is not valid. Ask your AI for a new one.", 400);
     const provider = params.get("provider") ?? "";
     const key = (params.get("key") ?? "").trim();
     try {

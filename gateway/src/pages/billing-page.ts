@@ -41,7 +41,10 @@ type Query = { get(name: string): string | null | undefined };
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(renderPage({ title, user, body, section: "billing" }), {
+    status,
+    headers: cookieHeaders(state.setCookies),
+  });
 }
 
 const notice = (text: string | undefined, error = false) =>

@@ -48,12 +48,43 @@ export function csrfField(token: string): SafeHtml {
 export interface PageOptions {
   title: string;
   body: SafeHtml;
-  /** When signed in: shows the email, a Tokens link and a sign-out button (a POST form needs the CSRF token). */
+  /** When signed in: shows the email, a Dashboard link, a sign-out button and the dashboard's sub-menu (a POST form needs the CSRF token). */
   user?: { email: string; csrfToken: string } | null;
   /** Where signing in or up leads afterwards (a pending authorization): the header's links carry it. */
   next?: string;
   /** A page's own script (the logs page's live tail), after the copy script; its response must allow it (pageScript). */
   script?: PageScript;
+  /** Which link of the dashboard's sub-menu (shown on every page to a signed-in person) is this page's. */
+  section?: DashboardSection;
+}
+
+/** The dashboard's sections, in the order of its sub-menu. */
+export const DASHBOARD_SECTIONS = {
+  apps: ["/dashboard", "Apps"],
+  org: ["/dashboard/org", "Organization"],
+  domains: ["/dashboard/domains", "Domains"],
+  billing: ["/dashboard/billing", "Billing"],
+  "ai-keys": ["/dashboard/ai-keys?scope=mine", "AI keys"],
+  clients: ["/dashboard/tokens", "Connected clients"],
+  settings: ["/dashboard/settings", "Settings"],
+} as const;
+export type DashboardSection = keyof typeof DASHBOARD_SECTIONS;
+
+/** The sub-menu section of a dashboard path (an app's pages are under Apps). */
+export function sectionOf(path: string): DashboardSection | undefined {
+  const found = Object.entries(DASHBOARD_SECTIONS).find(
+    ([key, [href]]) => key !== "apps" && (path === href.split("?")[0] || path.startsWith(`${href.split("?")[0]}/`)),
+  );
+  if (found) return found[0] as DashboardSection;
+  return path === "/dashboard" || path.startsWith("/dashboard/apps/") ? "apps" : undefined;
+}
+
+/** The dashboard's sub-menu: on every page a signed-in person sees, the current section marked. */
+export function dashboardMenu(current?: DashboardSection): SafeHtml {
+  const links = Object.entries(DASHBOARD_SECTIONS).map(
+    ([key, [href, label]]) => html`<a href="${href}"${key === current ? html` aria-current="page"` : ""}>${label}</a>`,
+  );
+  return html`<nav class="submenu" aria-label="Dashboard">${links}</nav>`;
 }
 
 /** A page's own script and the CSP source that allows it (its hash); `connect` lets it open a stream to this origin. */
@@ -93,9 +124,13 @@ pre{background:var(--card);border:1px solid var(--border);border-radius:8px;padd
 pre code{font-size:.85rem}
 button.copy{font-size:.85rem;padding:.2rem .7rem;margin:.25rem 0 .75rem;background:transparent;color:var(--accent)}
 code+button.copy{margin:0 0 0 .4rem;vertical-align:baseline}
+a.skip{position:absolute;left:.5rem;top:-3rem;padding:.4rem .8rem;background:var(--bg);color:var(--accent);border:2px solid var(--accent);border-radius:8px;z-index:10}a.skip:focus{top:.5rem}
+nav.submenu{display:flex;flex-wrap:wrap;gap:.3rem 1.1rem;padding:.5rem 1.25rem;border-bottom:1px solid var(--border);font-size:.95rem}
+nav.submenu a[aria-current=page]{font-weight:700;color:var(--fg)}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 nav.toc ol{padding-left:1.25rem;margin:.25rem 0}
-@media (max-width:40rem){main{margin:1.25rem auto;padding:0 1rem}header{padding:.6rem 1rem}
+@media (max-width:40rem){main{margin:1.25rem auto;padding:0 1rem}header{padding:.6rem 1rem}nav.submenu{padding:.5rem 1rem}
+svg.chart text{font-size:25px}
 table,thead,tbody,tr,th,td{display:block}thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
 tr{border:1px solid var(--border);border-radius:10px;padding:.5rem .75rem;margin:.75rem 0}
 td{border:0;padding:.25rem 0}td[data-label]{display:grid;grid-template-columns:minmax(6rem,35%) 1fr;gap:.75rem}
@@ -151,7 +186,7 @@ export function withNext(path: string, next: string | undefined, extra: Record<s
 
 export function renderPage(options: PageOptions): string {
   const nav = options.user
-    ? html`<span class="muted who">${options.user.email}</span><a href="/dashboard">Dashboard</a><a href="/dashboard/tokens">Tokens</a>
+    ? html`<span class="muted who">${options.user.email}</span><a href="/dashboard">Dashboard</a>
 <form method="post" action="/signout">${csrfField(options.user.csrfToken)}<button class="link" type="submit">Sign out</button></form>`
     : html`<a href="${withNext("/signin", options.next)}">Sign in</a><a href="${withNext("/signup", options.next)}">Sign up</a>`;
   // The landing page is titled "Hatch" alone, never "Hatch · Hatch".
@@ -159,8 +194,8 @@ export function renderPage(options: PageOptions): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title}</title><style>${raw(STYLE)}</style></head>
-<body><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
-<main>${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
+<body><a class="skip" href="#main">Skip to content</a><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
+${options.user ? dashboardMenu(options.section) : ""}<main id="main" tabindex="-1">${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
     .value;
 }
 

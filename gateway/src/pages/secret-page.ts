@@ -51,7 +51,10 @@ const pathOf = (address: string, name: string) =>
 
 function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+  return htmlResponse(renderPage({ title, user, body, section: "apps" }), {
+    status,
+    headers: cookieHeaders(state.setCookies),
+  });
 }
 
 function problem(state: BrowserState, title: string, message: string, status: number): Response {
@@ -112,12 +115,7 @@ export function secretPages(deps: SecretPagesDeps) {
   const signIn = (state: BrowserState, address: string, name: string) =>
     signInRedirect(pathOf(address, name), state.setCookies);
   const notFound = (state: BrowserState) =>
-    problem(
-      state,
-      "Secret not found",
-      "This secret page does not exist. Ask your AI for a new link (tool_secret).",
-      404,
-    );
+    problem(state, "Secret not found", "This secret page does not exist. Ask your AI for a new link.", 404);
 
   async function show(request: Request, params: { address: string; name: string }): Promise<Response> {
     const state = await deps.auth.pages.state(request);

@@ -19,6 +19,7 @@ import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
+import { dashboardVersionRpc } from "./rpc/dashboard-version.ts";
 import {
   dashboardDocumentDeleteRpc,
   dashboardDocumentRpc,
@@ -98,6 +99,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.aiKeySet]: aiKeySetRpc(ctx),
       [rpcMethods.apps.appLookup]: appLookupRpc(ctx),
       [rpcMethods.apps.dashboardApp]: dashboardAppRpc(ctx),
+      [rpcMethods.apps.dashboardVersion]: dashboardVersionRpc(ctx),
       [rpcMethods.apps.dashboardLogs]: dashboardLogsRpc(ctx),
       [rpcMethods.apps.dashboardDocuments]: dashboardDocumentsRpc(ctx),
       [rpcMethods.apps.dashboardDocument]: dashboardDocumentRpc(ctx),

@@ -251,6 +251,24 @@ export const DashboardAppSchema = z.object({
 });
 export type DashboardApp = z.infer<typeof DashboardAppSchema>;
 
+/** apps `dashboard.version` (signed ctx, who may manage the app): one version and its files (paths, never contents). */
+export const DASHBOARD_VERSION_FILES_MAX = 500;
+export const DashboardVersionInputSchema = z.object({ address: AddressSchema, version: z.number().int().min(1) });
+export const DashboardVersionSchema = z.object({
+  address: z.string(),
+  name: z.string(),
+  version: z.number().int(),
+  current: z.boolean(),
+  publishedAt: z.string(),
+  publishedBy: z.string(),
+  publishedVia: z.object({ kind: z.string(), name: z.string() }).nullable(),
+  fileCount: z.number().int(),
+  totalBytes: z.number().int(),
+  /** Sorted by path; at most DASHBOARD_VERSION_FILES_MAX (fileCount says how many there are). */
+  files: z.array(z.object({ path: z.string(), size: z.number().int(), contentType: z.string() })),
+});
+export type DashboardVersion = z.infer<typeof DashboardVersionSchema>;
+
 /**
  * orgs `seats.used` (no context: a count, nothing secret): the seats an organization uses now, its members and open
  * invitations, as the seats limit counts them. Billing asks it for a Team checkout's default seats.

@@ -104,6 +104,8 @@ export const rpcMethods = {
     appLookup: "app.lookup",
     /** The dashboard's app page (signed ctx, the app's owner): people, versions, secrets; its actions are tool calls. */
     dashboardApp: "dashboard.app",
+    /** The dashboard's page of one version (signed ctx, the app's owner): who published it, how, and its files. */
+    dashboardVersion: "dashboard.version",
     /** The dashboard's logs page (signed ctx, the app's owner, as tool_logs): lines by level and text, and the tail. */
     dashboardLogs: "dashboard.logs",
     /** The dashboard's data page (signed ctx, owner or manager, as tool_data): a page of a collection's documents. */

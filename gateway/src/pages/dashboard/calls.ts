@@ -9,6 +9,7 @@ import {
 } from "@hatch/contracts";
 import { type Bus, type Logger } from "@hatch/platform";
 import type { z } from "zod";
+import { forPeople } from "./words.ts";
 import type { PublicUser } from "../../auth/index.ts";
 import type { AccountSessions } from "../../mcp/accounts.ts";
 import { callService, websiteCaller, type CallerInfo } from "../../services.ts";
@@ -45,11 +46,7 @@ export async function callTool<C extends ToolContract>(
   extra: { answer?: Record<string, unknown>; confirm?: string } = {},
 ): Promise<ToolAnswer<C>> {
   const parsed = contract.input.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
-    return { kind: "refused", code: "invalid_input", message: `${where}${issue?.message ?? "invalid input"}` };
-  }
+  if (!parsed.success) return { kind: "refused", code: "invalid_input", message: inputProblem(parsed.error, input) };
   const requestId = randomId(12);
   const caller: CallerInfo = websiteCaller(user, {
     scope: contract.class === "read" ? "read" : "write",
@@ -58,12 +55,12 @@ export async function callTool<C extends ToolContract>(
   });
   try {
     const reply = await callService(deps, contract, caller, { input: parsed.data, ...extra });
-    if (!reply.ok) return { kind: "refused", code: reply.error.code, message: reply.error.message };
-    if (isAskReply(reply)) return { kind: "ask", question: reply.ask };
-    return { kind: "done", text: reply.result.text, data: reply.result.data as ToolOutput<C> };
+    if (!reply.ok) return { kind: "refused", code: reply.error.code, message: forPeople(reply.error.message) };
+    if (isAskReply(reply)) return { kind: "ask", question: { ...reply.ask, message: forPeople(reply.ask.message) } };
+    return { kind: "done", text: forPeople(reply.result.text), data: reply.result.data as ToolOutput<C> };
   } catch (error) {
     if (isToolError(error) && error.code !== "internal")
-      return { kind: "refused", code: error.code, message: error.message };
+      return { kind: "refused", code: error.code, message: forPeople(error.message) };
     deps.logger.error("dashboard tool call failed", { tool: contract.name, rid: requestId, error });
     return {
       kind: "refused",
@@ -71,6 +68,19 @@ export async function callTool<C extends ToolContract>(
       message: `Something went wrong in Hatch. Reload the page to see the current state; if it keeps failing, report request id ${requestId}.`,
     };
   }
+}
+
+/**
+ * What was wrong with a form, in words for a person: the value that was refused and why, never the input's schema
+ * path ("emails.1: …").
+ */
+function inputProblem(error: z.ZodError, input: unknown): string {
+  const issue = error.issues[0];
+  let value: unknown = input;
+  for (const key of issue?.path ?? []) value = value && typeof value === "object" ? (value as never)[key] : undefined;
+  const why = (issue?.message ?? "This is not valid").replace(/^Invalid input: /, "");
+  const typed = typeof value === "string" && value ? `"${value}": ` : "";
+  return `${typed}${why}. Nothing was changed.`;
 }
 
 /** A tool's answer when the page needs its data: the data, or throws the refusal (the page shows it). */

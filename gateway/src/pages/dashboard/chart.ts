@@ -11,11 +11,12 @@ const WIDTH = 700;
 const HEIGHT = 220;
 const TOP = 24;
 const BOTTOM = 36;
-const BAR = 26;
+const BAR = 32;
 
 /**
  * An inline SVG bar chart of opens and unique viewers per day (no script, no image request: the CSP allows neither).
  * The numbers are in the chart as text and in its accessible name, so nothing is known only by colour or height.
+ * The chart scales with the page; below 40rem its text is drawn larger (layout.ts), so it stays readable at 390 px.
  */
 export function statsChart(days: ChartDay[]): SafeHtml {
   const max = Math.max(1, ...days.map((d) => Math.max(d.opens, d.uniqueViewers)));
@@ -35,7 +36,7 @@ export function statsChart(days: ChartDay[]): SafeHtml {
 <text x="${x + BAR}" y="${HEIGHT - 12}" text-anchor="middle" style="fill:var(--muted)">${d.date.slice(5)}</text></g>`;
   });
   return html`<figure class="chart" style="margin:0">
-<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" role="img" aria-label="${`Opens and unique viewers per day. ${label}`}" style="max-width:100%;height:auto;font:14px system-ui,sans-serif">
+<svg class="chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" role="img" aria-label="${`Opens and unique viewers per day. ${label}`}" style="max-width:100%;height:auto;font:14px system-ui,sans-serif">
 <line x1="0" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" style="stroke:var(--border)"></line>${bars}</svg>
 <figcaption class="muted"><span style="color:var(--accent)">■</span> opens · <span style="color:var(--muted)">■</span> unique viewers, per day (UTC)</figcaption></figure>`;
 }

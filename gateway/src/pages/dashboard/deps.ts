@@ -6,7 +6,7 @@ import type { DashboardCallDeps } from "./calls.ts";
 // What the dashboard pages (index.ts) and the insight pages (insight.ts) both take.
 
 export interface DashboardPagesDeps extends DashboardCallDeps {
-  auth: Pick<Auth, "pages">;
+  auth: Pick<Auth, "pages" | "account">;
   baseUrl: string;
   /** The one-time words a page shows after a form that worked (notice.ts). */
   notices: NoticeCookies;
@@ -14,4 +14,5 @@ export interface DashboardPagesDeps extends DashboardCallDeps {
   db: Database;
 }
 
-export type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+/** A signed-in person's request; `path` is the page's (its sub-menu section). */
+export type Signed = BrowserState & { user: NonNullable<BrowserState["user"]>; path?: string };

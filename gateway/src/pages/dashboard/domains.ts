@@ -13,7 +13,7 @@ import { Elysia } from "elysia";
 import type { Params } from "../../auth/index.ts";
 import { copyable, csrfField, html, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps } from "./calls.ts";
-import { appPath, dashboardNav, noticeOf, when, type Notice } from "./views.ts";
+import { appPath, noticeOf, when, type Notice } from "./views.ts";
 
 // The domain pages: /dashboard/apps/<address>/domains (an app's own domains: the DNS records to add, each with a copy
 // button, the progress, check again, connect and disconnect) and /dashboard/domains (the domains the person bought, the
@@ -135,7 +135,7 @@ ${data.company.appUrlPattern ? html`<p class="muted">Apps open at ${data.company
 ${data.company.problem ? html`<p class="error">${data.company.problem}</p>` : ""}${data.company.stage === "dns" ? recordsTable(data.company.records, data.company.domain) : ""}</div>`
       : html`<p class="muted">Your organization has no address of its own for apps; they open at Hatch's address.</p>`
     : "";
-  return html`<h1>Domains</h1>${dashboardNav("domains")}${noticeOf(notice)}
+  return html`<h1>Domains</h1>${noticeOf(notice)}
 <section aria-labelledby="bought"><h2 id="bought">Domains you bought</h2>${bought}</section>
 ${data.company ? html`<section aria-labelledby="company"><h2 id="company">Your organization's address for apps</h2>${company}</section>` : ""}
 <p class="muted">To put an app on a domain of yours, open the app and choose Domains.</p>`;

@@ -12,10 +12,13 @@ import {
   org_invite,
   org_member_update,
   org_members,
+  ORG_PERMISSIONS,
   rollback,
   rpcMethods,
   share,
   tool_stats,
+  tool_secret,
+  ai_key,
   type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
@@ -27,12 +30,14 @@ import { cookieHeaders, type BrowserState, type Params } from "../../auth/index.
 import { localPath, redirect, signInRedirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
-import { html, htmlResponse, renderPage, type PageScript, type SafeHtml } from "../layout.ts";
+import { html, htmlResponse, renderPage, sectionOf, type PageScript, type SafeHtml } from "../layout.ts";
 import type { DashboardPagesDeps, Signed } from "./deps.ts";
 import { insightPages } from "./insight.ts";
 import { callTool, readTool, Refusal, type ToolAnswer } from "./calls.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
 import { domainDoneWords, domainPages } from "./domains.ts";
+import { SETTINGS_PATH, settingsPages } from "./settings.ts";
+import { versionPages } from "./versions.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -42,9 +47,16 @@ import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type Org
 
 const FORM_MAX_BYTES = 16 * 1024;
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200, script?: PageScript): Response {
+function page(
+  state: BrowserState & { path?: string },
+  title: string,
+  body: SafeHtml,
+  status = 200,
+  script?: PageScript,
+): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body, script }), {
+  const section = state.path ? sectionOf(state.path) : undefined;
+  return htmlResponse(renderPage({ title, user, body, script, section }), {
     status,
     headers: cookieHeaders(state.setCookies),
     script,
@@ -65,8 +77,13 @@ export function notFoundPage(state: BrowserState | null): Response {
 
 /** Tools the confirm step may send again (each one's question is answered on /dashboard/confirm). */
 const CONFIRMABLE = new Map<string, ToolContract>(
-  [share, delete_tool, org_invite, org_member_update, custom_domain].map((c) => [c.name, c]),
+  [share, delete_tool, org_invite, org_member_update, custom_domain, tool_secret, ai_key].map((c) => [c.name, c]),
 );
+
+/** The text fields a refused form brings back as typed (never the CSRF token). */
+const TYPED_FIELDS = ["add", "emails", "address", "reason"] as const;
+const typedFields = (params: Params) =>
+  Object.fromEntries(TYPED_FIELDS.flatMap((name) => (params.get(name) ? [[name, params.get(name) ?? ""]] : [])));
 
 /** A comma/space separated list of emails, as typed. */
 const emailList = (raw: string | undefined) => (raw ?? "").split(/[\s,;]+/).filter(Boolean);
@@ -77,8 +94,9 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   /** A page's request for a signed-in person, or the sign-in redirect. */
   async function signed(request: Request): Promise<Signed | Response> {
     const state = await deps.auth.pages.state(request);
-    if (!state.user) return signIn(state, new URL(request.url).pathname);
-    return { ...state, user: state.user };
+    const path = new URL(request.url).pathname;
+    if (!state.user) return signIn(state, path);
+    return { ...state, user: state.user, path };
   }
 
   /** A CSRF-checked form post from a signed-in person, or the answer that refuses it. */
@@ -86,7 +104,10 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     const form = await readDashboardForm(deps.auth, request, FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, back);
-    return { state: { ...form.state, user: form.state.user }, params: form.params };
+    return {
+      state: { ...form.state, user: form.state.user, path: new URL(request.url).pathname },
+      params: form.params,
+    };
   }
 
   /** A form that worked: back to `path` (303), which shows `text` once; a reload does not send the form again. */
@@ -126,7 +147,8 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       readTool(deps, state.user, list_tools, { include: "all" }),
       listConsents(deps.db, state.user.id),
     ]);
-    return page(state, "Your apps", appsListBody(apps, notice, state.csrfToken, consents), status);
+    const unverified = state.user.emailVerified ? null : state.user.email;
+    return page(state, "Your apps", appsListBody(apps, notice, state.csrfToken, consents, unverified), status);
   }
 
   /**
@@ -188,10 +210,11 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     contract: C,
     input: unknown,
     answer: ToolAnswer<C>,
+    typed: Record<string, string> = {},
   ): Promise<Response> {
     if (answer.kind === "ask")
       return askPage(state, contract, input, appPath(address), answer.question, "Make it public");
-    if (answer.kind === "refused") return appPage(state, address, { text: answer.message, error: true }, 400);
+    if (answer.kind === "refused") return appPage(state, address, { text: answer.message, error: true, typed }, 400);
     return done(state, appPath(address), answer.text);
   }
 
@@ -224,7 +247,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       if (add.length) input.add = add;
       if (remove.length) input.remove = remove;
       const answer = await callTool(deps, state.user, share, input as never);
-      return await afterAppAction(state, address, share, input, answer);
+      return await afterAppAction(state, address, share, input, answer, typedFields(params));
     } catch (error) {
       return problem(state, error);
     }
@@ -326,6 +349,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     }
     const notice: Notice = { text: answer.kind === "refused" ? answer.message : answer.question.message, error: true };
     if (back === "/dashboard/org") return orgPage(state, notice, 400);
+    if (back === SETTINGS_PATH) return done(state, SETTINGS_PATH, notice.text);
     if (app?.[1]) return appPage(state, decodeURIComponent(app[1]), notice, 400);
     return listPage(state, notice, 400);
   }
@@ -361,7 +385,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       const answer = await callTool(deps, state.user, contract, input as never);
       if (answer.kind === "ask") return askPage(state, contract, input, "/dashboard/org", answer.question, action);
       if (answer.kind === "done") return done(state, "/dashboard/org", answer.text);
-      return await orgPage(state, { text: answer.message, error: true }, 400);
+      return await orgPage(state, { text: answer.message, error: true, typed: typedFields(params) }, 400);
     } catch (error) {
       return problem(state, error);
     }
@@ -384,6 +408,8 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   return new Elysia({ name: "hatch-dashboard-pages" })
     .use(domainPages(deps, { guard, posted, done, problem, page, askPage }))
     .use(insightPages({ deps, signed, posted, done, problem, guard, page }))
+    .use(settingsPages(deps, { guard, posted, done, problem, page, askPage }))
+    .use(versionPages(deps, { guard, page }))
     .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
     .get("/dashboard/apps/:address", ({ request, params }) =>
       guard((state, notice) => appPage(state, params.address, notice))(request),
@@ -422,7 +448,12 @@ export function dashboardPages(deps: DashboardPagesDeps) {
         orgAction(
           request,
           org_member_update,
-          (p) => ({ action: "update", email: p.get("email"), role: p.get("role") }),
+          (p) => ({
+            action: "update",
+            email: p.get("email"),
+            role: p.get("role"),
+            permissions: ORG_PERMISSIONS.filter((name) => p.get(`permission.${name}`)),
+          }),
           "Change the role",
         ),
       raw,

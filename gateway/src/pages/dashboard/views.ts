@@ -1,17 +1,19 @@
-import type {
-  DashboardApp,
-  ListToolsOutput,
-  OrgActivityOutput,
-  OrgAppsOutput,
-  OrgMembersOutput,
-  OrgOutput,
-  Question,
-  ToolStatsOutput,
+import {
+  ORG_PERMISSIONS,
+  type DashboardApp,
+  type ListToolsOutput,
+  type OrgActivityOutput,
+  type OrgAppsOutput,
+  type OrgMembersOutput,
+  type OrgOutput,
+  type Question,
+  type ToolStatsOutput,
 } from "@hatch/contracts";
 import { renderFields, type FormValues } from "../../confirm/form.ts";
 import { csrfField, html, type SafeHtml } from "../layout.ts";
 import { statsChart } from "./chart.ts";
 import { DASHBOARD_CLIENT } from "./calls.ts";
+import { linked } from "./words.ts";
 
 // The dashboard's HTML (no script): the list of apps, one app's page, the organization page and the confirm step.
 // Every form posts with the CSRF field; every action's route calls the tool (see index.ts).
@@ -19,13 +21,22 @@ import { DASHBOARD_CLIENT } from "./calls.ts";
 export const appPath = (address: string) => `/dashboard/apps/${encodeURIComponent(address)}`;
 export const when = (iso: string) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
 
-export type Notice = { text: string; error?: boolean } | null;
+/** What a page says after a form; `typed` keeps what the person typed in a form that was refused, by field name. */
+export type Notice = { text: string; error?: boolean; typed?: Record<string, string> } | null;
 
 export function noticeOf(notice: Notice): SafeHtml | "" {
   if (!notice) return "";
   return notice.error
-    ? html`<p class="error" role="alert">${notice.text}</p>`
-    : html`<p class="card" role="status">${notice.text}</p>`;
+    ? html`<p class="error" role="alert">${linked(notice.text)}</p>`
+    : html`<p class="card" role="status">${linked(notice.text)}</p>`;
+}
+
+/** What the person typed in `field` before the form was refused (kept so they need not type it again). */
+const typedIn = (notice: Notice, field: string) => (notice?.error ? (notice.typed?.[field] ?? "") : "");
+
+/** The banner of a person whose email is not verified yet: what waits on it, and where to get the link again. */
+export function unverifiedBanner(email: string): SafeHtml {
+  return html`<div class="error" role="status" data-unverified><p style="margin:.2rem 0"><strong>Verify your email.</strong> ${email} is not verified yet, so apps shared with that address and invitations to it do not reach you. Open the link in the mail we sent, or <a href="/verify-email">send it again</a>.</p></div>`;
 }
 
 const VISIBILITY: Record<string, string> = {
@@ -35,13 +46,6 @@ const VISIBILITY: Record<string, string> = {
   public: "Public: anyone with the link",
 };
 const visibilityWord = (v: string) => VISIBILITY[v]?.split(":")[0] ?? v;
-
-/** The links between dashboard pages, under each page's heading. */
-export function dashboardNav(current: "apps" | "org" | "domains"): SafeHtml {
-  const link = (href: string, label: string, here: boolean) =>
-    html`<a href="${href}"${here ? html` aria-current="page"` : ""}>${label}</a>`;
-  return html`<nav class="actions" aria-label="Dashboard">${link("/dashboard", "Apps", current === "apps")}${link("/dashboard/org", "Organization", current === "org")}${link("/dashboard/domains", "Domains", current === "domains")}<a href="/dashboard/billing">Billing</a><a href="/dashboard/ai-keys?scope=mine">AI keys</a><a href="/dashboard/tokens">Connected clients</a></nav>`;
-}
 
 type ListedApp = ListToolsOutput["apps"][number];
 
@@ -54,7 +58,7 @@ function appCard(app: ListedApp): SafeHtml {
   const title = app.sharedWithMe ? html`${app.name}` : html`<a href="${appPath(app.address)}">${app.name}</a>`;
   const manage = app.sharedWithMe ? "" : html`<a href="${appPath(app.address)}">Manage</a>`;
   return html`<article class="card" data-address="${app.address}"><h3 style="margin:0 0 .4rem">${title}</h3>${owner}
-<p style="margin:.3rem 0"><code class="url">${app.url}</code></p>
+<p style="margin:.3rem 0"><a class="url" href="${app.url}">${app.url}</a></p>
 <p class="muted" style="margin:.3rem 0">Address <strong>${app.address}</strong> · ${visibilityWord(app.visibility)} · ${app.opens7d} opens in 7 days · ${version} · last publish ${when(app.updatedAt)}${paused}</p>
 <div class="actions" style="margin-top:.5rem"><a class="button" href="${app.url}" rel="noopener">Open ${app.name}</a>${manage}</div></article>`;
 }
@@ -82,11 +86,12 @@ export function appsListBody(
   notice: Notice,
   csrf: string,
   consents: ConsentRow[],
+  unverifiedEmail: string | null = null,
 ): SafeHtml {
   const mine = apps.filter((a) => !a.sharedWithMe);
   const shared = apps.filter((a) => a.sharedWithMe);
-  const empty = html`<p class="muted">No apps yet. Ask your AI to publish one: connect it from the <a href="/mcp">install page</a>.</p>`;
-  return html`<h1>Your apps</h1>${dashboardNav("apps")}${noticeOf(notice)}
+  const empty = html`<p class="muted">No apps yet. Your AI publishes them for you once it is connected: see <a href="/mcp">how to connect it</a>.</p>`;
+  return html`<h1>Your apps</h1>${unverifiedEmail ? unverifiedBanner(unverifiedEmail) : ""}${noticeOf(notice)}
 <section aria-labelledby="mine"><h2 id="mine">Yours</h2>${mine.length ? mine.map(appCard) : empty}</section>
 <section aria-labelledby="shared"><h2 id="shared">Shared with you</h2>${shared.length ? shared.map(appCard) : html`<p class="muted">Nobody has shared an app with you yet.</p>`}</section>
 ${consentsSection(csrf, consents)}`;
@@ -110,7 +115,7 @@ export function appBody(
   const versions = app.versions.length
     ? html`<ul class="versions" style="list-style:none;padding:0">${app.versions.map(
         (v) =>
-          html`<li class="card" data-version="${v.version}"><strong>Version ${v.version}</strong>${v.current ? html` (current)` : ""}
+          html`<li class="card" data-version="${v.version}"><strong><a href="${path}/versions/${v.version}">Version ${v.version}</a></strong>${v.current ? html` (current)` : ""}
 <span class="muted"> · ${when(v.publishedAt)} by ${v.publishedBy}${v.publishedVia ? ` ${clientWords(v.publishedVia)}` : ""} · ${v.fileCount} files</span>
 ${v.current ? "" : form("rollback", html`<input type="hidden" name="version" value="${v.version}"><button type="submit" class="secondary">Roll back to version ${v.version}</button>`, html` class="actions"`)}</li>`,
       )}</ul>`
@@ -134,7 +139,7 @@ ${v.current ? "" : form("rollback", html`<input type="hidden" name="version" val
     html` class="stack"`,
   )}
 <h3>People</h3>${people}
-${form("share", html`<label>Add a person by email<input type="email" name="add" required autocomplete="off"></label><div class="actions"><button type="submit">Share with this person</button></div>`, html` class="stack"`)}
+${form("share", html`<label>Add a person by email<input type="email" name="add" required autocomplete="off" value="${typedIn(notice, "add")}"></label><div class="actions"><button type="submit">Share with this person</button></div>`, html` class="stack"`)}
 <p class="muted">They sign in with that email to open it. Making an app public asks you to confirm first.</p>`;
 
   const secrets = app.secrets.length
@@ -154,7 +159,7 @@ ${form("share", html`<label>Add a person by email<input type="email" name="add" 
     : "";
   const version = app.currentVersion === null ? "nothing published yet" : `version ${app.currentVersion}`;
   return html`<p><a href="/dashboard">← All apps</a></p><h1>${app.name}</h1>${noticeOf(notice)}${paused}
-<div class="card"><p style="margin-top:0"><code class="url">${app.url}</code></p>
+<div class="card"><p style="margin-top:0"><a class="url" href="${app.url}">${app.url}</a></p>
 <p class="muted">Address <strong>${app.address}</strong> · ${visibilityWord(app.visibility)} · ${version} · last publish ${when(app.updatedAt)}</p>
 <div class="actions"><a class="button" href="${app.url}" rel="noopener">Open ${app.name}</a></div></div>
 <section aria-labelledby="stats"><h2 id="stats">Statistics</h2>${chart}</section>
@@ -183,6 +188,23 @@ export interface OrgPageData {
 
 const ROLES = ["member", "manager", "admin"] as const;
 
+/** Each extra permission in words (the contract's names are for tools). */
+export const PERMISSION_WORDS: Record<(typeof ORG_PERMISSIONS)[number], string> = {
+  publish: "publish apps",
+  share_public: "make apps public",
+  custom_domains: "connect domains",
+  buy_domains: "buy domains",
+  company_ai_key: "set the organization's AI key",
+  billing: "manage billing",
+};
+const permissionWords = (list: readonly string[]) =>
+  list.map((p) => PERMISSION_WORDS[p as keyof typeof PERMISSION_WORDS] ?? p).join(", ");
+const RANK: Record<string, number> = { member: 0, manager: 1, admin: 2, owner: 3 };
+
+/** The roles a person of role `mine` may give: at most their own, never owner (orgs checks it again). */
+export const rolesGivenBy = (mine: string | null) =>
+  ROLES.filter((r) => mine !== null && RANK[r]! <= (RANK[mine] ?? -1));
+
 export function orgBody(csrf: string, data: OrgPageData, notice: Notice): SafeHtml {
   const { org } = data;
   const post = (action: string, inner: SafeHtml, attrs: SafeHtml | "" = "") =>
@@ -191,21 +213,31 @@ export function orgBody(csrf: string, data: OrgPageData, notice: Notice): SafeHt
     const invites = org.invitationsForMe.length
       ? html`<p>Invitations waiting for you:</p><ul>${org.invitationsForMe.map((i) => html`<li>${i.org.name} as ${i.role}, from ${i.invitedBy} (until ${when(i.expiresAt)}): open the link in the invitation mail to join.</li>`)}</ul>`
       : "";
-    return html`<h1>Organization</h1>${dashboardNav("org")}${noticeOf(notice)}
-<p>You are not in an organization. Ask your AI to create one (org_setup), or join through an invitation's link.</p>${invites}`;
+    return html`<h1>Organization</h1>${noticeOf(notice)}
+<p>You are not in an organization. Your AI can create one for you when you ask it to, or join one through the link in an invitation mail.</p>${invites}`;
   }
   const can = org.can;
   const roleSelect = (name: string, selected: string) =>
-    html`<select name="${name}">${ROLES.map((r) => html`<option value="${r}"${r === selected ? html` selected` : ""}>${r}</option>`)}</select>`;
+    html`<select name="${name}">${rolesGivenBy(org.role).map((r) => html`<option value="${r}"${r === selected ? html` selected` : ""}>${r}</option>`)}</select>`;
   const members = data.members?.members ?? [];
   const others = (email: string) => members.filter((m) => m.email !== email);
   const memberRow = (m: OrgMembersOutput["members"][number]) => {
     const manageable = can.manageMembers && m.role !== "owner" && m.email !== data.me;
+    const boxes = ORG_PERMISSIONS.filter((p) => org.permissions.includes(p)).map(
+      (p) =>
+        html`<label class="choice"><input type="checkbox" name="permission.${p}" value="1"${m.permissions.includes(p) ? html` checked` : ""}> ${PERMISSION_WORDS[p]}</label>`,
+    );
+    const kept = m.permissions.filter((p) => !org.permissions.includes(p));
     const actions = manageable
-      ? html`<div class="actions">${post("members/update", html`<input type="hidden" name="email" value="${m.email}"><label class="choice">Role ${roleSelect("role", m.role)}</label> <button type="submit" class="secondary">Change role of ${m.email}</button>`)}
+      ? html`<div class="actions">${post(
+          "members/update",
+          html`<input type="hidden" name="email" value="${m.email}"><label class="choice">Role ${roleSelect("role", m.role)}</label>
+<fieldset><legend>May also (on top of the role)</legend>${boxes}${kept.map((p) => html`<input type="hidden" name="permission.${p}" value="1">`)}</fieldset> <button type="submit" class="secondary">Change role of ${m.email}</button>`,
+          html` class="stack"`,
+        )}
 ${post("members/remove", html`<input type="hidden" name="email" value="${m.email}"><label class="choice">Their apps go to <select name="appsRecipient">${others(m.email).map((o) => html`<option value="${o.email}"${o.email === data.me ? html` selected` : ""}>${o.email}</option>`)}</select></label> <button type="submit" class="danger">Remove ${m.email}</button>`)}</div>`
       : "";
-    return html`<li class="card" data-member="${m.email}"><strong>${m.name}</strong> (${m.email}) · ${m.role}${m.permissions.length ? ` · ${m.permissions.join(", ")}` : ""} <span class="muted">· joined ${when(m.joinedAt)}</span>${actions}</li>`;
+    return html`<li class="card" data-member="${m.email}"><strong>${m.name}</strong> (${m.email}) · ${m.role}${m.permissions.length ? ` · may ${permissionWords(m.permissions)}` : ""} <span class="muted">· joined ${when(m.joinedAt)}</span>${actions}</li>`;
   };
   const invitations = data.members?.invitations ?? [];
   const invitationRow = (i: OrgMembersOutput["invitations"][number]) =>
@@ -214,7 +246,7 @@ ${can.invite ? post("invitations/revoke", html`<input type="hidden" name="email"
   const inviteForm = can.invite
     ? post(
         "invite",
-        html`<label>Emails (separated by commas or spaces)<input type="text" name="emails" required autocomplete="off"></label>
+        html`<label>Emails (separated by commas or spaces)<input type="text" name="emails" required autocomplete="off" value="${typedIn(notice, "emails")}"></label>
 <label>Role ${roleSelect("role", "member")}</label><div class="actions"><button type="submit">Send invitations</button></div>`,
         html` class="stack"`,
       )
@@ -225,7 +257,7 @@ ${can.pauseApps ? post("apps/pause", html`<input type="hidden" name="address" va
   const pauseForm = can.pauseApps
     ? post(
         "apps/pause",
-        html`<label>Pause an app by address<input type="text" name="address" required autocomplete="off"></label><label>Why (for the log and its owner)<input type="text" name="reason" maxlength="500"></label><input type="hidden" name="paused" value="true"><div class="actions"><button type="submit" class="secondary">Pause</button></div>`,
+        html`<label>Pause an app by address<input type="text" name="address" required autocomplete="off" value="${typedIn(notice, "address")}"></label><label>Why (for the log and its owner)<input type="text" name="reason" maxlength="500" value="${typedIn(notice, "reason")}"></label><input type="hidden" name="paused" value="true"><div class="actions"><button type="submit" class="secondary">Pause</button></div>`,
         html` class="stack"`,
       )
     : "";
@@ -234,11 +266,11 @@ ${can.pauseApps ? post("apps/pause", html`<input type="hidden" name="address" va
       ? html`<ol class="activity" style="padding-left:1.2rem">${data.activity.entries.map((e) => {
           const where = clientWords(e.client);
           return html`<li><span class="muted">${when(e.date)}</span> ${e.summary}${where ? html` <em>(${where})</em>` : ""}</li>`;
-        })}</ol>${data.activity.hasMore ? html`<p class="muted">Older entries: ask your AI (org_activity with dates).</p>` : ""}`
+        })}</ol>${data.activity.hasMore ? html`<p class="muted">Showing the latest ${data.activity.entries.length} entries; your AI can look further back by date.</p>` : ""}`
       : html`<p class="muted">Nothing yet.</p>`
     : "";
-  return html`<h1>${org.org.name}</h1>${dashboardNav("org")}${noticeOf(notice)}
-<p class="muted">You are ${org.role}${org.permissions.length ? ` (${org.permissions.join(", ")})` : ""}. Owner: ${org.org.owner.name} (${org.org.owner.email}) · ${org.org.memberCount} members.</p>
+  return html`<h1>${org.org.name}</h1>${noticeOf(notice)}
+<p class="muted">You are ${org.role}${org.permissions.length ? ` (you may ${permissionWords(org.permissions)})` : ""}. Owner: ${org.org.owner.name} (${org.org.owner.email}) · ${org.org.memberCount} members.</p>
 <section aria-labelledby="members"><h2 id="members">Members</h2><ul style="list-style:none;padding:0">${members.map(memberRow)}</ul></section>
 <section aria-labelledby="invitations"><h2 id="invitations">Invitations</h2>${invitations.length ? html`<ul>${invitations.map(invitationRow)}</ul>` : html`<p class="muted">No pending invitations.</p>`}${inviteForm}</section>
 <section aria-labelledby="paused"><h2 id="paused">Paused apps</h2>${data.paused.length ? html`<ul>${data.paused.map(pausedRow)}</ul>` : html`<p class="muted">No app is paused.</p>`}${pauseForm}</section>

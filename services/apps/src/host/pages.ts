@@ -7,8 +7,11 @@ function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
+// Explicit colours on both schemes (never the browser's defaults, which some leave dark-on-dark): AA contrast.
 const STYLE =
-  ":root{color-scheme:light dark}body{margin:0;font:16px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif}" +
+  ":root{color-scheme:light dark;--fg:#1d1d1f;--bg:#fff;--link:#0057d9}" +
+  "@media (prefers-color-scheme:dark){:root{--fg:#f5f5f7;--bg:#111;--link:#6ea8ff}}" +
+  "body{margin:0;font:16px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);background:var(--bg)}a{color:var(--link)}" +
   "main{max-width:36rem;margin:12vh auto;padding:0 1.25rem}h1{font-size:1.5rem;margin:0 0 .75rem}p{margin:.5rem 0}.muted{opacity:.7;font-size:.9rem}";
 
 interface PageOptions {
@@ -79,6 +82,20 @@ export const pages = {
         "Ask the app's owner to share it with you, or sign in with another account.",
       ],
       link: { href: switchHref, text: "Sign in as someone else" },
+    }),
+  /**
+   * A refused viewer whose email is not verified: an app shared by email opens only for a verified address, so they are
+   * told to verify it (whether this app is shared with that address is not said: the address is not proven theirs).
+   */
+  unverified: (email: string, verifyHref: string) =>
+    hostPage({
+      status: 403,
+      title: "Verify your email to open this app",
+      lines: [
+        `You are signed in as ${email}, which is not verified yet.`,
+        "Apps shared with an email address open once that address is verified: open the link in the mail Hatch sent you, or send it again.",
+      ],
+      link: { href: verifyHref, text: "Verify your email" },
     }),
   badTicket: (message: string, retryHref: string) =>
     hostPage({

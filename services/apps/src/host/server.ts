@@ -236,7 +236,9 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       // The Hatch session behind the cookie ended (sign-out) or is no longer this person's: sign in again.
       if (!viewer) return toSignIn(true);
       if (!canView(app, viewer))
-        return pages.forbidden(viewer.email, signInUrl(ctx.config.gatewayUrl, app.address, back, true));
+        return viewer.emailVerified === true || app.visibility !== "people"
+          ? pages.forbidden(viewer.email, signInUrl(ctx.config.gatewayUrl, app.address, back, true))
+          : pages.unverified(viewer.email, `${ctx.config.gatewayUrl}/verify-email`);
       return serveApp(request, server, url, app, viewer);
     };
     let live: ReturnType<LiveViewers["check"]>;

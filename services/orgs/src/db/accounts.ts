@@ -1,6 +1,6 @@
 import { randomId, type Role, type Session } from "@hatch/contracts";
 import { type Database } from "@hatch/platform";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, ne, notExists, sql } from "drizzle-orm";
 import { asRole, effectivePermissions } from "../roles.ts";
 import { accounts, members, people } from "./schema.ts";
 
@@ -68,6 +68,29 @@ export async function ensurePerson(
   user: { userId: string; email: string; name: string },
 ): Promise<PersonView> {
   const existing = await findPerson(db, user.userId);
+  // The gateway's signed ctx carries the person's name and email as they are now (changed on the settings page).
+  // Another person's row may still hold the address (they changed theirs and have not called since): then only the
+  // name follows now, and the email at a later call.
+  if (existing && (existing.email !== user.email || existing.name !== user.name)) {
+    const changed = await db
+      .update(people)
+      .set({ email: user.email, name: user.name })
+      .where(
+        and(
+          eq(people.userId, user.userId),
+          notExists(
+            db
+              .select({ userId: people.userId })
+              .from(people)
+              .where(and(eq(sql`lower(${people.email})`, user.email.toLowerCase()), ne(people.userId, user.userId))),
+          ),
+        ),
+      )
+      .returning({ userId: people.userId });
+    if (changed.length) return { ...existing, email: user.email, name: user.name };
+    await db.update(people).set({ name: user.name }).where(eq(people.userId, user.userId));
+    return { ...existing, name: user.name };
+  }
   if (existing) return existing;
   await db.transaction(async (tx) => {
     const inserted = await tx

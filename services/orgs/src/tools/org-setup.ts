@@ -6,7 +6,7 @@ import { invitationsForEmail } from "../db/invitations.ts";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
 import { ensurePerson, findPersonIn, newAccountId, type PersonView } from "../db/accounts.ts";
 import { accounts, members, people } from "../db/schema.ts";
-import { effectivePermissions } from "../roles.ts";
+import { effectivePermissions, isCompanyAdmin } from "../roles.ts";
 
 type Output = ToolOutput<typeof org_setup>;
 
@@ -73,6 +73,41 @@ async function convert(orgs: OrgsContext, ctx: CallContext, name: string): Promi
   };
 }
 
+/** The owner or an admin gives the organization a new name; every member's next call carries it. */
+async function rename(orgs: OrgsContext, ctx: CallContext, name: string): Promise<Output> {
+  const me = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
+  if (me.accountKind !== "company")
+    throw new ToolError("not_found", "You are in no organization, so there is nothing to rename. Nothing was changed.");
+  if (!isCompanyAdmin(me.role))
+    throw new ToolError(
+      "forbidden",
+      `Only the owner and admins of ${me.accountName} rename it; you are a ${me.role}. Nothing was changed.`,
+    );
+  await orgs.db.transaction(async (tx) => {
+    const current = await findPersonIn(tx, me.userId);
+    if (current?.accountId !== me.accountId || !isCompanyAdmin(current.role))
+      throw new ToolError("conflict", "Your role in the organization changed meanwhile. Nothing was changed.");
+    await tx.update(accounts).set({ name }).where(eq(accounts.id, me.accountId));
+    const everyone = await tx
+      .select({ userId: members.userId })
+      .from(members)
+      .where(eq(members.accountId, me.accountId));
+    await recordOrgEvent(tx, ctx, me.accountId, {
+      entity: "org",
+      verb: "renamed",
+      summary: `${me.name} <${me.email}> renamed the organization ${me.accountName} to ${name}`,
+      details: { name, previousName: me.accountName },
+      affectedUsers: everyone.map((m) => m.userId),
+    });
+  });
+  return {
+    status: "renamed",
+    org: { id: me.accountId, name },
+    role: me.role,
+    permissions: effectivePermissions(me.role, me.permissions),
+  };
+}
+
 /** accept without an invitationId: the one invitation waiting for the caller; none or several is an answer that lists them. */
 async function theOneWaiting(orgs: OrgsContext, ctx: CallContext): Promise<string> {
   if (!ctx.emailVerified)
@@ -104,6 +139,10 @@ export function orgSetupTool(orgs: OrgsContext) {
       };
     }
     const name = requireName(input.name, input.action);
+    if (input.action === "rename") {
+      const data = await rename(orgs, ctx, name);
+      return { text: `The organization is now called ${name}.`, data };
+    }
     const data = input.action === "create" ? await create(orgs, ctx, name) : await convert(orgs, ctx, name);
     const text =
       input.action === "create"

@@ -123,15 +123,19 @@ export const org_setup = defineTool({
   description:
     "Creates a new organization with the user as owner (action create), turns the user's personal account " +
     "into an organization keeping its apps (action convert), or accepts an invitation the user received " +
-    "(action accept; invitationId only when several invitations wait). Do it only when the user asked to.",
+    "(action accept; invitationId only when several invitations wait), or renames the user's organization (action " +
+    "rename: owner and admins). Do it only when the user asked to.",
   service: "orgs",
   class: "change",
   input: z
     .object({
       action: z
-        .enum(["create", "convert", "accept"])
-        .describe("create = a new organization; convert = turn this account into one; accept = join by invitation"),
-      name: plainText(100).optional().describe("For create and convert: the organization's name"),
+        .enum(["create", "convert", "accept", "rename"])
+        .describe(
+          "create = a new organization; convert = turn this account into one; accept = join by invitation; " +
+            "rename = give the user's organization a new name",
+        ),
+      name: plainText(100).optional().describe("For create, convert and rename: the organization's name"),
       invitationId: z
         .string()
         .max(100)
@@ -141,7 +145,7 @@ export const org_setup = defineTool({
     })
     .strict(),
   output: z.object({
-    status: z.enum(["created", "converted", "joined"]),
+    status: z.enum(["created", "converted", "joined", "renamed"]),
     org: OrgSummarySchema,
     role: OrgRoleSchema,
     permissions: z.array(OrgPermissionSchema),
