@@ -196,7 +196,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       span.set("hatch.outcome", outcome);
       if (!reply.ok && reply.error.code === "internal") span.fail("internal");
       log.info("tool call", { ms: Math.round(seconds * 100_000) / 100, outcome });
-      return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
+      // No headers on a reply: the caller knows its request id, and NATS headers cost an encode here and a decode in
+      // the caller on every call.
+      return { data: encodeJson(reply) };
     });
   }
 
@@ -292,7 +294,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       const opened = request.data.ctx ? openContext(request.data.ctx, options.contextKey, contextVersions) : null;
       if (opened && !opened.ok && opened.reason === "version") {
         const { ok, error, accepts } = versionReply(opened, log);
-        return { data: encodeJson({ ok, error, accepts }), headers: { [HEADER_REQUEST_ID]: requestId } };
+        return { data: encodeJson({ ok, error, accepts }) };
       }
       const ctx = opened?.ok ? opened.ctx : null;
       if (binding.requiresContext && !ctx) {
@@ -306,7 +308,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     } catch (error) {
       reply = { ok: false, error: toWireError(error, name, requestId, log, rpc[method]?.writes === true) };
     }
-    return { data: encodeJson(reply), headers: { [HEADER_REQUEST_ID]: requestId } };
+    return { data: encodeJson(reply) };
   }
 
   async function flushOutbox(): Promise<void> {

@@ -24,6 +24,10 @@ import {
   type SubscribeOptions,
 } from "./types.ts";
 
+// nats.js is patched (patches/@nats-io%2Fnats-core@3.4.0.patch) to write what it queued once per event loop turn
+// rather than at every microtask checkpoint: the requests and replies of the calls one turn handles share a socket
+// write (bench/README.md, round 3).
+
 export interface NatsBusOptions {
   /** One server URL or several, comma-separated (a cluster's nodes): any that answers will do. */
   url: string;
