@@ -297,8 +297,8 @@ export type {
   ViewerTicketCheck,
   ViewerTicketClaims,
 } from "./viewer-ticket.ts";
-export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionSchema } from "./session.ts";
-export type { Permission, Role, Session } from "./session.ts";
+export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionAccountsSchema, SessionSchema } from "./session.ts";
+export type { Permission, Role, Session, SessionAccounts } from "./session.ts";
 export { runServiceMain } from "./main.ts";
 export { DEFAULT_SHUTDOWN_TIMEOUT_MS, EXIT_CODES, onShutdown, parentPidFrom } from "./shutdown.ts";
 export type { Shutdown, ShutdownOptions, ShutdownStep } from "./shutdown.ts";

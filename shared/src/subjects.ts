@@ -40,6 +40,8 @@ export const rpcMethods = {
   orgs: {
     /** Resolves (and on first contact creates) the account a user acts as. */
     resolveSession: "session.resolve",
+    /** Every account the signed-in person belongs to (the dashboard's account switcher). */
+    sessionAccounts: "session.accounts",
     /** What an invitation link is for (no context: the token is the credential). */
     previewInvitation: "invitation.preview",
     /** The signed-in user accepts an invitation by its link's token. */

@@ -91,28 +91,32 @@ export async function usageOf(billing: BillingContext, account: AccountRow) {
     );
   const info = PLAN_TABLE[effectivePlan(account.plan, account.state)];
   const planCents = (info.monthlyCents ?? 0) * (info.perSeat ? account.seats : 1);
+  const stored = await storageOf(billing, account.accountId);
   return {
     periodStart: isoDate(start),
     periodEnd: isoDate(end),
     opens: counted?.opens ?? 0,
-    storageBytes: await storageOf(billing, account.accountId),
+    storageBytes: stored.bytes,
     aiTokens: counted?.aiTokens ?? 0,
     domains: counted?.domains ?? 0,
     amountSoFar: money(planCents + Number(charged?.total ?? 0)),
+    ...(stored.apps === undefined ? {} : { apps: stored.apps }),
+    companyAiTokens: counted?.companyAiTokens ?? 0,
   };
 }
 
-/** What the account's apps store now, asked of apps; 0 while apps cannot answer (the rest of the answer still helps). */
-async function storageOf(billing: BillingContext, accountId: string): Promise<number> {
+/**
+ * What the account's apps store now and how many there are, asked of apps; 0 bytes and no count while apps cannot
+ * answer (the rest of the answer still helps).
+ */
+async function storageOf(billing: BillingContext, accountId: string): Promise<{ bytes: number; apps?: number }> {
   try {
-    return (
-      await callRpc(billing.bus, "apps", rpcMethods.apps.storage, { accountId }, AccountStorageSchema, {
-        timeoutMs: 2_000,
-      })
-    ).bytes;
+    return await callRpc(billing.bus, "apps", rpcMethods.apps.storage, { accountId }, AccountStorageSchema, {
+      timeoutMs: 2_000,
+    });
   } catch (error) {
     billing.logger.warn("storage of an account unreadable; shown as 0", { accountId, error });
-    return 0;
+    return { bytes: 0 };
   }
 }
 

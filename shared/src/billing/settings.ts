@@ -26,7 +26,23 @@ export const BillingSettingsSchema = z.object({
     aiTokens: z.number().int(),
     domains: z.number().int(),
     amountSoFar: MoneySchema,
+    /** Apps in the account now (the apps limit); absent when apps could not say, or from older copies. */
+    apps: z.number().int().optional(),
+    /** AI tokens paid with the company's key this month (the company AI tokens limit); organizations only. */
+    companyAiTokens: z.number().int().optional(),
   }),
+  /** The limits that hold now (the plan's, Team's seats as paid); absent from older copies. */
+  limits: z
+    .object({
+      apps: z.number().nullable(),
+      customDomains: z.number().nullable(),
+      storageBytes: z.number().nullable(),
+      companyAiTokensPerMonth: z.number().nullable(),
+      seats: z.number().nullable(),
+    })
+    .optional(),
+  /** When the paid plan renews (ISO date), when known. */
+  renewsAt: z.string().nullable().optional(),
 });
 export type BillingSettings = z.infer<typeof BillingSettingsSchema>;
 

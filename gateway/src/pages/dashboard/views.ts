@@ -82,12 +82,23 @@ export function appsListBody(
   notice: Notice,
   csrf: string,
   consents: ConsentRow[],
+  account?: { kind: "personal" | "company"; name: string },
 ): SafeHtml {
-  const mine = apps.filter((a) => !a.sharedWithMe);
+  // An app of the person's other account (personal or organization) is listed when that account is shown.
+  const mine = apps.filter((a) => !a.sharedWithMe && a.inAccount !== false);
+  const elsewhere = apps.filter((a) => !a.sharedWithMe && a.inAccount === false).length;
   const shared = apps.filter((a) => a.sharedWithMe);
   const empty = html`<p class="muted">No apps yet. Ask your AI to publish one: connect it from the <a href="/mcp">install page</a>.</p>`;
+  const heading = !account
+    ? "Yours"
+    : account.kind === "personal"
+      ? "Your personal apps"
+      : `Your apps in ${account.name}`;
+  const other = elsewhere
+    ? html`<p class="muted" data-elsewhere="${elsewhere}">${elsewhere === 1 ? "1 more app of yours is" : `${elsewhere} more apps of yours are`} in your ${account?.kind === "personal" ? "organization" : "personal account"}: switch the account above to see ${elsewhere === 1 ? "it" : "them"}.</p>`
+    : "";
   return html`<h1>Your apps</h1>${dashboardNav("apps")}${noticeOf(notice)}
-<section aria-labelledby="mine"><h2 id="mine">Yours</h2>${mine.length ? mine.map(appCard) : empty}</section>
+<section aria-labelledby="mine"><h2 id="mine">${heading}</h2>${mine.length ? mine.map(appCard) : empty}${other}</section>
 <section aria-labelledby="shared"><h2 id="shared">Shared with you</h2>${shared.length ? shared.map(appCard) : html`<p class="muted">Nobody has shared an app with you yet.</p>`}</section>
 ${consentsSection(csrf, consents)}`;
 }

@@ -4,6 +4,7 @@ import {
   bindRpc,
   LocalActInputSchema,
   randomId,
+  limitsOf,
   ToolError,
   type BillingSettings,
 } from "@hatch/shared";
@@ -30,6 +31,8 @@ function settingsOf(
     seatsUsed,
     cardOnFile: account.cardOnFile,
     usage,
+    limits: limitsOf(account.plan, account.state, account.seats),
+    renewsAt: account.plan !== "free" && account.currentPeriodEnd ? account.currentPeriodEnd.toISOString().slice(0, 10) : null,
   };
 }
 

@@ -92,6 +92,37 @@ export async function findPersonIn(tx: Tx, userId: string): Promise<PersonView |
   return row ? { ...row, role: asRole(row.role) } : null;
 }
 
+/** The person as a member of `accountId` (any account they belong to, not only the one they act as), or null. */
+export async function memberIn(db: Tx, userId: string, accountId: string): Promise<PersonView | null> {
+  const [row] = await db
+    .select({
+      userId: people.userId,
+      email: people.email,
+      name: people.name,
+      accountId: accounts.id,
+      accountKind: accounts.kind,
+      accountName: accounts.name,
+      role: members.role,
+      permissions: members.permissions,
+    })
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .innerJoin(people, eq(people.userId, members.userId))
+    .where(and(eq(members.userId, userId), eq(members.accountId, accountId)))
+    .limit(1);
+  return row ? { ...row, role: asRole(row.role) } : null;
+}
+
+/** Every account the person belongs to, with their role in it. */
+export async function accountsOf(db: Tx, userId: string) {
+  const rows = await db
+    .select({ id: accounts.id, kind: accounts.kind, name: accounts.name, role: members.role })
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .where(eq(members.userId, userId));
+  return rows.map((r) => ({ ...r, role: asRole(r.role) }));
+}
+
 export function toSession(person: PersonView): Session {
   return {
     account: person.accountId,
