@@ -17,6 +17,13 @@ import { cookieHeaders, type Auth, type BrowserState, type Params } from "../aut
 import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
+import {
+  accountSwitcher,
+  accountWords,
+  actingAs,
+  type AccountView,
+  type DashboardUser,
+} from "./dashboard/account-choice.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 
 // `/dashboard/billing`: the plans (PLAN_TABLE), the account's plan, state, card and usage, and buttons that lead to
@@ -35,14 +42,17 @@ export interface BillingPagesDeps {
 const FORM_MAX_BYTES = 8 * 1024;
 const TEST_CARD = "4242424242424242";
 const SETTINGS = "/dashboard/billing";
-type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
+/** The person as the page acts (the account the dashboard's switcher chose) and what the switcher shows. */
+type Signed = BrowserState & { user: DashboardUser; view?: AccountView; back?: string };
 type Form = { params: Params; state: BrowserState };
 /** What a page reads of its query (or of the form posted back to it). */
 type Query = { get(name: string): string | null | undefined };
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+function page(state: Signed | BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body }), { status, headers: cookieHeaders(state.setCookies) });
+  const above =
+    "view" in state && state.view ? accountSwitcher(state.view, state.csrfToken, state.back ?? SETTINGS) : undefined;
+  return htmlResponse(renderPage({ title, user, body, above }), { status, headers: cookieHeaders(state.setCookies) });
 }
 
 const notice = (text: string | undefined, error = false) =>
@@ -75,6 +85,74 @@ const seatsLine = (s: BillingSettings) =>
     ? ""
     : html`<p>People: <strong id="seats-used">${String(s.seatsUsed)}</strong> (members and open invitations)${PLAN_TABLE[s.plan].perSeat ? html` · seats paid: <strong id="seats">${String(s.seats)}</strong>` : ""}</p>`;
 
+/** "$12", "$2,000": whole dollars as a price says them. */
+const dollars = (cents: number) => `$${(cents / 100).toLocaleString("en-US", { maximumFractionDigits: 2 })}`;
+
+/** What a checkout button pays: "Pay $12 a month", "Pay $60 a month for 3 seats". */
+export function payWords(plan: "pro" | "team", seats = 1): string {
+  const info = PLAN_TABLE[plan];
+  const cents = (info.monthlyCents ?? 0) * (info.perSeat ? seats : 1);
+  return `Pay ${dollars(cents)} a month${info.perSeat ? ` for ${seats} ${seats === 1 ? "seat" : "seats"}` : ""}`;
+}
+
+const STATE_WORDS: Record<BillingSettings["state"], string> = {
+  active: "It is active and paid up.",
+  trialing: "It is in its trial.",
+  past_due: "The last payment failed: the paid features stay for now, but fix the card soon.",
+  suspended: "It is suspended until the open invoice is paid; the Free plan's limits hold meanwhile.",
+  canceled: "It was canceled; the Free plan's limits hold.",
+};
+
+/** The plan, its price and its state as sentences. */
+function planSentences(s: BillingSettings, whose: string): SafeHtml {
+  const info = PLAN_TABLE[s.plan];
+  const cost =
+    info.monthlyCents === null
+      ? "priced by agreement"
+      : info.monthlyCents === 0
+        ? "free"
+        : info.perSeat
+          ? `${dollars(info.monthlyCents * s.seats)} a month for ${s.seats} ${s.seats === 1 ? "seat" : "seats"}`
+          : `${dollars(info.monthlyCents)} a month`;
+  const renews = s.renewsAt && s.state !== "canceled" ? html` It renews on <strong>${s.renewsAt}</strong>.` : "";
+  const card = s.cardOnFile ? "A card is on file." : "No card is on file yet.";
+  return html`<p id="plan-words">${whose} is on the <strong id="plan" data-plan="${s.plan}">${info.title}</strong> plan, ${cost}. <span id="state" data-state="${s.state}">${STATE_WORDS[s.state]}</span>${renews}</p>
+<p><span id="card" data-card="${s.cardOnFile ? "yes" : "no"}">${card}</span> This month so far: <strong>${s.usage.amountSoFar.formatted}</strong> (${s.usage.periodStart} to ${s.usage.periodEnd}).</p>`;
+}
+
+/** One limit as words and a bar: "2 of 3 apps". No limit: the count alone. */
+function usageBar(id: string, label: string, used: number, limit: number | null, format: (n: number) => string) {
+  if (limit === null)
+    return html`<li data-usage="${id}"><span>${label}: <strong>${format(used)}</strong> (no limit)</span></li>`;
+  const share = limit <= 0 ? (used > 0 ? 1 : 0) : Math.min(1, used / limit);
+  const full = limit <= 0 ? used > 0 : used >= limit;
+  return html`<li data-usage="${id}"><span>${label}: <strong>${format(used)}</strong> of ${format(limit)}${full ? html` <strong class="over">(limit reached)</strong>` : ""}</span>
+<span class="meter${full ? " full" : ""}" aria-hidden="true"><span style="width:${(share * 100).toFixed(1)}%"></span></span></li>`;
+}
+
+function usageSection(s: BillingSettings): SafeHtml {
+  const limits = s.limits;
+  if (!limits) return html``;
+  const u = s.usage;
+  const count = (n: number) => n.toLocaleString("en-US");
+  const bars = [
+    u.apps === undefined ? null : usageBar("apps", "Apps", u.apps, limits.apps, count),
+    usageBar("storage", "Storage", u.storageBytes, limits.storageBytes, gb),
+    s.seatsUsed === null ? null : usageBar("seats", "People", s.seatsUsed, limits.seats, count),
+    s.accountKind === "company" && u.companyAiTokens !== undefined
+      ? usageBar(
+          "company-ai",
+          "AI tokens on the company's key this month",
+          u.companyAiTokens,
+          limits.companyAiTokensPerMonth,
+          count,
+        )
+      : null,
+  ];
+  return html`<section aria-labelledby="usage"><h2 id="usage">Usage and limits</h2><ul class="usage">${bars}</ul>
+<p class="muted">Also this month: ${count(u.opens)} app opens, ${count(u.aiTokens)} AI tokens, ${count(u.domains)} domains bought. Custom domains allowed: ${n(limits.customDomains)}.</p></section>`;
+}
+
 function settingsPage(state: Signed, s: BillingSettings, query: Query | null, message?: string): Response {
   const rows = Object.values(PLAN_TABLE).map(
     (
@@ -82,18 +160,22 @@ function settingsPage(state: Signed, s: BillingSettings, query: Query | null, me
     ) => html`<tr${p.plan === s.plan ? html` aria-current="true"` : ""}><td><strong>${p.title}</strong>${p.plan === s.plan ? " (yours)" : ""}<br><span class="muted">${p.forWhom}</span></td>
 <td>${price(p.plan)}</td><td>${n(p.limits.apps)}</td><td>${n(p.limits.customDomains)}</td><td>${gb(p.limits.storageBytes)}</td><td>${people(p)}</td></tr>`,
   );
-  const u = s.usage;
-  const body = html`<h1>Billing</h1>${notice(message)}
-<div class="card"><p>Plan: <strong id="plan">${s.plan}</strong> · state: <strong id="state">${s.state}</strong></p>
-<p>Card on file: <strong id="card">${s.cardOnFile ? "yes" : "no"}</strong></p>${seatsLine(s)}
-<p class="muted">${u.periodStart} to ${u.periodEnd}: ${u.opens} app opens, ${gb(u.storageBytes)} stored, ${u.aiTokens} AI tokens, ${u.domains} domains; ${u.amountSoFar.formatted} so far.</p></div>
+  const current = state.view?.current;
+  const whose = current ? (current.kind === "personal" ? "Your personal account" : current.name) : "Your account";
+  const seats = seatsWanted(s, query);
+  const upgrade = (plan: "pro" | "team") =>
+    html`<button type="submit" name="plan" value="${plan}">${payWords(plan, seats)}</button>${plan === "team" ? html`<input type="hidden" name="seats" value="${String(seats)}">` : ""}`;
+  const body = html`<h1>Billing of ${current ? accountWords(current) : "your account"}</h1>${notice(message)}
+<div class="card">${planSentences(s, whose)}${seatsLine(s)}</div>
 <form method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}<div class="actions">
-${s.plan === "free" ? choosable(s).map((plan) => html`<button type="submit" name="plan" value="${plan}">Choose ${PLAN_TABLE[plan].title}</button>`) : ""}
+${s.plan === "free" ? choosable(s).map(upgrade) : ""}
 ${s.cardOnFile ? "" : html`<button class="secondary" type="submit" name="to" value="checkout">Add a card</button>`}
 ${s.cardOnFile || s.plan !== "free" ? html`<button class="secondary" type="submit" name="to" value="portal">Manage card and plan</button>` : ""}
 </div></form>
-${s.accountKind === "company" ? html`<form class="stack" method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}${seatsField(seatsWanted(s, query))}<div class="actions"><button type="submit" name="to" value="seats">${PLAN_TABLE[s.plan].perSeat ? "Change seats" : "Choose Team with these seats"}</button></div></form>` : ""}
-<table><thead><tr><th>Plan</th><th>Price</th><th>Apps</th><th>Domains</th><th>Storage</th><th>People</th></tr></thead><tbody>${rows}</tbody></table>`;
+${s.accountKind === "company" ? html`<form class="stack" method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}${seatsField(seats)}<div class="actions"><button type="submit" name="to" value="seats">${PLAN_TABLE[s.plan].perSeat ? "Change seats" : `Choose Team with these seats (${dollars(PLAN_TABLE.team.monthlyCents ?? 0)} a month each)`}</button></div></form>` : ""}
+${usageSection(s)}
+<section aria-labelledby="plans"><h2 id="plans">Plans</h2>
+<table><thead><tr><th>Plan</th><th>Price</th><th>Apps</th><th>Domains</th><th>Storage</th><th>People</th></tr></thead><tbody>${rows}</tbody></table></section>`;
   return page(state, "Billing", body);
 }
 
@@ -136,6 +218,17 @@ export function billingPages(deps: BillingPagesDeps) {
   const signIn = (state: BrowserState, next: string) =>
     redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
 
+  /** The account the switcher shows (account-choice.ts); without orgs' list, the account the person acts as. */
+  async function acting(request: Request, state: Signed, back: string): Promise<Signed> {
+    try {
+      const { user, view } = await actingAs(deps, request, state.user);
+      return { ...state, user, view, back };
+    } catch (error) {
+      deps.logger.warn("billing page accounts unavailable", { error: error instanceof Error ? error.name : "unknown" });
+      return state;
+    }
+  }
+
   async function settings(user: Signed["user"]): Promise<BillingSettings> {
     const { ctx, requestId } = await dashboardContext(deps, user, "read");
     return callRpc(deps.bus, "billing", rpcMethods.billing.settings, {}, BillingSettingsSchema, { ctx, requestId });
@@ -155,7 +248,8 @@ export function billingPages(deps: BillingPagesDeps) {
     const state = await deps.auth.pages.state(request);
     if (!state.user) return signIn(state, url.pathname + url.search);
     try {
-      return render({ ...state, user: state.user }, await settings(state.user), url);
+      const signed = await acting(request, { ...state, user: state.user }, url.pathname);
+      return render(signed, await settings(signed.user), url);
     } catch (error) {
       return failure(state, error);
     }
@@ -171,7 +265,7 @@ export function billingPages(deps: BillingPagesDeps) {
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, next);
     try {
-      return await handle({ ...form.state, user: form.state.user }, form);
+      return await handle(await acting(request, { ...form.state, user: form.state.user }, next), form);
     } catch (error) {
       return failure(form.state, error);
     }
@@ -216,7 +310,13 @@ export function billingPages(deps: BillingPagesDeps) {
           deps.bus,
           "billing",
           rpcMethods.billing.settingsLink,
-          { to, ...(plan ? { plan } : {}), ...(to === "seats" ? { seats } : {}) },
+          {
+            to,
+            ...(plan ? { plan } : {}),
+            ...(to === "seats" || (plan === "team" && Number.isInteger(seats) && seats >= 1 && seats <= MAX_SEATS)
+              ? { seats }
+              : {}),
+          },
           BillingLinkSchema,
           { ctx, requestId },
         ),

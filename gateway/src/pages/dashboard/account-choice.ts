@@ -80,9 +80,10 @@ const optionLabel = (a: AccountEntry) => (a.kind === "personal" ? "Personal" : `
 /** The switcher at the top of every dashboard page: the account shown, and a choice of the others. */
 export function accountSwitcher(view: AccountView, csrf: string, back: string): SafeHtml {
   const { accounts, current } = view;
-  const label = html`<span>Showing <strong data-account-kind="${current.kind}">${optionLabel(current)}</strong></span>`;
-  if (accounts.length < 2) return html`<div class="switcher" data-account="${current.id}">${label}</div>`;
-  return html`<form class="switcher" method="post" action="/dashboard/account" data-account="${current.id}">${csrfField(csrf)}<input type="hidden" name="back" value="${back}">
+  const label = html`<span>Showing <strong>${optionLabel(current)}</strong></span>`;
+  const marks = html` data-account="${current.id}" data-account-kind="${current.kind}"`;
+  if (accounts.length < 2) return html`<div class="switcher"${marks}>${label}</div>`;
+  return html`<form class="switcher" method="post" action="/dashboard/account"${marks}>${csrfField(csrf)}<input type="hidden" name="back" value="${back}">
 <label class="choice">Account <select name="account">${accounts.map((a) => html`<option value="${a.id}"${a.id === current.id ? html` selected` : ""}>${optionLabel(a)}</option>`)}</select></label>
 <button type="submit" class="secondary">Switch</button></form>`;
 }

@@ -28,7 +28,9 @@ export function accountPages(deps: { baseUrl: string }, kit: AccountPagesKit) {
     const back = path?.startsWith("/dashboard") ? path : "/dashboard";
     return redirect(back, cookieHeaders([...state.setCookies, accountCookie(state.user.id, account.id, secure)]));
   }
-  return new Elysia({ name: "hatch-dashboard-account" }).post("/dashboard/account", ({ request }) =>
-    switchAccount(request),
-  { parse: "none" });
+  return new Elysia({ name: "hatch-dashboard-account" }).post(
+    "/dashboard/account",
+    ({ request }) => switchAccount(request),
+    { parse: "none" },
+  );
 }

@@ -59,7 +59,13 @@ export type Signed = BrowserState & {
   view?: { accounts: AccountView; back: string };
 };
 
-function page(state: Signed | BrowserState, title: string, body: SafeHtml, status = 200, script?: PageScript): Response {
+function page(
+  state: Signed | BrowserState,
+  title: string,
+  body: SafeHtml,
+  status = 200,
+  script?: PageScript,
+): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
   const view = "view" in state ? state.view : undefined;
   const above = view ? accountSwitcher(view.accounts, state.csrfToken, view.back) : undefined;

@@ -32,7 +32,8 @@ function settingsOf(
     cardOnFile: account.cardOnFile,
     usage,
     limits: limitsOf(account.plan, account.state, account.seats),
-    renewsAt: account.plan !== "free" && account.currentPeriodEnd ? account.currentPeriodEnd.toISOString().slice(0, 10) : null,
+    renewsAt:
+      account.plan !== "free" && account.currentPeriodEnd ? account.currentPeriodEnd.toISOString().slice(0, 10) : null,
   };
 }
 
