@@ -178,8 +178,9 @@ export {
   BillingSettingsSchema,
   LocalActInputSchema,
   LocalActResultSchema,
+  ReceiptsSchema,
 } from "./billing/settings.ts";
-export type { BillingSettings, LocalActInput } from "./billing/settings.ts";
+export type { BillingSettings, LocalActInput, Receipts } from "./billing/settings.ts";
 export {
   AiKeyPageSchema,
   AiKeySetInputSchema,

@@ -70,6 +70,8 @@ export const rpcMethods = {
     settingsLink: "settings.link",
     /** What the person did on the local provider's checkout or portal page (never a card number). */
     localAct: "local.act",
+    /** The account's invoices and receipts from the provider, with their lines (/dashboard/billing). */
+    receipts: "receipts",
     /** Gives back a one-off charge made with `charge` (a domain whose registration failed), idempotent by its key. */
     refund: "refund",
   },

@@ -6,7 +6,9 @@ import {
   LocalActResultSchema,
   MAX_SEATS,
   PLAN_TABLE,
+  ReceiptsSchema,
   rpcMethods,
+  type Receipts,
   type BillingSettings,
   type Bus,
   type LocalActInput,
@@ -153,7 +155,39 @@ function usageSection(s: BillingSettings): SafeHtml {
 <p class="muted">Also this month: ${count(u.opens)} app opens, ${count(u.aiTokens)} AI tokens, ${count(u.domains)} domains bought. Custom domains allowed: ${n(limits.customDomains)}.</p></section>`;
 }
 
-function settingsPage(state: Signed, s: BillingSettings, query: Query | null, message?: string): Response {
+const RECEIPT_STATUS: Record<Receipts["receipts"][number]["status"], string> = {
+  paid: "Paid",
+  open: "Not paid yet",
+  void: "Voided",
+  uncollectible: "Could not be collected",
+  draft: "Draft",
+  refunded: "Refunded",
+};
+
+/** Invoices and receipts, each with its lines (a plan's seats, a domain purchase) and the provider's page. */
+function receiptsSection(list: Receipts["receipts"] | null): SafeHtml {
+  const body =
+    list === null
+      ? html`<p class="muted">Invoices are not available right now; reload the page in a minute.</p>`
+      : list.length === 0
+        ? html`<p class="muted">No invoices or receipts yet.</p>`
+        : list.map(
+            (r) => html`<article class="card" data-receipt="${r.id}"><h3 style="margin:0 0 .4rem">${r.date}: ${r.total.formatted} · ${RECEIPT_STATUS[r.status]}</h3>
+<table><thead><tr><th>Item</th><th>Quantity</th><th>Amount</th></tr></thead><tbody>${r.lines.map(
+              (line) =>
+                html`<tr><td>${line.description}</td><td>${line.quantity === null ? "" : String(line.quantity)}</td><td>${line.amount.formatted}</td></tr>`,
+            )}</tbody></table>${r.number ? html`<p class="muted">Invoice ${r.number}</p>` : ""}${r.url ? html`<p><a href="${r.url}" rel="noopener">Open the invoice of ${r.date}</a></p>` : ""}</article>`,
+          );
+  return html`<section aria-labelledby="receipts"><h2 id="receipts">Invoices and receipts</h2>${body}</section>`;
+}
+
+function settingsPage(
+  state: Signed,
+  s: BillingSettings,
+  query: Query | null,
+  message?: string,
+  receipts: Receipts["receipts"] | null = null,
+): Response {
   const rows = Object.values(PLAN_TABLE).map(
     (
       p,
@@ -174,6 +208,7 @@ ${s.cardOnFile || s.plan !== "free" ? html`<button class="secondary" type="submi
 </div></form>
 ${s.accountKind === "company" ? html`<form class="stack" method="post" action="${SETTINGS}">${csrfField(state.csrfToken)}${seatsField(seats)}<div class="actions"><button type="submit" name="to" value="seats">${PLAN_TABLE[s.plan].perSeat ? "Change seats" : `Choose Team with these seats (${dollars(PLAN_TABLE.team.monthlyCents ?? 0)} a month each)`}</button></div></form>` : ""}
 ${usageSection(s)}
+${receiptsSection(receipts)}
 <section aria-labelledby="plans"><h2 id="plans">Plans</h2>
 <table><thead><tr><th>Plan</th><th>Price</th><th>Apps</th><th>Domains</th><th>Storage</th><th>People</th></tr></thead><tbody>${rows}</tbody></table></section>`;
   return page(state, "Billing", body);
@@ -234,6 +269,21 @@ export function billingPages(deps: BillingPagesDeps) {
     return callRpc(deps.bus, "billing", rpcMethods.billing.settings, {}, BillingSettingsSchema, { ctx, requestId });
   }
 
+  /** The invoices and receipts of the account; null (the page says so) while billing or the provider cannot answer. */
+  async function receipts(user: Signed["user"]): Promise<Receipts["receipts"] | null> {
+    try {
+      const { ctx, requestId } = await dashboardContext(deps, user, "read");
+      const answer = await callRpc(deps.bus, "billing", rpcMethods.billing.receipts, {}, ReceiptsSchema, {
+        ctx,
+        requestId,
+      });
+      return answer.receipts;
+    } catch (error) {
+      deps.logger.warn("billing receipts unavailable", { error: error instanceof Error ? error.name : "unknown" });
+      return null;
+    }
+  }
+
   async function act(user: Signed["user"], input: LocalActInput) {
     const { ctx, requestId } = await dashboardContext(deps, user, "write");
     return callRpc(deps.bus, "billing", rpcMethods.billing.localAct, input, LocalActResultSchema, { ctx, requestId });
@@ -242,14 +292,14 @@ export function billingPages(deps: BillingPagesDeps) {
   /** GET: signed in, then the page; every failure is a page that says what to do. */
   async function show(
     request: Request,
-    render: (state: Signed, s: BillingSettings, url: URL) => Response,
+    render: (state: Signed, s: BillingSettings, url: URL) => Response | Promise<Response>,
   ): Promise<Response> {
     const url = new URL(request.url);
     const state = await deps.auth.pages.state(request);
     if (!state.user) return signIn(state, url.pathname + url.search);
     try {
       const signed = await acting(request, { ...state, user: state.user }, url.pathname);
-      return render(signed, await settings(signed.user), url);
+      return await render(signed, await settings(signed.user), url);
     } catch (error) {
       return failure(state, error);
     }
@@ -357,8 +407,14 @@ export function billingPages(deps: BillingPagesDeps) {
 
   return new Elysia({ name: "hatch-billing-pages" })
     .get(SETTINGS, ({ request }) =>
-      show(request, (state, s, url) =>
-        settingsPage(state, s, url.searchParams, url.searchParams.has("done") ? "Saved." : undefined),
+      show(request, async (state, s, url) =>
+        settingsPage(
+          state,
+          s,
+          url.searchParams,
+          url.searchParams.has("done") ? "Saved." : undefined,
+          await receipts(state.user),
+        ),
       ),
     )
     .post(SETTINGS, ({ request }) => post(request, SETTINGS, goTo), { parse: "none" })

@@ -73,3 +73,25 @@ export const LocalActInputSchema = z.discriminatedUnion("action", [
 ]);
 export type LocalActInput = z.infer<typeof LocalActInputSchema>;
 export const LocalActResultSchema = z.object({ ok: z.boolean(), message: z.string() });
+
+/**
+ * `receipts`: the account's invoices and receipts from the payment provider, newest first, each with its lines (a
+ * plan's seats, a domain purchase). Same who-may-see as `settings`.
+ */
+export const ReceiptsSchema = z.object({
+  receipts: z.array(
+    z.object({
+      id: z.string(),
+      /** The provider's invoice number, when it has one. */
+      number: z.string().nullable(),
+      /** ISO date. */
+      date: z.string(),
+      status: z.enum(["paid", "open", "void", "uncollectible", "draft", "refunded"]),
+      total: MoneySchema,
+      lines: z.array(z.object({ description: z.string(), quantity: z.number().int().nullable(), amount: MoneySchema })),
+      /** The provider's own page of this invoice (Stripe's hosted invoice), when there is one. */
+      url: z.string().nullable(),
+    }),
+  ),
+});
+export type Receipts = z.infer<typeof ReceiptsSchema>;
