@@ -172,7 +172,9 @@ function receiptsSection(list: Receipts["receipts"] | null): SafeHtml {
       : list.length === 0
         ? html`<p class="muted">No invoices or receipts yet.</p>`
         : list.map(
-            (r) => html`<article class="card" data-receipt="${r.id}"><h3 style="margin:0 0 .4rem">${r.date}: ${r.total.formatted} · ${RECEIPT_STATUS[r.status]}</h3>
+            (
+              r,
+            ) => html`<article class="card" data-receipt="${r.id}"><h3 style="margin:0 0 .4rem">${r.date}: ${r.total.formatted} · ${RECEIPT_STATUS[r.status]}</h3>
 <table><thead><tr><th>Item</th><th>Quantity</th><th>Amount</th></tr></thead><tbody>${r.lines.map(
               (line) =>
                 html`<tr><td>${line.description}</td><td>${line.quantity === null ? "" : String(line.quantity)}</td><td>${line.amount.formatted}</td></tr>`,

@@ -1,5 +1,7 @@
 import {
+  buy_domain,
   callRpc,
+  company_domain_set,
   custom_domain,
   DashboardAppSchema,
   delete_tool,
@@ -17,7 +19,6 @@ import {
   share,
   tool_stats,
   type Database,
-  type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
@@ -35,7 +36,7 @@ import { accountSwitcher, actingAs, type AccountView, type DashboardUser } from 
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
-import { domainDoneWords, domainPages } from "./domains.ts";
+import { domainPageWords, domainPages, forPeople, isDomainAction } from "./domains.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
@@ -90,7 +91,10 @@ export function notFoundPage(state: BrowserState | null): Response {
 
 /** Tools the confirm step may send again (each one's question is answered on /dashboard/confirm). */
 const CONFIRMABLE = new Map<string, ToolContract>(
-  [share, delete_tool, org_invite, org_member_update, custom_domain].map((c) => [c.name, c]),
+  [share, delete_tool, org_invite, org_member_update, custom_domain, buy_domain, company_domain_set].map((c) => [
+    c.name,
+    c,
+  ]),
 );
 
 /** A comma/space separated list of emails, as typed. */
@@ -351,8 +355,10 @@ export function dashboardPages(deps: DashboardPagesDeps) {
         confirm: first.question.confirm,
       });
       // A domain's tool answers in words for an AI; the page says it in its own.
-      if (contract === custom_domain && done.kind === "done")
-        return outcome(state, back, { ...done, text: domainDoneWords(done.data as CustomDomainOutput) });
+      const words = done.kind === "done" ? domainPageWords(contract, done.data) : null;
+      if (words !== null && done.kind === "done") return outcome(state, back, { ...done, text: words });
+      if (done.kind === "refused" && isDomainAction(contract))
+        return outcome(state, back, { ...done, message: forPeople(done.message) });
       return outcome(state, back, done);
     } catch (error) {
       return problem(state, error);
