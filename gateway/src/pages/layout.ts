@@ -98,7 +98,7 @@ code+button.copy{margin:0 0 0 .4rem;vertical-align:baseline}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 nav.toc ol{padding-left:1.25rem;margin:.25rem 0}
 .switcher{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:0 0 1.25rem;padding:.5rem .75rem;border:1px solid var(--border);border-radius:10px}.switcher .choice{align-items:center}
-.meter{display:block;width:100%;height:.6rem;border:1px solid var(--field);border-radius:6px;background:var(--bg);overflow:hidden}.meter>span{display:block;height:100%;background:var(--accent)}.meter.full>span{background:var(--danger)}
+ul.usage{list-style:none;padding:0}ul.usage li{margin:.6rem 0}.meter{display:block;width:100%;height:.6rem;border:1px solid var(--field);border-radius:6px;background:var(--bg);overflow:hidden}.meter>span{display:block;height:100%;background:var(--accent)}.meter.full>span{background:var(--danger)}
 @media (max-width:40rem){main{margin:1.25rem auto;padding:0 1rem}header{padding:.6rem 1rem}
 table,thead,tbody,tr,th,td{display:block}thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
 tr{border:1px solid var(--border);border-radius:10px;padding:.5rem .75rem;margin:.75rem 0}

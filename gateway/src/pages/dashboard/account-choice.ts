@@ -84,6 +84,6 @@ export function accountSwitcher(view: AccountView, csrf: string, back: string): 
   const marks = html` data-account="${current.id}" data-account-kind="${current.kind}"`;
   if (accounts.length < 2) return html`<div class="switcher"${marks}>${label}</div>`;
   return html`<form class="switcher" method="post" action="/dashboard/account"${marks}>${csrfField(csrf)}<input type="hidden" name="back" value="${back}">
-<label class="choice">Account <select name="account">${accounts.map((a) => html`<option value="${a.id}"${a.id === current.id ? html` selected` : ""}>${optionLabel(a)}</option>`)}</select></label>
+<label for="account-choice">Show the account</label> <select id="account-choice" name="account">${accounts.map((a) => html`<option value="${a.id}"${a.id === current.id ? html` selected` : ""}>${optionLabel(a)}</option>`)}</select>
 <button type="submit" class="secondary">Switch</button></form>`;
 }
