@@ -17,7 +17,7 @@ const files = (text: string) => [{ path: "index.html", content: `<h1>${text}</h1
 
 /** The switcher's options on a page: [account id, label]. */
 function accountsOn(page: string): [string, string][] {
-  const select = /<select name="account">([\s\S]*?)<\/select>/.exec(page)?.[1] ?? "";
+  const select = /<select [^>]*name="account">([\s\S]*?)<\/select>/.exec(page)?.[1] ?? "";
   return [...select.matchAll(/<option value="([^"]+)"[^>]*>([^<]+)<\/option>/g)].map((m) => [m[1]!, m[2]!]);
 }
 
@@ -140,6 +140,12 @@ for (const mode of MODES) {
       expect(after.body).toMatch(/It renews on <strong>\d{4}-\d{2}-\d{2}<\/strong>/);
       // Usage against the plan's limits: one app of Pro's 50.
       expect(after.body).toMatch(/data-usage="apps"><span>Apps: <strong>1<\/strong> of 50/);
+      // A custom domain on the personal app counts against Pro's 10 (the count is asked of the domains service).
+      expect(after.body).toMatch(/data-usage="custom-domains"><span>Custom domains: <strong>0<\/strong> of 10/);
+      await callOk(ownerAi, "custom_domain", { address: solo, hostname: `solo-${mode}.accounts.test` });
+      expect((await get(jar, "/dashboard/billing")).body).toMatch(
+        /data-usage="custom-domains"><span>Custom domains: <strong>1<\/strong> of 10/,
+      );
 
       await switchTo(jar, /organization/, "/dashboard/billing");
       const org = await get(jar, "/dashboard/billing");

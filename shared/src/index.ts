@@ -138,6 +138,7 @@ export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream
 export {
   AccountStorageInputSchema,
   AccountStorageSchema,
+  CustomDomainsCountSchema,
   ChargeInputSchema,
   RefundInputSchema,
   RefundResultSchema,

@@ -80,6 +80,8 @@ export const rpcMethods = {
     resolveHost: "host.resolve",
     /** Where a bought domain or a custom hostname is on its way to live (signed ctx, the caller's account): MCP tasks. */
     progress: "domain.progress",
+    /** How many custom domains an account's apps are on (billing's usage against the plan's limit; a count only). */
+    customCount: "custom.count",
   },
   gateway: {
     /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */

@@ -139,6 +139,9 @@ function usageSection(s: BillingSettings): SafeHtml {
   const count = (n: number) => n.toLocaleString("en-US");
   const bars = [
     u.apps === undefined ? null : usageBar("apps", "Apps", u.apps, limits.apps, count),
+    u.customDomains === undefined
+      ? null
+      : usageBar("custom-domains", "Custom domains", u.customDomains, limits.customDomains, count),
     usageBar("storage", "Storage", u.storageBytes, limits.storageBytes, gb),
     s.seatsUsed === null ? null : usageBar("seats", "People", s.seatsUsed, limits.seats, count),
     s.accountKind === "company" && u.companyAiTokens !== undefined
@@ -152,7 +155,7 @@ function usageSection(s: BillingSettings): SafeHtml {
       : null,
   ];
   return html`<section aria-labelledby="usage"><h2 id="usage">Usage and limits</h2><ul class="usage">${bars}</ul>
-<p class="muted">Also this month: ${count(u.opens)} app opens, ${count(u.aiTokens)} AI tokens, ${count(u.domains)} domains bought. Custom domains allowed: ${n(limits.customDomains)}.</p></section>`;
+<p class="muted">Also this month: ${count(u.opens)} app opens, ${count(u.aiTokens)} AI tokens, ${count(u.domains)} domains bought.</p></section>`;
 }
 
 const RECEIPT_STATUS: Record<Receipts["receipts"][number]["status"], string> = {

@@ -1,5 +1,6 @@
 import {
   AccountStorageSchema,
+  CustomDomainsCountSchema,
   callRpc,
   effectivePlan,
   paidPlanFor,
@@ -91,7 +92,10 @@ export async function usageOf(billing: BillingContext, account: AccountRow) {
     );
   const info = PLAN_TABLE[effectivePlan(account.plan, account.state)];
   const planCents = (info.monthlyCents ?? 0) * (info.perSeat ? account.seats : 1);
-  const stored = await storageOf(billing, account.accountId);
+  const [stored, custom] = await Promise.all([
+    storageOf(billing, account.accountId),
+    customDomainsOf(billing, account.accountId),
+  ]);
   return {
     periodStart: isoDate(start),
     periodEnd: isoDate(end),
@@ -101,6 +105,7 @@ export async function usageOf(billing: BillingContext, account: AccountRow) {
     domains: counted?.domains ?? 0,
     amountSoFar: money(planCents + Number(charged?.total ?? 0)),
     ...(stored.apps === undefined ? {} : { apps: stored.apps }),
+    ...(custom === null ? {} : { customDomains: custom }),
     companyAiTokens: counted?.companyAiTokens ?? 0,
   };
 }
@@ -117,6 +122,24 @@ async function storageOf(billing: BillingContext, accountId: string): Promise<{ 
   } catch (error) {
     billing.logger.warn("storage of an account unreadable; shown as 0", { accountId, error });
     return { bytes: 0 };
+  }
+}
+
+/** The custom domains the account's apps are on, asked of domains; null while domains cannot answer. */
+async function customDomainsOf(billing: BillingContext, accountId: string): Promise<number | null> {
+  try {
+    const answer = await callRpc(
+      billing.bus,
+      "domains",
+      rpcMethods.domains.customCount,
+      { accountId },
+      CustomDomainsCountSchema,
+      { timeoutMs: 2_000 },
+    );
+    return answer.custom;
+  } catch (error) {
+    billing.logger.warn("custom domains of an account unreadable; left out", { accountId, error });
+    return null;
   }
 }
 

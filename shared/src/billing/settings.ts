@@ -28,6 +28,8 @@ export const BillingSettingsSchema = z.object({
     amountSoFar: MoneySchema,
     /** Apps in the account now (the apps limit); absent when apps could not say, or from older copies. */
     apps: z.number().int().optional(),
+    /** Custom domains the account's apps are on (the custom domains limit); absent when domains could not say. */
+    customDomains: z.number().int().optional(),
     /** AI tokens paid with the company's key this month (the company AI tokens limit); organizations only. */
     companyAiTokens: z.number().int().optional(),
   }),

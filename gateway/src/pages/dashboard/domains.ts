@@ -133,6 +133,8 @@ export interface DomainsPageData {
   /** A purchase that needs a card first: the page where the person adds one. */
   addCard?: { domain: string; url: string | null };
   csrf?: string;
+  /** The account the page shows (the switcher's): the bought list and purchases are its. */
+  account?: { kind: "personal" | "company"; name: string };
 }
 
 /** The search form and its results, each available name with its prices and a Buy button that leads to the confirm step. */
@@ -192,7 +194,13 @@ export function domainsBody(data: DomainsPageData, notice: Notice): SafeHtml {
       : html`<p class="muted">You have not bought a domain.</p>`
     : html`<p class="muted">Bought domains are not available right now.</p>`;
   return html`<h1>Domains</h1>${dashboardNav("domains")}${noticeOf(notice)}
-<section aria-labelledby="bought"><h2 id="bought">Domains you bought</h2>${bought}</section>
+<section aria-labelledby="bought"><h2 id="bought">${
+    !data.account
+      ? "Domains you bought"
+      : data.account.kind === "personal"
+        ? "Domains of your personal account"
+        : `Domains of ${data.account.name}`
+  }</h2>${bought}</section>
 ${data.csrf === undefined ? "" : findSection(data)}
 ${companySection(data)}
 <p class="muted">To put an app on a domain of yours, open the app and choose Domains.</p>`;
@@ -279,6 +287,7 @@ export function domainPages<Signed extends { user: Parameters<typeof callTool>[1
       // A personal account has no company address: the section is left out.
       company: company.kind === "done" && current?.kind !== "personal" ? company.data : null,
       companyAdmin: current?.kind === "company" && (current.role === "owner" || current.role === "admin"),
+      ...(current ? { account: current } : {}),
       csrf: state.csrfToken,
       ...(options.addCard ? { addCard: options.addCard } : {}),
       ...(query && found
