@@ -117,6 +117,12 @@ for (const mode of MODES) {
 
       await switchTo(jar, /organization/);
       expect(ownList((await get(jar, "/dashboard")).body)).toContain(`data-address="${shared}"`);
+      // The same switcher on the pages outside the apps list: billing and AI keys show the account they are for.
+      for (const path of ["/dashboard/billing", "/dashboard/ai-keys?scope=mine", "/dashboard/domains"]) {
+        const other = await get(jar, path);
+        expect(other.status).toBe(200);
+        expect(other.body).toContain('data-account-kind="company"');
+      }
     });
 
     test("personal billing stays visible after the organization: Pro paid for the personal account only", async () => {

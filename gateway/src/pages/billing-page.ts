@@ -19,13 +19,7 @@ import { cookieHeaders, type Auth, type BrowserState, type Params } from "../aut
 import { redirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
-import {
-  accountSwitcher,
-  accountWords,
-  actingAs,
-  type AccountView,
-  type DashboardUser,
-} from "./dashboard/account-choice.ts";
+import { accountWords, switched, switcherAbove, type Switched } from "./dashboard/account-choice.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 
 // `/dashboard/billing`: the plans (PLAN_TABLE), the account's plan, state, card and usage, and buttons that lead to
@@ -45,15 +39,14 @@ const FORM_MAX_BYTES = 8 * 1024;
 const TEST_CARD = "4242424242424242";
 const SETTINGS = "/dashboard/billing";
 /** The person as the page acts (the account the dashboard's switcher chose) and what the switcher shows. */
-type Signed = BrowserState & { user: DashboardUser; view?: AccountView; back?: string };
+type Signed = BrowserState & Switched;
 type Form = { params: Params; state: BrowserState };
 /** What a page reads of its query (or of the form posted back to it). */
 type Query = { get(name: string): string | null | undefined };
 
 function page(state: Signed | BrowserState, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  const above =
-    "view" in state && state.view ? accountSwitcher(state.view, state.csrfToken, state.back ?? SETTINGS) : undefined;
+  const above = switcherAbove(state);
   return htmlResponse(renderPage({ title, user, body, above }), { status, headers: cookieHeaders(state.setCookies) });
 }
 
@@ -258,17 +251,6 @@ export function billingPages(deps: BillingPagesDeps) {
   const signIn = (state: BrowserState, next: string) =>
     redirect(`/signin?next=${encodeURIComponent(next)}`, cookieHeaders(state.setCookies));
 
-  /** The account the switcher shows (account-choice.ts); without orgs' list, the account the person acts as. */
-  async function acting(request: Request, state: Signed, back: string): Promise<Signed> {
-    try {
-      const { user, view } = await actingAs(deps, request, state.user);
-      return { ...state, user, view, back };
-    } catch (error) {
-      deps.logger.warn("billing page accounts unavailable", { error: error instanceof Error ? error.name : "unknown" });
-      return state;
-    }
-  }
-
   async function settings(user: Signed["user"]): Promise<BillingSettings> {
     const { ctx, requestId } = await dashboardContext(deps, user, "read");
     return callRpc(deps.bus, "billing", rpcMethods.billing.settings, {}, BillingSettingsSchema, { ctx, requestId });
@@ -303,7 +285,7 @@ export function billingPages(deps: BillingPagesDeps) {
     const state = await deps.auth.pages.state(request);
     if (!state.user) return signIn(state, url.pathname + url.search);
     try {
-      const signed = await acting(request, { ...state, user: state.user }, url.pathname);
+      const signed = await switched(deps, request, { ...state, user: state.user }, url.pathname);
       return await render(signed, await settings(signed.user), url);
     } catch (error) {
       return failure(state, error);
@@ -320,7 +302,7 @@ export function billingPages(deps: BillingPagesDeps) {
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, next);
     try {
-      return await handle(await acting(request, { ...form.state, user: form.state.user }, next), form);
+      return await handle(await switched(deps, request, { ...form.state, user: form.state.user }, next), form);
     } catch (error) {
       return failure(form.state, error);
     }

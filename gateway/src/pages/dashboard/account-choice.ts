@@ -1,5 +1,5 @@
-import { rpcMethods, SessionAccountsSchema, type SessionAccounts } from "@hatch/shared";
-import type { PublicUser } from "../../auth/index.ts";
+import { rpcMethods, SessionAccountsSchema, type Logger, type SessionAccounts } from "@hatch/shared";
+import type { BrowserState, PublicUser } from "../../auth/index.ts";
 import { parseCookies, serializeCookie } from "../../auth/http.ts";
 import { callServiceRpc, websiteCaller, type ServiceClientDeps } from "../../services.ts";
 import { csrfField, html, type SafeHtml } from "../layout.ts";
@@ -68,6 +68,40 @@ export async function actingAs(
   if (!current) throw new Error("orgs listed no account for a signed-in person");
   const acting = current.id !== active?.id ? { ...user, account: current.id } : user;
   return { user: acting, view: { accounts, current } };
+}
+
+/** The switcher's part of a page's state: the person as the chosen account acts, what it shows, where it returns. */
+export interface Switched {
+  user: DashboardUser;
+  view?: AccountView;
+  back?: string;
+}
+
+/**
+ * A signed-in page's state with the account the switcher chose. When orgs cannot list the person's accounts the page
+ * still works, as the account they act as, without the switcher.
+ */
+export async function switched<S extends BrowserState & { user: PublicUser }>(
+  deps: ServiceClientDeps & { logger: Logger },
+  request: Request,
+  state: S,
+  back: string,
+): Promise<S & Switched> {
+  try {
+    const { user, view } = await actingAs(deps, request, state.user);
+    return { ...state, user, view, back };
+  } catch (error) {
+    deps.logger.warn("dashboard accounts unavailable", { error: error instanceof Error ? error.name : "unknown" });
+    return state;
+  }
+}
+
+/** The switcher above a page's content, when its state carries one. */
+/** What a page's state may carry of the switcher. */
+export type SwitcherView = { view?: AccountView; back?: string };
+
+export function switcherAbove(state: BrowserState & SwitcherView): SafeHtml | undefined {
+  return state.view ? accountSwitcher(state.view, state.csrfToken, state.back ?? "/dashboard") : undefined;
 }
 
 /** How a page names an account: "your personal account" or the organization's name. */

@@ -22,7 +22,7 @@ export function accountPages(deps: { baseUrl: string }, kit: AccountPagesKit) {
     if (form instanceof Response) return form;
     const { state, params } = form;
     const wanted = params.get("account") ?? "";
-    const account = state.view?.accounts.accounts.find((a) => a.id === wanted);
+    const account = state.view?.accounts.find((a) => a.id === wanted);
     if (!account) return kit.problem(state, new Refusal("not_found", "That account is not one of yours."));
     const path = localPath(params.get("back") ?? "", deps.baseUrl);
     const back = path?.startsWith("/dashboard") ? path : "/dashboard";

@@ -281,7 +281,7 @@ export function domainPages<Signed extends { user: Parameters<typeof callTool>[1
       callTool(deps, state.user, company_domain, {}),
       query ? callTool(deps, state.user, find_domain, { query }) : Promise.resolve(null),
     ]);
-    const current = (state as { view?: { accounts: AccountView } }).view?.accounts.current;
+    const current = (state as { view?: AccountView }).view?.current;
     const data: DomainsPageData = {
       bought: bought.kind === "done" ? bought.data : null,
       // A personal account has no company address: the section is left out.

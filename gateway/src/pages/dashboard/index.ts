@@ -25,14 +25,14 @@ import {
 } from "@hatch/shared";
 import { Elysia } from "elysia";
 import { listConsents, removeConsent } from "../../app-consents.ts";
-import { cookieHeaders, type Auth, type BrowserState, type Params, type PublicUser } from "../../auth/index.ts";
+import { cookieHeaders, type Auth, type BrowserState, type Params } from "../../auth/index.ts";
 import { localPath, redirect } from "../../auth/http.ts";
 import { parseAnswer } from "../../confirm/form.ts";
 import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, type PageScript, type SafeHtml } from "../layout.ts";
 import { insightPages } from "./insight.ts";
 import { accountPages } from "./account-pages.ts";
-import { accountSwitcher, actingAs, type AccountView, type DashboardUser } from "./account-choice.ts";
+import { switched, switcherAbove, type Switched } from "./account-choice.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps, type ToolAnswer } from "./calls.ts";
 import type { NoticeCookies } from "../notice.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
@@ -54,11 +54,8 @@ export interface DashboardPagesDeps extends DashboardCallDeps {
 }
 
 const FORM_MAX_BYTES = 16 * 1024;
-export type Signed = BrowserState & {
-  user: DashboardUser;
-  /** The account switcher's accounts and the one shown, and the page's path it returns to after a switch. */
-  view?: { accounts: AccountView; back: string };
-};
+/** A signed-in person's page state, with the account switcher's choice (account-choice.ts). */
+export type Signed = BrowserState & Switched;
 
 function page(
   state: Signed | BrowserState,
@@ -68,8 +65,7 @@ function page(
   script?: PageScript,
 ): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  const view = "view" in state ? state.view : undefined;
-  const above = view ? accountSwitcher(view.accounts, state.csrfToken, view.back) : undefined;
+  const above = switcherAbove(state);
   return htmlResponse(renderPage({ title, user, body, script, above }), {
     status,
     headers: cookieHeaders(state.setCookies),
@@ -104,26 +100,12 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   const signIn = (state: BrowserState, path: string) =>
     redirect(`/signin?next=${encodeURIComponent(path)}`, cookieHeaders(state.setCookies));
 
-  /**
-   * The signed-in person as the page acts (the account the switcher chose: account-choice.ts) and the switcher's view.
-   * When orgs cannot list their accounts the page still works, as the account they act as, without the switcher.
-   */
-  async function acting(request: Request, state: BrowserState & { user: PublicUser }, back: string): Promise<Signed> {
-    try {
-      const { user, view } = await actingAs(deps, request, state.user);
-      return { ...state, user, view: { accounts: view, back } };
-    } catch (error) {
-      deps.logger.warn("dashboard accounts unavailable", { error });
-      return { ...state, user: state.user };
-    }
-  }
-
   /** A page's request for a signed-in person, or the sign-in redirect. */
   async function signed(request: Request): Promise<Signed | Response> {
     const state = await deps.auth.pages.state(request);
     const url = new URL(request.url);
     if (!state.user) return signIn(state, url.pathname);
-    return acting(request, { ...state, user: state.user }, url.pathname + url.search);
+    return switched(deps, request, { ...state, user: state.user }, url.pathname + url.search);
   }
 
   /** A CSRF-checked form post from a signed-in person, or the answer that refuses it. */
@@ -131,7 +113,10 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     const form = await readDashboardForm(deps.auth, request, FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, back);
-    return { state: await acting(request, { ...form.state, user: form.state.user }, back), params: form.params };
+    return {
+      state: await switched(deps, request, { ...form.state, user: form.state.user }, back),
+      params: form.params,
+    };
   }
 
   /** A form that worked: back to `path` (303), which shows `text` once; a reload does not send the form again. */
@@ -171,7 +156,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       readTool(deps, state.user, list_tools, { include: "all" }),
       listConsents(deps.db, state.user.id),
     ]);
-    const account = state.view?.accounts.current;
+    const account = state.view?.current;
     return page(state, "Your apps", appsListBody(apps, notice, state.csrfToken, consents, account), status);
   }
 
