@@ -169,7 +169,9 @@ for (const mode of MODES) {
         const jar = await signedIn(person.email);
         const org = await get(jar, "/dashboard/billing");
         expect(org.status).toBe(403);
-        await switchTo(jar, /^Personal$/);
+        // The refusal keeps the switcher: they switch to their personal billing from there.
+        expect(accountsOn(org.body).map(([, label]) => label)).toContain("Personal");
+        await switchTo(jar, /^Personal$/, "/dashboard/billing");
         const own = await get(jar, "/dashboard/billing");
         expect(own.status).toBe(200);
         expect(own.body).toContain("Billing of your personal account");

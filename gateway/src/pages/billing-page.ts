@@ -284,11 +284,12 @@ export function billingPages(deps: BillingPagesDeps) {
     const url = new URL(request.url);
     const state = await deps.auth.pages.state(request);
     if (!state.user) return signIn(state, url.pathname + url.search);
+    // A refusal keeps the switcher: a member refused an organization's billing switches to their own from there.
+    const signed = await switched(deps, request, { ...state, user: state.user }, url.pathname);
     try {
-      const signed = await switched(deps, request, { ...state, user: state.user }, url.pathname);
       return await render(signed, await settings(signed.user), url);
     } catch (error) {
-      return failure(state, error);
+      return failure(signed, error);
     }
   }
 
@@ -301,10 +302,11 @@ export function billingPages(deps: BillingPagesDeps) {
     const form = await readDashboardForm(deps.auth, request, FORM_MAX_BYTES);
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, next);
+    const signed = await switched(deps, request, { ...form.state, user: form.state.user }, next);
     try {
-      return await handle(await switched(deps, request, { ...form.state, user: form.state.user }, next), form);
+      return await handle(signed, form);
     } catch (error) {
-      return failure(form.state, error);
+      return failure(signed, error);
     }
   }
 
