@@ -1,15 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { STRIPE_API_VERSION } from "../services/billing/src/provider/stripe.ts";
-import {
-  callRpc,
-  ChargeResultSchema,
-  deriveKey,
-  ReceiptsSchema,
-  rpcMethods,
-  type CallContextClaims,
-} from "@hatch/shared";
+import { callRpc, ChargeResultSchema, deriveKey, ReceiptsSchema, rpcMethods } from "@hatch/shared";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { gatewaySignedContext } from "./support/call-context.ts";
+import { gatewaySignedContext, userClaims } from "./support/call-context.ts";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { FakeStripe } from "./support/fake-stripe.ts";
 import { joinOrg } from "./support/orgs.ts";
@@ -80,16 +73,7 @@ for (const mode of MODES) {
         await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
         return jar;
       }
-      const claimsOf = (user: typeof owner): CallContextClaims => ({
-        sub: user.id,
-        email: user.email,
-        name: user.name,
-        permissions: [],
-        scope: "write",
-        client: { kind: "other", name: "test", elicitation: { form: false, url: false } },
-        grant: "test",
-        rid: "test",
-      });
+      const claimsOf = (user: typeof owner) => userClaims(user);
       const ctxOf = (user: typeof owner) => gatewaySignedContext(hatch.gateway, ctxKey, claimsOf(user));
       test("Team with 3 seats and a domain purchase show as receipts with their lines", async () => {
         const jar = await signedIn(owner.email);

@@ -18,18 +18,21 @@ export interface PersonView {
 /** A transaction or the database itself. */
 export type Tx = Pick<Database, "select" | "insert" | "update" | "delete" | "execute">;
 
+/** A person in an account: who they are, the account, and their role and extra permissions there. */
+const personColumns = {
+  userId: people.userId,
+  email: people.email,
+  name: people.name,
+  accountId: accounts.id,
+  accountKind: accounts.kind,
+  accountName: accounts.name,
+  role: members.role,
+  permissions: members.permissions,
+};
+
 function selectPerson(db: Tx) {
   return db
-    .select({
-      userId: people.userId,
-      email: people.email,
-      name: people.name,
-      accountId: accounts.id,
-      accountKind: accounts.kind,
-      accountName: accounts.name,
-      role: members.role,
-      permissions: members.permissions,
-    })
+    .select(personColumns)
     .from(people)
     .innerJoin(accounts, eq(accounts.id, people.activeAccountId))
     .innerJoin(members, and(eq(members.accountId, accounts.id), eq(members.userId, people.userId)));
@@ -95,16 +98,7 @@ export async function findPersonIn(tx: Tx, userId: string): Promise<PersonView |
 /** The person as a member of `accountId` (any account they belong to, not only the one they act as), or null. */
 export async function memberIn(db: Tx, userId: string, accountId: string): Promise<PersonView | null> {
   const [row] = await db
-    .select({
-      userId: people.userId,
-      email: people.email,
-      name: people.name,
-      accountId: accounts.id,
-      accountKind: accounts.kind,
-      accountName: accounts.name,
-      role: members.role,
-      permissions: members.permissions,
-    })
+    .select(personColumns)
     .from(members)
     .innerJoin(accounts, eq(accounts.id, members.accountId))
     .innerJoin(people, eq(people.userId, members.userId))
