@@ -147,6 +147,25 @@ for (const mode of MODES) {
       expect(entry.client).toMatchObject({ kind: "other", name: "dashboard" });
     });
 
+    test("a confirm step whose name is gone meanwhile goes back to the domains page and says so in words for people", async () => {
+      const jar = await signedIn(owner.email);
+      const csrf = csrfOf((await page(jar)).body);
+      const gone = `taken-gone-${tag}.com`;
+      const answer = await jar.post(`${hatch.baseUrl}/dashboard/confirm`, {
+        csrf,
+        tool: "buy_domain",
+        input: JSON.stringify({ domain: gone }),
+        back: "/dashboard/domains",
+        action: "confirm",
+        ...PAGE_FIELDS,
+      });
+      expect(answer.status).toBe(303);
+      expect(answer.headers.get("location")).toBe("/dashboard/domains");
+      const shown = words((await page(jar)).body);
+      expect(shown).toContain(`${gone} is not available to buy.`);
+      expect(shown).not.toMatch(TOOL_WORDS);
+    });
+
     test("a member without the buy permission is refused in words for people; nothing is bought", async () => {
       const jar = await signedIn(member.email);
       const csrf = csrfOf((await page(jar)).body);

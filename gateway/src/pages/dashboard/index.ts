@@ -330,8 +330,15 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       }
       if (!contract || !back.startsWith("/dashboard") || !input || typeof input !== "object")
         return problem(state, new Refusal("invalid_input", "This form is not valid. Go back and try again."));
+      // A domain's tool answers in words for an AI; the page says it in its own.
+      const inWords = (answer: ToolAnswer<ToolContract>): ToolAnswer<ToolContract> => {
+        if (!isDomainAction(contract)) return answer;
+        if (answer.kind === "refused") return { ...answer, message: forPeople(answer.message) };
+        if (answer.kind === "done") return { ...answer, text: domainPageWords(contract, answer.data) ?? answer.text };
+        return answer;
+      };
       const first = await callTool(deps, state.user, contract, input as never);
-      if (first.kind !== "ask") return outcome(state, back, first);
+      if (first.kind !== "ask") return outcome(state, back, inWords(first));
       const answer = parseAnswer(first.question.schema, params);
       if (!answer.ok)
         return askPage(state, contract, input, back, first.question, "Confirm", answer.values, answer.error);
@@ -339,12 +346,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
         answer: answer.answer,
         confirm: first.question.confirm,
       });
-      // A domain's tool answers in words for an AI; the page says it in its own.
-      const words = done.kind === "done" ? domainPageWords(contract, done.data) : null;
-      if (words !== null && done.kind === "done") return outcome(state, back, { ...done, text: words });
-      if (done.kind === "refused" && isDomainAction(contract))
-        return outcome(state, back, { ...done, message: forPeople(done.message) });
-      return outcome(state, back, done);
+      return outcome(state, back, inWords(done));
     } catch (error) {
       return problem(state, error);
     }
@@ -360,6 +362,9 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     const notice: Notice = { text: answer.kind === "refused" ? answer.message : answer.question.message, error: true };
     if (back === "/dashboard/org") return orgPage(state, notice, 400);
     if (app?.[1]) return appPage(state, decodeURIComponent(app[1]), notice, 400);
+    // A domain page (its own routes, domains.ts): back there, where its words say what did not happen.
+    if (back === "/dashboard/domains" || /^\/dashboard\/apps\/[^/?#]+\/domains$/.test(back))
+      return done(state, back, notice.text);
     return listPage(state, notice, 400);
   }
 
