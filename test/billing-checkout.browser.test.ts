@@ -61,8 +61,9 @@ for (const mode of EMBEDDED_MODES) {
           page.waitForURL((next) => next.pathname === "/dashboard/billing"),
           page.getByRole("button", { name: "Save" }).click(),
         ]);
-        expect(await page.locator("#plan").textContent()).toBe("pro");
-        expect(await page.locator("#card").textContent()).toBe("yes");
+        // The page says it in words ("… on the Pro plan, $12 a month.", "A card is on file."); the codes ride along.
+        expect(await page.locator("#plan").getAttribute("data-plan")).toBe("pro");
+        expect(await page.locator("#card").getAttribute("data-card")).toBe("yes");
 
         const after = await callOk<{ plan: string; state: string; cardOnFile: boolean }>(ai, "billing");
         expect(after).toMatchObject({ plan: "pro", state: "active", cardOnFile: true });

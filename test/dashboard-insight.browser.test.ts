@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type { AppsService } from "@hatch/apps";
 import type { Browser, Page } from "playwright-core";
 import { appLogs, blobs, bucketFiles, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
+import { axeFindings } from "./support/axe.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { userWithToken } from "./support/mcp.ts";
@@ -19,23 +18,6 @@ const SIZES = [
   { width: 1280, height: 800, scheme: "light" },
   { width: 390, height: 844, scheme: "dark" },
 ] as const;
-// As pages-everywhere: axe-core's source run through the DevTools protocol, so the page's CSP stays as it is.
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-type AxeFinding = { id: string; impact: string | null; help: string; nodes: { target: string[] }[] };
-
-async function axeFindings(page: Page): Promise<string[]> {
-  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<unknown> } }).axe;
-    const result = (await axe.run(document, { resultTypes: ["violations"] })) as { violations: AxeFinding[] };
-    return result.violations;
-  });
-  return violations.map(
-    (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
-  );
-}
-
 for (const mode of MODES) {
   const name = `logs and data pages in a real browser (${mode})`;
   describe.skipIf(!hasChromium)(hasChromium ? name : `${name} (SKIPPED: ${CHROMIUM} is missing)`, () => {

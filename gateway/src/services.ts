@@ -49,6 +49,8 @@ export interface CallerInfo {
   client: { kind: ClientKind; name: string; elicitation: ElicitationSupport };
   requestId: string;
   traceparent: string;
+  /** An account the person chose on the dashboard (its switcher) instead of the one they act as now. */
+  account?: string;
 }
 
 /**
@@ -57,7 +59,14 @@ export interface CallerInfo {
  */
 export function websiteCaller(
   user: PublicUser,
-  options: { scope: "read" | "write"; client: string; grant?: string; requestId?: string; traceparent?: string },
+  options: {
+    scope: "read" | "write";
+    client: string;
+    grant?: string;
+    requestId?: string;
+    traceparent?: string;
+    account?: string;
+  },
 ): CallerInfo {
   return {
     identity: {
@@ -73,6 +82,7 @@ export function websiteCaller(
     client: { kind: "other", name: options.client, elicitation: { form: false, url: false } },
     requestId: options.requestId ?? randomId(12),
     traceparent: options.traceparent ?? childTraceparent(null),
+    ...(options.account ? { account: options.account } : {}),
   };
 }
 
@@ -117,11 +127,15 @@ export function callerSession(
   caller: CallerInfo,
   options: { timeoutMs?: number } = {},
 ): ReturnType<AccountSessions["resolve"]> {
-  return deps.accounts.resolve(baseClaims(caller), {
-    requestId: caller.requestId,
-    traceparent: caller.traceparent,
-    timeoutMs: options.timeoutMs ?? ACCOUNT_LOOKUP_MS,
-  });
+  return deps.accounts.resolve(
+    baseClaims(caller),
+    {
+      requestId: caller.requestId,
+      traceparent: caller.traceparent,
+      timeoutMs: options.timeoutMs ?? ACCOUNT_LOOKUP_MS,
+    },
+    caller.account,
+  );
 }
 
 /** The account this caller acts as now (orgs `session.resolve`, cached briefly and dropped on membership changes). */

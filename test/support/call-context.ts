@@ -15,6 +15,23 @@ export async function gatewaySignedContext(gateway: Gateway, key: Buffer, claims
   );
 }
 
+/** The claims the gateway starts from for a person's call (not yet signed; gatewaySignedContext completes them). */
+export function userClaims(
+  user: { id: string; email: string; name: string },
+  scope: "read" | "write" = "write",
+): CallContextClaims {
+  return {
+    sub: user.id,
+    email: user.email,
+    name: user.name,
+    permissions: [],
+    scope,
+    client: { kind: "other", name: "test", elicitation: { form: false, url: false } },
+    grant: "test",
+    rid: "test",
+  };
+}
+
 /** A card on file for the account of `ctx` (on the free plan), as the local provider's checkout page adds it. */
 export async function addTestCard(bus: Bus, ctx: string): Promise<void> {
   const done = await callRpc(

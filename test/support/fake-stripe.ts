@@ -26,6 +26,8 @@ export interface FakeStripeOptions {
   webhookSecret: string;
   /** Prices it sells (id → amount in cents a month). */
   prices: Record<string, number>;
+  /** The product name of each price, as invoice lines name it ("3 × Hatch Team (at $20.00 / month)"); default the id. */
+  products?: Record<string, string>;
 }
 
 export class FakeStripe {
@@ -37,6 +39,8 @@ export class FakeStripe {
   readonly paymentMethods = new Map<string, Obj>();
   readonly paymentIntents = new Map<string, Obj>();
   readonly refunds = new Map<string, Obj>();
+  /** Invoices of subscriptions (one per checkout, renewal failure), each with its lines: GET /v1/invoices lists them. */
+  readonly invoices = new Map<string, Obj>();
   readonly events: FakeEvent[] = [];
   /** Every request it got: method, path, idempotency key, Stripe-Version (tests assert on them). */
   readonly requests: { method: string; path: string; idempotencyKey: string | null; version: string | null }[] = [];
@@ -200,14 +204,47 @@ export class FakeStripe {
     return sub;
   }
 
+  /** An invoice of the subscription's current items, in Stripe's shape (lines included, as a list returns them). */
   private invoice(sub: Obj, status: string): Obj {
-    return {
-      id: id("in"),
+    const invoiceId = id("in");
+    const items = (sub.items as { data: Obj[] }).data;
+    const lines = items.map((item) => {
+      const price = item.price as { id: string; unit_amount: number };
+      const quantity = Number(item.quantity);
+      const product = this.options.products?.[price.id] ?? price.id;
+      return {
+        id: id("il"),
+        object: "line_item",
+        amount: price.unit_amount * quantity,
+        currency: "usd",
+        description: `${quantity} × ${product} (at $${(price.unit_amount / 100).toFixed(2)} / month)`,
+        invoice: invoiceId,
+        quantity,
+        period: { start: this.clock, end: item.current_period_end },
+        parent: {
+          type: "subscription_item_details",
+          subscription_item_details: { subscription: sub.id, subscription_item: item.id, proration: false },
+        },
+        pricing: { type: "price_details", price_details: { price: price.id, product: `prod_${price.id}` } },
+      };
+    });
+    const total = lines.reduce((sum, line) => sum + line.amount, 0);
+    const invoice: Obj = {
+      id: invoiceId,
       object: "invoice",
       customer: sub.customer,
       status,
+      number: `FAKE-${String(this.invoices.size + 1).padStart(4, "0")}`,
+      created: this.clock,
+      currency: "usd",
+      total,
+      amount_paid: status === "paid" ? total : 0,
+      hosted_invoice_url: `${this.url}/invoice/${invoiceId}`,
+      lines: { object: "list", data: lines, has_more: false, url: `/v1/invoices/${invoiceId}/lines` },
       parent: { type: "subscription_details", subscription_details: { subscription: sub.id } },
     };
+    this.invoices.set(invoiceId, invoice);
+    return invoice;
   }
 
   private async handle(request: Request): Promise<Response> {
@@ -350,6 +387,16 @@ export class FakeStripe {
         };
         this.sessions.set(sid, session);
         return ok(session);
+      }
+      case "GET /invoices": {
+        // Newest first, at most `limit` (Stripe's default 10, 1..100), optionally one customer's.
+        const limit = p.limit === undefined ? 10 : Number(p.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+          return stripeError(400, "invalid_request_error", "parameter_invalid_integer", "Invalid integer.", "limit");
+        const all = [...this.invoices.values()]
+          .filter((invoice) => p.customer === undefined || invoice.customer === p.customer)
+          .sort((a, b) => Number(b.created) - Number(a.created));
+        return ok({ object: "list", data: all.slice(0, limit), has_more: all.length > limit, url: path });
       }
       case "GET /subscriptions/:id": {
         const sub = this.subscriptions.get(parts[2]!);

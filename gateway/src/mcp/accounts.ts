@@ -4,6 +4,7 @@ import {
   rpcMethods,
   SessionSchema,
   signContext,
+  ToolError,
   type CallContextClaims,
   type Session,
 } from "@hatch/contracts";
@@ -28,18 +29,23 @@ export class AccountSessions {
     private readonly versions = new ContextVersions(),
   ) {}
 
-  /** `trace.timeoutMs`: how long the caller can wait for orgs (default 5 s); a shared first call waits as its starter did. */
+  /**
+   * `trace.timeoutMs`: how long the caller can wait for orgs (default 5 s); a shared first call waits as its starter did.
+   * `account`: another account the person belongs to (the dashboard's switcher); orgs answers not_found otherwise.
+   */
   async resolve(
     claims: CallContextClaims,
     trace: { requestId: string; traceparent: string; timeoutMs?: number },
+    account?: string,
   ): Promise<Session> {
-    const hit = this.cache.get(claims.sub);
+    const key = account ? `${claims.sub}\n${account}` : claims.sub;
+    const hit = this.cache.get(key);
     if (hit && hit.expires > Date.now()) return hit.session;
     // Concurrent first calls of one user share one round trip.
-    let running = this.pending.get(claims.sub);
+    let running = this.pending.get(key);
     if (!running) {
-      running = this.fetch(claims, trace).finally(() => this.pending.delete(claims.sub));
-      this.pending.set(claims.sub, running);
+      running = this.fetch(claims, trace, key, account).finally(() => this.pending.delete(key));
+      this.pending.set(key, running);
     }
     return running;
   }
@@ -47,19 +53,25 @@ export class AccountSessions {
   drop(userId: string): void {
     this.cache.delete(userId);
     this.pending.delete(userId);
+    // The accounts a switcher chose: rare, so a scan of the keys is cheap enough.
+    const prefix = `${userId}\n`;
+    for (const key of this.cache.keys()) if (key.startsWith(prefix)) this.cache.delete(key);
+    for (const key of this.pending.keys()) if (key.startsWith(prefix)) this.pending.delete(key);
     this.drops++;
   }
 
   private async fetch(
     claims: CallContextClaims,
     trace: { requestId: string; traceparent: string; timeoutMs?: number },
+    key: string,
+    account: string | undefined,
   ): Promise<Session> {
     const drops = this.drops;
     const session = await callRpc(
       this.bus,
       "orgs",
       rpcMethods.orgs.resolveSession,
-      { email: claims.email, name: claims.name },
+      { email: claims.email, name: claims.name, ...(account ? { account } : {}) },
       SessionSchema,
       {
         ctx: signContext(claims, this.contextKey, Date.now(), this.versions.for("orgs")),
@@ -72,9 +84,12 @@ export class AccountSessions {
         timeoutMs: trace.timeoutMs,
       },
     );
+    // An orgs copy that predates `account` answers the current account: never act in one that was not asked for.
+    if (account && session.account !== account)
+      throw new ToolError("unavailable", "Hatch is being upgraded; switching accounts works again in a minute.");
     if (drops !== this.drops) return session;
     if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(claims.sub, { session, expires: Date.now() + TTL_MS });
+    this.cache.set(key, { session, expires: Date.now() + TTL_MS });
     return session;
   }
 }

@@ -14,6 +14,7 @@ import { cookieHeaders, type Auth, type BrowserState, type PublicUser } from "..
 import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
+import { switched, switcherAbove, type SwitcherView } from "./dashboard/account-choice.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 import type { NoticeCookies } from "./notice.ts";
 
@@ -62,9 +63,10 @@ const WHO_PAYS: Record<AiKeyScope, (page: AiKeyPage) => string> = {
     `Only the app ${page.address} uses this key; the provider account it belongs to pays for the app's AI calls.`,
 };
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+function page(state: BrowserState & SwitcherView, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body, section: "ai-keys" }), {
+  const above = switcherAbove(state);
+  return htmlResponse(renderPage({ title, user, body, section: "ai-keys", above }), {
     status,
     headers: cookieHeaders(state.setCookies),
   });
@@ -133,7 +135,9 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     const { text, clear } = deps.notices.take(request, state.user.id);
     if (clear) state.setCookies.push(clear);
     try {
-      return keyPage(state, target, await load(state.user, target), text === null ? null : { saved: text });
+      // The account the dashboard's switcher shows: an organization's key is that organization's.
+      const shown = await switched(deps, request, { ...state, user: state.user }, url.pathname + url.search);
+      return keyPage(shown, target, await load(shown.user, target), text === null ? null : { saved: text });
     } catch (error) {
       return failure(state, error);
     }
@@ -150,13 +154,14 @@ export function aiKeyPages(deps: AiKeyPagesDeps) {
     const provider = params.get("provider") ?? "";
     const key = (params.get("key") ?? "").trim();
     try {
+      const acting = await switched(deps, request, { ...state, user: state.user }, url.pathname + url.search);
       if (!AI_PROVIDER_NAME.test(provider) || key.length < 8 || key.length > 512 || /\s/.test(key)) {
         const error = !AI_PROVIDER_NAME.test(provider)
           ? "Pick a provider."
           : "Paste the whole key: 8 to 512 characters, without spaces.";
-        return keyPage(state, { ...target, provider }, await load(state.user, target), { error }, 400);
+        return keyPage(acting, { ...target, provider }, await load(acting.user, target), { error }, 400);
       }
-      const { ctx, requestId } = await dashboardContext(deps, state.user, "write");
+      const { ctx, requestId } = await dashboardContext(deps, acting.user, "write");
       const input = { scope: target.scope, address: target.address, provider, key };
       await callRpc(deps.bus, "apps", rpcMethods.apps.aiKeySet, input, AiKeyPageSchema, { ctx, requestId });
       // Back to the page (303): a reload shows it again rather than sending the key a second time.

@@ -18,7 +18,12 @@ export async function dashboardContext(
   user: PublicUser,
   scope: "read" | "write",
 ): Promise<{ ctx: string; requestId: string }> {
-  const caller = websiteCaller(user, { scope, client: "Hatch website" });
+  // The account the dashboard's switcher shows (dashboard/account-choice.ts), when it is not the active one.
+  const caller = websiteCaller(user, {
+    scope,
+    client: "Hatch website",
+    account: (user as { account?: string }).account,
+  });
   return { ctx: await signedContext(deps, caller), requestId: caller.requestId };
 }
 

@@ -54,6 +54,8 @@ export interface PageOptions {
   next?: string;
   /** A page's own script (the logs page's live tail), after the copy script; its response must allow it (pageScript). */
   script?: PageScript;
+  /** Above the page's own content: the dashboard's account switcher. */
+  above?: SafeHtml;
   /** Which link of the dashboard's sub-menu (shown on every page to a signed-in person) is this page's. */
   section?: DashboardSection;
 }
@@ -129,6 +131,8 @@ nav.submenu{display:flex;flex-wrap:wrap;gap:.3rem 1.1rem;padding:.5rem 1.25rem;b
 nav.submenu a[aria-current=page]{font-weight:700;color:var(--fg)}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 nav.toc ol{padding-left:1.25rem;margin:.25rem 0}
+.switcher{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:0 0 1.25rem;padding:.5rem .75rem;border:1px solid var(--border);border-radius:10px}.switcher .choice{align-items:center}
+ul.usage{list-style:none;padding:0}ul.usage li{margin:.6rem 0}.meter{display:block;width:100%;height:.6rem;border:1px solid var(--field);border-radius:6px;background:var(--bg);overflow:hidden}.meter>span{display:block;height:100%;background:var(--accent)}.meter.full>span{background:var(--danger)}
 @media (max-width:40rem){main{margin:1.25rem auto;padding:0 1rem}header{padding:.6rem 1rem}nav.submenu{padding:.5rem 1rem}
 svg.chart text{font-size:25px}
 table,thead,tbody,tr,th,td{display:block}thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
@@ -195,7 +199,7 @@ export function renderPage(options: PageOptions): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title}</title><style>${raw(STYLE)}</style></head>
 <body><a class="skip" href="#main">Skip to content</a><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
-${options.user ? dashboardMenu(options.section) : ""}<main id="main" tabindex="-1">${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
+${options.user ? dashboardMenu(options.section) : ""}<main id="main" tabindex="-1">${options.above ?? ""}${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
     .value;
 }
 

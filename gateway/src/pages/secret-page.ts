@@ -16,6 +16,7 @@ import { cookieHeaders, type Auth, type BrowserState } from "../auth/index.ts";
 import { redirect, signInRedirect } from "../auth/http.ts";
 import type { AccountSessions } from "../mcp/accounts.ts";
 import { dashboardContext, readDashboardForm } from "./dashboard-context.ts";
+import { switched, switcherAbove, type SwitcherView } from "./dashboard/account-choice.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "./layout.ts";
 import type { NoticeCookies } from "./notice.ts";
 
@@ -49,9 +50,10 @@ type Signed = BrowserState & { user: NonNullable<BrowserState["user"]> };
 const pathOf = (address: string, name: string) =>
   `/dashboard/apps/${encodeURIComponent(address)}/secrets/${encodeURIComponent(name)}`;
 
-function page(state: BrowserState, title: string, body: SafeHtml, status = 200): Response {
+function page(state: BrowserState & SwitcherView, title: string, body: SafeHtml, status = 200): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
-  return htmlResponse(renderPage({ title, user, body, section: "apps" }), {
+  const above = switcherAbove(state);
+  return htmlResponse(renderPage({ title, user, body, section: "apps", above }), {
     status,
     headers: cookieHeaders(state.setCookies),
   });
@@ -122,7 +124,8 @@ export function secretPages(deps: SecretPagesDeps) {
     if (!state.user) return signIn(state, params.address, params.name);
     const input = target(params);
     if (!input.success) return notFound(state);
-    const signed: Signed = { ...state, user: state.user };
+    // The dashboard's account switcher on this page too (a secret belongs to its app, whichever account is shown).
+    const signed = await switched(deps, request, { ...state, user: state.user }, pathOf(params.address, params.name));
     const { text, clear } = deps.notices.take(request, signed.user.id);
     if (clear) signed.setCookies.push(clear);
     try {
@@ -144,8 +147,8 @@ export function secretPages(deps: SecretPagesDeps) {
     if (!state.user) return signIn(state, params.address, params.name);
     const input = target(params);
     if (!input.success) return notFound(state);
-    const signed: Signed = { ...state, user: state.user };
     const path = pathOf(input.data.address, input.data.name);
+    const signed = await switched(deps, request, { ...state, user: state.user }, path);
     const shown = fields.get("shown") ?? "";
     const confirming = fields.get("confirm") === "yes";
     // Pasted keys often carry a line break or spaces at either end; no API key has them.

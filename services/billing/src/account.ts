@@ -1,5 +1,6 @@
 import {
   AccountStorageSchema,
+  CustomDomainsCountSchema,
   effectivePlan,
   paidPlanFor,
   PLAN_TABLE,
@@ -91,28 +92,54 @@ export async function usageOf(billing: BillingContext, account: AccountRow) {
     );
   const info = PLAN_TABLE[effectivePlan(account.plan, account.state)];
   const planCents = (info.monthlyCents ?? 0) * (info.perSeat ? account.seats : 1);
+  const [stored, custom] = await Promise.all([
+    storageOf(billing, account.accountId),
+    customDomainsOf(billing, account.accountId),
+  ]);
   return {
     periodStart: isoDate(start),
     periodEnd: isoDate(end),
     opens: counted?.opens ?? 0,
-    storageBytes: await storageOf(billing, account.accountId),
+    storageBytes: stored.bytes,
     aiTokens: counted?.aiTokens ?? 0,
     domains: counted?.domains ?? 0,
     amountSoFar: money(planCents + Number(charged?.total ?? 0)),
+    ...(stored.apps === undefined ? {} : { apps: stored.apps }),
+    ...(custom === null ? {} : { customDomains: custom }),
+    companyAiTokens: counted?.companyAiTokens ?? 0,
   };
 }
 
-/** What the account's apps store now, asked of apps; 0 while apps cannot answer (the rest of the answer still helps). */
-async function storageOf(billing: BillingContext, accountId: string): Promise<number> {
+/**
+ * What the account's apps store now and how many there are, asked of apps; 0 bytes and no count while apps cannot
+ * answer (the rest of the answer still helps).
+ */
+async function storageOf(billing: BillingContext, accountId: string): Promise<{ bytes: number; apps?: number }> {
   try {
-    return (
-      await callRpc(billing.bus, "apps", rpcMethods.apps.storage, { accountId }, AccountStorageSchema, {
-        timeoutMs: 2_000,
-      })
-    ).bytes;
+    return await callRpc(billing.bus, "apps", rpcMethods.apps.storage, { accountId }, AccountStorageSchema, {
+      timeoutMs: 2_000,
+    });
   } catch (error) {
     billing.logger.warn("storage of an account unreadable; shown as 0", { accountId, error });
-    return 0;
+    return { bytes: 0 };
+  }
+}
+
+/** The custom domains the account's apps are on, asked of domains; null while domains cannot answer. */
+async function customDomainsOf(billing: BillingContext, accountId: string): Promise<number | null> {
+  try {
+    const answer = await callRpc(
+      billing.bus,
+      "domains",
+      rpcMethods.domains.customCount,
+      { accountId },
+      CustomDomainsCountSchema,
+      { timeoutMs: 2_000 },
+    );
+    return answer.custom;
+  } catch (error) {
+    billing.logger.warn("custom domains of an account unreadable; left out", { accountId, error });
+    return null;
   }
 }
 

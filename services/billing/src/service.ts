@@ -14,6 +14,7 @@ import { cardCheckRpc, chargeRpc } from "./rpc/charge.ts";
 import { entitlementsRpc } from "./rpc/entitlements.ts";
 import { refundRpc } from "./rpc/refund.ts";
 import { localActRpc, settingsLinkRpc, settingsRpc } from "./rpc/settings.ts";
+import { receiptsRpc } from "./rpc/receipts.ts";
 import { billingTools } from "./tools/index.ts";
 import { startUsageConsumer } from "./usage.ts";
 import { webhookRpc } from "./webhooks.ts";
@@ -52,6 +53,7 @@ export async function startBillingService(deps: ServiceDeps): Promise<BillingSer
       [rpcMethods.billing.card]: cardCheckRpc(ctx),
       [rpcMethods.billing.refund]: refundRpc(ctx),
       [rpcMethods.billing.settings]: settingsRpc(ctx),
+      [rpcMethods.billing.receipts]: receiptsRpc(ctx),
       [rpcMethods.billing.settingsLink]: settingsLinkRpc(ctx),
       [rpcMethods.billing.localAct]: localActRpc(ctx),
       // Stripe's webhooks, forwarded by the gateway's POST /webhooks/stripe once their signature checked.

@@ -17,6 +17,7 @@ import { startDomainsHttp, type DomainsHttp } from "./http/server.ts";
 import { jobKinds } from "./jobs/kinds.ts";
 import { JobQueue, type JobKind } from "./jobs/queue.ts";
 import { createRegistrar } from "./registrar/index.ts";
+import { customCountRpc } from "./rpc/custom-count.ts";
 import { domainProgressRpc } from "./rpc/domain-progress.ts";
 import { resolveHostRpc } from "./rpc/resolve-host.ts";
 import { domainsTools } from "./tools/index.ts";
@@ -83,6 +84,7 @@ export async function startDomainsService(
       ),
       [rpcMethods.domains.resolveHost]: resolveHostRpc(ctx),
       [rpcMethods.domains.progress]: domainProgressRpc(ctx),
+      [rpcMethods.domains.customCount]: customCountRpc(ctx),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
     logger: deps.logger,

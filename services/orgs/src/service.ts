@@ -15,7 +15,7 @@ import { outbox } from "./db/schema.ts";
 import { createMailer } from "./mail/mailer.ts";
 import { acceptInvitationRpc, previewInvitationRpc } from "./rpc/invitations.ts";
 import { mailOutboxRpc, sendPasswordResetMailRpc, sendVerificationMailRpc } from "./rpc/mail.ts";
-import { resolveSessionRpc } from "./rpc/session.ts";
+import { resolveSessionRpc, sessionAccountsRpc } from "./rpc/session.ts";
 import { orgsTools } from "./tools/index.ts";
 
 export const ORGS_VERSION = "0.2.0";
@@ -51,6 +51,7 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
     tools: orgsTools(orgs),
     rpc: {
       [rpcMethods.orgs.resolveSession]: resolveSessionRpc(deps.db),
+      [rpcMethods.orgs.sessionAccounts]: sessionAccountsRpc(deps.db),
       [rpcMethods.orgs.previewInvitation]: previewInvitationRpc(orgs),
       [rpcMethods.orgs.acceptInvitation]: acceptInvitationRpc(orgs),
       [rpcMethods.orgs.mailOutbox]: mailOutboxRpc(orgs),

@@ -89,6 +89,7 @@ export type { EventActor, HatchEvent, NewEventFields } from "./events/event.ts";
 export {
   AccountStorageInputSchema,
   AccountStorageSchema,
+  CustomDomainsCountSchema,
   ChargeInputSchema,
   RefundInputSchema,
   RefundResultSchema,
@@ -123,8 +124,9 @@ export {
   BillingSettingsSchema,
   LocalActInputSchema,
   LocalActResultSchema,
+  ReceiptsSchema,
 } from "./billing/settings.ts";
-export type { BillingSettings, LocalActInput } from "./billing/settings.ts";
+export type { BillingSettings, LocalActInput, Receipts } from "./billing/settings.ts";
 export {
   AiKeyPageSchema,
   AiKeySetInputSchema,
@@ -226,8 +228,8 @@ export type {
   ViewerTicketCheck,
   ViewerTicketClaims,
 } from "./viewer-ticket.ts";
-export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionSchema } from "./session.ts";
-export type { Permission, Role, Session } from "./session.ts";
+export { PERMISSIONS, ResolveSessionInputSchema, ROLES, SessionAccountsSchema, SessionSchema } from "./session.ts";
+export type { Permission, Role, Session, SessionAccounts } from "./session.ts";
 export {
   AI_KEY_CHOICES,
   AI_KEY_SCOPES,

@@ -24,4 +24,25 @@ export type Session = z.infer<typeof SessionSchema>;
 export const ResolveSessionInputSchema = z.object({
   email: z.string(),
   name: z.string(),
+  /**
+   * The account to act as instead of the one the person acts as now (the dashboard's account switcher): answered only
+   * when they belong to it, else `not_found`. A copy that predates it answers the current account; the gateway
+   * compares the answer's account with the one it asked for.
+   */
+  account: z.string().optional(),
 });
+
+/** `session.accounts`: every account the signed-in person belongs to (personal and organization), for the switcher. */
+export const SessionAccountsSchema = z.object({
+  accounts: z.array(
+    z.object({
+      id: z.string(),
+      kind: z.enum(["personal", "company"]),
+      name: z.string(),
+      role: z.enum(ROLES),
+      /** The account their AI's calls act as now. */
+      active: z.boolean(),
+    }),
+  ),
+});
+export type SessionAccounts = z.infer<typeof SessionAccountsSchema>;

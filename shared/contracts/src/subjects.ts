@@ -40,6 +40,8 @@ export const rpcMethods = {
   orgs: {
     /** Resolves (and on first contact creates) the account a user acts as. */
     resolveSession: "session.resolve",
+    /** Every account the signed-in person belongs to (the dashboard's account switcher). */
+    sessionAccounts: "session.accounts",
     /** What an invitation link is for (no context: the token is the credential). */
     previewInvitation: "invitation.preview",
     /** The signed-in user accepts an invitation by its link's token. */
@@ -68,6 +70,8 @@ export const rpcMethods = {
     settingsLink: "settings.link",
     /** What the person did on the local provider's checkout or portal page (never a card number). */
     localAct: "local.act",
+    /** The account's invoices and receipts from the provider, with their lines (/dashboard/billing). */
+    receipts: "receipts",
     /** Gives back a one-off charge made with `charge` (a domain whose registration failed), idempotent by its key. */
     refund: "refund",
   },
@@ -76,6 +80,8 @@ export const rpcMethods = {
     resolveHost: "host.resolve",
     /** Where a bought domain or a custom hostname is on its way to live (signed ctx, the caller's account): MCP tasks. */
     progress: "domain.progress",
+    /** How many custom domains an account's apps are on (billing's usage against the plan's limit; a count only). */
+    customCount: "custom.count",
   },
   gateway: {
     /** Who a browser session is now, for the app host (see viewer-ticket.ts; the question is signed). */

@@ -52,6 +52,8 @@ export async function callTool<C extends ToolContract>(
     scope: contract.class === "read" ? "read" : "write",
     client: DASHBOARD_CLIENT.name,
     requestId,
+    // The account the switcher shows (account-choice.ts); orgs checks the person belongs to it.
+    account: (user as { account?: string }).account,
   });
   try {
     const reply = await callService(deps, contract, caller, { input: parsed.data, ...extra });

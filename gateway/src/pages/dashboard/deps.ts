@@ -1,6 +1,7 @@
 import type { Database } from "@hatch/platform";
 import type { Auth, BrowserState } from "../../auth/index.ts";
 import type { NoticeCookies } from "../notice.ts";
+import type { Switched } from "./account-choice.ts";
 import type { DashboardCallDeps } from "./calls.ts";
 
 // What the dashboard pages (index.ts) and the insight pages (insight.ts) both take.
@@ -15,4 +16,4 @@ export interface DashboardPagesDeps extends DashboardCallDeps {
 }
 
 /** A signed-in person's request; `path` is the page's (its sub-menu section). */
-export type Signed = BrowserState & { user: NonNullable<BrowserState["user"]>; path?: string };
+export type Signed = BrowserState & Switched & { path?: string };

@@ -1,8 +1,15 @@
 import {
+  buy_domain,
   company_domain,
+  company_domain_set,
   custom_domain,
   custom_domains,
   domain_status,
+  find_domain,
+  type BuyDomainOutput,
+  type CompanyDomainSetOutput,
+  type FindDomainOutput,
+  type ToolContract,
   type CompanyDomainOutput,
   type CustomDomainOutput,
   type CustomDomainsOutput,
@@ -14,6 +21,8 @@ import type { Params } from "../../auth/index.ts";
 import { copyable, csrfField, html, type SafeHtml } from "../layout.ts";
 import { callTool, readTool, Refusal, type DashboardCallDeps } from "./calls.ts";
 import { appPath, noticeOf, when, type Notice } from "./views.ts";
+import { forPeople } from "./words.ts";
+import type { AccountView } from "./account-choice.ts";
 
 // The domain pages: /dashboard/apps/<address>/domains (an app's own domains: the DNS records to add, each with a copy
 // button, the progress, check again, connect and disconnect) and /dashboard/domains (the domains the person bought, the
@@ -29,7 +38,7 @@ export interface DomainPagesKit<Signed extends { user: Parameters<typeof callToo
   page: (state: Signed, title: string, body: SafeHtml, status?: number) => Response;
   askPage: (
     state: Signed,
-    contract: typeof custom_domain,
+    contract: ToolContract,
     input: unknown,
     back: string,
     question: import("@hatch/contracts").Question,
@@ -117,6 +126,62 @@ ${d.stage === "dns" ? recordsTable(d.records, d.hostname) : ""}<div class="actio
 export interface DomainsPageData {
   bought: DomainStatusOutput | null;
   company: CompanyDomainOutput | null;
+  /** Whether the person may set up or remove the organization's address (its owner and admins). */
+  companyAdmin?: boolean;
+  /** A search for domains to buy: what was typed and what was found (null: the search could not be made). */
+  find?: { query: string; results: FindDomainOutput["results"] | null; error?: string };
+  /** A purchase that needs a card first: the page where the person adds one. */
+  addCard?: { domain: string; url: string | null };
+  csrf?: string;
+  /** The account the page shows (the switcher's): the bought list and purchases are its. */
+  account?: { kind: "personal" | "company"; name: string };
+}
+
+/** The search form and its results, each available name with its prices and a Buy button that leads to the confirm step. */
+function findSection(data: DomainsPageData): SafeHtml {
+  const find = data.find;
+  const form = html`<form class="stack" method="get" action="/dashboard/domains#buy"><label>A word or a domain name, for example acme or acme.com<input type="text" name="find" value="${find?.query ?? ""}" required maxlength="253" autocomplete="off" spellcheck="false"></label><div class="actions"><button type="submit">Find domains</button></div></form>`;
+  const card = data.addCard
+    ? html`<div class="error" role="alert" data-add-card><p>A card is needed before buying ${data.addCard.domain}. Nothing was bought or charged.</p><p><a href="${data.addCard.url ?? "/dashboard/billing"}">Add a card</a>, then come back and buy it.</p></div>`
+    : "";
+  let results: SafeHtml | "" = "";
+  if (find?.error) results = html`<p class="error" role="alert">${find.error}</p>`;
+  else if (find?.results && find.results.length === 0)
+    results = html`<p class="muted">Nothing found for ${find.query}. Try another word.</p>`;
+  else if (find?.results)
+    results = html`<table><thead><tr><th>Domain</th><th>First year</th><th>Then each year</th><th>Buy</th></tr></thead><tbody>${find.results.map(
+      (r) =>
+        html`<tr data-offer="${r.domain}"><td><strong>${r.domain}</strong>${r.premium ? html` <span class="muted">(premium)</span>` : ""}</td><td>${r.firstYearPrice?.formatted ?? "—"}</td><td>${r.renewalPrice?.formatted ?? "—"}</td><td>${
+          r.available && r.firstYearPrice
+            ? html`<form method="post" action="/dashboard/domains/buy">${csrfField(data.csrf ?? "")}<input type="hidden" name="domain" value="${r.domain}"><button type="submit">Buy ${r.domain} for ${r.firstYearPrice.formatted}</button></form>`
+            : html`<span class="muted">Taken</span>`
+        }</td></tr>`,
+    )}</tbody></table><p class="muted">You confirm the price and the owner's details on the next page; nothing is charged before that.</p>`;
+  return html`<section aria-labelledby="buy"><h2 id="buy">Buy a domain</h2>${card}${form}${results}</section>`;
+}
+
+function companySection(data: DomainsPageData): SafeHtml | "" {
+  if (!data.company) return "";
+  const c = data.company;
+  const post = (path: string, inner: SafeHtml, attrs: SafeHtml | "" = "") =>
+    html`<form method="post" action="/dashboard/domains/company${path}"${attrs}>${csrfField(data.csrf ?? "")}${inner}</form>`;
+  const current = c.domain
+    ? html`<div class="card" data-company-domain="${c.domain}"><p style="margin-top:0"><strong>${c.domain}</strong> · ${STAGE_WORDS[c.stage ?? "dns"] ?? c.stage}</p>
+${c.appUrlPattern ? html`<p class="muted">Apps open at ${c.appUrlPattern}</p>` : ""}${c.stage ? progress(c.stage) : ""}
+${c.problem ? html`<p class="error">${c.problem}</p>` : ""}${c.stage === "dns" ? recordsTable(c.records, c.domain) : ""}${
+  data.companyAdmin
+    ? html`<div class="actions">${post("/remove", html`<button type="submit" class="danger">Stop using ${c.domain}</button>`)}</div>`
+    : ""
+}</div>`
+    : html`<p class="muted">Your organization has no address of its own for apps; they open at Hatch's address.</p>`;
+  const set = data.companyAdmin
+    ? post(
+        "",
+        html`<label>${c.domain ? "Another domain for the organization's apps" : "A domain for the organization's apps"}, for example apps.example.com<input type="text" name="domain" required maxlength="253" autocomplete="off" spellcheck="false"></label><div class="actions"><button type="submit">${c.domain ? "Use this domain instead" : "Set up this domain"}</button></div>`,
+        html` class="stack"`,
+      )
+    : html`<p class="muted">The organization's owner and admins set this up.</p>`;
+  return html`<section aria-labelledby="company"><h2 id="company">Your organization's address for apps</h2>${current}${set}</section>`;
 }
 
 export function domainsBody(data: DomainsPageData, notice: Notice): SafeHtml {
@@ -128,17 +193,46 @@ export function domainsBody(data: DomainsPageData, notice: Notice): SafeHtml {
         )}</tbody></table>`
       : html`<p class="muted">You have not bought a domain.</p>`
     : html`<p class="muted">Bought domains are not available right now.</p>`;
-  const company = data.company
-    ? data.company.domain
-      ? html`<div class="card" data-company-domain="${data.company.domain}"><p style="margin-top:0"><strong>${data.company.domain}</strong> · ${STAGE_WORDS[data.company.stage ?? "dns"] ?? data.company.stage}</p>
-${data.company.appUrlPattern ? html`<p class="muted">Apps open at ${data.company.appUrlPattern}</p>` : ""}${data.company.stage ? progress(data.company.stage) : ""}
-${data.company.problem ? html`<p class="error">${data.company.problem}</p>` : ""}${data.company.stage === "dns" ? recordsTable(data.company.records, data.company.domain) : ""}</div>`
-      : html`<p class="muted">Your organization has no address of its own for apps; they open at Hatch's address.</p>`
-    : "";
   return html`<h1>Domains</h1>${noticeOf(notice)}
-<section aria-labelledby="bought"><h2 id="bought">Domains you bought</h2>${bought}</section>
-${data.company ? html`<section aria-labelledby="company"><h2 id="company">Your organization's address for apps</h2>${company}</section>` : ""}
+<section aria-labelledby="bought"><h2 id="bought">${
+    !data.account
+      ? "Domains you bought"
+      : data.account.kind === "personal"
+        ? "Domains of your personal account"
+        : `Domains of ${data.account.name}`
+  }</h2>${bought}</section>
+${data.csrf === undefined ? "" : findSection(data)}
+${companySection(data)}
 <p class="muted">To put an app on a domain of yours, open the app and choose Domains.</p>`;
+}
+
+/** A refusal in a person's words (words.ts), or, when every sentence was meant for an AI, that nothing changed. */
+export const refusalForPeople = (text: string): string => forPeople(text, "That did not work. Nothing was changed.");
+
+/** The domain tools a page's confirm step sends: their answers and refusals get the page's own words. */
+export const isDomainAction = (contract: ToolContract) =>
+  contract === custom_domain || contract === buy_domain || contract === company_domain_set;
+
+/** What a domain action that went through says on the page (a tool's own text is written for an AI); null: not ours. */
+export function domainPageWords(contract: ToolContract, data: unknown): string | null {
+  if (contract === custom_domain) return domainDoneWords(data as CustomDomainOutput);
+  if (contract === buy_domain) {
+    const d = data as BuyDomainOutput;
+    if (d.status === "bought")
+      return `Bought ${d.domain} for ${d.firstYearPrice?.formatted ?? "its price"}; it renews at ${d.renewalPrice?.formatted ?? "its price"} a year. It is being registered now; DNS and the HTTPS certificate follow by themselves, usually within minutes.`;
+    return d.userAction?.kind === "open_link"
+      ? `Nothing was bought: add a card on the billing page first, then buy ${d.domain} again.`
+      : `You chose not to buy ${d.domain}; nothing was bought or charged.`;
+  }
+  if (contract === company_domain_set) {
+    const d = data as CompanyDomainSetOutput;
+    if (d.status === "set")
+      return `${d.domain} is the organization's address for apps. Add the DNS records shown here where its DNS is managed.`;
+    if (d.status === "removed")
+      return "The organization's address for apps is removed; apps open at Hatch's address again.";
+    return "Nothing was changed.";
+  }
+  return null;
 }
 
 /** What a connect or disconnect that worked says on the page (the tool's own text is written for an AI). */
@@ -166,17 +260,88 @@ export function domainPages<Signed extends { user: Parameters<typeof callTool>[1
     return kit.page(state, `Domains of ${data.address}`, appDomainsBody(state.csrfToken, data, notice, typed), status);
   }
 
-  async function domainsPage(state: Signed, notice: Notice): Promise<Response> {
-    const [bought, company] = await Promise.all([
+  async function domainsPage(
+    state: Signed,
+    notice: Notice,
+    options: { query?: string; addCard?: DomainsPageData["addCard"]; status?: number } = {},
+  ): Promise<Response> {
+    const query = options.query?.trim();
+    const [bought, company, found] = await Promise.all([
       callTool(deps, state.user, domain_status, {}),
       callTool(deps, state.user, company_domain, {}),
+      query ? callTool(deps, state.user, find_domain, { query }) : Promise.resolve(null),
     ]);
+    const current = (state as { view?: AccountView }).view?.current;
     const data: DomainsPageData = {
       bought: bought.kind === "done" ? bought.data : null,
       // A personal account has no company address: the section is left out.
-      company: company.kind === "done" ? company.data : null,
+      company: company.kind === "done" && current?.kind !== "personal" ? company.data : null,
+      companyAdmin: current?.kind === "company" && (current.role === "owner" || current.role === "admin"),
+      ...(current ? { account: current } : {}),
+      csrf: state.csrfToken,
+      ...(options.addCard ? { addCard: options.addCard } : {}),
+      ...(query && found
+        ? {
+            find: {
+              query,
+              results: found.kind === "done" ? found.data.results : null,
+              ...(found.kind === "refused" ? { error: refusalForPeople(found.message) } : {}),
+            },
+          }
+        : {}),
     };
-    return kit.page(state, "Domains", domainsBody(data, notice));
+    return kit.page(state, "Domains", domainsBody(data, notice), options.status);
+  }
+
+  /** Buy: the tool's question (price and owner's details) as the confirm step, or why not (no card: billing's link). */
+  async function buyAction(request: Request) {
+    const back = "/dashboard/domains";
+    const form = await kit.posted(request, back);
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const domain = (params.get("domain") ?? "").trim().toLowerCase();
+      const input = { domain };
+      const answer = await callTool(deps, state.user, buy_domain, input);
+      if (answer.kind === "ask") return kit.askPage(state, buy_domain, input, back, answer.question, `Buy ${domain}`);
+      if (answer.kind === "refused")
+        return await domainsPage(state, { text: refusalForPeople(answer.message), error: true }, { status: 400 });
+      if (answer.data.status === "needs_user" && answer.data.userAction?.kind === "open_link")
+        return await domainsPage(state, null, { addCard: { domain, url: answer.data.userAction.url }, status: 402 });
+      return kit.done(state, back, domainPageWords(buy_domain, answer.data) ?? "");
+    } catch (error) {
+      return kit.problem(state, error);
+    }
+  }
+
+  /** The organization's address: set (or replace, after the confirm step) or remove (after the confirm step). */
+  async function companyAction(request: Request, action: "set" | "remove") {
+    const back = "/dashboard/domains";
+    const form = await kit.posted(request, back);
+    if (form instanceof Response) return form;
+    const { state, params } = form;
+    try {
+      const domain = (params.get("domain") ?? "").trim().toLowerCase();
+      const input = action === "set" ? { action, domain } : { action };
+      const answer = await callTool(deps, state.user, company_domain_set, input);
+      if (answer.kind === "ask")
+        return kit.askPage(
+          state,
+          company_domain_set,
+          input,
+          back,
+          answer.question,
+          action === "set" ? `Use ${domain}` : "Stop using it",
+        );
+      if (answer.kind === "refused") {
+        if (answer.code === "forbidden")
+          return kit.problem(state, new Refusal(answer.code, refusalForPeople(answer.message)));
+        return await domainsPage(state, { text: refusalForPeople(answer.message), error: true }, { status: 400 });
+      }
+      return kit.done(state, back, domainPageWords(company_domain_set, answer.data) ?? "");
+    } catch (error) {
+      return kit.problem(state, error);
+    }
   }
 
   /** Connect or disconnect: the tool's words on the domains page, its refusal there (input kept), or the confirm step. */
@@ -221,7 +386,14 @@ export function domainPages<Signed extends { user: Parameters<typeof callTool>[1
 
   const raw = { parse: "none" } as const;
   return new Elysia({ name: "hatch-dashboard-domains" })
-    .get("/dashboard/domains", ({ request }) => kit.guard((state, notice) => domainsPage(state, notice))(request))
+    .get("/dashboard/domains", ({ request }) =>
+      kit.guard((state, notice) =>
+        domainsPage(state, notice, { query: new URL(request.url).searchParams.get("find") ?? undefined }),
+      )(request),
+    )
+    .post("/dashboard/domains/buy", ({ request }) => buyAction(request), raw)
+    .post("/dashboard/domains/company", ({ request }) => companyAction(request, "set"), raw)
+    .post("/dashboard/domains/company/remove", ({ request }) => companyAction(request, "remove"), raw)
     .get("/dashboard/apps/:address/domains", ({ request, params }) =>
       kit.guard((state, notice) => appDomainsPage(state, params.address, notice))(request),
     )

@@ -1,5 +1,7 @@
 import { callRpc } from "@hatch/platform";
 import {
+  buy_domain,
+  company_domain_set,
   custom_domain,
   DashboardAppSchema,
   delete_tool,
@@ -19,7 +21,6 @@ import {
   tool_stats,
   tool_secret,
   ai_key,
-  type CustomDomainOutput,
   type DashboardApp,
   type ToolContract,
   type ToolStatsOutput,
@@ -33,9 +34,11 @@ import { dashboardContext, readDashboardForm } from "../dashboard-context.ts";
 import { html, htmlResponse, renderPage, sectionOf, type PageScript, type SafeHtml } from "../layout.ts";
 import type { DashboardPagesDeps, Signed } from "./deps.ts";
 import { insightPages } from "./insight.ts";
+import { accountPages } from "./account-pages.ts";
+import { switched, switcherAbove } from "./account-choice.ts";
 import { callTool, readTool, Refusal, type ToolAnswer } from "./calls.ts";
 import { announceViewerChanged } from "../../viewer-check.ts";
-import { domainDoneWords, domainPages } from "./domains.ts";
+import { domainPageWords, domainPages, isDomainAction, refusalForPeople } from "./domains.ts";
 import { SETTINGS_PATH, settingsPages } from "./settings.ts";
 import { versionPages } from "./versions.ts";
 import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
@@ -48,7 +51,7 @@ import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type Org
 const FORM_MAX_BYTES = 16 * 1024;
 
 function page(
-  state: BrowserState & { path?: string },
+  state: Signed | (BrowserState & { path?: string }),
   title: string,
   body: SafeHtml,
   status = 200,
@@ -56,7 +59,8 @@ function page(
 ): Response {
   const user = state.user ? { email: state.user.email, csrfToken: state.csrfToken } : null;
   const section = state.path ? sectionOf(state.path) : undefined;
-  return htmlResponse(renderPage({ title, user, body, script, section }), {
+  const above = switcherAbove(state);
+  return htmlResponse(renderPage({ title, user, body, script, section, above }), {
     status,
     headers: cookieHeaders(state.setCookies),
     script,
@@ -77,7 +81,17 @@ export function notFoundPage(state: BrowserState | null): Response {
 
 /** Tools the confirm step may send again (each one's question is answered on /dashboard/confirm). */
 const CONFIRMABLE = new Map<string, ToolContract>(
-  [share, delete_tool, org_invite, org_member_update, custom_domain, tool_secret, ai_key].map((c) => [c.name, c]),
+  [
+    share,
+    delete_tool,
+    org_invite,
+    org_member_update,
+    custom_domain,
+    tool_secret,
+    ai_key,
+    buy_domain,
+    company_domain_set,
+  ].map((c) => [c.name, c]),
 );
 
 /** The text fields a refused form brings back as typed (never the CSRF token). */
@@ -94,9 +108,9 @@ export function dashboardPages(deps: DashboardPagesDeps) {
   /** A page's request for a signed-in person, or the sign-in redirect. */
   async function signed(request: Request): Promise<Signed | Response> {
     const state = await deps.auth.pages.state(request);
-    const path = new URL(request.url).pathname;
-    if (!state.user) return signIn(state, path);
-    return { ...state, user: state.user, path };
+    const url = new URL(request.url);
+    if (!state.user) return signIn(state, url.pathname);
+    return switched(deps, request, { ...state, user: state.user, path: url.pathname }, url.pathname + url.search);
   }
 
   /** A CSRF-checked form post from a signed-in person, or the answer that refuses it. */
@@ -105,7 +119,12 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     if ("refused" in form) return form.refused;
     if (!form.state.user) return signIn(form.state, back);
     return {
-      state: { ...form.state, user: form.state.user, path: new URL(request.url).pathname },
+      state: await switched(
+        deps,
+        request,
+        { ...form.state, user: form.state.user, path: new URL(request.url).pathname },
+        back,
+      ),
       params: form.params,
     };
   }
@@ -148,7 +167,8 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       listConsents(deps.db, state.user.id),
     ]);
     const unverified = state.user.emailVerified ? null : state.user.email;
-    return page(state, "Your apps", appsListBody(apps, notice, state.csrfToken, consents, unverified), status);
+    const account = state.view?.current;
+    return page(state, "Your apps", appsListBody(apps, notice, state.csrfToken, consents, unverified, account), status);
   }
 
   /**
@@ -322,8 +342,15 @@ export function dashboardPages(deps: DashboardPagesDeps) {
       }
       if (!contract || !back.startsWith("/dashboard") || !input || typeof input !== "object")
         return problem(state, new Refusal("invalid_input", "This form is not valid. Go back and try again."));
+      // A domain's tool answers in words for an AI; the page says it in its own.
+      const inWords = (answer: ToolAnswer<ToolContract>): ToolAnswer<ToolContract> => {
+        if (!isDomainAction(contract)) return answer;
+        if (answer.kind === "refused") return { ...answer, message: refusalForPeople(answer.message) };
+        if (answer.kind === "done") return { ...answer, text: domainPageWords(contract, answer.data) ?? answer.text };
+        return answer;
+      };
       const first = await callTool(deps, state.user, contract, input as never);
-      if (first.kind !== "ask") return outcome(state, back, first);
+      if (first.kind !== "ask") return outcome(state, back, inWords(first));
       const answer = parseAnswer(first.question.schema, params);
       if (!answer.ok)
         return askPage(state, contract, input, back, first.question, "Confirm", answer.values, answer.error);
@@ -331,10 +358,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
         answer: answer.answer,
         confirm: first.question.confirm,
       });
-      // A domain's tool answers in words for an AI; the page says it in its own.
-      if (contract === custom_domain && done.kind === "done")
-        return outcome(state, back, { ...done, text: domainDoneWords(done.data as CustomDomainOutput) });
-      return outcome(state, back, done);
+      return outcome(state, back, inWords(done));
     } catch (error) {
       return problem(state, error);
     }
@@ -351,6 +375,9 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     if (back === "/dashboard/org") return orgPage(state, notice, 400);
     if (back === SETTINGS_PATH) return done(state, SETTINGS_PATH, notice.text);
     if (app?.[1]) return appPage(state, decodeURIComponent(app[1]), notice, 400);
+    // A domain page (its own routes, domains.ts): back there, where its words say what did not happen.
+    if (back === "/dashboard/domains" || /^\/dashboard\/apps\/[^/?#]+\/domains$/.test(back))
+      return done(state, back, notice.text);
     return listPage(state, notice, 400);
   }
 
@@ -410,6 +437,7 @@ export function dashboardPages(deps: DashboardPagesDeps) {
     .use(insightPages({ deps, signed, posted, done, problem, guard, page }))
     .use(settingsPages(deps, { guard, posted, done, problem, page, askPage }))
     .use(versionPages(deps, { guard, page }))
+    .use(accountPages(deps, { posted, problem }))
     .get("/dashboard", ({ request }) => guard((state, notice) => listPage(state, notice))(request))
     .get("/dashboard/apps/:address", ({ request, params }) =>
       guard((state, notice) => appPage(state, params.address, notice))(request),

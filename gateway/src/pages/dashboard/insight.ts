@@ -18,6 +18,7 @@ import { signedContext, websiteCaller } from "../../services.ts";
 import type { PageScript, SafeHtml } from "../layout.ts";
 import { DASHBOARD_CLIENT, readTool } from "./calls.ts";
 import type { DashboardPagesDeps, Signed } from "./deps.ts";
+import type { DashboardUser } from "./account-choice.ts";
 import {
   bucketBody,
   bucketPath,
@@ -88,7 +89,11 @@ export function insightPages(h: InsightHelpers) {
     schema: S,
   ): Promise<z.infer<S>> {
     // The ctx's client is the dashboard's, as for its tool calls: the activity log says a delete happened there.
-    const caller = websiteCaller(user, { scope, client: DASHBOARD_CLIENT.name });
+    const caller = websiteCaller(user, {
+      scope,
+      client: DASHBOARD_CLIENT.name,
+      account: (user as DashboardUser).account,
+    });
     const ctx = await signedContext(deps, caller);
     return callRpc(deps.bus, "apps", method, input, schema, { ctx, requestId: caller.requestId });
   }

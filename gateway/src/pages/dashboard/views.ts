@@ -87,12 +87,23 @@ export function appsListBody(
   csrf: string,
   consents: ConsentRow[],
   unverifiedEmail: string | null = null,
+  account?: { kind: "personal" | "company"; name: string },
 ): SafeHtml {
-  const mine = apps.filter((a) => !a.sharedWithMe);
+  // An app of the person's other account (personal or organization) is listed when that account is shown.
+  const mine = apps.filter((a) => !a.sharedWithMe && a.inAccount !== false);
+  const elsewhere = apps.filter((a) => !a.sharedWithMe && a.inAccount === false).length;
   const shared = apps.filter((a) => a.sharedWithMe);
   const empty = html`<p class="muted">No apps yet. Your AI publishes them for you once it is connected: see <a href="/mcp">how to connect it</a>.</p>`;
+  const heading = !account
+    ? "Yours"
+    : account.kind === "personal"
+      ? "Your personal apps"
+      : `Your apps in ${account.name}`;
+  const other = elsewhere
+    ? html`<p class="muted" data-elsewhere="${elsewhere}">${elsewhere === 1 ? "1 more app of yours is" : `${elsewhere} more apps of yours are`} in your ${account?.kind === "personal" ? "organization" : "personal account"}: switch the account above to see ${elsewhere === 1 ? "it" : "them"}.</p>`
+    : "";
   return html`<h1>Your apps</h1>${unverifiedEmail ? unverifiedBanner(unverifiedEmail) : ""}${noticeOf(notice)}
-<section aria-labelledby="mine"><h2 id="mine">Yours</h2>${mine.length ? mine.map(appCard) : empty}</section>
+<section aria-labelledby="mine"><h2 id="mine">${heading}</h2>${mine.length ? mine.map(appCard) : empty}${other}</section>
 <section aria-labelledby="shared"><h2 id="shared">Shared with you</h2>${shared.length ? shared.map(appCard) : html`<p class="muted">Nobody has shared an app with you yet.</p>`}</section>
 ${consentsSection(csrf, consents)}`;
 }

@@ -26,8 +26,11 @@ function sentences(text: string): string[] {
   return text.split(/(?<=[.!?])\s+|\n+/);
 }
 
-/** A tool's text in words for a person: no tool names, no instructions for an AI, no development-server notes. */
-export function forPeople(text: string): string {
+/**
+ * A tool's text in words for a person: no tool names, no instructions for an AI, no development-server notes.
+ * `fallback`: what is said when every sentence was meant for an AI.
+ */
+export function forPeople(text: string, fallback = "Done."): string {
   const spoken = text
     .replace(/\s*\(give them the link\)/g, "")
     .replace(/\(no mail server is configured here:[^)]*\)/g, "")
@@ -39,7 +42,7 @@ export function forPeople(text: string): string {
     .replace(/\bThe user did not confirm\b/g, "You did not confirm")
     .replace(/\s{2,}/g, " ");
   const kept = sentences(spoken).filter((s) => !FOR_AI.some((pattern) => pattern.test(s)));
-  return kept.join(" ").trim() || "Done.";
+  return kept.join(" ").trim() || fallback;
 }
 
 const URL_PATTERN = /https?:\/\/[^\s<>"']+[^\s<>"'.,;:!?)]/g;

@@ -31,6 +31,7 @@ export function listToolsTool(app: AppsContext) {
       opens7d: opens.get(row.id) ?? 0,
       currentVersion: row.currentVersion,
       sharedWithMe: row.ownerId !== ctx.sub,
+      inAccount: row.accountId === ctx.account,
       owner: { email: row.ownerEmail, name: row.ownerName },
       paused: row.paused,
       updatedAt: iso(row.updatedAt),

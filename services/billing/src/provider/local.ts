@@ -1,9 +1,9 @@
-import { randomId } from "@hatch/contracts";
+import { PLAN_TABLE, randomId } from "@hatch/contracts";
 import { type Database } from "@hatch/platform";
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { accounts } from "../db/schema.ts";
-import type { ChargeOutcome, CheckoutRequest, OneOffCharge, PaymentProvider } from "./types.ts";
+import type { ChargeOutcome, CheckoutRequest, OneOffCharge, PaymentProvider, ProviderReceipt } from "./types.ts";
 
 // The provider of `bun run dev` and of tests without Stripe. Its checkout and portal are the gateway's pages
 // (/dashboard/billing/checkout and /dashboard/billing/portal); what the person does there reaches billing as
@@ -46,6 +46,37 @@ export function createLocalProvider(db: Database, baseUrl: string): PaymentProvi
     },
     async refund() {
       // Nothing left the building: a local charge is only the row billing keeps.
+    },
+    /**
+     * The local provider keeps no invoices: a paid plan's current period is its one receipt (the plan and, for Team,
+     * the seats as the line's quantity). One-off charges are billing's own rows (rpc/receipts.ts), as with Stripe.
+     */
+    async receipts(customerId: string): Promise<ProviderReceipt[]> {
+      const [account] = await db.select().from(accounts).where(eq(accounts.customerId, customerId));
+      if (!account || account.plan === "free" || account.plan === "enterprise" || !account.currentPeriodEnd) return [];
+      const info = PLAN_TABLE[account.plan];
+      const quantity = info.perSeat ? account.seats : 1;
+      const unit = info.monthlyCents ?? 0;
+      const end = account.currentPeriodEnd;
+      const start = new Date(Date.UTC(end.getUTCFullYear(), end.getUTCMonth() - 1, end.getUTCDate()));
+      return [
+        {
+          id: `in_local_${createHash("sha256").update(`${customerId}.${start.toISOString()}`).digest("hex").slice(0, 16)}`,
+          number: null,
+          date: start,
+          status: account.state === "past_due" || account.state === "suspended" ? "open" : "paid",
+          totalMinor: unit * quantity,
+          currency: "USD",
+          lines: [
+            {
+              description: `${info.title}${info.perSeat ? " seat" : ""}, ${start.toISOString().slice(0, 10)} to ${end.toISOString().slice(0, 10)}`,
+              quantity,
+              amountMinor: unit * quantity,
+            },
+          ],
+          url: null,
+        },
+      ];
     },
   };
 }

@@ -1,7 +1,7 @@
 import { MAX_SEATS, type Plan } from "@hatch/contracts";
 import Stripe from "stripe";
 import type { StripeSettings } from "../config.ts";
-import type { ChargeOutcome, CheckoutRequest, OneOffCharge, PaymentProvider } from "./types.ts";
+import type { ChargeOutcome, CheckoutRequest, OneOffCharge, PaymentProvider, ProviderReceipt } from "./types.ts";
 
 /**
  * The API version every request names (Stripe-Version). Pinned, so a Stripe account's default version never changes
@@ -151,6 +151,27 @@ export class StripeProvider implements PaymentProvider {
 
   async hasCard(customerId: string): Promise<boolean> {
     return (await this.cardOf(customerId)) !== null;
+  }
+
+  /** The customer's invoices (a plan's periods: Team's seats are a line's quantity), newest first; drafts left out. */
+  async receipts(customerId: string, limit: number): Promise<ProviderReceipt[]> {
+    const invoices = await this.client.invoices.list({ customer: customerId, limit });
+    return invoices.data
+      .filter((invoice) => invoice.status && invoice.status !== "draft")
+      .map((invoice) => ({
+        id: invoice.id ?? "",
+        number: invoice.number,
+        date: new Date(invoice.created * 1000),
+        status: invoice.status as ProviderReceipt["status"],
+        totalMinor: invoice.total,
+        currency: invoice.currency.toUpperCase(),
+        lines: invoice.lines.data.map((line) => ({
+          description: line.description ?? "",
+          quantity: line.quantity,
+          amountMinor: line.amount,
+        })),
+        url: invoice.hosted_invoice_url ?? null,
+      }));
   }
 
   /** The card an off-session charge uses: the customer's default, else the first one attached. */

@@ -48,6 +48,20 @@ export interface PaymentProvider {
   refund(chargeId: string, idempotencyKey: string): Promise<void>;
   /** Whether the customer still has a card the provider can charge (after one was removed, another may remain). */
   hasCard(customerId: string): Promise<boolean>;
+  /** The customer's latest invoices and receipts (a plan's periods, one-off charges), newest first, with their lines. */
+  receipts(customerId: string, limit: number): Promise<ProviderReceipt[]>;
+}
+
+/** One invoice or receipt as the provider keeps it; amounts in the currency's smallest unit. */
+export interface ProviderReceipt {
+  id: string;
+  number: string | null;
+  date: Date;
+  status: "paid" | "open" | "void" | "uncollectible" | "draft" | "refunded";
+  totalMinor: number;
+  currency: string;
+  lines: { description: string; quantity: number | null; amountMinor: number }[];
+  url: string | null;
 }
 
 /**

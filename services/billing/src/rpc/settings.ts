@@ -3,6 +3,7 @@ import {
   BillingSettingsInputSchema,
   LocalActInputSchema,
   randomId,
+  limitsOf,
   ToolError,
   type BillingSettings,
 } from "@hatch/contracts";
@@ -30,6 +31,9 @@ function settingsOf(
     seatsUsed,
     cardOnFile: account.cardOnFile,
     usage,
+    limits: limitsOf(account.plan, account.state, account.seats),
+    renewsAt:
+      account.plan !== "free" && account.currentPeriodEnd ? account.currentPeriodEnd.toISOString().slice(0, 10) : null,
   };
 }
 

@@ -77,11 +77,13 @@ export function billingTool(billing: BillingContext) {
       };
       url ??= links.plan;
     }
+    // The apps and company AI token counts are for the settings page; the AI's answer stays as it was.
+    const { apps: _apps, companyAiTokens: _companyAi, customDomains: _custom, ...usageShown } = usage;
     const data: BillingOutput = {
       plan: account.plan,
       state: account.state,
       cardOnFile: account.cardOnFile,
-      usage,
+      usage: usageShown,
       actionNeeded,
       url,
       ...(links ? { links } : {}),

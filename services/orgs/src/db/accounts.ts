@@ -19,18 +19,21 @@ export interface PersonView {
 /** A transaction or the database itself. */
 export type Tx = Pick<Database, "select" | "insert" | "update" | "delete" | "execute">;
 
+/** A person in an account: who they are, the account, and their role and extra permissions there. */
+const personColumns = {
+  userId: people.userId,
+  email: people.email,
+  name: people.name,
+  accountId: accounts.id,
+  accountKind: accounts.kind,
+  accountName: accounts.name,
+  role: members.role,
+  permissions: members.permissions,
+};
+
 function selectPerson(db: Tx) {
   return db
-    .select({
-      userId: people.userId,
-      email: people.email,
-      name: people.name,
-      accountId: accounts.id,
-      accountKind: accounts.kind,
-      accountName: accounts.name,
-      role: members.role,
-      permissions: members.permissions,
-    })
+    .select(personColumns)
     .from(people)
     .innerJoin(accounts, eq(accounts.id, people.activeAccountId))
     .innerJoin(members, and(eq(members.accountId, accounts.id), eq(members.userId, people.userId)));
@@ -114,6 +117,28 @@ export async function findPersonIn(tx: Tx, userId: string): Promise<PersonView |
   await tx.select({ userId: people.userId }).from(people).where(eq(people.userId, userId)).for("update");
   const [row] = await selectPerson(tx).where(eq(people.userId, userId)).limit(1);
   return row ? { ...row, role: asRole(row.role) } : null;
+}
+
+/** The person as a member of `accountId` (any account they belong to, not only the one they act as), or null. */
+export async function memberIn(db: Tx, userId: string, accountId: string): Promise<PersonView | null> {
+  const [row] = await db
+    .select(personColumns)
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .innerJoin(people, eq(people.userId, members.userId))
+    .where(and(eq(members.userId, userId), eq(members.accountId, accountId)))
+    .limit(1);
+  return row ? { ...row, role: asRole(row.role) } : null;
+}
+
+/** Every account the person belongs to, with their role in it. */
+export async function accountsOf(db: Tx, userId: string) {
+  const rows = await db
+    .select({ id: accounts.id, kind: accounts.kind, name: accounts.name, role: members.role })
+    .from(members)
+    .innerJoin(accounts, eq(accounts.id, members.accountId))
+    .where(eq(members.userId, userId));
+  return rows.map((r) => ({ ...r, role: asRole(r.role) }));
 }
 
 export function toSession(person: PersonView): Session {

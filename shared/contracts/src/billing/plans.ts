@@ -180,7 +180,14 @@ export const ProviderWebhookResultSchema = z.object({ handled: z.boolean(), dupl
 
 /** apps `storage` (rpc, from billing): bytes of documents and files an account's apps hold now. */
 export const AccountStorageInputSchema = z.object({ accountId: z.string().min(1) });
-export const AccountStorageSchema = z.object({ bytes: z.number().int().min(0) });
+/** domains `custom.count` (rpc, from billing): the custom domains an account's apps are on. */
+export const CustomDomainsCountSchema = z.object({ custom: z.number().int().min(0) });
+
+export const AccountStorageSchema = z.object({
+  bytes: z.number().int().min(0),
+  /** The account's apps (the plan's apps limit counts them); absent from copies that predate it. */
+  apps: z.number().int().min(0).optional(),
+});
 
 const count = (n: number | null, unit = "") => (n === null ? "no limit" : `${n.toLocaleString("en-US")}${unit}`);
 const size = (bytes: number | null) =>

@@ -26,7 +26,25 @@ export const BillingSettingsSchema = z.object({
     aiTokens: z.number().int(),
     domains: z.number().int(),
     amountSoFar: MoneySchema,
+    /** Apps in the account now (the apps limit); absent when apps could not say, or from older copies. */
+    apps: z.number().int().optional(),
+    /** Custom domains the account's apps are on (the custom domains limit); absent when domains could not say. */
+    customDomains: z.number().int().optional(),
+    /** AI tokens paid with the company's key this month (the company AI tokens limit); organizations only. */
+    companyAiTokens: z.number().int().optional(),
   }),
+  /** The limits that hold now (the plan's, Team's seats as paid); absent from older copies. */
+  limits: z
+    .object({
+      apps: z.number().nullable(),
+      customDomains: z.number().nullable(),
+      storageBytes: z.number().nullable(),
+      companyAiTokensPerMonth: z.number().nullable(),
+      seats: z.number().nullable(),
+    })
+    .optional(),
+  /** When the paid plan renews (ISO date), when known. */
+  renewsAt: z.string().nullable().optional(),
 });
 export type BillingSettings = z.infer<typeof BillingSettingsSchema>;
 
@@ -57,3 +75,25 @@ export const LocalActInputSchema = z.discriminatedUnion("action", [
 ]);
 export type LocalActInput = z.infer<typeof LocalActInputSchema>;
 export const LocalActResultSchema = z.object({ ok: z.boolean(), message: z.string() });
+
+/**
+ * `receipts`: the account's invoices and receipts from the payment provider, newest first, each with its lines (a
+ * plan's seats, a domain purchase). Same who-may-see as `settings`.
+ */
+export const ReceiptsSchema = z.object({
+  receipts: z.array(
+    z.object({
+      id: z.string(),
+      /** The provider's invoice number, when it has one. */
+      number: z.string().nullable(),
+      /** ISO date. */
+      date: z.string(),
+      status: z.enum(["paid", "open", "void", "uncollectible", "draft", "refunded"]),
+      total: MoneySchema,
+      lines: z.array(z.object({ description: z.string(), quantity: z.number().int().nullable(), amount: MoneySchema })),
+      /** The provider's own page of this invoice (Stripe's hosted invoice), when there is one. */
+      url: z.string().nullable(),
+    }),
+  ),
+});
+export type Receipts = z.infer<typeof ReceiptsSchema>;

@@ -176,6 +176,10 @@ export const list_tools = defineTool({
         opens7d: z.number().int().describe("Times the app was opened in the last 7 days"),
         currentVersion: z.number().int().nullable().describe("null when nothing has been published yet"),
         sharedWithMe: z.boolean().describe("true when someone else owns the app and shared it with the user"),
+        inAccount: z
+          .boolean()
+          .optional()
+          .describe("true when the app belongs to the account the user acts as (personal or organization)"),
         owner: PersonSchema,
         paused: z.boolean().describe("true when the organization paused the app; it then answers 503"),
         updatedAt: z.string().describe("ISO 8601 time of the last publish or rollback"),
