@@ -53,6 +53,12 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
   const store = createBlobStore(config);
   // Before the host listens: a copy whose disk lacks the published files would answer every app with 503.
   await checkDiskStore(deps.db, store, config.blobDir);
+  const outboxRelay = createOutboxRelay({
+    db: deps.db,
+    table: outbox,
+    stream: eventStreamFor(deps.bus),
+    logger: deps.logger,
+  });
   const ctx: AppsContext = {
     db: deps.db,
     config,
@@ -62,6 +68,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     entitlements,
     logger: deps.logger,
     bus: deps.bus,
+    outbox: outboxRelay,
   };
   const host = startAppHost(ctx, {
     uploads: (request, token, path) => receiveUpload(ctx, request, token, path),
@@ -107,7 +114,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.dashboardFile]: dashboardFileRpc(ctx),
       [rpcMethods.apps.dashboardFileDelete]: dashboardFileDeleteRpc(ctx),
     },
-    outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
+    outbox: outboxRelay,
     logger: deps.logger,
   });
   const stopSweeper = startSweeper(deps.db, deps.logger);

@@ -4,8 +4,7 @@ import { DATA_LIMITS, signViewerTicket } from "@hatch/shared";
 import { addressKey } from "@hatch/shared";
 import { checkSameOrigin, DataError, RateLimiter } from "../src/data/access.ts";
 import { appsTable } from "../src/db/schema.ts";
-import { announceAppChanged } from "../src/host/announce.ts";
-import { startTestHost, type TestHost } from "./support/host.ts";
+import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
 import { expectError, signInTo, type TestViewer } from "./support/buckets.ts";
 
@@ -159,7 +158,7 @@ describe("app data: the common part of every request", () => {
       expect(await expectError(await t.get("resting", path), 503, "unavailable")).toContain("paused");
     }
     await t.ctx.db.update(appsTable).set({ paused: false }).where(eq(appsTable.address, "resting"));
-    announceAppChanged(t.ctx, "resting");
+    await announceAppChange(t.ctx, "resting");
     expect((await t.get("resting", "/_hatch/me")).status).toBe(200);
   });
 

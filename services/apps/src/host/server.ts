@@ -11,7 +11,7 @@ import {
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
-import { onAppChanged } from "./announce.ts";
+import { followAppEvents } from "./app-changes.ts";
 import { answerAuthReturn } from "./auth-return.ts";
 import { LiveChanges } from "../data/live.ts";
 import { TAR_MAX_BYTES } from "../publish/folder-upload.ts";
@@ -52,7 +52,7 @@ export interface AppHostOptions {
 
 export interface AppHost {
   readonly port: number;
-  /** Drops this instance's cached copy of an app (announceAppChanged does it on every instance). */
+  /** Drops this instance's cached copy of an app (the apps events do it on every instance: app-changes.ts). */
   invalidate(address: string): void;
   /** Writes the opens and viewers counted so far (tests; stop does it too). */
   flushStats(): Promise<void>;
@@ -332,7 +332,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       }
     },
   });
-  const subscription = onAppChanged(ctx.bus, log, (address) => cache.invalidate(address));
+  const subscription = followAppEvents(ctx.bus, log, (address) => cache.invalidate(address));
   const hostChanges = customHosts.listen(ctx.bus, log);
   const viewerChanges = viewers.listen(log);
   const dataChanges = live.listen();

@@ -17,7 +17,6 @@ import { storeBlob } from "../blobs/unused.ts";
 import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { blobs, confirmUses, folderUploads, uploads } from "../db/schema.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { accountOfApp, checkAppLimit } from "./account.ts";
 import { commitVersion, textList, type Tx, type VersionTarget } from "./commit.ts";
 import {
@@ -154,7 +153,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       await spendFolderUpload(tx, row.id);
       fresh = await storeNewBlobs(app, tx, bytes);
     });
-    announceAppChanged(app, done.app.address);
+    await flushEvents(app);
     app.logger.info("published", {
       address: done.app.address,
       version: done.version,
@@ -235,6 +234,20 @@ export async function receiveManifestFile(
     await tx.update(uploads).set({ usedAt: new Date() }).where(eq(uploads.token, file.token));
   });
   return plain(201, "Stored.");
+}
+
+/** Longest the answer waits for the outbox (as a tool call's does); whatever is left goes out on the relay's poll. */
+const FLUSH_WAIT_MS = 2_000;
+
+/** The publish's event out before the answer, as after a tool call: app hosts drop their cached copy on it. */
+async function flushEvents(app: AppsContext): Promise<void> {
+  if (!app.outbox) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    app.outbox.flush(),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_WAIT_MS))),
+  ]);
+  clearTimeout(timer);
 }
 
 /** Expired or used: 410 with what to do. */

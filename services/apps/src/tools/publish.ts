@@ -42,7 +42,6 @@ import { decodeInline } from "../publish/inline.ts";
 import { normalisePaths } from "../publish/paths.ts";
 import { checkServerFile, checkServerModule } from "../publish/server-module.ts";
 import { storeBlob } from "../blobs/unused.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { gateMakePublic } from "../public-gate.ts";
 
 type Outcome = ToolOutcome<PublishOutput>;
@@ -282,7 +281,6 @@ async function finish(
 ): Promise<Outcome> {
   const spend = upload ? (tx: Tx) => spendFolderUpload(tx, upload.id) : undefined;
   const done = await commitVersion(app, ctx, target, entries, config, confirmation, spend);
-  announceAppChanged(app, done.app.address);
   const url = appUrl(app.config, done.app.address);
   const account = accountOfApp(ctx, done.app.accountId);
   const what = done.created

@@ -1,4 +1,6 @@
 import { connect } from "node:net";
+import { eventStreamFor, newEvent } from "@hatch/shared";
+import type { AppsContext } from "../../src/context.ts";
 import { startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
 import { openTestContext, type TestContext } from "./context.ts";
 import { StandInGateway } from "./stand-in-gateway.ts";
@@ -62,4 +64,14 @@ export function rawStatus(port: number, host: string | null, target: string): Pr
       else reject(new Error(`no HTTP answer: ${data.slice(0, 200)}`));
     });
   });
+}
+
+/**
+ * An apps event about `address` on the test's bus, as the outbox relay of any apps copy publishes it after a change
+ * (tests that change rows directly use it to say so): every app host drops its cached copy of the app.
+ */
+export async function announceAppChange(ctx: Pick<AppsContext, "bus">, address: string): Promise<void> {
+  await eventStreamFor(ctx.bus).publish(
+    newEvent("apps", null, { entity: "app", verb: "changed", summary: `${address} changed`, app: address }),
+  );
 }
