@@ -19,15 +19,8 @@ import type { AppsContext } from "../context.ts";
 import { blobs, confirmUses, folderUploads, uploads } from "../db/schema.ts";
 import { accountOfApp, checkAppLimit } from "./account.ts";
 import { commitVersion, textList, type Tx, type VersionTarget } from "./commit.ts";
-import {
-  checkFolder,
-  checkNotFoundPage,
-  contentTypeOf,
-  parseServiceJson,
-  SERVICE_JSON_PATH,
-  type FolderEntry,
-} from "./folder.ts";
-import { checkServerFile, checkServerModule } from "./server-module.ts";
+import { checkFolderContents } from "./check.ts";
+import { checkFolder, contentTypeOf, type FolderEntry } from "./folder.ts";
 import { gunzipAtMost, isGzip, readTar } from "./tar.ts";
 
 // A folder publish in two steps: publish { upload: true } (or a manifest with missing files) decides everything
@@ -139,12 +132,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       return { path: file.path, sha256, size: file.bytes.byteLength, contentType: contentTypeOf(file.path) };
     });
     refuseNestedIndex(entries);
-    checkFolder(entries);
-    const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
-    const config = parseServiceJson(configEntry ? bytes.get(configEntry.sha256)! : null);
-    checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
-    checkServerFile(config, entries);
-    await checkServerModule(config, entries, (sha256) => bytes.get(sha256)!);
+    const config = await checkFolderContents(entries, (sha256) => bytes.get(sha256)!);
     const ctx = row.ctx as CallContext;
     const target = row.target as UploadTarget;
     if (target.kind === "new") await checkAppLimit(app, target.account);
