@@ -8,6 +8,7 @@ import {
 } from "@hatch/shared";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
+import type { AppLogWriter } from "./server-code/logs.ts";
 import { Sealer } from "./secrets/sealed.ts";
 
 /** What the apps service's tools, rpc methods and app host share. */
@@ -28,8 +29,8 @@ export interface AppsContext {
   outbox?: Pick<OutboxRelay, "flush">;
   /** What billing allows each account (plan limits); absent in unit tests, where nothing is limited. */
   entitlements?: EntitlementsCache;
-  /** This process's app host, once started: a change drops its cached copy at once, before the broadcast. */
-  host?: { invalidate(address: string): void; flushLogs?(): Promise<void> };
+  /** Server code's log lines, buffered and written in batches; tool_logs flushes them before it reads. */
+  appLogs: Pick<AppLogWriter, "request" | "add" | "flush" | "stop">;
 }
 
 export interface AppsKeys {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { DATA_LIMITS, signViewerTicket } from "@hatch/shared";
-import { addressKey } from "@hatch/shared";
-import { checkSameOrigin, DataError, RateLimiter } from "../src/data/access.ts";
+import { DATA_LIMITS, signViewerTicket, addressKey } from "@hatch/shared";
+import { checkSameOrigin, RateLimiter } from "../src/http/caller.ts";
+import { DataError } from "../src/http/answers.ts";
 import { appsTable } from "../src/db/schema.ts";
 import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";

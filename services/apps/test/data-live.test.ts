@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { DATA_LIMITS, encodeJson, subjects, type ViewerIdentity } from "@hatch/shared";
 import { appsTable } from "../src/db/schema.ts";
-import { viewerCookie } from "../src/host/access.ts";
+import { viewerCookie } from "../src/http/viewer.ts";
 import { allBy, DataClient, member, owner, ownerSeed, stranger } from "./support/collections.ts";
 import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp, type SeededApp } from "./support/seed.ts";

@@ -7,7 +7,8 @@ import {
   randomId,
   type NatsBus,
 } from "@hatch/shared";
-import { DataError, SharedRateLimiter } from "../src/data/access.ts";
+import { DataError } from "../src/http/answers.ts";
+import { SharedRateLimiter } from "../src/http/caller.ts";
 
 // The app host's data limit with NATS: every app host copy counts in the same JetStream key-value bucket, so a viewer
 // spreading requests over copies still gets one limit (not one per copy).

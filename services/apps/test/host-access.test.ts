@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { signViewerTicket } from "@hatch/shared";
 import { appPeople, appsTable } from "../src/db/schema.ts";
-import { viewerCookie } from "../src/host/access.ts";
+import { viewerCookie } from "../src/http/viewer.ts";
 import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
 

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId, type Database } from "@hatch/shared";
 import { dataUsage, documents } from "../db/schema.ts";
-import { DataError } from "./access.ts";
+import { DataError } from "../http/answers.ts";
 import { lockAppRow } from "./app-lock.ts";
 import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
 import {

@@ -7,7 +7,7 @@ import {
   type BusSubscription,
   type Logger,
 } from "@hatch/shared";
-import { DataError } from "./access.ts";
+import { DataError } from "../http/answers.ts";
 
 // Live changes of collections (`GET /_hatch/db/<c>/_changes`, server-sent events). A change is published on the bus
 // after its transaction commits; every app host hears it once (one subscription per instance) and passes it to its

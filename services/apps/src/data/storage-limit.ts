@@ -2,7 +2,7 @@ import { checkLimitLocked, formatBytes, type Database, type Entitlements } from 
 import { eq, sql } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable, dataUsage } from "../db/schema.ts";
-import { DataError } from "./access.ts";
+import { DataError } from "../http/answers.ts";
 
 // The plan's storage limit on data writes: documents and files of all the account's apps together, summed from the
 // apps' `data_usage` rows (kept in each write's transaction). A write that adds bytes counts them in its transaction

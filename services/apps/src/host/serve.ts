@@ -1,8 +1,8 @@
 import type { Logger } from "@hatch/shared";
 import type { BlobCache } from "./blob-cache.ts";
 import { pages } from "./pages.ts";
-import { candidatesOf, etagMatches, hasExtension } from "./paths.ts";
-import type { Site, SiteFile } from "./site.ts";
+import { candidatesOf, etagMatches, hasExtension } from "../http/paths.ts";
+import type { Site, SiteFile } from "../http/site.ts";
 
 export interface Served {
   response: Response;

@@ -8,25 +8,39 @@ import {
   statusClass,
   type HostResolved,
 } from "@hatch/shared";
-import { appOrigin } from "../config.ts";
+import { appOrigin, type AppsConfig } from "../config.ts";
 import type { AppsContext } from "../context.ts";
-import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
+import { createDataRoutes } from "../data/routes.ts";
+import { LiveChanges } from "../data/live.ts";
+import { createCallerGate } from "../http/caller.ts";
+import { storedPathOf } from "../http/paths.ts";
+import { loadHostedApp, type HostedApp } from "../http/site.ts";
+import {
+  canView,
+  clearedViewerCookie,
+  readViewerSession,
+  signInUrl,
+  viewerCookieName,
+  type Viewer,
+} from "../http/viewer.ts";
+import { LiveViewers } from "../http/viewers.ts";
+import { createOutbound } from "../outbound.ts";
+import type { Outbound } from "../http/outbound.ts";
+import { TAR_MAX_BYTES } from "../publish/folder-upload.ts";
+import { createServerCode, type ServerCodeOptions } from "../server-code/route.ts";
 import { followAppEvents } from "./app-changes.ts";
 import { answerAuthReturn } from "./auth-return.ts";
-import { LiveChanges } from "../data/live.ts";
-import { TAR_MAX_BYTES } from "../publish/folder-upload.ts";
 import { BlobCache } from "./blob-cache.ts";
-import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
 import { AppCache } from "./cache.ts";
+import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
-import { createOutbound, type Outbound } from "./outbound.ts";
 import { pages } from "./pages.ts";
-import { storedPathOf } from "./paths.ts";
 import { serveSite, type Served } from "./serve.ts";
-import { loadHostedApp, type HostedApp } from "./site.ts";
-import { createServerCode, type ServerCodeOptions } from "../server-code/route.ts";
 import { StatsCounter } from "./stats.ts";
-import { LiveViewers } from "./viewers.ts";
+
+// The app host is the router: it finds the app a request's Host names (cached, dropped on the apps events), serves
+// its files, and hands everything else to a route family (hatch-routes.ts): data, server code, outbound calls; the
+// uploads of the bare apps domain come in as a hook (the publish family's route).
 
 export interface AppHostOptions {
   /**
@@ -46,6 +60,8 @@ export interface AppHostOptions {
   serverCode?: ServerCodeOptions;
   /** Declared API and AI calls (tests pass a fake; default createOutbound). */
   outbound?: Outbound;
+  /** The socket opened before the context (listenAppHost); absent, the host opens its own on ctx.config's port. */
+  listener?: AppHostListener;
   /** How long the domains service's answer about a custom hostname is kept without a broadcast (default 10 s). */
   hostTtlMs?: number;
 }
@@ -56,7 +72,7 @@ export interface AppHost {
   invalidate(address: string): void;
   /** Writes the opens and viewers counted so far (tests; stop does it too). */
   flushStats(): Promise<void>;
-  /** Writes the server code log lines buffered so far (tool_logs; stop does it too). */
+  /** Writes the server code log lines buffered so far (tool_logs flushes ctx.appLogs itself; stop does it too). */
   flushLogs(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -116,18 +132,31 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
   const live = new LiveChanges(ctx.bus, log, { pingMs: options.livePingMs });
   const customHosts = CustomHosts.overBus(ctx.bus, { ttlMs: options.hostTtlMs });
-  const serverCode = createServerCode(ctx, log.child({ component: "server-code" }), options.serverCode);
-  const hatch = createHatchRoutes({
-    serverCode,
-    ctx,
+  const listener = options.listener ?? listenAppHost(ctx.config);
+  const server = listener.server;
+  const gate = createCallerGate({
+    bus: ctx.bus,
+    config: ctx.config,
     log,
     loadApp: (address) => cache.get(address),
     caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
+  });
+  const outbound = options.outbound ?? createOutbound(ctx);
+  const data = createDataRoutes({
+    ctx,
+    log,
     live,
-    outbound: options.outbound ?? createOutbound(ctx),
+    recheck: gate.recheck,
     // Bun closes a connection idle for 10 s; an event stream is idle between pings.
     keepOpen: (request) => server.timeout(request, 0),
   });
+  const serverCode = createServerCode(
+    ctx,
+    log.child({ component: "server-code" }),
+    { data, outbound },
+    options.serverCode,
+  );
+  const hatch = createHatchRoutes({ config: ctx.config, log, gate, data, outbound, serverCode });
 
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
@@ -313,24 +342,16 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     log.error("app host request failed", { error });
     return pages.failed();
   };
-  const server = Bun.serve({
-    port: ctx.config.appPort,
-    hostname: ctx.config.appHostname,
-    reusePort: false,
-    // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
-    maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
-    idleTimeout: IDLE_TIMEOUT_SECONDS,
-    fetch(request, server) {
-      const started = performance.now();
-      try {
-        const response = handle(request, server);
-        return response instanceof Promise
-          ? response.catch(failed).then((r) => counted(r, started))
-          : counted(response, started);
-      } catch (error) {
-        return counted(failed(error), started);
-      }
-    },
+  listener.route((request, server) => {
+    const started = performance.now();
+    try {
+      const response = handle(request, server);
+      return response instanceof Promise
+        ? response.catch(failed).then((r) => counted(r, started))
+        : counted(response, started);
+    } catch (error) {
+      return counted(failed(error), started);
+    }
   });
   const subscription = followAppEvents(ctx.bus, log, (address) => cache.invalidate(address));
   const hostChanges = customHosts.listen(ctx.bus, log);
@@ -338,10 +359,10 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const dataChanges = live.listen();
 
   return {
-    port: server.port ?? ctx.config.appPort,
+    port: listener.port,
     invalidate: (address) => cache.invalidate(address),
     flushStats: () => stats.flush(),
-    flushLogs: () => serverCode.flushLogs(),
+    flushLogs: () => ctx.appLogs.flush(),
     async stop() {
       // Stop listening first, then end the data-change streams (held open by pages), so requests in flight can finish.
       const inFlight = server.stop(false);
@@ -355,6 +376,34 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       await server.stop(true);
       await stats.stop();
       await serverCode.stop();
+    },
+  };
+}
+
+/** The app host's socket, listening before the apps context exists (with APP_PORT 0 its port makes the app origins). */
+export interface AppHostListener {
+  readonly port: number;
+  readonly server: Server<undefined>;
+  /** Gives the socket its handler; until then every request answers 503. */
+  route(fetch: (request: Request, server: Server<undefined>) => Response | Promise<Response>): void;
+}
+
+export function listenAppHost(config: Pick<AppsConfig, "appPort" | "appHostname">): AppHostListener {
+  let handler: ((request: Request, server: Server<undefined>) => Response | Promise<Response>) | null = null;
+  const server = Bun.serve({
+    port: config.appPort,
+    hostname: config.appHostname,
+    reusePort: false,
+    // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
+    maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    fetch: (request, server) => (handler ? handler(request, server) : pages.unavailable()),
+  });
+  return {
+    port: server.port ?? config.appPort,
+    server,
+    route(fetch) {
+      handler = fetch;
     },
   };
 }

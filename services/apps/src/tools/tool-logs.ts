@@ -13,7 +13,7 @@ export function toolLogsTool(apps: AppsContext) {
   return bindTool(tool_logs, async ({ ctx, input }) => {
     const app = await requireLogsOwner(apps, ctx, input.address);
     // Lines this process still holds in memory are written first, so a line logged a moment ago is there.
-    await apps.host?.flushLogs?.();
+    await apps.appLogs.flush();
     const { lines, truncated } = await readAppLogs(apps.db, app.id, input.level, input.limit);
     const out = lines.map((line) => ({ time: line.at.toISOString(), level: line.level, message: line.message }));
     const data = { address: app.address, lines: out, truncated };

@@ -1,7 +1,7 @@
 import { connect } from "node:net";
 import { eventStreamFor, newEvent } from "@hatch/shared";
 import type { AppsContext } from "../../src/context.ts";
-import { startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
+import { listenAppHost, startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
 import { openTestContext, type TestContext } from "./context.ts";
 import { StandInGateway } from "./stand-in-gateway.ts";
 
@@ -26,9 +26,10 @@ export async function startTestHost(
 ): Promise<TestHost> {
   const test = await openTestContext({ gatewayUrl: options.gatewayUrl, env: options.env, logWrite: options.logWrite });
   const gateway = new StandInGateway(test.ctx.bus, test.ctx.keys.viewer);
-  const host = startAppHost(test.ctx, options);
-  test.ctx.host = host;
-  test.ctx.config = { ...test.ctx.config, appsDomain: `localhost:${host.port}` };
+  // The socket first, so the context has its app origins before the host starts (as startAppsService does).
+  const listener = listenAppHost(test.ctx.config);
+  test.ctx.config = { ...test.ctx.config, appsDomain: `localhost:${listener.port}` };
+  const host = startAppHost(test.ctx, { ...options, listener });
   const origin = (address: string) => `http://${address}.localhost:${host.port}`;
   return {
     ...test,
