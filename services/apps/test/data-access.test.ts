@@ -8,7 +8,7 @@ import { startTestHost, type TestHost, announceAppChange } from "./support/host.
 import { seedApp } from "./support/seed.ts";
 import { expectError, signInTo, type TestViewer } from "./support/buckets.ts";
 
-// The part every data request shares (data/access.ts, host/hatch-routes.ts): who the viewer is, sign-in, who may use
+// The part every data request shares (http/caller.ts, host/hatch-routes.ts): who the viewer is, sign-in, who may use
 // a non-public app's data, a paused app, unknown paths, the per-viewer rate limit and a gateway that is down.
 
 const GATEWAY = "http://localhost:39999";
