@@ -80,6 +80,8 @@ export interface AppHost {
 const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Upload tokens are random bytes, base64url (publish/folder-upload.ts), then a manifest file's path or nothing. */
 const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})(?:\/(.+))?$/;
+/** Host values whose site is remembered at most (then the memory starts over). */
+const MAX_HOSTS_KEPT = 1_000;
 /** A DNS name is at most 253 characters; with a port and a dot this is the longest Host worth reading. */
 const MAX_HOST_LENGTH = 261;
 /** name, a trailing dot, port, a trailing dot (after the port, as `x.localhost:3001.` arrives). No IPv6 literals. */
@@ -158,9 +160,23 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   );
   const hatch = createHatchRoutes({ config: ctx.config, log, gate, data, outbound, serverCode });
 
+  // Which site each Host value names, remembered (a handful of values in practice; a flood of made-up ones only
+  // empties the map now and then): the hot path then parses no Host.
+  const hostAddresses = new Map<string, string | null>();
+  function addressOf(host: string | null): string | null {
+    if (host === null) return null;
+    let address = hostAddresses.get(host);
+    if (address === undefined) {
+      address = addressOfHost(host, ctx.config.appsDomain);
+      if (hostAddresses.size >= MAX_HOSTS_KEPT) hostAddresses.clear();
+      hostAddresses.set(host, address);
+    }
+    return address;
+  }
+
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
-    const address = addressOfHost(request.headers.get("host"), ctx.config.appsDomain);
+    const address = addressOf(request.headers.get("host"));
     if (address === null) return answerCustomHost(request, server);
     const url = requestTarget(request);
     if (!url) return pages.badRequest();
@@ -328,13 +344,19 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
   function whoIsViewing(request: Request, server: Server<undefined>, sub: string | null): string {
     if (sub) return `u:${sub}`;
-    const ip = clientAddressOf(request, ctx.config.trustProxy, server.requestIP(request)?.address);
+    // The connection's address only when no trusted proxy named the client (requestIP costs an object a request).
+    const forwarded = ctx.config.trustProxy ? clientAddressOf(request, true, undefined) : "";
+    const ip = forwarded || (server.requestIP(request)?.address ?? "");
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
 
   /** hatch_app_host_requests_total by status class, and the time to the response headers. */
+  const byStatus = new Map<string, { inc(): void }>();
   const counted = (response: Response, started: number): Response => {
-    metrics.appHostRequests.inc({ status: statusClass(response.status) });
+    const status = statusClass(response.status);
+    let counter = byStatus.get(status);
+    if (!counter) byStatus.set(status, (counter = metrics.appHostRequests.labels({ status })));
+    counter.inc();
     metrics.appHostSeconds.observe((performance.now() - started) / 1000);
     return response;
   };
