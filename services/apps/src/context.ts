@@ -8,7 +8,7 @@ import {
 } from "@hatch/shared";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
-import type { AppLogWriter } from "./server-code/logs.ts";
+import type { AppLogWriter } from "./app-logs.ts";
 import { Sealer } from "./secrets/sealed.ts";
 
 /** What the apps service's tools, rpc methods and app host share. */

@@ -15,7 +15,7 @@ import { appsKeys, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { resolveAppRef } from "./apps-repo.ts";
 import { listenAppHost, startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
-import { AppLogWriter } from "./server-code/logs.ts";
+import { AppLogWriter } from "./app-logs.ts";
 import { receiveUpload } from "./publish/uploads.ts";
 import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";

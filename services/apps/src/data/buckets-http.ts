@@ -7,7 +7,7 @@ import {
   type DataRule,
 } from "@hatch/shared";
 import { methodNotAllowed, DataError, json } from "../http/answers.ts";
-import { type DataRequest } from "./routes.ts";
+import { type DataRequest } from "./request.ts";
 import { etagMatches } from "../http/paths.ts";
 import { allows, refusal } from "../http/rules.ts";
 import { checkSameOrigin, type DataCaller } from "../http/caller.ts";

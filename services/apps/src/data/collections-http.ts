@@ -15,7 +15,7 @@ import {
 } from "./documents.ts";
 import type { ChangeType } from "./live.ts";
 import { DOCUMENT_ID, parseListQuery } from "./query.ts";
-import { type DataRequest } from "./routes.ts";
+import { type DataRequest } from "./request.ts";
 
 // `/_hatch/db/<collection>[/<id> | /_changes]`: the documents of an app's collections, under the rules of the
 // current version's service.json, for the viewer the app host verified (see data-api in the developer reference).

@@ -24,7 +24,7 @@ import {
   type Viewer,
 } from "../http/viewer.ts";
 import { LiveViewers } from "../http/viewers.ts";
-import { createOutbound } from "../outbound.ts";
+import { createOutbound } from "../apis/outbound.ts";
 import type { Outbound } from "../http/outbound.ts";
 import { TAR_MAX_BYTES } from "../publish/folder-upload.ts";
 import { createServerCode, type ServerCodeOptions } from "../server-code/route.ts";

@@ -3,7 +3,7 @@ import { and, eq } from "drizzle-orm";
 import { notFound, notTheirs, ORG_MANAGER_ROLES, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, versions } from "../db/schema.ts";
-import { readAppLogs } from "../server-code/logs.ts";
+import { readAppLogs } from "../app-logs.ts";
 
 // tool_logs: the newest lines an app's server code logged, for the app's owner only (the interface spec's rule: a
 // manager of the organization is refused by name; someone who can see the app is told whose it is; anyone else learns

@@ -5,7 +5,7 @@ import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabas
 import { createDiskBlobStore } from "../../src/blobs/disk.ts";
 import { loadAppsConfig } from "../../src/config.ts";
 import { appsKeys, createSealer, type AppsContext } from "../../src/context.ts";
-import { AppLogWriter } from "../../src/server-code/logs.ts";
+import { AppLogWriter } from "../../src/app-logs.ts";
 import { APPS_MIGRATIONS } from "../../src/service.ts";
 import { freshDatabase } from "../../../../test/support/servers.ts";
 
