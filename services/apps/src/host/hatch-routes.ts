@@ -1,4 +1,3 @@
-import type { Logger } from "@hatch/shared";
 import { answerAiChat } from "../ai/chat-http.ts";
 import { answerApi, HATCH_ERROR_HEADER } from "../apis/route.ts";
 import { answerClientFile } from "../client/serve.ts";
@@ -19,7 +18,6 @@ import type { ServerCode } from "../server-code/route.ts";
 
 export interface HatchRouter {
   config: Pick<AppsConfig, "appsProtocol" | "appsDomain" | "gatewayUrl">;
-  log: Logger;
   gate: CallerGate;
   data: DataRoutes;
   outbound: Outbound;

@@ -158,7 +158,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     { data, outbound },
     options.serverCode,
   );
-  const hatch = createHatchRoutes({ config: ctx.config, log, gate, data, outbound, serverCode });
+  const hatch = createHatchRoutes({ config: ctx.config, gate, data, outbound, serverCode });
 
   // Which site each Host value names, remembered (a handful of values in practice; a flood of made-up ones only
   // empties the map now and then): the hot path then parses no Host.
