@@ -28,6 +28,12 @@ export async function storedBytes(db: Pick<Database, "select">, accountId: strin
   return Number(row?.bytes ?? 0);
 }
 
+/** Whether a write of `adding` bytes is checked against a plan's storage at all (checkStorageLocked does nothing else). */
+export function storageLimited(limit: StorageLimit | undefined, adding: number): limit is StorageLimit {
+  const max = limit?.entitlements?.limits.storageBytes;
+  return max !== null && max !== undefined && adding > 0;
+}
+
 /**
  * In the write's transaction, before anything else is locked: refuses with `needs_payment` a write of `adding`
  * bytes that would take the account past its plan's storage. The message is for the app's viewer, who is usually

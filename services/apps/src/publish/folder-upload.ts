@@ -16,6 +16,7 @@ import { appUrl } from "../apps-repo.ts";
 import { storeBlob } from "../blobs/unused.ts";
 import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
+import { rowsOf } from "../db/rows.ts";
 import { blobs, confirmUses, folderUploads, uploads } from "../db/schema.ts";
 import { accountOfApp, checkAppLimit } from "./account.ts";
 import { commitVersion, textList, type Tx, type VersionTarget } from "./commit.ts";
@@ -338,9 +339,4 @@ function failed(app: AppsContext, error: unknown, next: string): Response {
 
 export function plain(status: number, message: string, headers: Record<string, string> = {}): Response {
   return new Response(`${message}\n`, { status, headers: { "Content-Type": "text/plain; charset=utf-8", ...headers } });
-}
-
-/** The rows of a raw statement: postgres.js answers an array, PGlite an object with `rows`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : (((result as { rows?: T[] }).rows ?? []) as T[]);
 }
