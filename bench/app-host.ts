@@ -1,15 +1,26 @@
-// The app host against bare Bun: the same ~2 KB index.html served by (s) a bare `Bun.serve` static file server
-// and (h) the apps service's app host (routing by Host, cached app and file map, visibility, ETag and cache
-// headers, open counting), each alone on the machine in turn, at 32 concurrent keep-alive connections.
+// The app host against nginx and bare Bun: the same ~2 KB index.html served by (n) nginx with one worker, (s) a bare
+// `Bun.serve` static file server and (h) the apps service's app host (routing by Host, cached app and file map,
+// visibility, ETag and cache headers, open counting), each alone on the machine in turn, at 32 concurrent
+// keep-alive connections; with the bench's own load worker and, when installed, wrk.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Child, freePort } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
 import type { Goal } from "./report.ts";
 
 export const APP_HOST_CLIENTS = 32;
-export const APP_HOST_GOAL_RATIO = 0.7;
+/** The issue's goal: the app host at least this fraction of nginx's req/s. */
+export const APP_HOST_GOAL_RATIO = 0.9;
+
+type ServerKey = "s" | "n" | "h";
+const SCRIPTS: Record<ServerKey, string> = { s: "static-server.ts", n: "nginx-server.ts", h: "app-host-server.ts" };
+const LABELS: Record<ServerKey, string> = { s: "bare Bun", n: "nginx", h: "app host" };
+
+/** One run of a server: the load worker's figures, and wrk's req/s on the same server right after (null: no wrk). */
+export interface ServerRun extends RunStats {
+  wrkRequestsPerSecond: number | null;
+}
 
 export interface AppHostResult {
   startedAt: string;
@@ -18,13 +29,20 @@ export interface AppHostResult {
   description: string;
   fileBytes: number;
   /** Bare Bun.serve static file server. */
-  bare: RunStats;
+  bare: ServerRun;
+  /** nginx, one worker; null when nginx is not installed. */
+  nginx: ServerRun | null;
   /** The apps service's app host. */
-  host: RunStats;
+  host: ServerRun;
   /** host requests/s over bare requests/s. */
   ratio: number | null;
-  /** req/s of every run, in the order measured; `bare` and `host` are the better of each. */
-  allRuns: { bare: number[]; host: number[] };
+  /** host requests/s over nginx's (the load worker's, and wrk's when installed). */
+  ratioNginx: number | null;
+  ratioNginxWrk: number | null;
+  /** req/s of every run, in the order measured; `bare`, `nginx` and `host` are the better of each. */
+  allRuns: { bare: number[]; nginx: number[]; host: number[] };
+  /** The 1-, 5- and 15-minute load averages before and after (`uptime`): other work on the shared machine. */
+  load: { before: number[]; after: number[] };
   goal: Goal;
   notes: string[];
 }
@@ -35,7 +53,7 @@ export interface AppHostSettings {
   workers: number;
 }
 
-const DESCRIPTION = `GET / of a public app's ~2 KB index.html at ${APP_HOST_CLIENTS} keep-alive connections: (s) bare Bun.serve returning Bun.file, (h) the app host; best of 2 runs each (order s h h s)`;
+const DESCRIPTION = `GET / of a public app's ~2 KB index.html at ${APP_HOST_CLIENTS} keep-alive connections: (n) nginx with worker_processes 1, (s) bare Bun.serve returning Bun.file, (h) the app host; best of 2 runs each (order s n h h n s)`;
 
 /** A Vite-like index.html of about 2 KB. */
 function indexHtml(): string {
@@ -61,7 +79,8 @@ function indexHtml(): string {
   return head + body + tail;
 }
 
-async function measureOne(script: string, file: string, settings: AppHostSettings): Promise<RunStats> {
+async function measureOne(key: ServerKey, file: string, settings: AppHostSettings): Promise<ServerRun> {
+  const script = SCRIPTS[key];
   const child = new Child(script.replace(/\.ts$/, ""), [process.execPath, join(import.meta.dir, script)], {
     ...process.env,
     PORT: String(freePort()),
@@ -69,7 +88,7 @@ async function measureOne(script: string, file: string, settings: AppHostSetting
   });
   try {
     const ready = JSON.parse(await child.waitFor("READY", 60_000)) as { url: string; host: string };
-    return await runLoad({
+    const stats = await runLoad({
       mcpUrl: "",
       http: ready,
       clients: APP_HOST_CLIENTS,
@@ -78,10 +97,37 @@ async function measureOne(script: string, file: string, settings: AppHostSetting
       durationMs: settings.seconds * 1000,
       cpuGroups: [{ name: "server", roots: [child.proc.pid] }],
     });
+    return { ...stats, wrkRequestsPerSecond: await runWrk(ready, settings.seconds) };
   } finally {
     await child.stop();
   }
 }
+
+/** wrk (one thread, the same connections) against the server for `seconds`: its req/s, or null without wrk. */
+async function runWrk(target: { url: string; host: string }, seconds: number): Promise<number | null> {
+  const wrk = Bun.which("wrk");
+  if (!wrk) return null;
+  const proc = Bun.spawn(
+    [
+      wrk,
+      "-t1",
+      `-c${APP_HOST_CLIENTS}`,
+      `-d${Math.max(1, Math.round(seconds))}s`,
+      "-H",
+      `Host: ${target.host}`,
+      target.url,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  const out = await new Response(proc.stdout).text();
+  await proc.exited;
+  const match = /Requests\/sec:\s+([\d.]+)/.exec(out);
+  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+  if (!match || errors) return null;
+  return Math.round(Number(match[1]));
+}
+
+const nginxInstalled = () => Bun.which("nginx") !== null || Bun.file("/usr/sbin/nginx").size > 0;
 
 export async function measureAppHost(
   settings: AppHostSettings,
@@ -89,25 +135,40 @@ export async function measureAppHost(
 ): Promise<AppHostResult> {
   const startedAt = new Date().toISOString();
   const dir = mkdtempSync(join(tmpdir(), "hatch-bench-static-"));
+  const loadBefore = loadavg().map((v) => Math.round(v * 100) / 100);
   try {
     const file = join(dir, "index.html");
     const html = indexHtml();
     writeFileSync(file, html);
-    // Two runs each in the order s, h, h, s, so a slow drift of the machine (other work starting or ending) weighs
-    // on both alike; each server's better run counts.
-    const runs: Record<"s" | "h", RunStats[]> = { s: [], h: [] };
-    for (const key of ["s", "h", "h", "s"] as const) {
-      const stats = await measureOne(key === "s" ? "static-server.ts" : "app-host-server.ts", file, settings);
+    // Two runs each in the order s, n, h, h, n, s, so a slow drift of the machine (other work starting or ending)
+    // weighs on all alike; each server's better run counts.
+    const withNginx = nginxInstalled();
+    if (!withNginx)
+      progress("app host: nginx is not installed (apt-get install nginx); measuring against bare Bun only");
+    const order: ServerKey[] = withNginx ? ["s", "n", "h", "h", "n", "s"] : ["s", "h", "h", "s"];
+    const runs: Record<ServerKey, ServerRun[]> = { s: [], n: [], h: [] };
+    for (const key of order) {
+      const stats = await measureOne(key, file, settings);
       runs[key].push(stats);
       progress(
-        `app host (${key}) ${key === "s" ? "bare Bun" : "app host"}: ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors`,
+        `app host (${key}) ${LABELS[key]}: ${stats.callsPerSecond} req/s, p50 ${stats.p50Ms} ms, ${stats.errors} errors${stats.wrkRequestsPerSecond === null ? "" : `; wrk ${stats.wrkRequestsPerSecond} req/s`}`,
       );
       if (stats.firstError) progress(`  first error: ${stats.firstError}`);
     }
-    const best = (list: RunStats[]) => list.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
+    const best = (list: ServerRun[]) => list.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
+    const bestWrk = (list: ServerRun[]) =>
+      list.reduce<number | null>(
+        (a, b) => ((b.wrkRequestsPerSecond ?? 0) > (a ?? 0) ? b.wrkRequestsPerSecond : a),
+        null,
+      );
+    const ratioOf = (a: number | null, b: number | null) =>
+      a !== null && b !== null && b > 0 ? Math.round((a / b) * 100) / 100 : null;
     const bare = best(runs.s);
+    const nginx = runs.n.length > 0 ? best(runs.n) : null;
     const host = best(runs.h);
-    const ratio = bare.callsPerSecond > 0 ? Math.round((host.callsPerSecond / bare.callsPerSecond) * 100) / 100 : null;
+    const ratio = ratioOf(host.callsPerSecond, bare.callsPerSecond);
+    const ratioNginx = nginx ? ratioOf(host.callsPerSecond, nginx.callsPerSecond) : null;
+    const ratioNginxWrk = nginx ? ratioOf(bestWrk(runs.h), bestWrk(runs.n)) : null;
     return {
       startedAt,
       machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version },
@@ -115,11 +176,19 @@ export async function measureAppHost(
       description: DESCRIPTION,
       fileBytes: Buffer.byteLength(html),
       bare,
+      nginx,
       host,
       ratio,
-      allRuns: { bare: runs.s.map((r) => r.callsPerSecond), host: runs.h.map((r) => r.callsPerSecond) },
-      goal: appHostGoal(ratio),
-      notes: notesOf({ "(s) bare Bun": bare, "(h) app host": host }),
+      ratioNginx,
+      ratioNginxWrk,
+      allRuns: {
+        bare: runs.s.map((r) => r.callsPerSecond),
+        nginx: runs.n.map((r) => r.callsPerSecond),
+        host: runs.h.map((r) => r.callsPerSecond),
+      },
+      load: { before: loadBefore, after: loadavg().map((v) => Math.round(v * 100) / 100) },
+      goal: appHostGoal(ratioNginx),
+      notes: notesOf({ "(s) bare Bun": bare, ...(nginx ? { "(n) nginx": nginx } : {}), "(h) app host": host }),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -128,7 +197,7 @@ export async function measureAppHost(
 
 function appHostGoal(value: number | null): Goal {
   return {
-    name: `app host req/s >= ${APP_HOST_GOAL_RATIO} x bare Bun.serve at ${APP_HOST_CLIENTS} connections`,
+    name: `app host req/s >= ${APP_HOST_GOAL_RATIO} x nginx (one worker) at ${APP_HOST_CLIENTS} connections`,
     value,
     limit: APP_HOST_GOAL_RATIO,
     met: value === null ? null : value >= APP_HOST_GOAL_RATIO,
@@ -140,12 +209,24 @@ const fmt = (value: number | undefined, digits: number) =>
 
 export function formatAppHost(result: AppHostResult): string {
   const rows = [
-    ["server", "req/s", "p50 ms", "p99 ms", "requests", "errors", "server CPU us/req", "load gen CPU us/req"],
+    [
+      "server",
+      "req/s",
+      "p50 ms",
+      "p99 ms",
+      "requests",
+      "errors",
+      "server CPU us/req",
+      "load gen CPU us/req",
+      "wrk req/s",
+    ],
   ];
   for (const [label, run] of [
+    ["(n) nginx, 1 worker", result.nginx],
     ["(s) bare Bun.serve", result.bare],
     ["(h) app host", result.host],
   ] as const) {
+    if (!run) continue;
     const perRequest = (name: string) =>
       run.cpuSeconds?.[name] !== undefined && run.calls > 0 ? fmt((run.cpuSeconds[name]! * 1e6) / run.calls, 1) : "n/a";
     rows.push([
@@ -157,6 +238,7 @@ export function formatAppHost(result: AppHostResult): string {
       String(run.errors),
       perRequest("server"),
       perRequest("load"),
+      run.wrkRequestsPerSecond === null ? "n/a" : String(run.wrkRequestsPerSecond),
     ]);
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
@@ -165,7 +247,8 @@ export function formatAppHost(result: AppHostResult): string {
       row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  "),
     )
     .join("\n");
-  const all = `all runs, req/s: (s) ${result.allRuns.bare.map((v) => fmt(v, 0)).join(", ")}; (h) ${result.allRuns.host.map((v) => fmt(v, 0)).join(", ")}`;
+  const all = `all runs, req/s: (n) ${result.allRuns.nginx.map((v) => fmt(v, 0)).join(", ") || "not installed"}; (s) ${result.allRuns.bare.map((v) => fmt(v, 0)).join(", ")}; (h) ${result.allRuns.host.map((v) => fmt(v, 0)).join(", ")}`;
+  const ratio = (value: number | null) => (value === null ? "n/a" : value.toFixed(2));
   const verdict = result.goal.met === null ? "NOT MEASURED" : result.goal.met ? "MET" : "NOT MET";
   return [
     `App host benchmark: ${result.machine.cpus} CPUs (${result.machine.cpuModel}), Bun ${result.machine.bun}; ${result.settings.seconds} s measured per run after ${result.settings.warmupSeconds} s warmup`,
@@ -173,7 +256,8 @@ export function formatAppHost(result: AppHostResult): string {
     "",
     table,
     all,
-    `(h)/(s) req/s: ${result.ratio === null ? "n/a" : result.ratio.toFixed(2)}`,
+    `(h)/(n) req/s: ${ratio(result.ratioNginx)} (wrk: ${ratio(result.ratioNginxWrk)}); (h)/(s) req/s: ${ratio(result.ratio)}`,
+    `load average (uptime) before ${result.load.before.join(", ")}, after ${result.load.after.join(", ")}`,
     "",
     `${verdict.padEnd(12)}  ${result.goal.name}: ${fmt(result.goal.value ?? undefined, 2)} (limit ${fmt(result.goal.limit ?? undefined, 2)})`,
     ...result.notes.map((note) => `note: ${note}`),

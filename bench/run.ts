@@ -175,8 +175,8 @@ async function measureTarget(
 function startWatchdog(settings: Settings): void {
   const rows = settings.targets.reduce((n, t) => n + (t === "a" ? 1 : settings.eras.length), 0);
   const runMs = rows * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
-  // The app host: four runs (s, h, h, s), each with its server's start.
-  const hostMs = settings.host ? 4 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
+  // App host: six runs (s, n, h, h, n, s), each with its start and a wrk run of the same length.
+  const hostMs = settings.host ? 6 * (settings.warmupSeconds + 2 * settings.seconds + 10) * 1000 : 0;
   // Data: two operations at two levels, four runs each (q, h, h, q), each with its server's start.
   const dataMs = settings.data ? 16 * (settings.warmupSeconds + settings.seconds + 10) * 1000 : 0;
   // Server code: two handlers at two levels, four runs each (n, h, h, n).

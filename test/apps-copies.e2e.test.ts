@@ -194,6 +194,21 @@ describe.skipIf(!realServers)("apps copies as separate processes", () => {
       expect(asset.status).toBe(200);
       expect(await asset.text()).toBe(script);
     }
+    // Both copies cached version 1 just now; the apps event of version 2 drops it on each (no hand broadcast).
+    await callOk(client, "publish", {
+      address: published.address,
+      files: [{ path: "index.html", content: page("Version Two"), encoding: "utf8" }],
+    });
+    for (const port of [firstPort, secondPort]) {
+      const origin = `http://${published.address}.localhost:${port}`;
+      let text = "";
+      // The copy that published has dropped it before the answer; the other hears the event a moment later.
+      for (let i = 0; i < 50 && !text.includes("Version Two"); i++) {
+        if (i > 0) await Bun.sleep(100);
+        text = await (await fetch(`${origin}/`)).text();
+      }
+      expect(text).toContain("Version Two");
+    }
   }, 90_000);
 
   test("a copy on its own disk, which lacks the published files, refuses to start and says what to set", async () => {

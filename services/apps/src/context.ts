@@ -1,7 +1,8 @@
 import { deriveKey } from "@hatch/contracts";
-import { type Bus, type Database, type EntitlementsCache, type Logger } from "@hatch/platform";
+import { type Bus, type Database, type EntitlementsCache, type Logger, type OutboxRelay } from "@hatch/platform";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
+import type { AppLogWriter } from "./app-logs.ts";
 import { Sealer } from "./secrets/sealed.ts";
 
 /** What the apps service's tools, rpc methods and app host share. */
@@ -13,12 +14,17 @@ export interface AppsContext {
   /** Seals and opens secret values and AI keys (AES-256-GCM; see secrets/sealed.ts). */
   sealer: Sealer;
   logger: Logger;
-  /** The service's bus: the app host listens there for cache invalidations (see host/announce.ts). */
+  /** The service's bus: the app host listens there for cache invalidations (the apps events, see host/app-changes.ts). */
   bus: Bus;
+  /**
+   * The relay of the outbox: the runtime flushes it after every tool call; a change made outside one (a folder's
+   * tar PUT) flushes it itself, so its event (and the app hosts' cache drop) is out before the answer.
+   */
+  outbox?: Pick<OutboxRelay, "flush">;
   /** What billing allows each account (plan limits); absent in unit tests, where nothing is limited. */
   entitlements?: EntitlementsCache;
-  /** This process's app host, once started: a change drops its cached copy at once, before the broadcast. */
-  host?: { invalidate(address: string): void; flushLogs?(): Promise<void> };
+  /** Server code's log lines, buffered and written in batches; tool_logs flushes them before it reads. */
+  appLogs: Pick<AppLogWriter, "request" | "add" | "flush" | "stop">;
 }
 
 export interface AppsKeys {

@@ -1,4 +1,3 @@
 export { APPS_MIGRATIONS, APPS_VERSION, startAppsService } from "./service.ts";
 export type { AppsService } from "./service.ts";
-export { announceAppChanged } from "./host/announce.ts";
 export type { AppHost, AppHostOptions } from "./host/server.ts";

@@ -13,7 +13,8 @@ import { appsRootOrigin, loadAppsConfig } from "./config.ts";
 import { appsKeys, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { resolveAppRef } from "./apps-repo.ts";
-import { startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
+import { listenAppHost, startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
+import { AppLogWriter } from "./app-logs.ts";
 import { receiveUpload } from "./publish/uploads.ts";
 import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";
@@ -47,12 +48,25 @@ export interface AppsService extends RunningService {
 
 /** Answers the apps tools on the bus and runs the app host. */
 export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOptions = {}): Promise<AppsService> {
-  let config = loadAppsConfig(deps.env);
+  const loaded = loadAppsConfig(deps.env);
   const keys = appsKeys(deps.secret);
   const entitlements = new EntitlementsCache(deps.bus, deps.logger);
-  const store = createBlobStore(config);
+  const store = createBlobStore(loaded);
   // Before the host listens: a copy whose disk lacks the published files would answer every app with 503.
-  await checkDiskStore(deps.db, store, config.blobDir);
+  await checkDiskStore(deps.db, store, loaded.blobDir);
+  // The socket first: with APP_PORT 0 (tests) app origins use the port the host really got, so the context is made
+  // once, complete, and nothing changes it after start.
+  const listener = listenAppHost(loaded);
+  const config =
+    !deps.env.APPS_DOMAIN && loaded.appPort !== listener.port
+      ? { ...loaded, appsDomain: `localhost:${listener.port}` }
+      : loaded;
+  const outboxRelay = createOutboxRelay({
+    db: deps.db,
+    table: outbox,
+    stream: eventStreamFor(deps.bus),
+    logger: deps.logger,
+  });
   const ctx: AppsContext = {
     db: deps.db,
     config,
@@ -62,17 +76,14 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     entitlements,
     logger: deps.logger,
     bus: deps.bus,
+    outbox: outboxRelay,
+    appLogs: new AppLogWriter(deps.db, deps.logger.child({ component: "server-code" })),
   };
   const host = startAppHost(ctx, {
+    listener,
     uploads: (request, token, path) => receiveUpload(ctx, request, token, path),
     ...hostOptions,
   });
-  ctx.host = host;
-  if (!deps.env.APPS_DOMAIN && config.appPort !== host.port) {
-    // Port 0 (tests): app origins use the port the host really got.
-    config = { ...config, appsDomain: `localhost:${host.port}` };
-    ctx.config = config;
-  }
   const service = await startService({
     name: "apps",
     version: APPS_VERSION,
@@ -108,7 +119,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.dashboardFile]: dashboardFileRpc(ctx),
       [rpcMethods.apps.dashboardFileDelete]: dashboardFileDeleteRpc(ctx),
     },
-    outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger: deps.logger }),
+    outbox: outboxRelay,
     logger: deps.logger,
   });
   const stopSweeper = startSweeper(deps.db, deps.logger);

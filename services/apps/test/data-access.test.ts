@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { DATA_LIMITS, signViewerTicket } from "@hatch/contracts";
 import { addressKey } from "@hatch/platform";
-import { checkSameOrigin, DataError, RateLimiter } from "../src/data/access.ts";
+import { checkSameOrigin, RateLimiter } from "../src/http/caller.ts";
+import { DataError } from "../src/http/answers.ts";
 import { appsTable } from "../src/db/schema.ts";
-import { announceAppChanged } from "../src/host/announce.ts";
-import { startTestHost, type TestHost } from "./support/host.ts";
+import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
 import { expectError, signInTo, type TestViewer } from "./support/buckets.ts";
 
-// The part every data request shares (data/access.ts, host/hatch-routes.ts): who the viewer is, sign-in, who may use
+// The part every data request shares (http/caller.ts, host/hatch-routes.ts): who the viewer is, sign-in, who may use
 // a non-public app's data, a paused app, unknown paths, the per-viewer rate limit and a gateway that is down.
 
 const GATEWAY = "http://localhost:39999";
@@ -159,7 +159,7 @@ describe("app data: the common part of every request", () => {
       expect(await expectError(await t.get("resting", path), 503, "unavailable")).toContain("paused");
     }
     await t.ctx.db.update(appsTable).set({ paused: false }).where(eq(appsTable.address, "resting"));
-    announceAppChanged(t.ctx, "resting");
+    await announceAppChange(t.ctx, "resting");
     expect((await t.get("resting", "/_hatch/me")).status).toBe(200);
   });
 

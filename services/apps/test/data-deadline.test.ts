@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
-import { DataError } from "../src/data/access.ts";
+import { DataError } from "../src/http/answers.ts";
 import { withDeadline } from "@hatch/platform";
-import { documentTooLate } from "../src/host/hatch-routes.ts";
+import { documentTooLate } from "../src/http/caller.ts";
 
 // A document request whose database does not answer (restarting) is told so in time instead of hanging.
 test("an answer past its deadline becomes unavailable with Retry-After; one in time passes through", async () => {

@@ -3,10 +3,9 @@ import { eq } from "drizzle-orm";
 import { DATA_LIMITS, subjects, type ViewerIdentity } from "@hatch/contracts";
 import { encodeJson } from "@hatch/platform";
 import { appsTable } from "../src/db/schema.ts";
-import { announceAppChanged } from "../src/host/announce.ts";
-import { viewerCookie } from "../src/host/access.ts";
+import { viewerCookie } from "../src/http/viewer.ts";
 import { allBy, DataClient, member, owner, ownerSeed, stranger } from "./support/collections.ts";
-import { startTestHost, type TestHost } from "./support/host.ts";
+import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp, type SeededApp } from "./support/seed.ts";
 
 // Live changes: GET /_hatch/db/<c>/_changes as server-sent events, read with fetch and a stream reader.
@@ -230,7 +229,7 @@ describe("app data: live changes", () => {
     const stream = await subscribe("to-pause", "todos", null);
     await stream.frame();
     await t.ctx.db.update(appsTable).set({ paused: true }).where(eq(appsTable.id, paused.id));
-    announceAppChanged(t.ctx, "to-pause");
+    await announceAppChange(t.ctx, "to-pause");
     expect(await stream.ended()).toBe(true);
     expect((await subscribe("to-pause", "todos", null)).response.status).toBe(503);
   });

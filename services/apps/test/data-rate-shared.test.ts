@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { createLogger, createNatsBus, createRateCounter, deleteRateBucket, type NatsBus } from "@hatch/platform";
 import { randomId } from "@hatch/contracts";
-import { DataError, SharedRateLimiter } from "../src/data/access.ts";
+import { DataError } from "../src/http/answers.ts";
+import { SharedRateLimiter } from "../src/http/caller.ts";
 
 // The app host's data limit with NATS: every app host copy counts in the same JetStream key-value bucket, so a viewer
 // spreading requests over copies still gets one limit (not one per copy).

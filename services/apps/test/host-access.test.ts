@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { signViewerTicket } from "@hatch/contracts";
 import { appPeople, appsTable } from "../src/db/schema.ts";
-import { viewerCookie } from "../src/host/access.ts";
-import { announceAppChanged } from "../src/host/announce.ts";
-import { startTestHost, type TestHost } from "./support/host.ts";
+import { viewerCookie } from "../src/http/viewer.ts";
+import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";
 
 const GATEWAY = "http://localhost:39999";
@@ -137,10 +136,10 @@ describe("app host: who may open an app", () => {
     const { cookie } = await signIn("revoke", friend);
     expect((await t.get("revoke", "/", { headers: { cookie } })).status).toBe(200);
     await t.ctx.db.delete(appPeople).where(eq(appPeople.appId, app.id));
-    announceAppChanged(t.ctx, "revoke");
+    await announceAppChange(t.ctx, "revoke");
     expect((await t.get("revoke", "/", { headers: { cookie } })).status).toBe(403);
     await t.ctx.db.update(appsTable).set({ visibility: "public" }).where(eq(appsTable.id, app.id));
-    announceAppChanged(t.ctx, "revoke");
+    await announceAppChange(t.ctx, "revoke");
     expect((await t.get("revoke", "/")).status).toBe(200);
   });
 

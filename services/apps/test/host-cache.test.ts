@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { createDiskBlobStore } from "../src/blobs/disk.ts";
 import { BlobCache } from "../src/host/blob-cache.ts";
 import { AppCache } from "../src/host/cache.ts";
-import type { HostedApp } from "../src/host/site.ts";
+import type { HostedApp } from "../src/http/site.ts";
 
 const app = (address: string, version = 1): HostedApp => ({
   id: `id-${address}`,

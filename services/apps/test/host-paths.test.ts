@@ -7,7 +7,7 @@ import {
   isHashedAsset,
   sameOriginTarget,
   storedPathOf,
-} from "../src/host/paths.ts";
+} from "../src/http/paths.ts";
 import { addressOfHost } from "../src/host/server.ts";
 
 describe("request paths", () => {

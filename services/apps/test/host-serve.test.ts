@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { encodeJson } from "@hatch/platform";
-import { subjects } from "@hatch/contracts";
+import { newEvent } from "@hatch/contracts";
 import { appsTable } from "../src/db/schema.ts";
-import { announceAppChanged } from "../src/host/announce.ts";
-import { rawStatus, startTestHost, type TestHost } from "./support/host.ts";
+import { rawStatus, startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
 import { seedApp, seedVersion } from "./support/seed.ts";
 
 const sha = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -195,23 +194,24 @@ describe("app host: serving files", () => {
     await seedVersion(t.ctx, app.id, { "index.html": "v2" });
     // Cached: the database was not asked again.
     expect(await (await t.get("versions", "/")).text()).toBe("v1");
-    announceAppChanged(t.ctx, "versions");
+    await announceAppChange(t.ctx, "versions");
     expect(await (await t.get("versions", "/")).text()).toBe("v2");
   });
 
-  test("another instance's broadcast drops the cached copy here too", async () => {
+  test("another instance's event drops the cached copy here too", async () => {
     const app = await seedApp(t.ctx, { address: "broadcast", files: { "index.html": "before" } });
     expect(await (await t.get("broadcast", "/")).text()).toBe("before");
     await t.ctx.db.update(appsTable).set({ paused: true }).where(eq(appsTable.id, app.id));
     expect((await t.get("broadcast", "/")).status).toBe(200);
-    // As another apps instance would send it: straight on the bus, not through this host.
+    // As another apps instance's outbox relay sends it: straight on the bus, not through this host.
     const heard = new Promise<void>((resolve) => {
-      const sub = t.ctx.bus.subscribe(subjects.appsCacheInvalidate, () => {
+      const sub = t.ctx.bus.subscribe("events.apps.app.paused", () => {
         sub.unsubscribe();
         resolve();
       });
     });
-    t.ctx.bus.publish(subjects.appsCacheInvalidate, encodeJson({ address: "broadcast" }));
+    const event = newEvent("apps", null, { entity: "app", verb: "paused", summary: "paused", app: "broadcast" });
+    t.ctx.bus.publish("events.apps.app.paused", encodeJson(event));
     await heard;
     expect((await t.get("broadcast", "/")).status).toBe(503);
   });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AiChatRequest } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
-import { DataError } from "../src/data/access.ts";
+import { DataError } from "../src/http/answers.ts";
 import { appLogs, documents } from "../src/db/schema.ts";
-import type { ApiCallInit, Outbound, OutboundCaller } from "../src/host/outbound.ts";
-import { AppLogWriter, readAppLogs } from "../src/server-code/logs.ts";
+import type { ApiCallInit, Outbound, OutboundCaller } from "../src/http/outbound.ts";
+import { AppLogWriter, readAppLogs } from "../src/app-logs.ts";
 import { DataClient, member, owner, ownerSeed } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp, type SeededApp } from "./support/seed.ts";

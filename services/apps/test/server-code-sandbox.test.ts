@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readAppLogs } from "../src/server-code/logs.ts";
+import { readAppLogs } from "../src/app-logs.ts";
 import { DataClient, member, owner, ownerSeed } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp, type SeededApp } from "./support/seed.ts";

@@ -1,6 +1,8 @@
 import { AI_LIMITS, type AiChatRequest } from "@hatch/contracts";
-import { checkSameOrigin, DataError, json, type DataCaller } from "../data/access.ts";
-import type { HatchRouteDeps } from "../host/hatch-routes.ts";
+import type { AppsConfig } from "../config.ts";
+import type { Outbound } from "../http/outbound.ts";
+import { checkSameOrigin, type DataCaller } from "../http/caller.ts";
+import { DataError, json } from "../http/answers.ts";
 
 // POST /_hatch/ai/chat on an app's origin: hatch.ai.chat from the app's own pages. The caller was checked by
 // withCaller (may open the app, not paused, data rate limit); the AI limit and the key are aiChat's.
@@ -8,17 +10,18 @@ import type { HatchRouteDeps } from "../host/hatch-routes.ts";
 export async function answerAiChat(
   request: Request,
   caller: DataCaller,
-  deps: Pick<HatchRouteDeps, "ctx" | "outbound">,
+  config: Pick<AppsConfig, "appsProtocol" | "appsDomain">,
+  outbound: Outbound,
 ): Promise<Response> {
   if (request.method !== "POST")
     return json({ error: { code: "invalid", message: "/_hatch/ai/chat answers POST only (hatch.ai.chat)." } }, 405, {
       Allow: "POST",
     });
   // A page of another app shares the viewer cookie and would spend this app's key.
-  checkSameOrigin(request, deps.ctx.config, caller.app.address);
+  checkSameOrigin(request, config, caller.app.address);
   // Checked against AiChatRequestSchema by aiChat, which server code calls too.
   const body = (await readJson(request)) as AiChatRequest;
-  const reply = await deps.outbound.aiChat(caller.app, body, {
+  const reply = await outbound.aiChat(caller.app, body, {
     source: "browser",
     viewer: caller.viewer,
     rateKey: caller.rateKey,

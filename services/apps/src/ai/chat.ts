@@ -8,10 +8,11 @@ import {
 } from "@hatch/contracts";
 import { writeEvent } from "@hatch/platform";
 import type { AppsContext } from "../context.ts";
-import { DataError, RateLimiter } from "../data/access.ts";
+import { DataError } from "../http/answers.ts";
+import { RateLimiter } from "../http/caller.ts";
 import { outbox } from "../db/schema.ts";
-import type { OutboundCaller } from "../host/outbound.ts";
-import type { HostedApp } from "../host/site.ts";
+import type { OutboundCaller } from "../http/outbound.ts";
+import type { HostedApp } from "../http/site.ts";
 import { openKeyFor, type OpenedKey } from "./keys.ts";
 
 // hatch.ai.chat / env.ai.chat: one chat completion from an OpenAI-compatible provider, paid by the app's key choice.

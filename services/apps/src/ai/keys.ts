@@ -3,10 +3,10 @@ import { writeEvent, type Database } from "@hatch/platform";
 import { and, asc, eq, or, type SQL } from "drizzle-orm";
 import { ORG_MANAGER_ROLES, requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
-import { DataError } from "../data/access.ts";
+import { DataError } from "../http/answers.ts";
 import { aiKeys, appsTable, outbox } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
-import type { HostedApp } from "../host/site.ts";
+import type { HostedApp } from "../http/site.ts";
 import { aiKeyAad } from "../secrets/sealed.ts";
 
 // AI provider keys: who may add, see and delete them, and the one place a key is opened (for the provider call).

@@ -1,8 +1,9 @@
 import { SERVER_LIMITS, type ApiRule } from "@hatch/contracts";
 import type { AppsContext } from "../context.ts";
-import { allows, DataError, refusal } from "../data/access.ts";
-import type { ApiCallInit, ApiCallResult, Outbound, OutboundCaller } from "../host/outbound.ts";
-import type { HostedApp } from "../host/site.ts";
+import { allows, refusal } from "../http/rules.ts";
+import { DataError } from "../http/answers.ts";
+import type { ApiCallInit, ApiCallResult, Outbound, OutboundCaller } from "../http/outbound.ts";
+import type { HostedApp } from "../http/site.ts";
 import { destinationText } from "../secrets/destinations.ts";
 import { openSecretFor } from "../secrets/store.ts";
 import { formsOf, redact, redactText } from "./redact.ts";

@@ -1,7 +1,8 @@
 import { DATA_NAME, SERVER_LIMITS } from "@hatch/contracts";
 import { appOrigin, type AppsConfig } from "../config.ts";
-import { DataError, dataErrorResponse, type DataCaller } from "../data/access.ts";
-import type { Outbound } from "../host/outbound.ts";
+import { DataError, dataErrorResponse } from "../http/answers.ts";
+import { type DataCaller } from "../http/caller.ts";
+import type { Outbound } from "../http/outbound.ts";
 import { readAtMost } from "./call.ts";
 
 // `/_hatch/api/<name>/<path>?<query>` on an app's origin: hatch.api() from the app's pages. The answer is the API's

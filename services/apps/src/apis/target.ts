@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import { lookup } from "node:dns/promises";
 import { isSpecialPurposeAddress } from "@hatch/platform";
 import { type ApiRule } from "@hatch/contracts";
-import { DataError } from "../data/access.ts";
+import { DataError } from "../http/answers.ts";
 
 // Where a declared API call goes. The base url comes from service.json; the path comes from a page or server code,
 // so it must never leave the base: no dot segments (plain or percent-encoded), no encoded slashes or backslashes, no

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DataError, dataErrorResponse, json } from "../data/access.ts";
-import { etagMatches } from "../host/paths.ts";
+import { DataError, dataErrorResponse, json } from "../http/answers.ts";
+import { etagMatches } from "../http/paths.ts";
 
 // The browser library, served on every app origin: /_hatch/client.js (classic script, defines window.hatch),
 // /_hatch/client.mjs (ES module) and /_hatch/client.d.ts (its types). Built from hatch-client.ts and hatch.d.ts once,

@@ -6,9 +6,11 @@ import {
   type BucketOperation,
   type DataRule,
 } from "@hatch/contracts";
-import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
-import { etagMatches } from "../host/paths.ts";
-import { allows, checkSameOrigin, DataError, json, refusal, type DataCaller } from "./access.ts";
+import { methodNotAllowed, DataError, json } from "../http/answers.ts";
+import { type DataRequest } from "./request.ts";
+import { etagMatches } from "../http/paths.ts";
+import { allows, refusal } from "../http/rules.ts";
+import { checkSameOrigin, type DataCaller } from "../http/caller.ts";
 import { storageLimitOf } from "./storage-limit.ts";
 import { getFile, isFileId, listFiles, readUpload, removeFile, saveFile, type StoredFile } from "./files.ts";
 

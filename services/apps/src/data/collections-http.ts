@@ -1,5 +1,7 @@
 import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/contracts";
-import { allows, checkSameOrigin, dataCaller, DataError, json, refusal, type DataCaller } from "./access.ts";
+import { allows, refusal } from "../http/rules.ts";
+import { checkSameOrigin, type DataCaller } from "../http/caller.ts";
+import { DataError, json, methodNotAllowed } from "../http/answers.ts";
 import { storageLimitOf } from "./storage-limit.ts";
 import {
   addDocument,
@@ -13,7 +15,7 @@ import {
 } from "./documents.ts";
 import type { ChangeType } from "./live.ts";
 import { DOCUMENT_ID, parseListQuery } from "./query.ts";
-import { methodNotAllowed, type DataRequest } from "../host/hatch-routes.ts";
+import { type DataRequest } from "./request.ts";
 
 // `/_hatch/db/<collection>[/<id> | /_changes]`: the documents of an app's collections, under the rules of the
 // current version's service.json, for the viewer the app host verified (see data-api in the developer reference).
@@ -197,10 +199,9 @@ function changes(req: DataRequest, name: string, rules: Rules): Response {
     signal: request.signal,
     // The viewer, the app and its rules are checked again while the stream is open (the browser reconnects).
     async recheck() {
-      const app = await deps.loadApp(caller.app.address);
-      if (!app || app.id !== caller.app.id) return null;
-      const again = await dataCaller(deps.caller, request, app, "");
-      const now = app.site?.collections.get(name);
+      const again = await deps.recheck(request, caller);
+      if (!again) return null;
+      const now = again.app.site?.collections.get(name);
       const allowed = now ? allows(now.read, again) : false;
       if (!allowed) return null;
       return { onlyCreator: allowed === "creator" ? again.viewer!.sub : null };

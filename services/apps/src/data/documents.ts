@@ -1,10 +1,11 @@
 import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId } from "@hatch/contracts";
 import { type Database } from "@hatch/platform";
-import { dataUsage, documents } from "../db/schema.ts";
-import { DataError } from "./access.ts";
+import { rowsOf } from "../db/rows.ts";
+import { appsTable, dataUsage, documents } from "../db/schema.ts";
+import { DataError } from "../http/answers.ts";
 import { lockAppRow } from "./app-lock.ts";
-import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
+import { checkStorageLocked, storageLimited, type StorageLimit } from "./storage-limit.ts";
 import {
   afterCondition,
   conditionsSql,
@@ -132,39 +133,59 @@ export async function addDocument(
   storage?: StorageLimit,
 ): Promise<StoredDocument> {
   const bytes = documentBytes(fields);
+  const insert = (runner: Pick<Database, "execute">) =>
+    insertCounted(runner, key, newDocumentId(), fields, bytes, author);
+  // Without a plan's storage to check, the add is one statement (its own transaction): the app's usage row is locked
+  // only while Postgres runs it, never across a round trip. With one, the account's lock comes first.
+  if (!storageLimited(storage, bytes)) return insert(db);
   return db.transaction(async (tx) => {
-    // First: the account's lock comes before the app row (the insert's key) and its usage row.
     await checkStorageLocked(tx, storage, bytes);
-    const [row] = await tx
-      .insert(documents)
-      .values({
-        appId: key.appId,
-        collection: key.collection,
-        id: newDocumentId(),
-        data: fields,
-        bytes,
-        createdBy: author?.sub ?? null,
-        createdByEmail: author?.email ?? null,
-      })
-      .returning(COLUMNS);
-    // Counted last: the app's usage row stays locked (adds of one app wait for each other) only until the commit.
-    const counted = await tx
-      .insert(dataUsage)
-      .values({ appId: key.appId, documents: 1, documentBytes: bytes })
-      .onConflictDoUpdate({
-        target: dataUsage.appId,
-        set: { documents: sql`${dataUsage.documents} + 1`, documentBytes: sql`${dataUsage.documentBytes} + ${bytes}` },
-        setWhere: sql`${dataUsage.documents} < ${DATA_LIMITS.maxDocumentsPerApp}`,
-      })
-      .returning({ documents: dataUsage.documents });
-    if (!counted.length) {
-      throw new DataError(
-        "limit_exceeded",
-        `This app holds ${DATA_LIMITS.maxDocumentsPerApp} documents (all collections together), the most it may. Remove documents it no longer needs before adding more.`,
-      );
-    }
-    return row!;
+    return insert(tx);
   });
+}
+
+/**
+ * The document and its count in one statement, in the order every write of the app's data takes its locks: the app
+ * row (key share, as lockAppRow), then the app's usage row (counted, unless the app holds the most documents it
+ * may), then the document. Nothing is written when the count refuses.
+ */
+async function insertCounted(
+  db: Pick<Database, "execute">,
+  key: DocumentKey,
+  id: string,
+  fields: Record<string, unknown>,
+  bytes: number,
+  author: Author | null,
+): Promise<StoredDocument> {
+  const result = await db.execute(sql`
+    with app as (select ${appsTable.id} as id from ${appsTable} where ${appsTable.id} = ${key.appId} for key share),
+    counted as (
+      insert into ${dataUsage} (app_id, documents, document_bytes) select id, 1, ${bytes} from app
+      on conflict (app_id) do update set documents = data_usage.documents + 1,
+        document_bytes = data_usage.document_bytes + excluded.document_bytes
+      where data_usage.documents < ${DATA_LIMITS.maxDocumentsPerApp}
+      returning app_id
+    )
+    insert into ${documents} (app_id, collection, id, data, bytes, created_by, created_by_email)
+    select app_id, ${key.collection}, ${id}, ${JSON.stringify(fields)}::jsonb, ${bytes}, ${author?.sub ?? null},
+      ${author?.email ?? null}
+    from counted
+    returning id, created_by as "createdBy", created_by_email as "createdByEmail",
+      to_char(created_at at time zone 'UTC', ${sql.raw(MICROS)}) as "createdAt",
+      to_char(updated_at at time zone 'UTC', ${sql.raw(MICROS)}) as "updatedAt", data`);
+  const [row] = rowsOf<StoredDocument>(result);
+  if (row) return row;
+  const [usage] = await db
+    .execute(sql`select documents from ${dataUsage} where app_id = ${key.appId}`)
+    .then((r) => rowsOf<{ documents: number }>(r));
+  if (usage && Number(usage.documents) >= DATA_LIMITS.maxDocumentsPerApp) {
+    throw new DataError(
+      "limit_exceeded",
+      `This app holds ${DATA_LIMITS.maxDocumentsPerApp} documents (all collections together), the most it may. Remove documents it no longer needs before adding more.`,
+    );
+  }
+  // The app row is gone (deleted meanwhile): as a foreign key refusal was before, an unexpected failure.
+  throw new Error("the app of this document no longer exists");
 }
 
 function byId(key: DocumentKey, id: string): SQL {

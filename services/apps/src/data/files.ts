@@ -3,8 +3,8 @@ import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { blobs, bucketFiles, dataUsage } from "../db/schema.ts";
 import { forgetUnusedBlobs, lockBlobContent, registerBlob, removeStoredBlobs, type Tx } from "../blobs/unused.ts";
-import type { Viewer } from "../host/access.ts";
-import { DataError } from "./access.ts";
+import type { Viewer } from "../http/viewer.ts";
+import { DataError } from "../http/answers.ts";
 import { lockAppRow } from "./app-lock.ts";
 import { checkStorageLocked, type StorageLimit } from "./storage-limit.ts";
 

@@ -1,6 +1,6 @@
 import { DATA_LIMITS, subjects } from "@hatch/contracts";
 import { decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
-import { DataError } from "./access.ts";
+import { DataError } from "../http/answers.ts";
 
 // Live changes of collections (`GET /_hatch/db/<c>/_changes`, server-sent events). A change is published on the bus
 // after its transaction commits; every app host hears it once (one subscription per instance) and passes it to its

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS, DOCUMENT_FIELD } from "@hatch/contracts";
 import { documents } from "../db/schema.ts";
-import { DataError } from "./access.ts";
+import { DataError } from "../http/answers.ts";
 
 // `list`'s query string (`where`, `orderBy`, `limit`, `after`) turned into SQL conditions. Every value the page sends,
 // field names included, travels as a bind parameter (a named placeholder); only operators from the fixed table below

@@ -3,7 +3,7 @@ import { formatBytes, type Entitlements } from "@hatch/contracts";
 import { eq, sql } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable, dataUsage } from "../db/schema.ts";
-import { DataError } from "./access.ts";
+import { DataError } from "../http/answers.ts";
 
 // The plan's storage limit on data writes: documents and files of all the account's apps together, summed from the
 // apps' `data_usage` rows (kept in each write's transaction). A write that adds bytes counts them in its transaction
@@ -27,6 +27,12 @@ export async function storedBytes(db: Pick<Database, "select">, accountId: strin
     .innerJoin(appsTable, eq(appsTable.id, dataUsage.appId))
     .where(eq(appsTable.accountId, accountId));
   return Number(row?.bytes ?? 0);
+}
+
+/** Whether a write of `adding` bytes is checked against a plan's storage at all (checkStorageLocked does nothing else). */
+export function storageLimited(limit: StorageLimit | undefined, adding: number): limit is StorageLimit {
+  const max = limit?.entitlements?.limits.storageBytes;
+  return max !== null && max !== undefined && adding > 0;
 }
 
 /**

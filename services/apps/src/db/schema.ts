@@ -106,7 +106,7 @@ export const blobs = apps.table("blobs", {
 /**
  * One-time upload URLs handed out for missing manifest files. A used row also proves the user had that content
  * (publish counts stored content as present only then). Rows of a manifest publish (`batch`) are found by the
- * batch's token and their `path`; older rows by their own token.
+ * batch's token and their `path`; `token` is only the row's key (no URL names it since the per-file upload route went).
  */
 export const uploads = apps.table(
   "uploads",

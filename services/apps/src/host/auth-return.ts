@@ -2,9 +2,9 @@ import { verifyViewerTicket } from "@hatch/contracts";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { confirmUses } from "../db/schema.ts";
-import { signInUrl, viewerCookie } from "./access.ts";
+import { signInUrl, viewerCookie } from "../http/viewer.ts";
 import { pages } from "./pages.ts";
-import { sameOriginTarget } from "./paths.ts";
+import { sameOriginTarget } from "../http/paths.ts";
 
 /** Marks a used ticket's nonce in confirm_uses (same table as confirm tokens, its own id space). */
 const NONCE_PREFIX = "viewer-ticket:";

@@ -1,4 +1,4 @@
-import type { HostedApp } from "./site.ts";
+import type { HostedApp } from "../http/site.ts";
 
 export interface AppCacheOptions {
   /** Safety net for a missed invalidation broadcast: an entry is reloaded at the latest after this long. */

@@ -1,10 +1,13 @@
-import { BusError, decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
+import { BusError, decodeJson, encodeJson, type Bus, type Logger } from "@hatch/platform";
 import { HostResolvedSchema, RpcReplySchema, rpcMethods, subjects, type HostResolved } from "@hatch/contracts";
 import { isIP } from "node:net";
 
 // Hostnames outside the apps domain (a custom domain, `<address>.<company domain>`): the domains service says which
 // app each serves. Answers are kept briefly per hostname (bounded), dropped when domains broadcasts a change of that
 // hostname (or of a company domain above it); a failed question is not kept.
+
+/** Events of the domains service (hostnames, company domains, bought domains). */
+const DOMAIN_EVENTS = "events.domains.>";
 
 const NOTHING: HostResolved = { address: null, accountId: null };
 
@@ -101,17 +104,38 @@ export class CustomHosts {
     return this.entries.size;
   }
 
-  /** Every app host hears every change (no queue group). */
-  listen(bus: Bus, log: Logger): BusSubscription {
-    return bus.subscribe(subjects.domainsHostChanged, (msg) => {
-      let hostname: unknown;
-      try {
-        hostname = (decodeJson(msg.data) as { hostname?: unknown }).hostname;
-      } catch {
-        hostname = undefined;
-      }
+  /**
+   * Every app host hears every change (no queue group): the domains events (a hostname's or a domain's, each naming
+   * it in its details) as the outbox relay publishes them, and domains' own broadcast of a change (some changes, a
+   * bought domain's DNS stage, have no event). A missed one leaves an answer at most the TTL (10 s).
+   */
+  listen(bus: Bus, log: Logger): { unsubscribe(): void } {
+    const drop = (hostname: unknown, what: string) => {
       if (typeof hostname === "string") this.invalidate(hostname.toLowerCase());
-      else log.warn("ignored a malformed host change broadcast");
+      else log.warn(`ignored a malformed ${what}`);
+    };
+    const read = (data: Uint8Array): Record<string, unknown> | null => {
+      try {
+        const value = decodeJson(data);
+        return value && typeof value === "object" ? (value as Record<string, unknown>) : null;
+      } catch {
+        return null;
+      }
+    };
+    const broadcasts = bus.subscribe(subjects.domainsHostChanged, (msg) =>
+      drop(read(msg.data)?.hostname, "host change broadcast"),
+    );
+    const events = bus.subscribe(DOMAIN_EVENTS, (msg) => {
+      const details = read(msg.data)?.details as Record<string, unknown> | undefined;
+      const hostname = details?.hostname ?? details?.domain;
+      // Events about other things (a bought domain's renewal without a hostname) carry nothing to drop.
+      if (hostname !== undefined) drop(hostname, "domains event");
     });
+    return {
+      unsubscribe() {
+        broadcasts.unsubscribe();
+        events.unsubscribe();
+      },
+    };
   }
 }

@@ -1,8 +1,8 @@
 import type { Logger } from "@hatch/platform";
 import type { BlobCache } from "./blob-cache.ts";
 import { pages } from "./pages.ts";
-import { candidatesOf, etagMatches, hasExtension } from "./paths.ts";
-import type { Site, SiteFile } from "./site.ts";
+import { candidatesOf, etagMatches, hasExtension } from "../http/paths.ts";
+import type { Site, SiteFile } from "../http/site.ts";
 
 export interface Served {
   response: Response;
@@ -34,7 +34,7 @@ export function serveSite(
     }));
   }
   if (etagMatches(request.headers.get("if-none-match"), file.headers.ETag!)) {
-    return { response: new Response(null, { status: 304, headers: file.headers }), document: file.html };
+    return { response: new Response(null, { status: 304, headers: file.responseHeaders }), document: file.html };
   }
   if (request.method === "HEAD") {
     return {
@@ -45,11 +45,11 @@ export function serveSite(
   const found = file;
   const body = blobs.get(found.sha256, found.size);
   if (body instanceof Uint8Array)
-    return { response: new Response(body, { headers: found.headers }), document: found.html };
+    return { response: new Response(body, { headers: found.responseHeaders }), document: found.html };
   return body.then(
     (bytes) =>
       bytes
-        ? { response: new Response(bytes, { headers: found.headers }), document: found.html }
+        ? { response: new Response(bytes, { headers: found.responseHeaders }), document: found.html }
         : { response: missingBlob(blobs, logger, found), document: false },
     (error: unknown) => ({ response: storeFailed(logger, found, error), document: false }),
   );

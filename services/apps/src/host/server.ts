@@ -1,25 +1,39 @@
 import type { Server } from "bun";
 import { AI_LIMITS, isToolError, SERVER_LIMITS, type HostResolved } from "@hatch/contracts";
 import { clientAddressOf, metrics, statusClass } from "@hatch/platform";
-import { appOrigin } from "../config.ts";
+import { appOrigin, type AppsConfig } from "../config.ts";
 import type { AppsContext } from "../context.ts";
-import { canView, clearedViewerCookie, readViewerSession, signInUrl, viewerCookieName, type Viewer } from "./access.ts";
-import { onAppChanged } from "./announce.ts";
-import { answerAuthReturn } from "./auth-return.ts";
+import { createDataRoutes } from "../data/routes.ts";
 import { LiveChanges } from "../data/live.ts";
+import { createCallerGate } from "../http/caller.ts";
+import { storedPathOf } from "../http/paths.ts";
+import { loadHostedApp, type HostedApp } from "../http/site.ts";
+import {
+  canView,
+  clearedViewerCookie,
+  readViewerSession,
+  signInUrl,
+  viewerCookieName,
+  type Viewer,
+} from "../http/viewer.ts";
+import { LiveViewers } from "../http/viewers.ts";
+import { createOutbound } from "../apis/outbound.ts";
+import type { Outbound } from "../http/outbound.ts";
 import { TAR_MAX_BYTES } from "../publish/folder-upload.ts";
-import { BlobCache } from "./blob-cache.ts";
-import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
-import { AppCache } from "./cache.ts";
-import { createHatchRoutes } from "./hatch-routes.ts";
-import { createOutbound, type Outbound } from "./outbound.ts";
-import { pages } from "./pages.ts";
-import { storedPathOf } from "./paths.ts";
-import { serveSite, type Served } from "./serve.ts";
-import { loadHostedApp, type HostedApp } from "./site.ts";
 import { createServerCode, type ServerCodeOptions } from "../server-code/route.ts";
+import { followAppEvents } from "./app-changes.ts";
+import { answerAuthReturn } from "./auth-return.ts";
+import { BlobCache } from "./blob-cache.ts";
+import { AppCache } from "./cache.ts";
+import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
+import { createHatchRoutes } from "./hatch-routes.ts";
+import { pages } from "./pages.ts";
+import { serveSite, type Served } from "./serve.ts";
 import { StatsCounter } from "./stats.ts";
-import { LiveViewers } from "./viewers.ts";
+
+// The app host is the router: it finds the app a request's Host names (cached, dropped on the apps events), serves
+// its files, and hands everything else to a route family (hatch-routes.ts): data, server code, outbound calls; the
+// uploads of the bare apps domain come in as a hook (the publish family's route).
 
 export interface AppHostOptions {
   /**
@@ -39,17 +53,19 @@ export interface AppHostOptions {
   serverCode?: ServerCodeOptions;
   /** Declared API and AI calls (tests pass a fake; default createOutbound). */
   outbound?: Outbound;
+  /** The socket opened before the context (listenAppHost); absent, the host opens its own on ctx.config's port. */
+  listener?: AppHostListener;
   /** How long the domains service's answer about a custom hostname is kept without a broadcast (default 10 s). */
   hostTtlMs?: number;
 }
 
 export interface AppHost {
   readonly port: number;
-  /** Drops this instance's cached copy of an app (announceAppChanged does it on every instance). */
+  /** Drops this instance's cached copy of an app (the apps events do it on every instance: app-changes.ts). */
   invalidate(address: string): void;
   /** Writes the opens and viewers counted so far (tests; stop does it too). */
   flushStats(): Promise<void>;
-  /** Writes the server code log lines buffered so far (tool_logs; stop does it too). */
+  /** Writes the server code log lines buffered so far (tool_logs flushes ctx.appLogs itself; stop does it too). */
   flushLogs(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -57,6 +73,8 @@ export interface AppHost {
 const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Upload tokens are random bytes, base64url (publish/folder-upload.ts), then a manifest file's path or nothing. */
 const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})(?:\/(.+))?$/;
+/** Host values whose site is remembered at most (then the memory starts over). */
+const MAX_HOSTS_KEPT = 1_000;
 /** A DNS name is at most 253 characters; with a port and a dot this is the longest Host worth reading. */
 const MAX_HOST_LENGTH = 261;
 /** name, a trailing dot, port, a trailing dot (after the port, as `x.localhost:3001.` arrives). No IPv6 literals. */
@@ -109,22 +127,49 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const viewers = new LiveViewers(ctx.bus, ctx.keys.viewer, { ttlMs: options.viewerTtlMs });
   const live = new LiveChanges(ctx.bus, log, { pingMs: options.livePingMs });
   const customHosts = CustomHosts.overBus(ctx.bus, { ttlMs: options.hostTtlMs });
-  const serverCode = createServerCode(ctx, log.child({ component: "server-code" }), options.serverCode);
-  const hatch = createHatchRoutes({
-    serverCode,
-    ctx,
+  const listener = options.listener ?? listenAppHost(ctx.config);
+  const server = listener.server;
+  const gate = createCallerGate({
+    bus: ctx.bus,
+    config: ctx.config,
     log,
     loadApp: (address) => cache.get(address),
     caller: { config: ctx.config, viewerKey: ctx.keys.viewer, cookieName, viewers },
+  });
+  const outbound = options.outbound ?? createOutbound(ctx);
+  const data = createDataRoutes({
+    ctx,
+    log,
     live,
-    outbound: options.outbound ?? createOutbound(ctx),
+    recheck: gate.recheck,
     // Bun closes a connection idle for 10 s; an event stream is idle between pings.
     keepOpen: (request) => server.timeout(request, 0),
   });
+  const serverCode = createServerCode(
+    ctx,
+    log.child({ component: "server-code" }),
+    { data, outbound },
+    options.serverCode,
+  );
+  const hatch = createHatchRoutes({ config: ctx.config, gate, data, outbound, serverCode });
+
+  // Which site each Host value names, remembered (a handful of values in practice; a flood of made-up ones only
+  // empties the map now and then): the hot path then parses no Host.
+  const hostAddresses = new Map<string, string | null>();
+  function addressOf(host: string | null): string | null {
+    if (host === null) return null;
+    let address = hostAddresses.get(host);
+    if (address === undefined) {
+      address = addressOfHost(host, ctx.config.appsDomain);
+      if (hostAddresses.size >= MAX_HOSTS_KEPT) hostAddresses.clear();
+      hostAddresses.set(host, address);
+    }
+    return address;
+  }
 
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
-    const address = addressOfHost(request.headers.get("host"), ctx.config.appsDomain);
+    const address = addressOf(request.headers.get("host"));
     if (address === null) return answerCustomHost(request, server);
     const url = requestTarget(request);
     if (!url) return pages.badRequest();
@@ -294,13 +339,19 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
   function whoIsViewing(request: Request, server: Server<undefined>, sub: string | null): string {
     if (sub) return `u:${sub}`;
-    const ip = clientAddressOf(request, ctx.config.trustProxy, server.requestIP(request)?.address);
+    // The connection's address only when no trusted proxy named the client (requestIP costs an object a request).
+    const forwarded = ctx.config.trustProxy ? clientAddressOf(request, true, undefined) : "";
+    const ip = forwarded || (server.requestIP(request)?.address ?? "");
     return `a:${ip}\n${request.headers.get("user-agent") ?? ""}`;
   }
 
   /** hatch_app_host_requests_total by status class, and the time to the response headers. */
+  const byStatus = new Map<string, { inc(): void }>();
   const counted = (response: Response, started: number): Response => {
-    metrics.appHostRequests.inc({ status: statusClass(response.status) });
+    const status = statusClass(response.status);
+    let counter = byStatus.get(status);
+    if (!counter) byStatus.set(status, (counter = metrics.appHostRequests.labels({ status })));
+    counter.inc();
     metrics.appHostSeconds.observe((performance.now() - started) / 1000);
     return response;
   };
@@ -308,35 +359,27 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     log.error("app host request failed", { error });
     return pages.failed();
   };
-  const server = Bun.serve({
-    port: ctx.config.appPort,
-    hostname: ctx.config.appHostname,
-    reusePort: false,
-    // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
-    maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
-    idleTimeout: IDLE_TIMEOUT_SECONDS,
-    fetch(request, server) {
-      const started = performance.now();
-      try {
-        const response = handle(request, server);
-        return response instanceof Promise
-          ? response.catch(failed).then((r) => counted(r, started))
-          : counted(response, started);
-      } catch (error) {
-        return counted(failed(error), started);
-      }
-    },
+  listener.route((request, server) => {
+    const started = performance.now();
+    try {
+      const response = handle(request, server);
+      return response instanceof Promise
+        ? response.catch(failed).then((r) => counted(r, started))
+        : counted(response, started);
+    } catch (error) {
+      return counted(failed(error), started);
+    }
   });
-  const subscription = onAppChanged(ctx.bus, log, (address) => cache.invalidate(address));
+  const subscription = followAppEvents(ctx.bus, log, (address) => cache.invalidate(address));
   const hostChanges = customHosts.listen(ctx.bus, log);
   const viewerChanges = viewers.listen(log);
   const dataChanges = live.listen();
 
   return {
-    port: server.port ?? ctx.config.appPort,
+    port: listener.port,
     invalidate: (address) => cache.invalidate(address),
     flushStats: () => stats.flush(),
-    flushLogs: () => serverCode.flushLogs(),
+    flushLogs: () => ctx.appLogs.flush(),
     async stop() {
       // Stop listening first, then end the data-change streams (held open by pages), so requests in flight can finish.
       const inFlight = server.stop(false);
@@ -350,6 +393,34 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       await server.stop(true);
       await stats.stop();
       await serverCode.stop();
+    },
+  };
+}
+
+/** The app host's socket, listening before the apps context exists (with APP_PORT 0 its port makes the app origins). */
+export interface AppHostListener {
+  readonly port: number;
+  readonly server: Server<undefined>;
+  /** Gives the socket its handler; until then every request answers 503. */
+  route(fetch: (request: Request, server: Server<undefined>) => Response | Promise<Response>): void;
+}
+
+export function listenAppHost(config: Pick<AppsConfig, "appPort" | "appHostname">): AppHostListener {
+  let handler: ((request: Request, server: Server<undefined>) => Response | Promise<Response>) | null = null;
+  const server = Bun.serve({
+    port: config.appPort,
+    hostname: config.appHostname,
+    reusePort: false,
+    // A folder's tar is the largest body (routes that take bodies cap their own); Bun's default is 128 MB.
+    maxRequestBodySize: TAR_MAX_BYTES + 1024 * 1024,
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    fetch: (request, server) => (handler ? handler(request, server) : pages.unavailable()),
+  });
+  return {
+    port: server.port ?? config.appPort,
+    server,
+    route(fetch) {
+      handler = fetch;
     },
   };
 }

@@ -16,19 +16,12 @@ import { appUrl } from "../apps-repo.ts";
 import { storeBlob } from "../blobs/unused.ts";
 import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
+import { rowsOf } from "../db/rows.ts";
 import { blobs, confirmUses, folderUploads, uploads } from "../db/schema.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { accountOfApp, checkAppLimit } from "./account.ts";
 import { commitVersion, textList, type Tx, type VersionTarget } from "./commit.ts";
-import {
-  checkFolder,
-  checkNotFoundPage,
-  contentTypeOf,
-  parseServiceJson,
-  SERVICE_JSON_PATH,
-  type FolderEntry,
-} from "./folder.ts";
-import { checkServerFile, checkServerModule } from "./server-module.ts";
+import { checkFolderContents } from "./check.ts";
+import { checkFolder, contentTypeOf, type FolderEntry } from "./folder.ts";
 import { gunzipAtMost, isGzip, readTar } from "./tar.ts";
 
 // A folder publish in two steps: publish { upload: true } (or a manifest with missing files) decides everything
@@ -140,12 +133,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       return { path: file.path, sha256, size: file.bytes.byteLength, contentType: contentTypeOf(file.path) };
     });
     refuseNestedIndex(entries);
-    checkFolder(entries);
-    const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
-    const config = parseServiceJson(configEntry ? bytes.get(configEntry.sha256)! : null);
-    checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
-    checkServerFile(config, entries);
-    await checkServerModule(config, entries, (sha256) => bytes.get(sha256)!);
+    const config = await checkFolderContents(entries, (sha256) => bytes.get(sha256)!);
     const ctx = row.ctx as CallContext;
     const target = row.target as UploadTarget;
     if (target.kind === "new") await checkAppLimit(app, target.account);
@@ -154,7 +142,7 @@ export async function receiveTar(app: AppsContext, request: Request, row: Folder
       await spendFolderUpload(tx, row.id);
       fresh = await storeNewBlobs(app, tx, bytes);
     });
-    announceAppChanged(app, done.app.address);
+    await flushEvents(app);
     app.logger.info("published", {
       address: done.app.address,
       version: done.version,
@@ -235,6 +223,20 @@ export async function receiveManifestFile(
     await tx.update(uploads).set({ usedAt: new Date() }).where(eq(uploads.token, file.token));
   });
   return plain(201, "Stored.");
+}
+
+/** Longest the answer waits for the outbox (as a tool call's does); whatever is left goes out on the relay's poll. */
+const FLUSH_WAIT_MS = 2_000;
+
+/** The publish's event out before the answer, as after a tool call: app hosts drop their cached copy on it. */
+async function flushEvents(app: AppsContext): Promise<void> {
+  if (!app.outbox) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    app.outbox.flush(),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, FLUSH_WAIT_MS))),
+  ]);
+  clearTimeout(timer);
 }
 
 /** Expired or used: 410 with what to do. */
@@ -328,9 +330,4 @@ function failed(app: AppsContext, error: unknown, next: string): Response {
 
 export function plain(status: number, message: string, headers: Record<string, string> = {}): Response {
   return new Response(`${message}\n`, { status, headers: { "Content-Type": "text/plain; charset=utf-8", ...headers } });
-}
-
-/** The rows of a raw statement: postgres.js answers an array, PGlite an object with `rows`. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : (((result as { rows?: T[] }).rows ?? []) as T[]);
 }

@@ -18,7 +18,7 @@ import { and, asc, desc, eq, gt, inArray, lt, max, sql } from "drizzle-orm";
 import { requireManagedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
-import { DataError } from "../data/access.ts";
+import { DataError } from "../http/answers.ts";
 import { getDocument, listDocuments, removeDocument } from "../data/documents.ts";
 import { getFile, isFileId, listFiles, removeFile, type StoredFile } from "../data/files.ts";
 import type { DataChange } from "../data/live.ts";
@@ -44,7 +44,7 @@ export function dashboardLogsRpc(apps: AppsContext): RpcBinding {
     signedIn(call);
     const { ctx, input } = call;
     const app = await requireLogsOwner(apps, ctx, input.address);
-    await apps.host?.flushLogs?.();
+    await apps.appLogs.flush();
     const levels = (Object.keys(SEVERITY) as (keyof typeof SEVERITY)[]).filter(
       (name) => SEVERITY[name] >= SEVERITY[input.level ?? "debug"],
     );

@@ -9,7 +9,6 @@ import {
 import { and, asc, eq } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { changeOwner, ownerChangeColumns, stopOwnKeyIn } from "../owner-change.ts";
 
 const MANAGERS = ["owner", "admin", "manager"];
@@ -55,9 +54,6 @@ export function moveOwnedRpc(apps: AppsContext) {
         const left = await stopOwnKeyIn(tx, caller, input.accountId, input.fromUserId);
         return { apps: owned.map((a) => ({ address: a.address, name: a.name })), aiReset: [...moved, ...left] };
       });
-      // Who may open a private app changed with its owner, and app hosts keep the AI choice with the cached app.
-      for (const address of new Set([...done.apps, ...done.aiReset].map((a) => a.address)))
-        announceAppChanged(apps, address);
       return done;
     },
     { writes: true },

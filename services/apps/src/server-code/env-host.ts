@@ -1,13 +1,13 @@
 import { AiChatRequestSchema, DATA_ERROR_STATUS, describeIssues } from "@hatch/contracts";
+import { type Database } from "@hatch/platform";
 import { eq } from "drizzle-orm";
-import { DataError, type DataCaller } from "../data/access.ts";
-import { answerBuckets } from "../data/buckets-http.ts";
-import { answerCollections } from "../data/collections-http.ts";
+import { DataError } from "../http/answers.ts";
+import type { DataCaller } from "../http/caller.ts";
+import type { DataRoutes } from "../data/routes.ts";
 import { appsTable } from "../db/schema.ts";
-import type { Viewer } from "../host/access.ts";
-import type { HatchRouteDeps } from "../host/hatch-routes.ts";
-import type { OutboundCaller } from "../host/outbound.ts";
-import type { HostedApp } from "../host/site.ts";
+import type { Viewer } from "../http/viewer.ts";
+import type { Outbound, OutboundCaller } from "../http/outbound.ts";
+import type { HostedApp } from "../http/site.ts";
 import { HostCallError, type HostCallResult } from "./types.ts";
 
 // What server code's env does outside the sandbox. env.db and env.files go through the very routes pages use
@@ -15,15 +15,22 @@ import { HostCallError, type HostCallResult } from "./types.ts";
 // owner: server code acts with the owner's rights. env.api and env.ai go through the app host's Outbound, which
 // injects the secret or key; nothing of either comes back into the sandbox.
 
+/** What env's calls need: the database (the owner's name), the data routes and the outbound calls. */
+export interface EnvDeps {
+  db: Database;
+  data: DataRoutes;
+  outbound: Outbound;
+}
+
 const OWNERS_KEPT = 1000;
 /** The owner's identity per app (and owner: a transfer changes the key), read once. */
 const owners = new Map<string, Viewer>();
 
-async function ownerOf(deps: HatchRouteDeps, app: HostedApp): Promise<Viewer> {
+async function ownerOf(deps: EnvDeps, app: HostedApp): Promise<Viewer> {
   const key = `${app.id}:${app.ownerId}`;
   const known = owners.get(key);
   if (known) return known;
-  const [row] = await deps.ctx.db
+  const [row] = await deps.db
     .select({ email: appsTable.ownerEmail, name: appsTable.ownerName })
     .from(appsTable)
     .where(eq(appsTable.id, app.id))
@@ -40,7 +47,7 @@ async function ownerOf(deps: HatchRouteDeps, app: HostedApp): Promise<Viewer> {
  * (the viewer, or the address of an anonymous one), so AI calls of anonymous viewers are limited each on their own.
  */
 export async function hostCall(
-  deps: HatchRouteDeps,
+  deps: EnvDeps,
   app: HostedApp,
   viewer: Viewer | null,
   op: Record<string, unknown>,
@@ -68,7 +75,7 @@ export async function hostCall(
 const SEGMENT = /^[A-Za-z0-9_.-]{1,128}$/;
 
 async function dataCall(
-  deps: HatchRouteDeps,
+  deps: EnvDeps,
   app: HostedApp,
   op: Record<string, unknown>,
   body: Uint8Array | null,
@@ -99,8 +106,7 @@ async function dataCall(
   }
   const request = new Request(url, { method, headers, body: payload });
   const caller: DataCaller = { app, viewer: await ownerOf(deps, app), rateKey: `${app.id} server` };
-  const answer = kind === "db" ? answerCollections : answerBuckets;
-  const response = await answer({ request, url, rest, caller, deps });
+  const response = await deps.data.answer(kind, request, url, rest, caller);
   const text = await response.text();
   if (response.status >= 400) {
     const failure = safeJson(text) as { error?: { code?: string; message?: string } } | null;
@@ -114,7 +120,7 @@ async function dataCall(
 }
 
 async function apiCall(
-  deps: HatchRouteDeps,
+  deps: EnvDeps,
   app: HostedApp,
   caller: OutboundCaller,
   op: Record<string, unknown>,
@@ -133,7 +139,7 @@ async function apiCall(
 }
 
 async function aiCall(
-  deps: HatchRouteDeps,
+  deps: EnvDeps,
   app: HostedApp,
   caller: OutboundCaller,
   op: Record<string, unknown>,

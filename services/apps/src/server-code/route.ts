@@ -2,13 +2,12 @@ import { SERVER_LIMITS, formatBytes } from "@hatch/contracts";
 import { type Logger } from "@hatch/platform";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
-import { isOwnOrigin, DataError, json, type DataCaller } from "../data/access.ts";
-import { isHatchCookieName, setCookieName } from "../host/access.ts";
-import type { HatchRouteDeps } from "../host/hatch-routes.ts";
-import type { Site } from "../host/site.ts";
-import { hostCall } from "./env-host.ts";
+import { isOwnOrigin, type DataCaller } from "../http/caller.ts";
+import { DataError, json } from "../http/answers.ts";
+import { isHatchCookieName, setCookieName } from "../http/viewer.ts";
+import type { Site } from "../http/site.ts";
+import { hostCall, type EnvDeps } from "./env-host.ts";
 import type { FairnessOptions } from "./fairness.ts";
-import { AppLogWriter } from "./logs.ts";
 import type { LostCause, RunResult } from "./protocol.ts";
 import { SandboxRunner } from "./runner.ts";
 import type { SandboxLimits, SandboxReply } from "./types.ts";
@@ -21,11 +20,10 @@ export interface ServerCodeOptions {
   limits?: Partial<SandboxLimits>;
   fairness?: Partial<FairnessOptions>;
   workers?: number;
-  logFlushMs?: number;
 }
 
 export interface ServerCode {
-  answer(request: Request, url: URL, caller: DataCaller, deps: HatchRouteDeps): Promise<Response>;
+  answer(request: Request, url: URL, caller: DataCaller): Promise<Response>;
   flushLogs(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -43,7 +41,17 @@ const HOP_BY_HOP = new Set([
 ]);
 const SOURCES_KEPT = 32;
 
-export function createServerCode(ctx: AppsContext, log: Logger, options: ServerCodeOptions = {}): ServerCode {
+/**
+ * The server code route family: `/api` of an app whose current version has server code. `env` is what the
+ * sandbox's env calls reach (the data routes, outbound calls); the caller was verified by the router.
+ */
+export function createServerCode(
+  ctx: Pick<AppsContext, "db" | "config" | "blobs" | "appLogs">,
+  log: Logger,
+  env: Omit<EnvDeps, "db">,
+  options: ServerCodeOptions = {},
+): ServerCode {
+  const envDeps: EnvDeps = { db: ctx.db, ...env };
   const limits: SandboxLimits = {
     cpuMs: SERVER_LIMITS.cpuMsPerRequest,
     wallMs: SERVER_LIMITS.requestSeconds * 1000,
@@ -72,7 +80,7 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
     },
     log,
   );
-  const logs = new AppLogWriter(ctx.db, log, { flushMs: options.logFlushMs });
+  const logs = ctx.appLogs;
   const sources = new Map<string, string>();
 
   async function loadSource(file: NonNullable<Site["server"]>): Promise<string> {
@@ -86,7 +94,7 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
     return source;
   }
 
-  async function answer(request: Request, url: URL, caller: DataCaller, deps: HatchRouteDeps): Promise<Response> {
+  async function answer(request: Request, url: URL, caller: DataCaller): Promise<Response> {
     const { app } = caller;
     const site = app.site!;
     const file = site.server!;
@@ -106,7 +114,7 @@ export function createServerCode(ctx: AppsContext, log: Logger, options: ServerC
         body,
         viewer: viewer ? { email: viewer.email, name: viewer.name ?? null } : null,
       },
-      hostCall: (op, payload) => hostCall(deps, app, viewer, op, payload, caller.rateKey),
+      hostCall: (op, payload) => hostCall(envDeps, app, viewer, op, payload, caller.rateKey),
     });
     logs.request(app.id, done.logs, done.dropped);
     if (done.result.kind === "ok") {

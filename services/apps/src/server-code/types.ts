@@ -1,6 +1,8 @@
 // Shapes shared by the sandbox (instance.ts), its pool and the app host's /api route.
 
-export type LogLevel = "debug" | "info" | "warn" | "error";
+import type { LogLevel } from "../app-logs.ts";
+
+export type { LogLevel };
 
 export interface SandboxLimits {
   /** CPU time per request (and for evaluating the module once), counted only while QuickJS runs. */

@@ -4,7 +4,6 @@ import { eq } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { forgetUnusedBlobs, removeStoredBlobs } from "../blobs/unused.ts";
 import { addresses, appsTable, bucketFiles, confirmUses, versionFiles } from "../db/schema.ts";
 
@@ -55,7 +54,6 @@ export function deleteToolTool(app: AppsContext) {
         [...inVersions, ...inBuckets].map((r) => r.sha256),
       );
     });
-    announceAppChanged(app, target.address);
     await removeStoredBlobs(app, orphans);
     app.logger.info("deleted", { address: target.address, blobs: orphans.length });
     return {

@@ -5,7 +5,6 @@ import { ORG_MANAGER_ROLES } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { requireOrgOf } from "./org-apps.ts";
 
 export function orgAppPauseTool(apps: AppsContext) {
@@ -49,8 +48,6 @@ export function orgAppPauseTool(apps: AppsContext) {
       await appEvent(tx, ctx, verb, app, input.reason ? { reason: input.reason } : {});
       return true;
     });
-    // The app host stops serving its cached copy: a paused app answers 503 from the next request on.
-    if (changed) announceAppChanged(apps, input.address);
     const text = changed
       ? `${input.address} is now ${verb}${input.paused ? ": visitors get a page saying it is paused until it is unpaused; nothing was deleted" : " and answers visitors again"}.`
       : `${input.address} already was ${verb}; nothing changed.`;

@@ -11,6 +11,7 @@ import {
   type ConfirmClaims,
   type PublishInput,
   type PublishOutput,
+  type ServiceJson,
   plural,
 } from "@hatch/contracts";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
@@ -20,14 +21,8 @@ import type { AppsContext } from "../context.ts";
 import { appsTable, blobs, folderUploads, uploads, versionFiles } from "../db/schema.ts";
 import { accountOfApp, checkAppLimit } from "../publish/account.ts";
 import { commitVersion, type Tx } from "../publish/commit.ts";
-import {
-  checkFolder,
-  checkNotFoundPage,
-  contentTypeOf,
-  parseServiceJson,
-  SERVICE_JSON_PATH,
-  type FolderEntry,
-} from "../publish/folder.ts";
+import { checkFolderContents, checkServiceJson } from "../publish/check.ts";
+import { checkFolder, contentTypeOf, SERVICE_JSON_PATH, type FolderEntry } from "../publish/folder.ts";
 import {
   createFolderUpload,
   manifestEntries,
@@ -38,9 +33,7 @@ import {
 } from "../publish/folder-upload.ts";
 import { decodeInline } from "../publish/inline.ts";
 import { normalisePaths } from "../publish/paths.ts";
-import { checkServerFile, checkServerModule } from "../publish/server-module.ts";
 import { storeBlob } from "../blobs/unused.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { gateMakePublic } from "../public-gate.ts";
 
 type Outcome = ToolOutcome<PublishOutput>;
@@ -94,7 +87,13 @@ export function publishTool(app: AppsContext) {
     // service.json is checked as early as its bytes are at hand: now when inline or already uploaded, else at the finish.
     const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
     const configPending = configEntry !== undefined && missing.some((m) => m.sha256 === configEntry.sha256);
-    const config = configPending ? null : await readConfig(app, entries, folder?.bytes);
+    const read = (sha256: string) => folder?.bytes.get(sha256) ?? requireStored(app, sha256);
+    // Everything at hand: the whole check now; files still to upload: service.json now, the whole check at the finish.
+    const config = configPending
+      ? null
+      : missing.length === 0
+        ? await checkFolderContents(entries, read)
+        : await checkServiceJson(entries, read);
 
     const target = decideTarget(app, call);
     if ("ask" in target) return target;
@@ -118,7 +117,6 @@ export function publishTool(app: AppsContext) {
         "conflict",
         "service.json has not been uploaded yet. Call publish again with the same manifest.",
       );
-    await checkServerModule(config, entries, (sha256) => folder?.bytes.get(sha256) ?? requireStored(app, sha256));
     if (folder) {
       for (const [sha256, bytes] of folder.bytes) await storeBlob(app, sha256, bytes);
     }
@@ -249,23 +247,10 @@ async function finishManifest(app: AppsContext, call: ToolCall<PublishInput>, up
     return needsUpload(manifestUploadUrl(app, row), row.id, row.expiresAt, missing, entries.length, null);
   const target = row.target as UploadTarget;
   if (target.kind === "existing") await requireOwnedApp(app.db, ctx, target.address);
-  const config = await readConfig(app, entries);
+  const config = await checkFolderContents(entries, (sha256) => requireStored(app, sha256));
   const gate = publicGate(app, call, target);
   if (gate) return gate;
-  await checkServerModule(config, entries, (sha256) => requireStored(app, sha256));
   return finish(app, ctx, target, entries, config, call.confirmation, null, row);
-}
-
-/** service.json's checks, from the inline bytes or the store. */
-async function readConfig(app: AppsContext, entries: readonly FolderEntry[], inline?: ReadonlyMap<string, Uint8Array>) {
-  const configEntry = entries.find((e) => e.path === SERVICE_JSON_PATH);
-  const bytes = configEntry
-    ? (inline?.get(configEntry.sha256) ?? (await requireStored(app, configEntry.sha256)))
-    : null;
-  const config = parseServiceJson(bytes);
-  checkNotFoundPage(config, new Set(entries.map((e) => e.path)));
-  checkServerFile(config, entries);
-  return config;
 }
 
 async function finish(
@@ -273,14 +258,13 @@ async function finish(
   ctx: CallContext,
   target: UploadTarget,
   entries: readonly FolderEntry[],
-  config: ReturnType<typeof parseServiceJson>,
+  config: ServiceJson,
   confirmation: ConfirmClaims | undefined,
   note: string | null,
   upload?: FolderUploadRow,
 ): Promise<Outcome> {
   const spend = upload ? (tx: Tx) => spendFolderUpload(tx, upload.id) : undefined;
   const done = await commitVersion(app, ctx, target, entries, config, confirmation, spend);
-  announceAppChanged(app, done.app.address);
   const url = appUrl(app.config, done.app.address);
   const account = accountOfApp(ctx, done.app.accountId);
   const what = done.created

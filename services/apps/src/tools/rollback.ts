@@ -4,7 +4,6 @@ import { desc, eq } from "drizzle-orm";
 import { appUrl, iso, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { appsTable, versions } from "../db/schema.ts";
 import { heldSecretsNote } from "../secrets/usage.ts";
 
@@ -80,8 +79,6 @@ export function rollbackTool(app: AppsContext) {
         data: { status: "rolled_back" as const, ...base, currentVersion: input.version, versions: list(input.version) },
       };
     });
-    // After the commit, so no app host reloads the old row.
-    if (outcome.data.status === "rolled_back") announceAppChanged(app, outcome.data.address);
     return outcome;
   });
 }

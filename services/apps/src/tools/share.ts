@@ -4,7 +4,6 @@ import { and, eq, inArray } from "drizzle-orm";
 import { appUrl, requireOwnedApp } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appEvent } from "../events.ts";
-import { announceAppChanged } from "../host/announce.ts";
 import { appPeople, appsTable, confirmUses } from "../db/schema.ts";
 import { gateMakePublic } from "../public-gate.ts";
 
@@ -76,7 +75,6 @@ export function shareTool(app: AppsContext) {
         .orderBy(appPeople.email);
       return rows.map((r) => r.email);
     });
-    announceAppChanged(app, current.address);
     app.logger.info("shared", { address: current.address, visibility, people: people.length });
     const url = appUrl(app.config, current.address);
     return {

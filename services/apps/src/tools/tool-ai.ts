@@ -13,7 +13,6 @@ import { notFound, requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, confirmUses } from "../db/schema.ts";
 import { appEvent } from "../events.ts";
-import { announceAppChanged } from "../host/announce.ts";
 
 const WORDS: Record<AiKeyChoice, string> = {
   company: "the organization's AI key",
@@ -135,8 +134,6 @@ export function toolAiTool(apps: AppsContext) {
           summary: `AI calls paid by ${WORDS[value].replace("your own", "their own")}`,
         });
       });
-      // App hosts keep the choice with the cached app (HostedApp.ai).
-      announceAppChanged(apps, app.address);
       apps.logger.info("AI key choice changed", { address: app.address, from: app.aiChoice, to: value });
     }
     // A warning the user just accepted is not repeated in the text.

@@ -4,7 +4,7 @@ import { and, eq } from "drizzle-orm";
 import { notFound, notTheirs, ORG_MANAGER_ROLES, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable, versions } from "../db/schema.ts";
-import { readAppLogs } from "../server-code/logs.ts";
+import { readAppLogs } from "../app-logs.ts";
 
 // tool_logs: the newest lines an app's server code logged, for the app's owner only (the interface spec's rule: a
 // manager of the organization is refused by name; someone who can see the app is told whose it is; anyone else learns
@@ -14,7 +14,7 @@ export function toolLogsTool(apps: AppsContext) {
   return bindTool(tool_logs, async ({ ctx, input }) => {
     const app = await requireLogsOwner(apps, ctx, input.address);
     // Lines this process still holds in memory are written first, so a line logged a moment ago is there.
-    await apps.host?.flushLogs?.();
+    await apps.appLogs.flush();
     const { lines, truncated } = await readAppLogs(apps.db, app.id, input.level, input.limit);
     const out = lines.map((line) => ({ time: line.at.toISOString(), level: line.level, message: line.message }));
     const data = { address: app.address, lines: out, truncated };

@@ -1,5 +1,5 @@
 import type { ViewerIdentity } from "@hatch/contracts";
-import { viewerCookie } from "../../src/host/access.ts";
+import { viewerCookie } from "../../src/http/viewer.ts";
 import type { TestHost } from "./host.ts";
 
 // Requests to an app's data routes as a page of that app would make them: JSON bodies, the app's own Origin on

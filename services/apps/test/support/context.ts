@@ -5,6 +5,7 @@ import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabas
 import { createDiskBlobStore } from "../../src/blobs/disk.ts";
 import { loadAppsConfig } from "../../src/config.ts";
 import { appsKeys, createSealer, type AppsContext } from "../../src/context.ts";
+import { AppLogWriter } from "../../src/app-logs.ts";
 import { APPS_MIGRATIONS } from "../../src/service.ts";
 import { freshDatabase } from "../../../../test/support/servers.ts";
 
@@ -52,10 +53,12 @@ export async function openTestContext(
     sealer: createSealer(config, TEST_SECRET),
     logger,
     bus,
+    appLogs: new AppLogWriter(handle.db, logger),
   };
   return {
     ctx,
     async close() {
+      await ctx.appLogs.stop();
       await bus.drain();
       await handle.close();
       await pglite?.close();

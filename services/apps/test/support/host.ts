@@ -1,5 +1,8 @@
 import { connect } from "node:net";
-import { startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
+import { eventStreamFor } from "@hatch/platform";
+import { newEvent } from "@hatch/contracts";
+import type { AppsContext } from "../../src/context.ts";
+import { listenAppHost, startAppHost, type AppHost, type AppHostOptions } from "../../src/host/server.ts";
 import { openTestContext, type TestContext } from "./context.ts";
 import { StandInGateway } from "./stand-in-gateway.ts";
 
@@ -24,9 +27,10 @@ export async function startTestHost(
 ): Promise<TestHost> {
   const test = await openTestContext({ gatewayUrl: options.gatewayUrl, env: options.env, logWrite: options.logWrite });
   const gateway = new StandInGateway(test.ctx.bus, test.ctx.keys.viewer);
-  const host = startAppHost(test.ctx, options);
-  test.ctx.host = host;
-  test.ctx.config = { ...test.ctx.config, appsDomain: `localhost:${host.port}` };
+  // The socket first, so the context has its app origins before the host starts (as startAppsService does).
+  const listener = listenAppHost(test.ctx.config);
+  test.ctx.config = { ...test.ctx.config, appsDomain: `localhost:${listener.port}` };
+  const host = startAppHost(test.ctx, { ...options, listener });
   const origin = (address: string) => `http://${address}.localhost:${host.port}`;
   return {
     ...test,
@@ -62,4 +66,14 @@ export function rawStatus(port: number, host: string | null, target: string): Pr
       else reject(new Error(`no HTTP answer: ${data.slice(0, 200)}`));
     });
   });
+}
+
+/**
+ * An apps event about `address` on the test's bus, as the outbox relay of any apps copy publishes it after a change
+ * (tests that change rows directly use it to say so): every app host drops its cached copy of the app.
+ */
+export async function announceAppChange(ctx: Pick<AppsContext, "bus">, address: string): Promise<void> {
+  await eventStreamFor(ctx.bus).publish(
+    newEvent("apps", null, { entity: "app", verb: "changed", summary: `${address} changed`, app: address }),
+  );
 }

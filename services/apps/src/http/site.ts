@@ -58,6 +58,8 @@ export interface SiteFile {
   html: boolean;
   /** Built once per load, so serving a file allocates no header strings. */
   headers: Readonly<Record<string, string>>;
+  /** The same as a Headers object, which a Response copies at half the cost of a plain object (never mutate it). */
+  responseHeaders: Headers;
 }
 
 interface FileRow {
@@ -156,16 +158,18 @@ export function buildSite(version: number, config: Record<string, unknown>, rows
 }
 
 function siteFile(row: FileRow, isPublic: boolean): SiteFile {
+  const headers = {
+    "Content-Type": row.contentType,
+    ETag: `"${row.sha256}"`,
+    "Cache-Control": cacheControlOf(row.path, row.contentType, isPublic),
+    "X-Content-Type-Options": "nosniff",
+  };
   return {
     path: row.path,
     sha256: row.sha256,
     size: row.size,
     html: isHtml(row.contentType),
-    headers: {
-      "Content-Type": row.contentType,
-      ETag: `"${row.sha256}"`,
-      "Cache-Control": cacheControlOf(row.path, row.contentType, isPublic),
-      "X-Content-Type-Options": "nosniff",
-    },
+    headers,
+    responseHeaders: new Headers(headers),
   };
 }

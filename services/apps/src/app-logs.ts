@@ -1,8 +1,9 @@
 import { SERVER_LIMITS } from "@hatch/contracts";
 import { type Database, type Logger } from "@hatch/platform";
 import { and, desc, eq, inArray, lt } from "drizzle-orm";
-import { appLogs } from "../db/schema.ts";
-import type { LogLevel } from "./types.ts";
+import { appLogs } from "./db/schema.ts";
+/** A log line's level (console.debug/log/info → debug/info, warn, error). */
+export type LogLevel = "debug" | "info" | "warn" | "error";
 
 // An app's log lines (console.* of its server code, and what the app host says about its requests: uncaught errors,
 // CPU, memory and wall-time kills). Lines are buffered and written in batches, one insert per flush, then each app

@@ -1,8 +1,5 @@
 import type { AiChatReply, AiChatRequest } from "@hatch/contracts";
-import { createApiCaller } from "../apis/call.ts";
-import { createAiChat } from "../ai/chat.ts";
-import type { AppsContext } from "../context.ts";
-import type { Viewer } from "./access.ts";
+import type { Viewer } from "./viewer.ts";
 import type { HostedApp } from "./site.ts";
 
 // What leaves the app host on an app's behalf: calls to the APIs its service.json declares (the secret injected here)
@@ -46,12 +43,4 @@ export interface Outbound {
     caller: OutboundCaller,
   ): Promise<ApiCallResult>;
   aiChat(app: HostedApp, request: AiChatRequest, caller: OutboundCaller): Promise<AiChatReply>;
-}
-
-/** The app host's outbound calls. */
-export function createOutbound(ctx: AppsContext): Outbound {
-  return {
-    callApi: createApiCaller(ctx),
-    aiChat: createAiChat(ctx),
-  };
 }

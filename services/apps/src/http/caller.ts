@@ -1,72 +1,22 @@
 import {
   addressKey,
   clientAddressOf,
-  databaseUnavailableMessage,
-  isDatabaseUnavailable,
+  createRateCounter,
+  isNatsBus,
+  type Bus,
   type Logger,
   type RateCounter,
   withDeadline,
 } from "@hatch/platform";
-import { DATA_ERROR_STATUS, isToolError, type DataErrorCode, type DataRule } from "@hatch/contracts";
 import { appOrigin, type AppsConfig } from "../config.ts";
-import { canView, needsConsent, readViewerSession, type Viewer } from "../host/access.ts";
-import type { HostedApp } from "../host/site.ts";
-import type { LiveViewers } from "../host/viewers.ts";
+import { answerFailure, DataError } from "./answers.ts";
+import type { HostedApp } from "./site.ts";
+import { canView, needsConsent, readViewerSession, type Viewer } from "./viewer.ts";
+import type { LiveViewers } from "./viewers.ts";
 
-// The common part of every data request on an app's origin (`/_hatch/me`, `/_hatch/db/…`, `/_hatch/files/…`): who
-// is asking (the viewer the app host verified with the gateway, never anything the page sends), whether they may
-// open the app at all, whether the request comes from the app's own pages, and the answer's JSON shape.
-
-/** An expected refusal: becomes `{ error: { code, message } }` with the code's status. The message is for a person. */
-export class DataError extends Error {
-  constructor(
-    readonly code: DataErrorCode,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = "DataError";
-  }
-}
-
-const JSON_HEADERS = {
-  "Content-Type": "application/json; charset=utf-8",
-  "Cache-Control": "no-store",
-  "X-Content-Type-Options": "nosniff",
-};
-
-export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
-}
-
-export function dataErrorResponse(error: DataError): Response {
-  return json({ error: { code: error.code, message: error.message } }, DATA_ERROR_STATUS[error.code], error.headers);
-}
-
-/** Any failure of a data route as an answer: a DataError as itself, anything else `unavailable` (logged, never shown). */
-/** `method`: the request's (a GET changed nothing, so it is just tried again). */
-export function answerFailure(error: unknown, log: Logger, what: string, method = "POST"): Response {
-  if (error instanceof DataError) return dataErrorResponse(error);
-  if (isToolError(error) && error.code === "unavailable") {
-    return dataErrorResponse(
-      new DataError("unavailable", "Hatch could not check who you are right now. Try again in a minute.", {
-        "Retry-After": "30",
-      }),
-    );
-  }
-  if (isDatabaseUnavailable(error)) {
-    log.warn(`${what}: database unavailable`, { error });
-    return dataErrorResponse(
-      new DataError("unavailable", databaseUnavailableMessage(method !== "GET" && method !== "HEAD"), {
-        "Retry-After": "5",
-      }),
-    );
-  }
-  log.error(`${what} failed`, { error });
-  return dataErrorResponse(
-    new DataError("unavailable", "Hatch could not do this right now. Try again in a moment.", { "Retry-After": "5" }),
-  );
-}
+// Who is asking, for every route on an app's origin that acts for a viewer (`/_hatch/me`, data, server code, outbound
+// calls): the viewer the app host verified with the gateway (never anything the page sends), whether they may open
+// the app at all, whether the request comes from the app's own pages, and how many requests they made.
 
 /** Who makes a data request to one app: the verified viewer (null when not signed in) and a key for rate limits. */
 export interface DataCaller {
@@ -118,42 +68,6 @@ export async function dataCaller(
     viewer,
     rateKey: `${app.id} ${viewer ? `u:${viewer.sub}` : `a:${addressKey(address.slice(0, 64))}`}`,
   };
-}
-
-/**
- * Whether a rule lets the caller do something. `creator` answers "creator": allowed for a signed-in viewer, on their
- * own documents or files only (the caller filters or compares `createdBy`).
- */
-export function allows(rule: DataRule, caller: DataCaller): boolean | "creator" {
-  const { viewer, app } = caller;
-  switch (rule) {
-    case "anyone":
-      return true;
-    case "signed_in":
-      return viewer !== null;
-    case "creator":
-      return viewer !== null ? "creator" : false;
-    case "org":
-      return viewer !== null && viewer.account === app.accountId;
-    case "owner":
-      return viewer !== null && viewer.sub === app.ownerId;
-  }
-}
-
-/** Why a rule refused, in words a viewer can act on. */
-export function refusal(rule: DataRule, caller: DataCaller, action: string): DataError {
-  if (!caller.viewer) return new DataError("forbidden", `Sign in to ${action} (hatch.signIn()).`);
-  const who: Record<DataRule, string> = {
-    anyone: "anyone",
-    signed_in: "signed-in people",
-    creator: "whoever created it",
-    org: "members of the app owner's organization",
-    owner: "the app's owner",
-  };
-  return new DataError(
-    "forbidden",
-    `Only ${who[rule]} may ${action} here; you are signed in as ${caller.viewer.email}.`,
-  );
 }
 
 /**
@@ -277,4 +191,76 @@ export class SharedRateLimiter implements DataRateLimiter {
       );
     }
   }
+}
+
+export interface CallerGateDeps {
+  bus: Bus;
+  config: Pick<AppsConfig, "trustProxy" | "dataRequestsPerMinute">;
+  log: Logger;
+  /** The app at an address, from the app host's cache; null when there is none. */
+  loadApp(address: string): HostedApp | null | Promise<HostedApp | null>;
+  caller: CallerDeps;
+}
+
+export interface CallerOptions {
+  /** Hatch's own failures carry this header (routes whose answers are otherwise someone else's: /_hatch/api/). */
+  markedWith?: string;
+  /** The whole answer, the app's and the viewer's lookups included, within it (documentTooLate after). */
+  deadlineMs?: number;
+}
+
+export interface CallerGate {
+  /**
+   * Answers a request of an app's origin that acts for its viewer: loads the app, verifies the caller (dataCaller),
+   * counts the request against the data rate limit, then `answer`; any failure becomes its JSON refusal.
+   */
+  withCaller(
+    request: Request,
+    address: string,
+    remoteAddress: string,
+    answer: (caller: DataCaller) => Response | Promise<Response>,
+    options?: CallerOptions,
+  ): Promise<Response>;
+  /** The caller of a request again, on the app's current copy; null when the app at that address is another or gone. */
+  recheck(request: Request, caller: DataCaller): Promise<DataCaller | null>;
+}
+
+export function createCallerGate(deps: CallerGateDeps): CallerGate {
+  const { bus, config, log } = deps;
+  const limiter: DataRateLimiter = isNatsBus(bus)
+    ? new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps", log), config.dataRequestsPerMinute, log)
+    : new RateLimiter(config.dataRequestsPerMinute);
+  return {
+    async withCaller(request, address, remoteAddress, answer, options = {}) {
+      const run = async () => {
+        const app = await deps.loadApp(address);
+        if (!app) throw new DataError("not_found", `There is no app called "${address}".`);
+        const caller = await dataCaller(deps.caller, request, app, remoteAddress);
+        await limiter.take(caller.rateKey);
+        return await answer(caller);
+      };
+      try {
+        return await (options.deadlineMs ? withDeadline(run(), options.deadlineMs, documentTooLate) : run());
+      } catch (error) {
+        const failure = answerFailure(error, log, "data request", request.method);
+        if (options.markedWith)
+          failure.headers.set(options.markedWith, error instanceof DataError ? error.code : "unavailable");
+        return failure;
+      }
+    },
+    async recheck(request, caller) {
+      const app = await deps.loadApp(caller.app.address);
+      if (!app || app.id !== caller.app.id) return null;
+      return dataCaller(deps.caller, request, app, "");
+    },
+  };
+}
+
+/** A document request past its deadline: the write may still land, so the page is told to check. */
+export function documentTooLate(): DataError {
+  return new DataError(
+    "unavailable",
+    "Hatch's database did not answer in time, so this may or may not have taken effect. Check, then try again in a moment.",
+    { "Retry-After": "5" },
+  );
 }
