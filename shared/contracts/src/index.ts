@@ -162,6 +162,11 @@ export {
   InvitationTokenInputSchema,
   MailOutboxSchema,
   AiResetSchema,
+  AccountAppsDeleteInputSchema,
+  AccountAppsSchema,
+  AccountDeletionInputSchema,
+  AccountDeletionPlanSchema,
+  AccountLeftSchema,
   OwnedAppSchema,
   OwnedAppsListInputSchema,
   OwnedAppsMoveInputSchema,
@@ -175,6 +180,8 @@ export {
   VerificationMailSentSchema,
 } from "./internal-rpc.ts";
 export type {
+  AccountApps,
+  AccountDeletionPlan,
   AiKeyPage,
   AiReset,
   AppLookup,
