@@ -1,13 +1,23 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  AccountAppsSchema,
+  AccountLeftSchema,
+  deriveKey,
+  LocalActResultSchema,
+  rpcMethods,
+  type CallContextClaims,
+} from "@hatch/contracts";
+import { callRpc } from "@hatch/platform";
 import { and, eq } from "drizzle-orm";
 import { addresses, aiKeys, appsTable } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { accounts, activity, members, people } from "../services/orgs/src/db/schema.ts";
 import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
-import { startTestHatch, type TestHatch } from "./support/hatch.ts";
+import { gatewaySignedContext } from "./support/call-context.ts";
+import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { joinOrg } from "./support/orgs.ts";
 import { MODES } from "./support/servers.ts";
@@ -121,6 +131,90 @@ for (const mode of MODES) {
       const noCsrf = await jar.post(deletePath(), { current: PASSWORD, email: dan.email });
       expect(noCsrf.status).toBe(403);
       await unchanged();
+    }, 60_000);
+
+    test("refused: a paid plan (cancel first); a service refuses a ctx that is not the person being deleted", async () => {
+      const paula = await userWithToken(hatch, { name: "Paula Paying", email: `del-paula-${mode}@example.com` });
+      const claims: CallContextClaims = {
+        sub: paula.id,
+        email: paula.email,
+        name: paula.name,
+        permissions: [],
+        scope: "write",
+        client: { kind: "other", name: "dashboard", elicitation: { form: false, url: false } },
+        grant: paula.grantId,
+        rid: "test",
+      };
+      const ctx = await gatewaySignedContext(hatch.gateway, deriveKey(TEST_SECRET, "ctx"), claims);
+      const paid = await callRpc(
+        hatch.bus,
+        "billing",
+        rpcMethods.billing.localAct,
+        { action: "checkout", card: "ok", plan: "pro" },
+        LocalActResultSchema,
+        { ctx },
+      );
+      expect(paid.ok).toBe(true);
+      const jar = await signedIn(paula);
+      const page = await eventually(async () => {
+        const text = await (await jar.fetch(deletePath())).text();
+        return text.includes("paid pro plan") ? text : undefined;
+      }, "the delete page to see the paid plan");
+      expect(page).toContain("/dashboard/billing");
+      expect(page).not.toContain("Delete my account");
+
+      // Paula's signed ctx cannot delete Dan, in either service.
+      const input = { userId: dan.id, accountIds: [orgId] };
+      for (const [service, method, schema] of [
+        ["apps", rpcMethods.apps.accountDelete, AccountAppsSchema],
+        ["orgs", rpcMethods.orgs.accountDelete, AccountLeftSchema],
+      ] as const)
+        await expect(callRpc(hatch.bus, service, method, input, schema, { ctx })).rejects.toMatchObject({
+          code: "forbidden",
+        });
+      await unchanged();
+    }, 60_000);
+
+    test("a retry after a partial failure finishes the job", async () => {
+      const rita = await userWithToken(hatch, { name: "Rita Retry", email: `del-rita-${mode}@example.com` });
+      const ctx = await gatewaySignedContext(hatch.gateway, deriveKey(TEST_SECRET, "ctx"), {
+        sub: rita.id,
+        email: rita.email,
+        name: rita.name,
+        permissions: [],
+        scope: "write",
+        client: { kind: "other", name: "dashboard", elicitation: { form: false, url: false } },
+        grant: rita.grantId,
+        rid: "test",
+      });
+      const [own] = await hatch.databases
+        .get("orgs")!
+        .select({ id: members.accountId })
+        .from(members)
+        .where(eq(members.userId, rita.id));
+      const address = `retry-${mode}`;
+      await seedApp(apps.context, { owner: { id: rita.id, email: rita.email }, accountId: own!.id, address });
+      // The apps part ran, then the rest failed: the apps are gone, the person still signs in.
+      const first = await callRpc(
+        hatch.bus,
+        "apps",
+        rpcMethods.apps.accountDelete,
+        { userId: rita.id, accountIds: [own!.id] },
+        AccountAppsSchema,
+        { ctx },
+      );
+      expect(first.apps.map((a) => a.address)).toEqual([address]);
+      const jar = await signedIn(rita);
+      const page = await (await jar.fetch(deletePath())).text();
+      expect(page).toContain("You have no apps of your own to delete.");
+      const done = await jar.post(deletePath(), { csrf: csrfOf(page), current: PASSWORD, email: rita.email });
+      expect(done.status).toBe(200);
+      const signin = new HostCookieJar();
+      const form = await (await signin.fetch(`${hatch.baseUrl}/signin`)).text();
+      expect(
+        (await signin.post(`${hatch.baseUrl}/signin`, { csrf: csrfOf(form), email: rita.email, password: PASSWORD }))
+          .status,
+      ).not.toBe(303);
     }, 60_000);
 
     test("done: apps gone with addresses kept, the org app moves to the owner, token and password refused", async () => {
