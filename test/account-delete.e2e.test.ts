@@ -117,7 +117,8 @@ for (const mode of MODES) {
 
       const jar = await signedIn(dan);
       const page = await (await jar.fetch(deletePath())).text();
-      expect(page).toContain(personal[0]);
+      expect(page).toContain(personal[0]!);
+      expect(page).toContain(personal[1]!);
       expect(page).toContain(`You leave Del ${mode}`);
       expect(page).toContain(owner.email);
       expect(page).not.toContain(KEY);
