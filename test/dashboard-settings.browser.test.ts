@@ -103,6 +103,8 @@ for (const mode of EMBEDDED_MODES) {
         const pages: [string, string | null][] = [
           ["/dashboard", "Apps"],
           ["/dashboard/settings", "Settings"],
+          // The owner of an organization with a member: the page says to transfer ownership first.
+          ["/dashboard/settings/delete", "Settings"],
           ["/dashboard/org", "Organization"],
           [`/dashboard/apps/${address}`, "Apps"],
           [`/dashboard/apps/${address}/versions/1`, "Apps"],
@@ -177,6 +179,37 @@ for (const mode of EMBEDDED_MODES) {
         expect(colours.background).toBe("rgb(17, 17, 17)");
         expect(colours.color).toBe("rgb(245, 245, 247)");
         expect(await axeFindings(page)).toEqual([]);
+        await page.context().close();
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    test(
+      "deleting an account: the confirm step passes axe-core at 1280 and 390 px, and the form deletes it",
+      async () => {
+        const leaving = await userWithToken(hatch, {
+          name: "Lee Leaving",
+          email: `browser-leaving-${mode}@example.com`,
+        });
+        const page = await signIn(browser, hatch.baseUrl, leaving.email);
+        const problems: string[] = [];
+        for (const size of SIZES) {
+          await page.setViewportSize({ width: size.width, height: size.height });
+          await page.emulateMedia({ colorScheme: size.scheme });
+          await page.goto(`${hatch.baseUrl}/dashboard/settings/delete`);
+          const where = `${size.width}px ${size.scheme}`;
+          const overflow = await page.evaluate(() => (document.scrollingElement?.scrollWidth ?? 0) - window.innerWidth);
+          if (overflow > 0) problems.push(`${where}: ${overflow}px sideways scroll`);
+          for (const finding of await axeFindings(page)) problems.push(`${where}: ${finding}`);
+        }
+        expect(problems).toEqual([]);
+        await page.getByLabel("Current password").fill(PASSWORD);
+        await page.getByLabel(/Type your email/).fill(leaving.email);
+        await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Delete my account" }).click()]);
+        await page.getByRole("heading", { name: "Your account is deleted" }).waitFor();
+        expect(await axeFindings(page)).toEqual([]);
+        await page.goto(`${hatch.baseUrl}/dashboard/settings`);
+        expect(new URL(page.url()).pathname).toBe("/signin");
         await page.context().close();
       },
       TEST_TIMEOUT_MS,

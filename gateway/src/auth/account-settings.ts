@@ -1,6 +1,6 @@
 import { hasControlChars, plainText } from "@hatch/contracts";
-import { and, eq } from "drizzle-orm";
-import { users } from "../db/schema.ts";
+import { and, eq, isNull } from "drizzle-orm";
+import { grants, users } from "../db/schema.ts";
 import type { AuthContext } from "./context.ts";
 import { hashPassword, verifyPassword } from "./passwords.ts";
 import { endUserSessions, startSession, type BrowserState } from "./sessions.ts";
@@ -35,6 +35,14 @@ export interface AccountSettings {
     current: string,
     next: string,
   ): Promise<{ ok: true; cookie: string; signedOut: number } | { ok: false; error: string }>;
+  /** Whether `password` is the account's (counted like every current-password check: 10 wrong an hour, then no). */
+  passwordIs(userId: string, password: string): Promise<boolean>;
+  /**
+   * The gateway's part of deleting an account, last (the services did theirs): every AI client is disconnected,
+   * every browser signed out, then the user goes (with their pending confirmations and app consents). The email can
+   * sign up anew. Idempotent.
+   */
+  deleteUser(userId: string): Promise<void>;
 }
 
 export function accountSettings(ctx: AuthContext): AccountSettings {
@@ -56,6 +64,23 @@ export function accountSettings(ctx: AuthContext): AccountSettings {
   }
 
   return {
+    async passwordIs(userId, password) {
+      return (await passwordMatches(userId, password)) !== null;
+    },
+
+    async deleteUser(userId) {
+      const live = await ctx.db
+        .select({ id: grants.id })
+        .from(grants)
+        .where(and(eq(grants.userId, userId), isNull(grants.revokedAt)));
+      for (const grant of live) await ctx.revokeGrant(grant.id, "account_deleted");
+      const sessions = await endUserSessions(ctx, userId);
+      await ctx.db.delete(users).where(eq(users.id, userId));
+      ctx.forgetUser(userId);
+      await ctx.onUserChanged?.(userId);
+      ctx.logger.info("account deleted", { userId, clients: live.length, sessions });
+    },
+
     async rename(userId, raw) {
       const name = raw.trim();
       if (!name) return { ok: false, error: "Enter your name." };

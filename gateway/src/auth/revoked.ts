@@ -14,6 +14,8 @@ export function revokedDescription(ctx: AuthContext, reason: string | null): str
       return `This connection was replaced: the user approved this client again, and the newer connection took its place on the Connected clients page (${tokens}). Use the tokens of the newer connection. ${again}`;
     case "password_reset":
       return `This connection ended because the account's password was reset, which disconnects every client. ${again}`;
+    case "account_deleted":
+      return "This connection ended because its Hatch account was deleted.";
     case "refresh_reuse":
       return `This connection was revoked because a refresh token was used twice (a sign it was copied). ${again}`;
     case "code_reuse":

@@ -19,6 +19,7 @@ import { receiveUpload } from "./publish/uploads.ts";
 import { aiKeyPageRpc, aiKeySetRpc } from "./rpc/ai-key-page.ts";
 import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
+import { accountAppsRpc, accountDeleteRpc } from "./rpc/account-delete.ts";
 import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
 import { dashboardVersionRpc } from "./rpc/dashboard-version.ts";
 import {
@@ -103,6 +104,8 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       [rpcMethods.apps.storage]: accountStorageRpc(ctx),
       [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),
       [rpcMethods.apps.moveOwned]: moveOwnedRpc(ctx),
+      [rpcMethods.apps.accountApps]: accountAppsRpc(ctx),
+      [rpcMethods.apps.accountDelete]: accountDeleteRpc(ctx),
       [rpcMethods.apps.secretPage]: secretPageRpc(ctx),
       [rpcMethods.apps.secretSet]: secretSetRpc(ctx),
       [rpcMethods.apps.secretConfirm]: secretConfirmRpc(ctx),

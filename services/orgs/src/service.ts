@@ -16,6 +16,7 @@ import { createMailer } from "./mail/mailer.ts";
 import { acceptInvitationRpc, previewInvitationRpc } from "./rpc/invitations.ts";
 import { mailOutboxRpc, sendPasswordResetMailRpc, sendVerificationMailRpc } from "./rpc/mail.ts";
 import { resolveSessionRpc, sessionAccountsRpc } from "./rpc/session.ts";
+import { accountDeleteRpc, accountDeletionRpc } from "./rpc/account-delete.ts";
 import { orgsTools } from "./tools/index.ts";
 
 export const ORGS_VERSION = "0.2.0";
@@ -58,6 +59,8 @@ export async function startOrgsService(deps: ServiceDeps): Promise<RunningServic
       [rpcMethods.orgs.sendVerificationMail]: sendVerificationMailRpc(orgs),
       [rpcMethods.orgs.sendPasswordResetMail]: sendPasswordResetMailRpc(orgs),
       [rpcMethods.orgs.seatsUsed]: seatsUsedRpc(orgs),
+      [rpcMethods.orgs.accountDeletion]: accountDeletionRpc(orgs),
+      [rpcMethods.orgs.accountDelete]: accountDeleteRpc(orgs),
     },
     outbox: createOutboxRelay({ db: deps.db, table: outbox, stream: eventStreamFor(deps.bus), logger }),
     logger,

@@ -164,6 +164,11 @@ export {
   InvitationTokenInputSchema,
   MailOutboxSchema,
   AiResetSchema,
+  AccountAppsDeleteInputSchema,
+  AccountAppsSchema,
+  AccountDeletionInputSchema,
+  AccountDeletionPlanSchema,
+  AccountLeftSchema,
   OwnedAppSchema,
   OwnedAppsListInputSchema,
   OwnedAppsMoveInputSchema,
@@ -177,6 +182,8 @@ export {
   VerificationMailSentSchema,
 } from "./internal-rpc.ts";
 export type {
+  AccountApps,
+  AccountDeletionPlan,
   AiKeyPage,
   AiReset,
   AppLookup,

@@ -404,3 +404,33 @@ export const DashboardFileAnswerSchema = z.object({
 });
 export type DashboardFileAnswer = z.infer<typeof DashboardFileAnswerSchema>;
 export const DashboardFileDeletedSchema = z.object({ address: z.string(), bucket: z.string(), id: z.string() });
+
+/**
+ * Deleting an account (the gateway's /dashboard/settings/delete). Every method takes the user being deleted and refuses
+ * unless the signed ctx is that very user. orgs `account.deletion` says what would happen (or why not);
+ * apps `account.delete` deletes their apps in `accountIds` (the accounts only they belong to) and their own AI keys;
+ * orgs `account.delete` moves their apps in organizations to each owner and ends every membership. Each is idempotent.
+ */
+export const AccountDeletionInputSchema = z.object({ userId: z.string().min(1) });
+export const AccountDeletionPlanSchema = z.object({
+  /** Why the account cannot be deleted now (in words for a person, with the link), or null. */
+  refusal: z.string().nullable(),
+  /** Accounts whose only member is this person (their personal account, an organization nobody else joined). */
+  soloAccounts: z.array(z.object({ id: z.string(), name: z.string(), kind: z.enum(["personal", "company"]) })),
+  /** Organizations they belong to with others: their apps there move to `owner`. */
+  memberships: z.array(
+    z.object({ accountId: z.string(), name: z.string(), role: z.enum(ORG_ROLES), ownerEmail: z.string() }),
+  ),
+});
+export type AccountDeletionPlan = z.infer<typeof AccountDeletionPlanSchema>;
+export const AccountAppsDeleteInputSchema = z.object({
+  userId: z.string().min(1),
+  accountIds: z.array(z.string().min(1)).max(100),
+});
+/** apps `account.delete`/`account.apps`: the addresses of the apps deleted (or that would be), kept reserved. */
+export const AccountAppsSchema = z.object({ apps: z.array(OwnedAppSchema) });
+export type AccountApps = z.infer<typeof AccountAppsSchema>;
+/** orgs `account.delete`: the organizations left, with the apps that moved to each owner. */
+export const AccountLeftSchema = z.object({
+  left: z.array(z.object({ name: z.string(), ownerEmail: z.string(), apps: z.array(OwnedAppSchema) })),
+});

@@ -54,6 +54,10 @@ export const rpcMethods = {
     sendPasswordResetMail: "mail.password-reset",
     /** An organization's members and open invitations (billing: a Team checkout's default seats). */
     seatsUsed: "seats.used",
+    /** What deleting the signed ctx's own account would do, or why it cannot be deleted now (internal-rpc.ts). */
+    accountDeletion: "account.deletion",
+    /** Deleting the account: their apps in organizations move to each owner, every membership ends, then the person. */
+    accountDelete: "account.delete",
   },
   billing: {
     /** What an account may do now (plan, state, limits): services check limits with it (cached briefly). */
@@ -90,6 +94,10 @@ export const rpcMethods = {
   apps: {
     /** The apps one person owns in an account (org_member_update shows them before a removal). */
     listOwned: "owned.list",
+    /** The apps the signed ctx's own user owns in accounts only they belong to (the account deletion's list). */
+    accountApps: "account.apps",
+    /** Deleting the account: those apps (addresses stay reserved) and the person's own AI keys. */
+    accountDelete: "account.delete",
     /** Moves every app one person owns in an account to another member, in one transaction. */
     moveOwned: "owned.move",
     /** Where an app is served, for the gateway's viewer sign-in (see viewer-ticket.ts). */

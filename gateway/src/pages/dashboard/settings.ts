@@ -11,19 +11,19 @@ import {
   type AiKeyScope,
   type OrgMembersOutput,
   type OrgOutput,
-  type Question,
   type ToolContract,
 } from "@hatch/contracts";
 import { callRpc } from "@hatch/platform";
 import { Elysia } from "elysia";
-import type { Auth, BrowserState, Params, PublicUser } from "../../auth/index.ts";
+import type { Params, } from "../../auth/index.ts";
 import { cookieHeaders } from "../../auth/index.ts";
 import { redirect } from "../../auth/http.ts";
 import { dashboardContext } from "../dashboard-context.ts";
 import { csrfField, html, type SafeHtml } from "../layout.ts";
-import type { NoticeCookies } from "../notice.ts";
-import { callTool, readTool, Refusal, type DashboardCallDeps } from "./calls.ts";
+import { callTool, readTool, Refusal, } from "./calls.ts";
 import { appPath, noticeOf, when, type Notice } from "./views.ts";
+import { accountDeletePages, DELETE_PATH } from "./account-delete.ts";
+import type { SettingsDeps, SettingsKit, SettingsSigned as Signed } from "./settings-kit.ts";
 
 // /dashboard/settings: the person's own account (name, password), their organization's ownership, and every secret and
 // AI key they hold, listed by name with Delete (values are never read here: apps gives names and whether one is set).
@@ -32,30 +32,6 @@ import { appPath, noticeOf, when, type Notice } from "./views.ts";
 export const SETTINGS_PATH = "/dashboard/settings";
 /** How many of the person's apps the secrets list reads (one read each); past it the page says where the rest are. */
 const SECRET_APPS_MAX = 50;
-
-type Signed = BrowserState & { user: PublicUser };
-
-/** What index.ts lends this page: its sign-in check, CSRF-checked forms, post/redirect/get and the confirm step. */
-export interface SettingsKit<S extends Signed> {
-  guard: (handler: (state: S, notice: Notice) => Promise<Response>) => (request: Request) => Promise<Response>;
-  posted: (request: Request, back: string) => Promise<{ state: S; params: Params } | Response>;
-  done: (state: S, path: string, text: string) => Response;
-  problem: (state: S, error: unknown) => Response;
-  page: (state: S, title: string, body: SafeHtml, status?: number) => Response;
-  askPage: (
-    state: S,
-    contract: ToolContract,
-    input: unknown,
-    back: string,
-    question: Question,
-    action: string,
-  ) => Response;
-}
-
-export interface SettingsDeps extends DashboardCallDeps {
-  auth: Pick<Auth, "account">;
-  notices: NoticeCookies;
-}
 
 interface SecretRow {
   address: string;
@@ -168,7 +144,8 @@ ${
 
   return html`<h1>Settings</h1>${noticeOf(notice)}${account}${organization}
 <section aria-labelledby="secrets"><h2 id="secrets">Secrets</h2><p class="muted">Values are never shown, here or to your AI. Deleting one asks you to confirm first.</p>${secrets}${more}</section>
-<section aria-labelledby="keys"><h2 id="keys">AI keys</h2><p class="muted">Keys are never shown again once saved. Add one on the <a href="/dashboard/ai-keys?scope=mine">AI keys page</a>.</p>${keys}</section>`;
+<section aria-labelledby="keys"><h2 id="keys">AI keys</h2><p class="muted">Keys are never shown again once saved. Add one on the <a href="/dashboard/ai-keys?scope=mine">AI keys page</a>.</p>${keys}</section>
+<section aria-labelledby="delete-account"><h2 id="delete-account">Delete account</h2><p class="muted">Deleting your account deletes your own apps, secrets and AI keys; apps you own in an organization move to its owner. The next page lists exactly what happens before you confirm.</p><p><a href="${DELETE_PATH}">Delete your account…</a></p></section>`;
 }
 
 export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: SettingsKit<S>) {
@@ -311,6 +288,7 @@ export function settingsPages<S extends Signed>(deps: SettingsDeps, kit: Setting
 
   const raw = { parse: "none" } as const;
   return new Elysia({ name: "hatch-dashboard-settings" })
+    .use(accountDeletePages(deps, kit))
     .get(SETTINGS_PATH, ({ request }) => kit.guard((state, notice) => settingsPage(state, notice))(request))
     .post(`${SETTINGS_PATH}/name`, ({ request }) => nameAction(request), raw)
     .post(`${SETTINGS_PATH}/password`, ({ request }) => passwordAction(request), raw)

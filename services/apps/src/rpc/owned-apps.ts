@@ -42,7 +42,9 @@ export function moveOwnedRpc(apps: AppsContext) {
   return bindRpc(
     OwnedAppsMoveInputSchema,
     async ({ ctx, input }): Promise<OwnedApps> => {
-      const caller = requireManagerOf(ctx, input.accountId);
+      // A person deleting their own account moves their own apps (orgs vouches for `to`: the organization's owner).
+      const leaving = ctx?.sub === input.fromUserId && ctx.org === input.accountId;
+      const caller = leaving && ctx ? ctx : requireManagerOf(ctx, input.accountId);
       const done = await apps.db.transaction(async (tx) => {
         const owned = await tx
           .select(ownerChangeColumns)
