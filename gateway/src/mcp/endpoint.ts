@@ -392,14 +392,17 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         lastEventId: request.headers.get("last-event-id")!,
         copyAlive: (other) => copyAlive(other),
         closing: closingSignal.signal,
+        logger,
       });
     }
     if (sessionId && entry.lastSeen - entry.lastTouched > TOUCH_EVERY_MS) {
       entry.lastTouched = entry.lastSeen;
-      void directory.get(sessionId).then(
-        (record) => record && directory.put(sessionId, record),
-        () => undefined,
-      );
+      // Best effort: the record stays until its idle time runs out. A failed write must not escape (it would end the
+      // process as an unhandled rejection).
+      void directory
+        .get(sessionId)
+        .then((record) => record && directory.put(sessionId, record))
+        .catch(() => undefined);
     }
     if (request.method !== "POST" || !entry.transport.sessionId)
       return entry.transport.handleRequest(request, { authInfo, parsedBody });
