@@ -2,10 +2,18 @@
 // folder, so restarting them never touches the machine's shared servers. A guard process (a shell loop) kills
 // whatever is left and removes the folder if this process dies without cleaning up (SIGKILL, a crash).
 import type { Subprocess } from "bun";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
+/** The load is the point, not plan limits or rate limits: both are lifted for the run's processes. */
+export const LOAD_ENV = {
+  BILLING_ENFORCE_LIMITS: "false",
+  TOOL_CALLS_PER_MINUTE_PER_GRANT: "1000000",
+  TOOL_CALLS_PER_MINUTE_PER_USER: "1000000",
+  DATA_REQUESTS_PER_MINUTE: "1000000",
+};
 
 /** A free TCP port on 127.0.0.1 (asked of the kernel, then released). */
 export async function freePort(): Promise<number> {
@@ -68,6 +76,16 @@ export function makeWorkdir(): Workdir {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** On a failed run the processes' logs are copied out of the work folder (which is removed) for a look. */
+export function keepLogs(work: Workdir, runId: string, log: (line: string) => void): void {
+  const to = join(tmpdir(), `hatch-reliability-logs-${runId}`);
+  try {
+    cpSync(join(work.dir, "logs"), to, { recursive: true });
+    for (const name of readdirSync(work.dir)) if (name.endsWith(".log")) cpSync(join(work.dir, name), join(to, name));
+    log(`logs of the processes: ${to}`);
+  } catch {}
 }
 
 function alive(child: Subprocess | null): child is Subprocess {
