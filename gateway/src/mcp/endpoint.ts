@@ -37,6 +37,8 @@ import { readGrantRefusal, writeOnReadGrant } from "./scope-check.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
 const IDLE_MS = 30 * 60_000;
+/** Waits between the tries of a session record that could not be written (about a minute in all). */
+const RECORD_RETRY_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
 /** A session in use writes its record again at most this often (each write restarts the record's idle time). */
 const TOUCH_EVERY_MS = 5 * 60_000;
 
@@ -211,10 +213,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       retryInterval: SSE_RETRY_MS,
       onsessioninitialized: async (id) => {
         sessions.set(id, entry);
-        if (!restore)
-          await directory.put(id, { ...record, user: identity.userId, grant: identity.grantId }).catch((error) => {
-            logger.warn("MCP session not recorded: only this copy can serve it", { error });
-          });
+        if (!restore) await recordSession(id, entry, { ...record, user: identity.userId, grant: identity.grantId });
       },
       onsessionclosed: async (id) => {
         sessions.delete(id);
@@ -226,6 +225,32 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await server.connect(entry.wire);
     if (restore) await replayInitialize(entry, restore, record);
     return entry;
+  }
+
+  /**
+   * Writes a new session's record so every copy can serve it. When the directory does not answer (JetStream electing a
+   * leader after a NATS node went away), the session starts anyway, served by this copy alone, and the record is
+   * written again in the background until it lands (a copy that cannot find it answers 404, and the client must start
+   * over), as long as the session lives here and the copy runs.
+   */
+  async function recordSession(id: string, entry: SessionEntry, value: SessionRecord): Promise<void> {
+    const put = () => directory.put(id, value).then(() => true);
+    const first = await put().catch((error: unknown) => {
+      logger.warn("MCP session not recorded yet: only this copy serves it until it is", { error });
+      return false;
+    });
+    if (first) return;
+    void (async () => {
+      for (const wait of RECORD_RETRY_MS) {
+        await Bun.sleep(wait);
+        if (sessions.get(id) !== entry || closingSignal.signal.aborted) return;
+        if (await put().catch(() => false)) {
+          logger.info("MCP session recorded: every copy can serve it");
+          return;
+        }
+      }
+      logger.warn("MCP session not recorded: only this copy can serve it");
+    })();
   }
 
   /** Brings a fresh server and transport to where the session is: the client's initialize, then initialized. */

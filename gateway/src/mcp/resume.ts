@@ -143,7 +143,7 @@ async function pump(
           if (!write(sseEvent(`${stream}.${event.seq}`, event.message))) return;
           have = event.seq;
           if (answered) {
-            const done = pending ?? new Set([message.id!]);
+            const done: Set<string | number> = pending ?? new Set([message.id!]);
             done.delete(message.id!);
             pending = done;
             if (done.size === 0) return;
