@@ -131,6 +131,80 @@ export async function privateNats(work: Workdir): Promise<Server> {
   return server;
 }
 
+export interface RoundRobinProxy {
+  stop(): Promise<void>;
+}
+
+/**
+ * nginx (Debian's) as a round-robin proxy without affinity, each site on its loopback port in front of its upstreams:
+ * every request goes to the next copy; one that refuses the connection is skipped for 2 s and the request goes to the
+ * other (a request already sent to a copy is never sent again). The Host header is passed on (app hosts route by it),
+ * answers stream (SSE). Caddy 2.6 (Debian's) was tried first: its retry of a POST after a refused connection sent an
+ * empty body, and with buffer_requests answers reached the wrong requests.
+ */
+export async function roundRobinProxy(
+  work: Workdir,
+  sites: { name: string; port: number; upstreams: number[] }[],
+): Promise<RoundRobinProxy> {
+  const dir = join(work.dir, "nginx");
+  mkdirSync(dir);
+  const config = join(dir, "nginx.conf");
+  writeFileSync(
+    config,
+    `daemon off;
+master_process off;
+pid ${dir}/nginx.pid;
+error_log ${work.dir}/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  client_max_body_size 16m;
+${sites
+  .map(
+    (site) => `  upstream ${site.name} {
+${site.upstreams.map((port) => `    server 127.0.0.1:${port} max_fails=1 fail_timeout=2s;`).join("\n")}
+  }
+  server {
+    listen 127.0.0.1:${site.port};
+    listen [::1]:${site.port};
+    location / {
+      proxy_pass http://${site.name};
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_read_timeout 600s;
+      proxy_next_upstream error timeout;
+      proxy_next_upstream_tries 2;
+      proxy_connect_timeout 2s;
+    }
+  }`,
+  )
+  .join("\n")}
+}
+`,
+  );
+  const binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((path) => existsSync(path)) ?? "nginx";
+  const child = Bun.spawn([binary, "-c", config, "-p", dir, "-e", join(work.dir, "nginx-error.log")], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: Bun.file(join(work.dir, "nginx.log")),
+  });
+  work.track("nginx", child);
+  for (const site of sites) await waitFor(`nginx on ${site.port}`, () => tcpOpen(site.port), 15_000);
+  return {
+    async stop() {
+      if (!alive(child)) return;
+      child.kill("SIGTERM");
+      await child.exited;
+    },
+  };
+}
+
 function postgresBin(): string {
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];

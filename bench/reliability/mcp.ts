@@ -120,8 +120,9 @@ export function connectCaller(
         if (lost.signal.aborted)
           return { kind: "transport", text: "stream lost with its session (the gateway restarted)", ms: ms() };
         const message = messageOf(error);
-        // The SDK's own request timeout (McpError -32001): the call hung past its deadline.
-        if (/timed out|-32001/i.test(message)) {
+        // The SDK's own request timeout (McpError -32001): the call hung past its deadline. (Not an HTTP error whose
+        // body carries -32001: that is the gateway's "Session not found", an answer.)
+        if (!(error instanceof StreamableHTTPError) && /timed out|-32001/i.test(message)) {
           drop();
           return { kind: "hung", ms: ms() };
         }

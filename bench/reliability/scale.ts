@@ -2,8 +2,8 @@
 // losing one of everything it has more than one of, then its single pooler, then getting each back:
 //   - a 3-node NATS cluster (test/support/nats-cluster.ts) with NATS_REPLICAS=3;
 //   - a private Postgres behind PgBouncer in transaction mode (test/support/pgbouncer.ts; migrations direct);
-//   - two gateway copies behind Caddy's round robin without affinity, two apps copies (app hosts) behind a second
-//     Caddy site, two copies of every service (scripts/cluster-lib.ts `copies`);
+//   - two gateway copies behind a round-robin proxy without affinity (nginx: infra.ts roundRobinProxy), two apps
+//     copies (app hosts) behind a second site of it, two copies of every service (scripts/cluster-lib.ts `copies`);
 //   - the load of `bun run reliability` (load.ts: MCP calls through the SDK's Client, documents through the app host).
 // Faults, each kept while the next is added: one NATS node (the leader of the events stream), one gateway, one copy
 // of each service, PgBouncer. Then each is started again, one by one, and the run waits until it serves again.
@@ -13,15 +13,22 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ServiceName } from "@hatch/shared";
 import { startCluster, type Cluster } from "../../scripts/cluster-lib.ts";
-import { startCaddy, type RunningCaddy } from "../../test/support/caddy.ts";
 import { hasNatsServer, startNatsCluster, type NatsCluster, type NatsNode } from "../../test/support/nats-cluster.ts";
 import { hasPgBouncer, startPgBouncer, type PgBouncer } from "../../test/support/pgbouncer.ts";
 import { freePort } from "../../test/support/servers.ts";
-import { keepLogs, LOAD_ENV, makeWorkdir, privatePostgres, type Server } from "./infra.ts";
+import {
+  keepLogs,
+  LOAD_ENV,
+  makeWorkdir,
+  privatePostgres,
+  roundRobinProxy,
+  type RoundRobinProxy,
+  type Server,
+} from "./infra.ts";
 import { CallLog, startLoad, type CallRecord } from "./load.ts";
 import type { Caller } from "./mcp.ts";
 import { makeLoadUsers, openUsers } from "./users.ts";
@@ -51,6 +58,7 @@ export async function runScale(): Promise<number> {
   const S = short
     ? {
         users: 3,
+        warmupMs: 4_000,
         baselineMs: 6_000,
         windowMs: 4_000,
         pgbouncerDownMs: 2_000,
@@ -61,6 +69,7 @@ export async function runScale(): Promise<number> {
       }
     : {
         users: 5,
+        warmupMs: 8_000,
         baselineMs: 15_000,
         windowMs: 12_000,
         pgbouncerDownMs: 5_000,
@@ -75,7 +84,7 @@ export async function runScale(): Promise<number> {
   let postgres: Server | null = null;
   let nats: NatsCluster | null = null;
   let bouncer: PgBouncer | null = null;
-  let caddy: RunningCaddy | null = null;
+  let proxy: RoundRobinProxy | null = null;
   let cluster: Cluster | null = null;
   let callers: Caller[] = [];
   let stopLoad: (() => Promise<void>) | null = null;
@@ -87,8 +96,7 @@ export async function runScale(): Promise<number> {
       await stopLoad?.().catch(() => {});
       await Promise.all(callers.map((c) => c.close()));
       await cluster?.stop().catch(() => cluster?.kill());
-      caddy?.process.kill();
-      await caddy?.process.exited;
+      await proxy?.stop().catch(() => {});
       await bouncer?.stop().catch(() => {});
       await nats?.stop().catch(() => {});
       await postgres?.stop("SIGINT").catch(() => {});
@@ -96,9 +104,17 @@ export async function runScale(): Promise<number> {
     })();
     return cleaning;
   };
+  /** PgBouncer's output beside the processes' logs (kept when the run fails). */
+  const saveOutputs = () => {
+    // (Set inside main(): TypeScript does not see the assignment from here.)
+    const pooler = bouncer as PgBouncer | null;
+    if (pooler) writeFileSync(join(work.dir, "pgbouncer.log"), pooler.output.text);
+  };
   const watchdog = setTimeout(() => {
     log(`reliability --scale: stopped by its watchdog after ${S.watchdogMs / 1000} s`);
     cluster?.kill();
+    saveOutputs();
+    keepLogs(work, runId, log);
     void cleanup().finally(() => process.exit(1));
   }, S.watchdogMs);
   for (const signal of ["SIGINT", "SIGTERM"] as const)
@@ -109,9 +125,9 @@ export async function runScale(): Promise<number> {
 
   async function main(): Promise<number> {
     const missing = [hasNatsServer ? null : "nats-server", hasPgBouncer ? null : "pgbouncer"];
-    if (!Bun.which("caddy")) missing.push("caddy");
+    if (!["/usr/sbin/nginx", "/usr/bin/nginx"].some((path) => existsSync(path))) missing.push("nginx");
     if (missing.some(Boolean))
-      throw new Error(`needs ${missing.filter(Boolean).join(", ")} (apt-get install nats-server pgbouncer caddy)`);
+      throw new Error(`needs ${missing.filter(Boolean).join(", ")} (apt-get install nats-server pgbouncer nginx)`);
     const started = Date.now();
     log(`reliability --scale (${short ? "short" : "full"}): work folder ${work.dir}`);
     const logDir = join(work.dir, "logs");
@@ -136,39 +152,10 @@ export async function runScale(): Promise<number> {
     const secret = randomBytes(32).toString("hex");
     const baseUrl = `http://localhost:${publicPort}`;
 
-    // Round robin without affinity (test/client-walk.browser.test.ts's settings): a request a copy could not take
-    // (refused) is tried on the other, which is then left out for two seconds. No active health check: /readyz says
-    // "not ready" on every copy while the database is away, and the run wants to see what callers get then.
-    const upstreams = (ports: number[]) => `reverse_proxy ${ports.map((p) => `127.0.0.1:${p}`).join(" ")} {
-    lb_policy round_robin
-    lb_try_duration 5s
-    lb_try_interval 100ms
-    buffer_requests
-    fail_duration 2s
-    max_fails 1
-    flush_interval -1
-  }`;
-    const caddyDir = join(work.dir, "caddy");
-    mkdirSync(caddyDir);
-    caddy = startCaddy(
-      caddyDir,
-      `{
-  admin off
-  auto_https off
-  grace_period 1s
-  storage file_system ${join(caddyDir, "data")}
-}
-
-http://:${publicPort} {
-  ${upstreams(gatewayPorts)}
-}
-
-http://:${appsPort} {
-  ${upstreams(appPorts)}
-}
-`,
-    );
-    work.track("caddy", caddy.process);
+    proxy = await roundRobinProxy(work, [
+      { name: "gateways", port: publicPort, upstreams: gatewayPorts },
+      { name: "app_hosts", port: appsPort, upstreams: appPorts },
+    ]);
 
     Object.assign(process.env, LOAD_ENV);
     cluster = await startCluster({
@@ -238,10 +225,10 @@ http://:${appsPort} {
     );
     if (!allReady) throw new Error("not every copy answered /readyz within 60 s of the start");
     if (!(await until(async () => (await fetch(`${baseUrl}/healthz`)).ok, Date.now() + 20_000)))
-      throw new Error(`Caddy did not answer on ${publicPort}:\n${caddy.output.text}`);
+      throw new Error(`the proxy did not reach a gateway on ${publicPort} (see nginx-error.log)`);
     const mcpUrl = `${baseUrl}/mcp`;
     log(
-      `up in ${((Date.now() - started) / 1000).toFixed(1)} s: NATS ${nats.nodes.map((n) => n.name).join(", ")}, PgBouncer, Caddy, ${[...cluster.processes.keys()].join(", ")}`,
+      `up in ${((Date.now() - started) / 1000).toFixed(1)} s: NATS ${nats.nodes.map((n) => n.name).join(", ")}, PgBouncer, nginx, ${[...cluster.processes.keys()].join(", ")}`,
     );
 
     const users = await openUsers({
@@ -283,7 +270,10 @@ http://:${appsPort} {
         `  ${w.fault}: ${w.recoveredAt ? `${what} after ${((w.recoveredAt - w.injectedAt!) / 1000).toFixed(1)} s` : `NOT ${what.toUpperCase()}`}`,
       );
 
-    windows.open("none (baseline)");
+    // The first seconds of load are slower (code not yet compiled hot, pools filling): not part of the baseline.
+    windows.open("warm-up");
+    await Bun.sleep(S.warmupMs);
+    const baselineWindow = windows.open("none (baseline)");
     await Bun.sleep(S.baselineMs);
 
     // 1. One NATS node: the one leading the events stream (its followers elect a new leader while calls go on).
@@ -320,7 +310,6 @@ http://:${appsPort} {
     w = windows.open("restart PgBouncer");
     w.injectedAt = Date.now();
     await bouncer.restart();
-    w.restoredAt = Date.now();
     w.recoveredAt = await probeUntilAnswered(probeUser.caller, "postgres", calls, w.injectedAt + S.recoverTimeoutMs);
     pgbouncerOutage = { from: windows.list.at(-2)!.injectedAt!, to: w.recoveredAt ?? Date.now() };
     report(w, "answered");
@@ -335,7 +324,6 @@ http://:${appsPort} {
       const child = cluster.respawn(name);
       work.track(name, child);
       down.delete(name);
-      w.restoredAt = Date.now();
       w.recoveredAt = await until(
         async () => (await ready(name)) && (await served(name)) > 0,
         w.injectedAt + S.recoverTimeoutMs,
@@ -347,7 +335,6 @@ http://:${appsPort} {
     redundant.add(w);
     w.injectedAt = Date.now();
     await victimNode.restart();
-    w.restoredAt = Date.now();
     w.recoveredAt = await until(() => victimNode.healthy(), w.injectedAt + S.recoverTimeoutMs);
     report(w, "caught up");
     await hold(w);
@@ -377,7 +364,7 @@ http://:${appsPort} {
     const failures = calls.records.filter((r) => r.kind !== "ok");
     const unexplained = failures.filter((r) => !inFlightAtKill(r) && !(duringOutage(r) && r.kind === "tool_error"));
     const unclear = failures.filter((r) => r.kind === "tool_error" && !r.clear);
-    const baseline = figures[0]!.p50Ms;
+    const baseline = figures[windows.list.indexOf(baselineWindow)]!.p50Ms;
     const natsLoss = figures[windows.list.indexOf(natsWindow)]!.p50Ms;
     const ratio = baseline && natsLoss ? natsLoss / baseline : null;
 
@@ -390,7 +377,7 @@ http://:${appsPort} {
     );
     for (const r of unexplained.slice(0, 10))
       log(
-        `  unexplained: ${r.op} by ${r.user} at +${((r.start - started) / 1000).toFixed(1)} s: ${r.kind} ${r.text ?? ""}`.slice(
+        `  unexplained: ${r.op} by ${r.user} at +${((r.start - started) / 1000).toFixed(1)} s (${windows.list.find((win) => r.start >= win.start && r.start < win.end)?.fault}), ${((r.end - r.start) / 1000).toFixed(1)} s: ${r.kind} ${r.text ?? ""}`.slice(
           0,
           300,
         ),
@@ -417,7 +404,7 @@ http://:${appsPort} {
         natsKilled: victimNode.name,
         processes: [...cluster.processes.keys()],
         pooler: "PgBouncer, transaction mode",
-        proxy: "Caddy round_robin, no affinity",
+        proxy: "nginx round robin, no affinity",
       },
       p50: { baselineMs: baseline, natsNodeAwayMs: natsLoss, ratio, goal: NATS_P50_RATIO },
       failures: {
@@ -451,9 +438,7 @@ http://:${appsPort} {
     log(`reliability --scale failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   } finally {
     clearTimeout(watchdog);
-    // Caddy's and PgBouncer's output beside the processes' logs.
-    if (caddy) writeFileSync(join(work.dir, "caddy.log"), caddy.output.text);
-    if (bouncer) writeFileSync(join(work.dir, "pgbouncer.log"), bouncer.output.text);
+    saveOutputs();
     if (code !== 0) keepLogs(work, runId, log);
     await cleanup();
   }

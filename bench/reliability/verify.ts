@@ -198,7 +198,7 @@ export async function checkIntegrity(databaseUrl: string, users: LoadUser[]): Pr
           "writeLost",
           1,
           doc.at,
-          `${user.label}: acknowledged document ${doc.id} (${doc.nonce}) is missing${stored ? ` (that nonce is stored as ${stored}; ${doc.id} holds ${docIds.get(doc.id) ?? "nothing"})` : ""}`,
+          `${user.label}: acknowledged document ${doc.id} (${doc.nonce}) is missing: its nonce is ${stored ? `stored as ${stored}` : "not stored"}, ${doc.id} ${docIds.has(doc.id) ? `holds ${docIds.get(doc.id)}` : "does not exist"}`,
         );
       }
       for (const [nonce, n] of nonces) {
