@@ -38,7 +38,9 @@ import { createSessionDirectory, type SessionRecord } from "./session-directory.
 
 const IDLE_MS = 30 * 60_000;
 /** Waits between the tries of a session record that could not be written (about a minute in all). */
-const RECORD_RETRY_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
+const RECORD_RETRY_MS = [250, 500, 1_000, 1_500, 2_000, 4_000, 8_000, 15_000, 30_000];
+/** How many of those the client's initialize waits for (3.25 s); the rest run in the background. */
+const RECORD_RETRIES_AWAITED = 4;
 /** A session in use writes its record again at most this often (each write restarts the record's idle time). */
 const TOUCH_EVERY_MS = 5 * 60_000;
 
@@ -229,9 +231,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
 
   /**
    * Writes a new session's record so every copy can serve it. When the directory does not answer (JetStream electing a
-   * leader after a NATS node went away), the session starts anyway, served by this copy alone, and the record is
-   * written again in the background until it lands (a copy that cannot find it answers 404, and the client must start
-   * over), as long as the session lives here and the copy runs.
+   * leader after a NATS node went away, a second or two), the client's initialize waits a few seconds for it: its next
+   * request may reach another copy, which answers 404 for a session it cannot find, and the client must start over.
+   * Past that wait the session starts anyway, served by this copy alone, and the record is written in the background
+   * until it lands, as long as the session lives here and the copy runs.
    */
   async function recordSession(id: string, entry: SessionEntry, value: SessionRecord): Promise<void> {
     const put = () => directory.put(id, value).then(() => true);
@@ -240,10 +243,17 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       return false;
     });
     if (first) return;
+    const current = () => sessions.get(id) === entry && !closingSignal.signal.aborted;
+    const waited = RECORD_RETRY_MS.slice(0, RECORD_RETRIES_AWAITED);
+    for (const wait of waited) {
+      await Bun.sleep(wait);
+      if (!current()) return;
+      if (await put().catch(() => false)) return;
+    }
     void (async () => {
-      for (const wait of RECORD_RETRY_MS) {
+      for (const wait of RECORD_RETRY_MS.slice(waited.length)) {
         await Bun.sleep(wait);
-        if (sessions.get(id) !== entry || closingSignal.signal.aborted) return;
+        if (!current()) return;
         if (await put().catch(() => false)) {
           logger.info("MCP session recorded: every copy can serve it");
           return;
