@@ -41,9 +41,10 @@ import {
   totalsOf,
   unplacedProblems,
   watchCrashes,
+  markdownLines,
+  windowTable,
   Windows,
   type Window,
-  type WindowFigures,
 } from "./windows.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -283,6 +284,7 @@ export async function runScale(): Promise<number> {
     redundant.add(w);
     w.injectedAt = Date.now();
     await victimNode.kill();
+    w.goneAt = Date.now();
     w.recoveredAt = await probeUntilAnswered(probeUser.caller, "nats", calls, w.injectedAt + S.recoverTimeoutMs);
     report(w, "answered");
     await hold(w);
@@ -297,6 +299,7 @@ export async function runScale(): Promise<number> {
       w.injectedAt = Date.now();
       child.kill("SIGKILL");
       await child.exited;
+      w.goneAt = Date.now();
       w.recoveredAt = await probeUntilAnswered(probeUser.caller, component, calls, w.injectedAt + S.recoverTimeoutMs);
       report(w, "answered");
       await hold(w);
@@ -306,6 +309,7 @@ export async function runScale(): Promise<number> {
     w = windows.open("kill PgBouncer");
     w.injectedAt = Date.now();
     await bouncer.kill();
+    w.goneAt = Date.now();
     await Bun.sleep(S.pgbouncerDownMs);
     w = windows.open("restart PgBouncer");
     w.injectedAt = Date.now();
@@ -355,10 +359,10 @@ export async function runScale(): Promise<number> {
 
     // Which failures were allowed: calls in flight at a kill (answered with an error or not at all), and calls made
     // while PgBouncer was away, if their error was clear. Any other failure is a miss.
-    const kills = windows.list
-      .filter((win) => win.fault.startsWith("kill") && win.injectedAt)
-      .map((win) => win.injectedAt!);
-    const inFlightAtKill = (r: CallRecord) => kills.some((at) => r.start < at && r.end >= at);
+    // In flight at a kill: the call started before the piece was gone (a request can reach a process in the moment
+    // between the signal and its end, and is then cut) and was still running when the kill began.
+    const kills = windows.list.filter((win) => win.fault.startsWith("kill") && win.injectedAt && win.goneAt);
+    const inFlightAtKill = (r: CallRecord) => kills.some((win) => r.start <= win.goneAt! && r.end >= win.injectedAt!);
     const duringOutage = (r: CallRecord) =>
       pgbouncerOutage !== null && r.start < pgbouncerOutage.to && r.end >= pgbouncerOutage.from;
     const failures = calls.records.filter((r) => r.kind !== "ok");
@@ -412,6 +416,9 @@ export async function runScale(): Promise<number> {
         inFlightAtKill: failures.filter(inFlightAtKill).length,
         whilePgBouncerAway: failures.filter(duringOutage).length,
         unexplained: unexplained.length,
+        unexplainedCalls: unexplained.map(
+          (r) => `${r.op} by ${r.user} at +${((r.start - started) / 1000).toFixed(1)} s: ${r.kind} ${r.text ?? ""}`,
+        ),
         unclear: unclear.length,
       },
       faults: figures,
@@ -423,7 +430,8 @@ export async function runScale(): Promise<number> {
     mkdirSync(resultsDir, { recursive: true });
     writeFileSync(join(resultsDir, "reliability-scale.json"), `${JSON.stringify(result, null, 2)}\n`);
     log("");
-    for (const line of readmeTable(figures)) log(line);
+    const table = windowTable(figures);
+    for (const line of markdownLines(table.head, table.rows)) log(line);
     log(`\nfigures: bench/results/reliability-scale.json (${result.seconds} s)`);
     log(
       misses.length ? `reliability --scale: goals missed: ${misses.join("; ")}` : "reliability --scale: every goal met",
@@ -459,34 +467,4 @@ async function eventsStreamLeader(nats: NatsCluster): Promise<NatsNode> {
     await nc.close();
   }
   return nats.nodes[0]!;
-}
-
-/** The table for the README: markdown, one row per window. */
-function readmeTable(figures: WindowFigures[]): string[] {
-  const head = [
-    "fault",
-    "calls",
-    "ok",
-    "p50 ms",
-    "failed clear",
-    "no answer",
-    "in flight failed",
-    "hung",
-    "writes lost/doubled",
-    "recover s",
-  ];
-  const rows = figures.map((f) => [
-    f.fault,
-    f.calls,
-    f.ok,
-    f.p50Ms ?? "",
-    f.failedClear + f.failedUnclear,
-    f.failedTransport,
-    f.failedInFlight,
-    f.hung,
-    `${f.writesLost + f.activityLost}/${f.writesDoubled + f.activityDoubled}`,
-    f.recoverMs === null ? "" : (f.recoverMs / 1000).toFixed(1),
-  ]);
-  const md = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
-  return [md(head), md(head.map((_, i) => (i === 0 ? "---" : "--:"))), ...rows.map(md)];
 }

@@ -13,6 +13,8 @@ export interface Window {
   start: number;
   end: number;
   injectedAt?: number;
+  /** When the killed piece was gone (its process reaped): a call that reached it before then was in flight. */
+  goneAt?: number;
   restoredAt?: number;
   recoveredAt?: number;
 }
@@ -25,7 +27,7 @@ export interface WindowFigures {
   failedUnclear: number;
   /** No answer at all (connection refused, session gone with the gateway, 5xx). */
   failedTransport: number;
-  /** Calls that started before the fault and failed after it (counted in the window before). */
+  /** Calls in flight at the fault (started before the piece was gone) that failed after it. */
   failedInFlight: number;
   hung: number;
   /** Median time of the load's answered calls that started in the window (ms; null when none answered). */
@@ -148,7 +150,8 @@ export function figuresOf(w: Window, calls: CallLog, problems: Problem[]): Windo
     failedUnclear: unclear.length,
     failedTransport: mine.filter((r) => r.kind === "transport").length,
     failedInFlight: w.injectedAt
-      ? calls.records.filter((r) => failed(r) && r.start < w.injectedAt! && r.end >= w.injectedAt!).length
+      ? calls.records.filter((r) => failed(r) && r.start <= (w.goneAt ?? w.injectedAt!) && r.end >= w.injectedAt!)
+          .length
       : 0,
     hung: mine.filter((r) => r.kind === "hung").length,
     p50Ms: median(load.map((r) => r.end - r.start)),
@@ -206,13 +209,8 @@ export function tableLines(head: string[], rows: (string | number)[][]): string[
   return [line(head), ...rows.map(line)];
 }
 
-/** The per-window table, the integrity summary, and each window's failures, hung calls and crashes. */
-export function printWindows(
-  log: (line: string) => void,
-  figures: WindowFigures[],
-  totals: Totals,
-  integrity: Integrity,
-): void {
+/** The per-window table's head and rows (one per window). */
+export function windowTable(figures: WindowFigures[]): { head: string[]; rows: (string | number)[][] } {
   const head = [
     "fault",
     "calls",
@@ -243,6 +241,23 @@ export function printWindows(
     f.downMs === null ? "" : (f.downMs / 1000).toFixed(1),
     f.recoverMs === null ? "" : (f.recoverMs / 1000).toFixed(1),
   ]);
+  return { head, rows };
+}
+
+/** The same table in markdown (for a README): text left, numbers right. */
+export function markdownLines(head: string[], rows: (string | number)[][]): string[] {
+  const md = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+  return [md(head), md(head.map((_, i) => (i === 0 ? "---" : "--:"))), ...rows.map(md)];
+}
+
+/** The per-window table, the integrity summary, and each window's failures, hung calls and crashes. */
+export function printWindows(
+  log: (line: string) => void,
+  figures: WindowFigures[],
+  totals: Totals,
+  integrity: Integrity,
+): void {
+  const { head, rows } = windowTable(figures);
   rows.push([
     "total",
     totals.calls,
