@@ -30,7 +30,7 @@ import {
   type Server,
 } from "./infra.ts";
 import { CallLog, startLoad, type CallRecord } from "./load.ts";
-import type { Caller } from "./mcp.ts";
+import { isClearError, type Caller } from "./mcp.ts";
 import { makeLoadUsers, openUsers } from "./users.ts";
 import { checkIntegrity, waitForActivity } from "./verify.ts";
 import {
@@ -366,7 +366,11 @@ export async function runScale(): Promise<number> {
     const duringOutage = (r: CallRecord) =>
       pgbouncerOutage !== null && r.start < pgbouncerOutage.to && r.end >= pgbouncerOutage.from;
     const failures = calls.records.filter((r) => r.kind !== "ok");
-    const unexplained = failures.filter((r) => !inFlightAtKill(r) && !(duringOutage(r) && r.kind === "tool_error"));
+    // A clear answer: a tool error, or the gateway's own HTTP error that says what to do ("Hatch cannot check this
+    // connection's sign-in right now (its database is not answering). Try again in a few seconds.").
+    const clearAnswer = (r: CallRecord) =>
+      r.kind === "tool_error" || (r.kind === "transport" && r.text !== undefined && isClearError(r.text));
+    const unexplained = failures.filter((r) => !inFlightAtKill(r) && !(duringOutage(r) && clearAnswer(r)));
     const unclear = failures.filter((r) => r.kind === "tool_error" && !r.clear);
     const baseline = figures[windows.list.indexOf(baselineWindow)]!.p50Ms;
     const natsLoss = figures[windows.list.indexOf(natsWindow)]!.p50Ms;
