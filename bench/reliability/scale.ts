@@ -61,8 +61,8 @@ export async function runScale(): Promise<number> {
         users: 3,
         warmupMs: 4_000,
         baselineMs: 6_000,
-        // Each fault 6 s before the next: JetStream takes a few seconds to elect leaders after the NATS node goes.
-        windowMs: 6_000,
+        // 4 s: the gateway goes while JetStream is still electing leaders after the NATS node went.
+        windowMs: 4_000,
         pgbouncerDownMs: 2_000,
         pauseMs: 100,
         maxCalls: 2_000,
