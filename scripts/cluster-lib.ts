@@ -28,6 +28,16 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Each child's SHUTDOWN_TIMEOUT_MS (default the setting, or 10 s); stop() kills a child still running past it. */
   shutdownTimeoutMs?: number;
+  /**
+   * Copies of the gateway and of each service (default 1). With more, the processes are named `<name>-<n>` (from 1),
+   * and `perCopy` gives each copy its own settings: a gateway copy its PORT, an apps copy its APP_PORT, and so on.
+   */
+  copies?: number;
+  perCopy?: (name: string, copy: number) => Record<string, string>;
+  /** The public URL in front of the gateway copies (a proxy's); default http://localhost:<port>. */
+  baseUrl?: string;
+  /** How long the start may take until every gateway reports every service healthy (default 30 s). */
+  startTimeoutMs?: number;
 }
 
 export interface Cluster {
@@ -70,15 +80,26 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   const processes = new Map<string, Subprocess>();
   const services = options.services ?? (["orgs", "apps", "domains", "billing"] as ServiceName[]);
+  const copies = options.copies ?? 1;
+  /** Each process's component (gateway or a service) and its settings, by process name. */
+  const specs = new Map<string, { component: string; env: Record<string, string | undefined> }>();
+  for (const component of [...services, "gateway"])
+    for (let copy = 1; copy <= copies; copy++) {
+      const own = copies > 1 ? (options.perCopy?.(component, copy) ?? {}) : {};
+      const password = options.natsPasswords?.[component];
+      specs.set(copies > 1 ? `${component}-${copy}` : component, {
+        component,
+        env: { ...env, ...(password ? { NATS_USER: component, NATS_PASSWORD: password } : {}), ...own },
+      });
+    }
   // The main file itself, not `bun run start`: that adds a process between, and a signal to it is not passed on. Each
   // child in its own process group: a Ctrl-C at the terminal reaches only this launcher, which stops each child once.
   const spawn = (name: string) => {
+    const spec = specs.get(name)!;
     const log = options.logDir ? openSync(join(options.logDir, `${name}.log`), "a") : undefined;
     const child = Bun.spawn([process.execPath, "src/main.ts"], {
-      cwd: name === "gateway" ? join(ROOT, "gateway") : join(ROOT, "services", name),
-      env: options.natsPasswords?.[name]
-        ? { ...env, NATS_USER: name, NATS_PASSWORD: options.natsPasswords[name] }
-        : env,
+      cwd: spec.component === "gateway" ? join(ROOT, "gateway") : join(ROOT, "services", spec.component),
+      env: spec.env,
       stdout: log ?? options.stdout ?? "inherit",
       stderr: log ?? "inherit",
       stdin: "ignore",
@@ -88,11 +109,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     processes.set(name, child);
     return child;
   };
-  for (const name of services) spawn(name);
-  spawn("gateway");
+  for (const name of specs.keys()) spawn(name);
 
   const cluster: Cluster = {
-    baseUrl: `http://localhost:${options.port}`,
+    baseUrl: options.baseUrl ?? `http://localhost:${options.port}`,
     processes,
     async stop() {
       const running = [...processes.values()].filter((child) => child.exitCode === null && child.signalCode === null);
@@ -111,27 +131,34 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     },
     respawn(name) {
       const old = processes.get(name);
-      if (!old) throw new Error(`no process named ${name} in this cluster`);
+      if (!old || !specs.has(name)) throw new Error(`no process named ${name} in this cluster`);
       if (old.exitCode === null && old.signalCode === null)
         throw new Error(`${name} is still running (pid ${old.pid}); stop it first`);
       return spawn(name);
     },
   };
   const wanted = new Set<string>(services);
-  const deadline = Date.now() + 30_000;
+  const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+  const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     const exited = [...processes].find(([, child]) => child.exitCode !== null);
     if (exited) {
       await cluster.stop();
       throw new Error(`${exited[0]} exited with code ${exited[1].exitCode} during start`);
     }
-    const report = await fetch(`${cluster.baseUrl}/healthz`)
-      .then((r) => r.json() as Promise<{ services: Record<string, { ok: boolean }> }>)
-      .catch(() => null);
-    if (report && [...wanted].every((s) => report.services[s]?.ok)) return cluster;
+    // Each gateway copy on its own port (a proxy in front may not run yet) reports every service healthy.
+    const gateways = [...specs.values()].filter((spec) => spec.component === "gateway");
+    const reports = await Promise.all(
+      gateways.map((spec) =>
+        fetch(`http://localhost:${spec.env.PORT}/healthz`)
+          .then((r) => r.json() as Promise<{ services: Record<string, { ok: boolean }> }>)
+          .catch(() => null),
+      ),
+    );
+    if (reports.every((report) => report && [...wanted].every((s) => report.services[s]?.ok))) return cluster;
     if (Date.now() > deadline) {
       await cluster.stop();
-      throw new Error("cluster did not become healthy within 30 s");
+      throw new Error(`cluster did not become healthy within ${startTimeoutMs / 1000} s`);
     }
     await Bun.sleep(200);
   }

@@ -2,10 +2,18 @@
 // folder, so restarting them never touches the machine's shared servers. A guard process (a shell loop) kills
 // whatever is left and removes the folder if this process dies without cleaning up (SIGKILL, a crash).
 import type { Subprocess } from "bun";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
+/** The load is the point, not plan limits or rate limits: both are lifted for the run's processes. */
+export const LOAD_ENV = {
+  BILLING_ENFORCE_LIMITS: "false",
+  TOOL_CALLS_PER_MINUTE_PER_GRANT: "1000000",
+  TOOL_CALLS_PER_MINUTE_PER_USER: "1000000",
+  DATA_REQUESTS_PER_MINUTE: "1000000",
+};
 
 /** A free TCP port on 127.0.0.1 (asked of the kernel, then released). */
 export async function freePort(): Promise<number> {
@@ -70,6 +78,16 @@ export function makeWorkdir(): Workdir {
   };
 }
 
+/** On a failed run the processes' logs are copied out of the work folder (which is removed) for a look. */
+export function keepLogs(work: Workdir, runId: string, log: (line: string) => void): void {
+  const to = join(tmpdir(), `hatch-reliability-logs-${runId}`);
+  try {
+    cpSync(join(work.dir, "logs"), to, { recursive: true });
+    for (const name of readdirSync(work.dir)) if (name.endsWith(".log")) cpSync(join(work.dir, name), join(to, name));
+    log(`logs of the processes: ${to}`);
+  } catch {}
+}
+
 function alive(child: Subprocess | null): child is Subprocess {
   return child !== null && child.exitCode === null && child.signalCode === null;
 }
@@ -111,6 +129,80 @@ export async function privateNats(work: Workdir): Promise<Server> {
   };
   await server.start();
   return server;
+}
+
+export interface RoundRobinProxy {
+  stop(): Promise<void>;
+}
+
+/**
+ * nginx (Debian's) as a round-robin proxy without affinity, each site on its loopback port in front of its upstreams:
+ * every request goes to the next copy; one that refuses the connection is skipped for 2 s and the request goes to the
+ * other (a request already sent to a copy is never sent again). The Host header is passed on (app hosts route by it),
+ * answers stream (SSE). Caddy 2.6 (Debian's) was tried first: its retry of a POST after a refused connection sent an
+ * empty body, and with buffer_requests answers reached the wrong requests.
+ */
+export async function roundRobinProxy(
+  work: Workdir,
+  sites: { name: string; port: number; upstreams: number[] }[],
+): Promise<RoundRobinProxy> {
+  const dir = join(work.dir, "nginx");
+  mkdirSync(dir);
+  const config = join(dir, "nginx.conf");
+  writeFileSync(
+    config,
+    `daemon off;
+master_process off;
+pid ${dir}/nginx.pid;
+error_log ${work.dir}/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  client_max_body_size 16m;
+${sites
+  .map(
+    (site) => `  upstream ${site.name} {
+${site.upstreams.map((port) => `    server 127.0.0.1:${port} max_fails=1 fail_timeout=2s;`).join("\n")}
+  }
+  server {
+    listen 127.0.0.1:${site.port};
+    listen [::1]:${site.port};
+    location / {
+      proxy_pass http://${site.name};
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_read_timeout 600s;
+      proxy_next_upstream error timeout;
+      proxy_next_upstream_tries 2;
+      proxy_connect_timeout 2s;
+    }
+  }`,
+  )
+  .join("\n")}
+}
+`,
+  );
+  const binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((path) => existsSync(path)) ?? "nginx";
+  const child = Bun.spawn([binary, "-c", config, "-p", dir, "-e", join(work.dir, "nginx-error.log")], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: Bun.file(join(work.dir, "nginx.log")),
+  });
+  work.track("nginx", child);
+  for (const site of sites) await waitFor(`nginx on ${site.port}`, () => tcpOpen(site.port), 15_000);
+  return {
+    async stop() {
+      if (!alive(child)) return;
+      child.kill("SIGTERM");
+      await child.exited;
+    },
+  };
 }
 
 function postgresBin(): string {

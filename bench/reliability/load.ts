@@ -173,7 +173,9 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
         body: JSON.stringify({ nonce, text: `note ${nonce}` }),
         signal: AbortSignal.timeout(15_000),
       });
-      const body = (await response.json().catch(() => ({}))) as { id?: string; error?: { message?: string } };
+      // A proxy's own answer (502, 503) may have no body, or one that is not an object.
+      const parsed = (await response.json().catch(() => null)) as { id?: string; error?: { message?: string } } | null;
+      const body = parsed && typeof parsed === "object" ? parsed : {};
       if (response.status === 201 && body.id) {
         user.ackedDocs.push({ id: body.id, nonce, at: Date.now() });
         outcome = { kind: "ok", data: body, text: "", ms: Date.now() - start };

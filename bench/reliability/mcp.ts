@@ -81,7 +81,7 @@ export function connectCaller(
     next.onerror = (error) => {
       if (!SESSION_LOST.test(messageOf(error))) return;
       if (client === next) drop();
-      for (const [call, on] of inFlight) if (on === next) call.abort();
+      for (const [call, on] of inFlight) if (on === next) call.abort(messageOf(error));
     };
     await next.connect(
       new StreamableHTTPClientTransport(new URL(mcpUrl), {
@@ -118,10 +118,15 @@ export function connectCaller(
         return { kind: "ok", data: (result.structuredContent ?? {}) as Record<string, unknown>, text, ms: ms() };
       } catch (error) {
         if (lost.signal.aborted)
-          return { kind: "transport", text: "stream lost with its session (the gateway restarted)", ms: ms() };
+          return {
+            kind: "transport",
+            text: `stream lost with its session (the gateway restarted): ${String(lost.signal.reason).slice(0, 200)}`,
+            ms: ms(),
+          };
         const message = messageOf(error);
-        // The SDK's own request timeout (McpError -32001): the call hung past its deadline.
-        if (/timed out|-32001/i.test(message)) {
+        // The SDK's own request timeout (McpError -32001): the call hung past its deadline. (Not an HTTP error whose
+        // body carries -32001: that is the gateway's "Session not found", an answer.)
+        if (!(error instanceof StreamableHTTPError) && /timed out|-32001/i.test(message)) {
           drop();
           return { kind: "hung", ms: ms() };
         }

@@ -189,9 +189,17 @@ export async function checkIntegrity(databaseUrl: string, users: LoadUser[]): Pr
       const nonces = new Map<string, number>();
       for (const row of docs) nonces.set(row.nonce as string, (nonces.get(row.nonce as string) ?? 0) + 1);
       out.acknowledgedWrites += user.ackedDocs.length;
+      const idOfNonce = new Map(docs.map((r) => [r.nonce as string, r.id as string]));
       for (const doc of user.ackedDocs) {
-        if (docIds.get(doc.id) !== doc.nonce)
-          found("writeLost", 1, doc.at, `${user.label}: acknowledged document ${doc.id} (${doc.nonce}) is missing`);
+        if (docIds.get(doc.id) === doc.nonce) continue;
+        // Stored under another id than the one answered: the answer belonged to another request.
+        const stored = idOfNonce.get(doc.nonce);
+        found(
+          "writeLost",
+          1,
+          doc.at,
+          `${user.label}: acknowledged document ${doc.id} (${doc.nonce}) is missing: its nonce is ${stored ? `stored as ${stored}` : "not stored"}, ${doc.id} ${docIds.has(doc.id) ? `holds ${docIds.get(doc.id)}` : "does not exist"}`,
+        );
       }
       for (const [nonce, n] of nonces) {
         if (n > 1)

@@ -78,3 +78,44 @@ describe("the shared MCP event log (in-process)", () => {
     expect(got[0]![1]).toBe(101);
   });
 });
+
+describe("a stream's first event while the shared log does not answer", () => {
+  /** The log, whose first `failures` appends fail as JetStream's do while a new leader is elected. */
+  function failingLog(failures: number) {
+    const log = createEventLog(createMemoryBus({ logger }), logger);
+    const attempts = { n: 0 };
+    const flaky: typeof log = {
+      append: async (...args) => {
+        if (attempts.n++ < failures) throw new Error("jetstream is not enabled");
+        return log.append(...args);
+      },
+      follow: (...args) => log.follow(...args),
+    };
+    return { log, flaky, attempts };
+  }
+
+  test("is tried again until it is kept: the stream gets an id and names its requests (found by reliability --scale)", async () => {
+    const { log, flaky, attempts } = failingLog(2);
+    const store = new SessionEventStore(flaky, "s1", "copyA", logger);
+    const id = await postedRequests.run([7], () => store.storeEvent("post", {} as JSONRPCMessage));
+    expect(parseEventId(id)).not.toBeNull();
+    expect(attempts.n).toBe(3);
+    const [first] = await read(log, "s1", "post", 0, 1);
+    expect(first).toBeDefined();
+    const stop = new AbortController();
+    for await (const event of log.follow("s1", "post", 0, stop.signal)) {
+      expect(event.requests).toEqual([7]);
+      expect(event.copy).toBe("copyA");
+      break;
+    }
+  });
+
+  test("gives up after a few seconds, and a later event is tried once: both go out without an id", async () => {
+    const { flaky, attempts } = failingLog(1_000);
+    const store = new SessionEventStore(flaky, "s2", "copyA", logger);
+    expect(await postedRequests.run([8], () => store.storeEvent("post", {} as JSONRPCMessage))).toBe("");
+    expect(attempts.n).toBe(5);
+    expect(await store.storeEvent("post", note(1))).toBe("");
+    expect(attempts.n).toBe(6);
+  });
+});

@@ -8,6 +8,7 @@ import { freePort } from "./servers.ts";
 
 // A NATS JetStream cluster of this test's own on loopback: each node a real nats-server (Debian's 2.9 in CI) with
 // cluster routes to the others. A test kills a node (the leader of a stream), starts it again, or freezes it.
+// `bun run reliability --scale` runs Hatch on one too (bench/reliability/scale.ts).
 
 export const hasNatsServer = Bun.which("nats-server") !== null;
 
@@ -15,11 +16,15 @@ export interface NatsNode {
   readonly name: string;
   readonly url: string;
   readonly port: number;
+  /** Its monitoring port (/healthz, /varz, /jsz). */
+  readonly monitorPort: number;
   process: Bun.Subprocess;
   /** SIGKILL, then waits for the exit. */
   kill(): Promise<void>;
   /** Starts the node again on its ports and store (after kill). */
   restart(): Promise<void>;
+  /** Its /healthz answers ok: it runs and its JetStream is caught up with the cluster. */
+  healthy(): Promise<boolean>;
 }
 
 export interface NatsCluster {
@@ -30,24 +35,39 @@ export interface NatsCluster {
   stop(): Promise<void>;
 }
 
+export interface NatsClusterOptions {
+  /** A nats-server config file (`-c`, e.g. deploy/nats.conf); the command-line flags override what it sets. */
+  config?: string;
+  /** Where the nodes keep their stores (default: a temporary folder each); stop() removes them. */
+  storeRoot?: string;
+  /** Called with each node's process whenever it starts (e.g. to record its pid for a clean-up guard). */
+  onSpawn?(name: string, child: Bun.Subprocess): void;
+}
+
 /** Starts `size` nodes and waits until JetStream has a meta leader (streams can be made). */
-export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+export async function startNatsCluster(size = 3, options: NatsClusterOptions = {}): Promise<NatsCluster> {
   const clusterName = `hatch${Math.random().toString(36).slice(2, 8)}`;
   const specs = Array.from({ length: size }, (_, i) => ({
     name: `n${i + 1}`,
     port: freePort(),
     routePort: freePort(),
-    store: mkdtempSync(join(tmpdir(), `hatch-nats-${i + 1}-`)),
+    monitorPort: freePort(),
+    store: options.storeRoot
+      ? mkdtempSync(join(options.storeRoot, `nats-${i + 1}-`))
+      : mkdtempSync(join(tmpdir(), `hatch-nats-${i + 1}-`)),
   }));
   const routes = specs.map((s) => `nats://127.0.0.1:${s.routePort}`).join(",");
   const spawn = async (spec: (typeof specs)[number]) => {
     const child = Bun.spawn(
       [
         "nats-server",
+        ...(options.config ? ["-c", options.config] : []),
         "-a",
         "127.0.0.1",
         "-p",
         String(spec.port),
+        "-m",
+        String(spec.monitorPort),
         "-n",
         spec.name,
         "-js",
@@ -62,6 +82,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
       ],
       { stdout: "ignore", stderr: "pipe", stdin: "ignore" },
     );
+    options.onSpawn?.(spec.name, child);
     await collect(child.stderr as ReadableStream<Uint8Array>).waitFor("Server is ready");
     return child;
   };
@@ -71,6 +92,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
       name: spec.name,
       url: `nats://127.0.0.1:${spec.port}`,
       port: spec.port,
+      monitorPort: spec.monitorPort,
       process: await spawn(spec),
       async kill() {
         node.process.kill("SIGKILL");
@@ -78,6 +100,12 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
       },
       async restart() {
         node.process = await spawn(spec);
+      },
+      async healthy() {
+        const response = await fetch(`http://127.0.0.1:${spec.monitorPort}/healthz`, {
+          signal: AbortSignal.timeout(2_000),
+        }).catch(() => null);
+        return response?.ok === true;
       },
     };
     nodes.push(node);

@@ -16,11 +16,23 @@ export interface PgBouncer {
   url: string;
   /** The clients PgBouncer holds now, by application_name (its admin console's SHOW CLIENTS). */
   clientsByApplication(): Promise<Map<string, number>>;
-  output: Output;
+  /** What the running PgBouncer logs (the one started last). */
+  readonly output: Output;
+  /** SIGKILL (a crash: every client connection drops), then waits for the exit. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and config (after kill). */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startPgBouncer(directUrl: string): Promise<PgBouncer> {
+export interface PgBouncerOptions {
+  /** Server connections per database and user (default 20). */
+  poolSize?: number;
+  /** Called with the process whenever it starts (e.g. to record its pid for a clean-up guard). */
+  onSpawn?(child: Bun.Subprocess): void;
+}
+
+export async function startPgBouncer(directUrl: string, options: PgBouncerOptions = {}): Promise<PgBouncer> {
   const direct = new URL(directUrl);
   const dir = mkdtempSync(join(tmpdir(), "hatch-pgbouncer-"));
   // PgBouncer refuses to run as root; as root it switches to the postgres user (-u), who must read the config.
@@ -42,26 +54,33 @@ export async function startPgBouncer(directUrl: string): Promise<PgBouncer> {
       `admin_users = ${user}`,
       "pool_mode = transaction",
       "server_round_robin = 1",
-      "default_pool_size = 20",
+      `default_pool_size = ${options.poolSize ?? 20}`,
       "max_client_conn = 500",
       "",
     ].join("\n"),
     { mode: 0o644 },
   );
   const asRoot = process.getuid?.() === 0 ? ["-u", "postgres"] : [];
-  const child = Bun.spawn([PGBOUNCER, ...asRoot, join(dir, "pgbouncer.ini")], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const output = collect(child.stderr);
-  collect(child.stdout);
-  await Promise.race([
-    output.waitFor("process up"),
-    child.exited.then((code) => {
-      throw new Error(`pgbouncer exited (${code}) before it listened:\n${output.text}`);
-    }),
-  ]);
+  let child: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  let output: Output;
+  const spawn = async () => {
+    child = Bun.spawn([PGBOUNCER, ...asRoot, join(dir, "pgbouncer.ini")], {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    options.onSpawn?.(child);
+    output = collect(child.stderr);
+    collect(child.stdout);
+    const started = child;
+    await Promise.race([
+      output.waitFor("process up"),
+      started.exited.then((code) => {
+        throw new Error(`pgbouncer exited (${code}) before it listened:\n${output.text}`);
+      }),
+    ]);
+  };
+  await spawn();
   const url = `postgres://${user}@127.0.0.1:${port}/hatch`;
   const admin = postgres(`postgres://${user}@127.0.0.1:${port}/pgbouncer`, {
     max: 1,
@@ -71,7 +90,14 @@ export async function startPgBouncer(directUrl: string): Promise<PgBouncer> {
   });
   return {
     url,
-    output,
+    get output() {
+      return output;
+    },
+    async kill() {
+      child.kill("SIGKILL");
+      await child.exited;
+    },
+    restart: spawn,
     async clientsByApplication() {
       const rows = await admin.unsafe<Array<{ application_name: string }>>("show clients");
       const counts = new Map<string, number>();

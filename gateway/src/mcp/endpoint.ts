@@ -33,6 +33,10 @@ import { readGrantRefusal, writeOnReadGrant } from "./scope-check.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
 const IDLE_MS = 30 * 60_000;
+/** Waits between the tries of a session record that could not be written (about a minute in all). */
+const RECORD_RETRY_MS = [250, 500, 1_000, 1_500, 2_000, 4_000, 8_000, 15_000, 30_000];
+/** How many of those the client's initialize waits for (3.25 s); the rest run in the background. */
+const RECORD_RETRIES_AWAITED = 4;
 /** A session in use writes its record again at most this often (each write restarts the record's idle time). */
 const TOUCH_EVERY_MS = 5 * 60_000;
 
@@ -207,10 +211,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       retryInterval: SSE_RETRY_MS,
       onsessioninitialized: async (id) => {
         sessions.set(id, entry);
-        if (!restore)
-          await directory.put(id, { ...record, user: identity.userId, grant: identity.grantId }).catch((error) => {
-            logger.warn("MCP session not recorded: only this copy can serve it", { error });
-          });
+        if (!restore) await recordSession(id, entry, { ...record, user: identity.userId, grant: identity.grantId });
       },
       onsessionclosed: async (id) => {
         sessions.delete(id);
@@ -222,6 +223,40 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     await server.connect(entry.wire);
     if (restore) await replayInitialize(entry, restore, record);
     return entry;
+  }
+
+  /**
+   * Writes a new session's record so every copy can serve it. When the directory does not answer (JetStream electing a
+   * leader after a NATS node went away, a second or two), the client's initialize waits a few seconds for it: its next
+   * request may reach another copy, which answers 404 for a session it cannot find, and the client must start over.
+   * Past that wait the session starts anyway, served by this copy alone, and the record is written in the background
+   * until it lands, as long as the session lives here and the copy runs.
+   */
+  async function recordSession(id: string, entry: SessionEntry, value: SessionRecord): Promise<void> {
+    const put = () => directory.put(id, value).then(() => true);
+    const first = await put().catch((error: unknown) => {
+      logger.warn("MCP session not recorded yet: only this copy serves it until it is", { error });
+      return false;
+    });
+    if (first) return;
+    const current = () => sessions.get(id) === entry && !closingSignal.signal.aborted;
+    const waited = RECORD_RETRY_MS.slice(0, RECORD_RETRIES_AWAITED);
+    for (const wait of waited) {
+      await Bun.sleep(wait);
+      if (!current()) return;
+      if (await put().catch(() => false)) return;
+    }
+    void (async () => {
+      for (const wait of RECORD_RETRY_MS.slice(waited.length)) {
+        await Bun.sleep(wait);
+        if (!current()) return;
+        if (await put().catch(() => false)) {
+          logger.info("MCP session recorded: every copy can serve it");
+          return;
+        }
+      }
+      logger.warn("MCP session not recorded: only this copy can serve it");
+    })();
   }
 
   /** Brings a fresh server and transport to where the session is: the client's initialize, then initialized. */
@@ -388,14 +423,17 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         lastEventId: request.headers.get("last-event-id")!,
         copyAlive: (other) => copyAlive(other),
         closing: closingSignal.signal,
+        logger,
       });
     }
     if (sessionId && entry.lastSeen - entry.lastTouched > TOUCH_EVERY_MS) {
       entry.lastTouched = entry.lastSeen;
-      void directory.get(sessionId).then(
-        (record) => record && directory.put(sessionId, record),
-        () => undefined,
-      );
+      // Best effort: the record stays until its idle time runs out. A failed write must not escape (it would end the
+      // process as an unhandled rejection).
+      void directory
+        .get(sessionId)
+        .then((record) => record && directory.put(sessionId, record))
+        .catch(() => undefined);
     }
     if (request.method !== "POST" || !entry.transport.sessionId)
       return entry.transport.handleRequest(request, { authInfo, parsedBody });

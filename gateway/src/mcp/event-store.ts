@@ -37,6 +37,9 @@ export interface McpEventLog {
   follow(session: string, stream: string, after: number, signal: AbortSignal): AsyncIterable<LoggedEvent>;
 }
 
+/** Waits between the tries of a stream's first event when the log does not answer (3.25 s in all). */
+const PRIMING_RETRY_MS = [250, 500, 1_000, 1_500];
+
 /** While a POST is handled: the ids of its requests, so the stream it opens records what it answers. */
 export const postedRequests = new AsyncLocalStorage<(string | number)[]>();
 
@@ -59,18 +62,24 @@ export class SessionEventStore implements EventStore {
     this.counts.set(streamId, count);
     if (this.counts.size > 1_000) this.counts.delete(this.counts.keys().next().value!);
     const priming = count === 1 && Object.keys(message).length === 0;
-    try {
-      const seq = await this.log.append(this.session, streamId, {
-        message,
-        copy: this.copy,
-        ...(priming ? { requests: postedRequests.getStore() ?? [] } : {}),
-      });
-      return `${streamId}.${seq}`;
-    } catch (error) {
-      // Not kept: the event goes out without an id, so the client cannot resume from it (nothing else is lost).
-      this.logger.warn("MCP stream event not kept for resuming", { error });
-      return "";
+    const event = { message, copy: this.copy, ...(priming ? { requests: postedRequests.getStore() ?? [] } : {}) };
+    // A stream's first event is what makes it resumable on any copy (its id, its requests, the copy running them):
+    // while the log does not answer (JetStream electing a leader after a NATS node went away) it is tried again for a
+    // few seconds. Without it a client whose stream drops reconnects without an id and waits for ever for its answer.
+    for (const wait of [...(priming ? PRIMING_RETRY_MS : []), null]) {
+      try {
+        const seq = await this.log.append(this.session, streamId, event);
+        return `${streamId}.${seq}`;
+      } catch (error) {
+        if (wait !== null) {
+          await Bun.sleep(wait);
+          continue;
+        }
+        // Not kept: the event goes out without an id, so the client cannot resume from it (nothing else is lost).
+        this.logger.warn("MCP stream event not kept for resuming", { error });
+      }
     }
+    return "";
   }
 
   async replayEventsAfter(): Promise<string> {

@@ -1,3 +1,4 @@
+import type { Logger } from "@hatch/platform";
 import type { JSONRPCMessage } from "@modelcontextprotocol/server";
 import { parseEventId, type McpEventLog } from "./event-store.ts";
 
@@ -12,6 +13,8 @@ import { parseEventId, type McpEventLog } from "./event-store.ts";
 const STANDALONE = "_GET_stream";
 /** How often a follower checks that the copy running the call is still there (and sends a keep-alive). */
 export const LIVENESS_MS = 3_000;
+/** After the shared log failed to answer, how long a follower waits before it reads it again. */
+const FOLLOW_RETRY_MS = 500;
 
 export interface ResumeOptions {
   log: McpEventLog;
@@ -21,6 +24,7 @@ export interface ResumeOptions {
   copyAlive(copy: string): Promise<boolean>;
   /** Ends the follow when this copy shuts down (the client reconnects elsewhere). */
   closing: AbortSignal;
+  logger?: Logger;
 }
 
 export const COPY_GONE_MESSAGE =
@@ -59,7 +63,9 @@ export function resumeStream(options: ResumeOptions): Response {
           controller.close();
         } catch {}
       };
-      void pump(options, stream, seq, stop.signal, write).finally(end);
+      void pump(options, stream, seq, stop.signal, write)
+        .catch((error: unknown) => options.logger?.warn("a resumed MCP stream failed", { error }))
+        .finally(end);
     },
     cancel() {
       stop.abort();
@@ -109,28 +115,47 @@ async function pump(
     })();
   }, LIVENESS_MS);
   const both = AbortSignal.any([signal, give.signal]);
+  /** The last event the client has: what it named, then each one written here. */
+  let have = after;
   try {
-    // From the stream's start (a call's stream is a handful of events): its first says which requests it answers and
-    // which copy runs them; what the client already has is read, not sent again.
-    for await (const event of options.log.follow(options.session, stream, standalone ? after : 0, both)) {
-      lastSeen = Date.now();
-      copy = event.copy;
-      if (event.requests && !pending) pending = new Set(event.requests);
-      const message = event.message as { id?: string | number; method?: unknown; result?: unknown; error?: unknown };
-      const answered = !standalone && message.method === undefined && message.id !== undefined;
-      if (event.seq <= after) {
-        if (answered) pending?.delete(message.id!);
-        // The client already has the whole answer: nothing to follow.
-        if (pending?.size === 0) return;
-        continue;
-      }
-      if (Object.keys(event.message).length === 0) continue;
-      if (!write(sseEvent(`${stream}.${event.seq}`, event.message))) return;
-      if (answered) {
-        const done = pending ?? new Set([message.id!]);
-        done.delete(message.id!);
-        pending = done;
-        if (done.size === 0) return;
+    while (!both.aborted) {
+      try {
+        // From the stream's start (a call's stream is a handful of events): its first says which requests it answers
+        // and which copy runs them; what the client already has is read, not sent again.
+        for await (const event of options.log.follow(options.session, stream, standalone ? have : 0, both)) {
+          lastSeen = Date.now();
+          copy = event.copy;
+          if (event.requests && !pending) pending = new Set(event.requests);
+          const message = event.message as {
+            id?: string | number;
+            method?: unknown;
+            result?: unknown;
+            error?: unknown;
+          };
+          const answered = !standalone && message.method === undefined && message.id !== undefined;
+          if (event.seq <= have) {
+            if (answered) pending?.delete(message.id!);
+            // The client already has the whole answer: nothing to follow.
+            if (pending?.size === 0) return;
+            continue;
+          }
+          if (Object.keys(event.message).length === 0) continue;
+          if (!write(sseEvent(`${stream}.${event.seq}`, event.message))) return;
+          have = event.seq;
+          if (answered) {
+            const done: Set<string | number> = pending ?? new Set([message.id!]);
+            done.delete(message.id!);
+            pending = done;
+            if (done.size === 0) return;
+          }
+        }
+        return;
+      } catch (error) {
+        // The shared log could not be read (a NATS node went away and JetStream is electing a new leader): never an
+        // error that escapes (it would end the process), and the stream goes on once the log answers again.
+        if (both.aborted) return;
+        options.logger?.warn("a resumed MCP stream could not read the shared log; trying again", { error });
+        await Bun.sleep(FOLLOW_RETRY_MS);
       }
     }
   } finally {

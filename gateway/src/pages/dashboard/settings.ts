@@ -15,12 +15,12 @@ import {
 } from "@hatch/contracts";
 import { callRpc } from "@hatch/platform";
 import { Elysia } from "elysia";
-import type { Params, } from "../../auth/index.ts";
+import type { Params } from "../../auth/index.ts";
 import { cookieHeaders } from "../../auth/index.ts";
 import { redirect } from "../../auth/http.ts";
 import { dashboardContext } from "../dashboard-context.ts";
 import { csrfField, html, type SafeHtml } from "../layout.ts";
-import { callTool, readTool, Refusal, } from "./calls.ts";
+import { callTool, readTool, Refusal } from "./calls.ts";
 import { appPath, noticeOf, when, type Notice } from "./views.ts";
 import { accountDeletePages, DELETE_PATH } from "./account-delete.ts";
 import type { SettingsDeps, SettingsKit, SettingsSigned as Signed } from "./settings-kit.ts";
