@@ -13,6 +13,7 @@ import type { Params } from "../../auth/index.ts";
 import { dashboardContext } from "../dashboard-context.ts";
 import { csrfField, html, htmlResponse, renderPage, type SafeHtml } from "../layout.ts";
 import type { SettingsDeps, SettingsKit, SettingsSigned } from "./settings-kit.ts";
+import { linked } from "./words.ts";
 import { appPath, noticeOf, type Notice } from "./views.ts";
 
 // /dashboard/settings/delete: deleting one's own Hatch account. The page says what would happen (or why not now:
@@ -32,7 +33,7 @@ interface Preview {
 export function deleteBody(csrf: string, email: string, preview: Preview, notice: Notice): SafeHtml {
   const { plan, apps } = preview;
   if (plan.refusal)
-    return html`<h1>Delete your account</h1>${noticeOf(notice)}<p class="notice error" role="alert">${plan.refusal}</p>
+    return html`<h1>Delete your account</h1>${noticeOf(notice)}<p class="notice error" role="alert">${linked(plan.refusal)}</p>
 <p><a href="/dashboard/settings">Back to settings</a></p>`;
   const appsLine = apps.length
     ? html`<li>Your ${apps.length === 1 ? "app is" : `${apps.length} apps are`} deleted with their versions, files, data and secrets: ${apps.map((a, i) => html`${i ? ", " : ""}<a href="${appPath(a.address)}">${a.name}</a> (${a.address})`)}. Their addresses are never given to anyone again.</li>`
