@@ -46,12 +46,16 @@ export async function runIsolation(options: IsolationOptions): Promise<Isolation
     files: files(publicName),
   });
   const friend = `friend-${secret}@reliability.test`;
-  const invitee = `invitee-${secret}@reliability.test`;
   await options.must(owner.caller, "share", { address: privateApp.address, add: [friend] });
-  const invited = (await options.must(owner.caller, "org_invite", { emails: [invitee], role: "member" })) as {
-    invited: { id: string }[];
+  // The invitee has an account: the invitation's id is theirs to read (org lists the invitations waiting for them).
+  const inviteeUser = await options.newUser("invitee");
+  const invitee = inviteeUser.email;
+  await options.must(owner.caller, "org_invite", { emails: [invitee], role: "member" });
+  const waiting = (await options.must(inviteeUser.caller, "org", {})) as {
+    invitationsForMe?: { invitationId: string }[];
   };
-  const invitationId = invited.invited[0]!.id;
+  const invitationId = waiting.invitationsForMe?.[0]?.invitationId;
+  if (!invitationId) throw new Error("isolation setup: the invitation is not listed for its invitee");
   const dataValue = `datavalue-${secret}`;
   const origin = options.appHost(publicApp.address as string);
   const posted = await fetch(`${origin}/_hatch/db/${COLLECTION}`, {
