@@ -31,7 +31,7 @@ export interface LoadUser {
   ackedShares: { email: string; at: number }[];
   shareAttempts: string[];
   /** Invitations: acknowledged ids, and attempted emails. */
-  ackedInvitations: { id: string; email: string; at: number }[];
+  ackedInvitations: { email: string; at: number }[];
   inviteAttempts: string[];
   rollbacksAcked: number;
   rollbackAttempts: number;
@@ -121,8 +121,8 @@ export function startLoad(users: LoadUser[], options: LoadOptions): { stop(): Pr
         user.inviteAttempts.push(email);
         after = (o) => {
           if (o.kind !== "ok") return;
-          for (const inv of (o.data.invited ?? []) as { id: string; email: string }[])
-            user.ackedInvitations.push({ id: inv.id, email: inv.email, at: Date.now() });
+          // structuredContent names the invited emails (each attempt's email is new, so it names one invitation).
+          for (const email of (o.data.invited ?? []) as string[]) user.ackedInvitations.push({ email, at: Date.now() });
         };
         break;
       }

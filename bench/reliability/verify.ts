@@ -135,8 +135,8 @@ export async function checkIntegrity(databaseUrl: string, users: LoadUser[]): Pr
       const invitationIds = new Set(invitations.map((r) => r.id as string));
       out.acknowledgedWrites += user.ackedInvitations.length;
       for (const inv of user.ackedInvitations)
-        if (!invitationIds.has(inv.id))
-          found("writeLost", 1, inv.at, `${user.label}: acknowledged invitation ${inv.id} is missing`);
+        if (!byEmail.has(inv.email))
+          found("writeLost", 1, inv.at, `${user.label}: acknowledged invitation to ${inv.email} is missing`);
       for (const [email, n] of byEmail)
         if (n > 1) found("writeDoubled", n - 1, null, `${user.label}: ${n} invitations for ${email}`);
       out.committedWithoutAnswer += Math.max(0, invitations.length - user.ackedInvitations.length);
