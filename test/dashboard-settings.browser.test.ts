@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser, Page } from "playwright-core";
+import { axeFindings, PAGE_SIZES } from "./support/axe.ts";
 import { CHROMIUM, hasChromium, launchChromium } from "./support/chromium.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
@@ -16,27 +15,7 @@ import { EMBEDDED_MODES } from "./support/servers.ts";
 
 const TEST_TIMEOUT_MS = 120_000;
 const PASSWORD = "correct horse battery";
-const SIZES = [
-  { width: 1280, height: 800, scheme: "light" },
-  { width: 1280, height: 800, scheme: "dark" },
-  { width: 390, height: 844, scheme: "light" },
-  { width: 390, height: 844, scheme: "dark" },
-] as const;
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-type AxeFinding = { id: string; impact: string | null; help: string; nodes: { target: string[] }[] };
-
-async function axeFindings(page: Page): Promise<string[]> {
-  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<unknown> } }).axe;
-    const result = (await axe.run(document, { resultTypes: ["violations"] })) as { violations: AxeFinding[] };
-    return result.violations;
-  });
-  return violations.map(
-    (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
-  );
-}
+const SIZES = PAGE_SIZES;
 
 async function signIn(browser: Browser, baseUrl: string, email: string): Promise<Page> {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
