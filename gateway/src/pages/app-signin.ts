@@ -3,6 +3,7 @@ import {
   AppAddressSchema,
   deriveKey,
   isToolError,
+  previewAudience,
   rpcMethods,
   signViewerTicket,
   ViewerOriginSchema,
@@ -49,6 +50,8 @@ export interface AppSignIn {
 interface Target {
   address: string;
   path: string;
+  /** A non-current version's preview (its own origin; the app host serves it to the owner only). */
+  version?: number;
 }
 
 /** The app and the path on it; a path that is not a plain same-origin path becomes `/`. */
@@ -61,11 +64,20 @@ function readTarget(get: (name: string) => string | null | undefined): Target | 
     path.startsWith("/") && path.length <= 2048 && !/[\0-\x1f\x7f]/.test(path)
       ? localPath(path, "https://app.invalid")
       : null;
-  return { address: address.data, path: plain ?? "/" };
+  const version = get("version");
+  if (version != null && version !== "" && !/^[1-9]\d{0,8}$/.test(version)) return null;
+  return { address: address.data, path: plain ?? "/", ...(version ? { version: Number(version) } : {}) };
 }
 
+/** The target's fields as query or form parameters. */
+const targetParams = (target: Target): Record<string, string> => ({
+  app: target.address,
+  path: target.path,
+  ...(target.version === undefined ? {} : { version: String(target.version) }),
+});
+
 const selfUrl = (target: Target, extra: Record<string, string> = {}) =>
-  `/apps/signin?${new URLSearchParams({ app: target.address, path: target.path, ...extra })}`;
+  `/apps/signin?${new URLSearchParams({ ...targetParams(target), ...extra })}`;
 
 export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
   const viewerKey = deriveKey(deps.config.secret, "viewer-ticket");
@@ -119,7 +131,9 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
         deps,
         "apps",
         rpcMethods.apps.viewerOrigin,
-        { address: target.address },
+        target.version === undefined
+          ? { address: target.address }
+          : { address: target.address, version: target.version },
         ViewerOriginSchema,
         caller,
       );
@@ -142,7 +156,7 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
     const ticket = signViewerTicket(viewerKey, {
       sub: state.user.id,
       session: state.sessionHash,
-      address: target.address,
+      address: target.version === undefined ? target.address : previewAudience(target.address, target.version),
     });
     log.info("viewer ticket issued", { rid: requestId, user: state.user.id, address: target.address });
     return redirect(
@@ -225,6 +239,7 @@ function switchPage(state: BrowserState, email: string, target: Target): string 
 account, sign out here and sign in again.</p>
 <form method="post" action="/apps/signin/switch">${csrfField(state.csrfToken)}
 <input type="hidden" name="app" value="${target.address}"><input type="hidden" name="path" value="${target.path}">
+${target.version === undefined ? "" : html`<input type="hidden" name="version" value="${String(target.version)}">`}
 <div class="actions"><button type="submit">Sign out and use another account</button>
 <a href="${selfUrl(target)}">Continue as ${email}</a></div></form>`,
   });

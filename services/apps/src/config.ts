@@ -150,6 +150,15 @@ export function appOrigin(config: Pick<AppsConfig, "appsProtocol" | "appsDomain"
   return `${config.appsProtocol}//${address}.${config.appsDomain}`;
 }
 
+/** A non-current version's preview origin: one level below `preview.<apps domain>`, so it never meets an app's. */
+export function previewOrigin(
+  config: Pick<AppsConfig, "appsProtocol" | "appsDomain">,
+  address: string,
+  version: number,
+): string {
+  return `${config.appsProtocol}//${address}.v${version}.preview.${config.appsDomain}`;
+}
+
 /** The bare apps origin (uploads, the viewer sign-in return). */
 export function appsRootOrigin(config: Pick<AppsConfig, "appsProtocol" | "appsDomain">): string {
   return `${config.appsProtocol}//${config.appsDomain}`;

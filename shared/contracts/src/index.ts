@@ -223,6 +223,7 @@ export {
   ViewerIdentitySchema,
   ViewerOriginInputSchema,
   ViewerOriginSchema,
+  previewAudience,
 } from "./viewer-ticket.ts";
 export type {
   ViewerChanged,

@@ -266,6 +266,8 @@ export const DashboardVersionSchema = z.object({
   totalBytes: z.number().int(),
   /** Sorted by path; at most DASHBOARD_VERSION_FILES_MAX (fileCount says how many there are). */
   files: z.array(z.object({ path: z.string(), size: z.number().int(), contentType: z.string() })),
+  /** A non-current version's preview on its own origin (the app host serves it to the owner only). */
+  previewUrl: z.string().optional(),
 });
 export type DashboardVersion = z.infer<typeof DashboardVersionSchema>;
 

@@ -152,7 +152,17 @@ export type ViewerChanged = z.infer<typeof ViewerChangedSchema>;
  * `public` (additive) is present for a public app only, whose existence is no secret: what the consent page names
  * (the app, its owner) and what decides whether it is needed (the viewer's own app or their organization's).
  */
-export const ViewerOriginInputSchema = z.object({ address: AppAddressSchema });
+export const ViewerOriginInputSchema = z.object({
+  address: AppAddressSchema,
+  /** A non-current version's preview (its own origin, owner only): the answer is that preview's origin. */
+  version: z.number().int().positive().max(999_999_999).optional(),
+});
+
+/**
+ * What a preview's ticket and cookie are bound to instead of an address: `<address>.v<N>.preview`, which no app
+ * address can equal (addresses have no dots), so neither opens the app or another version's preview.
+ */
+export const previewAudience = (address: string, version: number): string => `${address}.v${version}.preview`;
 export const ViewerOriginSchema = z.object({
   origin: z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)),
   public: z

@@ -10,7 +10,8 @@ import { appPath, clientWords, noticeOf, when, type Notice } from "./views.ts";
 
 // /dashboard/apps/<address>/versions/<n>: one version of an app: who published it, from which client, its files (path,
 // size, type), and Roll back when it is not the current one (the rollback form posts to the app page's route, which
-// calls the rollback tool). Read through apps' dashboard.version (the owner, or a manager of its organization).
+// calls the rollback tool), and a Preview link to a non-current version on its own origin (served to the owner only).
+// Read through apps' dashboard.version (the owner).
 
 export const versionPath = (address: string, version: number) => `${appPath(address)}/versions/${version}`;
 
@@ -32,7 +33,7 @@ export function versionBody(csrf: string, v: DashboardVersion, notice: Notice): 
       : "";
   const rollback = v.current
     ? html`<p>This is the version visitors see now.</p>`
-    : html`<form method="post" action="${appPath(v.address)}/rollback" class="actions">${csrfField(csrf)}<input type="hidden" name="version" value="${v.version}"><button type="submit" class="secondary">Roll back to version ${v.version}</button></form>`;
+    : html`<form method="post" action="${appPath(v.address)}/rollback" class="actions">${csrfField(csrf)}<input type="hidden" name="version" value="${v.version}">${v.previewUrl ? html`<a class="button secondary" href="${v.previewUrl}" target="_blank" rel="noopener">Preview version ${v.version}</a>` : ""}<button type="submit" class="secondary">Roll back to version ${v.version}</button></form>`;
   return html`<p><a href="${appPath(v.address)}">← ${v.name}</a></p><h1>Version ${v.version} of ${v.name}</h1>${noticeOf(notice)}
 <div class="card"><p>Published ${when(v.publishedAt)} by ${v.publishedBy}${via ? ` ${via}` : ""}${v.current ? " · current" : ""}</p>
 <p class="muted">${v.fileCount} files · ${size(v.totalBytes)}</p>${rollback}</div>

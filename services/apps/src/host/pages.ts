@@ -105,6 +105,13 @@ export const pages = {
       link: { href: retryHref, text: "Try signing in again" },
     }),
   badRequest: () => hostPage({ status: 400, title: "Bad request", lines: ["This address is not valid."] }),
+  /** A version preview serves the version's files only: no data, files, server code, AI or declared APIs. */
+  previewOnly: () =>
+    hostPage({
+      status: 403,
+      title: "Not available in a preview",
+      lines: ["A preview of an older version shows its pages only; the app's data and server code stay with the app."],
+    }),
   methodNotAllowed: () =>
     hostPage({
       status: 405,

@@ -28,6 +28,7 @@ import { AppCache } from "./cache.ts";
 import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
 import { pages } from "./pages.ts";
+import { createPreviewRoute, previewOfHost, type Preview } from "./preview.ts";
 import { serveSite, type Served } from "./serve.ts";
 import { StatsCounter } from "./stats.ts";
 
@@ -152,6 +153,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     options.serverCode,
   );
   const hatch = createHatchRoutes({ config: ctx.config, gate, data, outbound, serverCode });
+  const preview = createPreviewRoute({ ctx, log, viewers, blobs, loadApp: (address) => cache.get(address) });
 
   // Which site each Host value names, remembered (a handful of values in practice; a flood of made-up ones only
   // empties the map now and then): the hot path then parses no Host.
@@ -169,12 +171,23 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
   // Synchronous whenever the app, the viewer and the file's bytes are cached: a served file then costs no promise.
   function handle(request: Request, server: Server<undefined>): Response | Promise<Response> {
-    const address = addressOf(request.headers.get("host"));
-    if (address === null) return answerCustomHost(request, server);
+    const host = request.headers.get("host");
+    const address = addressOf(host);
+    if (address === null) {
+      const version = previewOfHost(host, ctx.config.appsDomain);
+      if (version) return answerPreview(request, version);
+      return answerCustomHost(request, server);
+    }
     const url = requestTarget(request);
     if (!url) return pages.badRequest();
     if (address === "") return answerRoot(request, url);
     return route(request, server, url, address);
+  }
+
+  /** `<address>.v<N>.preview.<apps domain>`: a non-current version, for its owner only (preview.ts). */
+  function answerPreview(request: Request, version: Preview): Response | Promise<Response> {
+    const url = requestTarget(request);
+    return url ? preview(request, url, version) : pages.badRequest();
   }
 
   /**

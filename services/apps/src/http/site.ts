@@ -110,7 +110,8 @@ export async function loadHostedApp(db: Database, address: string): Promise<Host
   };
 }
 
-async function loadSite(db: Database, appId: string, number: number, isPublic: boolean): Promise<Site | null> {
+/** One version's site (a preview serves a non-current one); null when the app has no such version. */
+export async function loadSite(db: Database, appId: string, number: number, isPublic: boolean): Promise<Site | null> {
   const [version] = await db
     .select({ config: versions.config })
     .from(versions)

@@ -60,12 +60,18 @@ export function setCookieName(line: string): string {
 
 const trimWsp = (text: string) => text.replace(/^[ \t]+|[ \t]+$/g, "");
 
+/** A version preview's own cookie (host-only on the preview origin), bound to `previewAudience(address, version)`. */
+export function previewCookieName(config: Pick<AppsConfig, "appsProtocol">): string {
+  return config.appsProtocol === "https:" ? "__Host-hatch_preview" : "hatch_preview";
+}
+
 export function viewerCookie(
   key: Buffer,
   config: Pick<AppsConfig, "appsProtocol">,
   viewer: ViewerSession,
   address: string,
   nowMs = Date.now(),
+  name = viewerCookieName(config),
 ): string {
   const claims = {
     v: 2,
@@ -75,12 +81,12 @@ export function viewerCookie(
     address,
     exp: Math.floor(nowMs / 1000) + VIEWER_COOKIE_SECONDS,
   };
-  return cookieLine(config, `${viewerCookieName(config)}=${signPayload(claims, key)}`, VIEWER_COOKIE_SECONDS);
+  return cookieLine(config, `${name}=${signPayload(claims, key)}`, VIEWER_COOKIE_SECONDS);
 }
 
 /** Removes the viewer cookie (its session ended): the next visit goes through sign-in without asking the gateway first. */
-export function clearedViewerCookie(config: Pick<AppsConfig, "appsProtocol">): string {
-  return cookieLine(config, `${viewerCookieName(config)}=`, 0);
+export function clearedViewerCookie(config: Pick<AppsConfig, "appsProtocol">, name = viewerCookieName(config)): string {
+  return cookieLine(config, `${name}=`, 0);
 }
 
 function cookieLine(config: Pick<AppsConfig, "appsProtocol">, pair: string, maxAge: number): string {
@@ -132,9 +138,16 @@ export function needsConsent(app: HostedApp, viewer: Viewer): boolean {
   return app.visibility === "public" && viewer.sub !== app.ownerId && viewer.account !== app.accountId;
 }
 
-/** The gateway page that signs a viewer in and sends them back with a ticket. */
-export function signInUrl(gatewayUrl: string, address: string, path: string, switchUser = false): string {
+/** The gateway page that signs a viewer in and sends them back with a ticket (to a version's preview with `version`). */
+export function signInUrl(
+  gatewayUrl: string,
+  address: string,
+  path: string,
+  switchUser = false,
+  version?: number,
+): string {
   const query = new URLSearchParams({ app: address, path });
+  if (version !== undefined) query.set("version", String(version));
   if (switchUser) query.set("switch", "1");
   return `${gatewayUrl}/apps/signin?${query}`;
 }

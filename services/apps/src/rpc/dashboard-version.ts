@@ -7,13 +7,15 @@ import {
 } from "@hatch/contracts";
 import { and, asc, eq } from "drizzle-orm";
 import { iso, requireOwnedApp } from "../apps-repo.ts";
+import { previewOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { versionFiles, versions } from "../db/schema.ts";
 
 /**
  * `rpc.apps.dashboard.version` (signed ctx): one version of an app for the dashboard's version page: who published it
  * and from which client, and its files (path, size, type; never their contents). Who may see it is who may roll back
- * to it (requireOwnedApp); anyone else reads it as a missing app.
+ * to it (requireOwnedApp, the owner); anyone else reads it as a missing app. A non-current version also has its
+ * preview's address (host/preview.ts).
  */
 export function dashboardVersionRpc(apps: AppsContext): RpcBinding {
   return bindRpc(DashboardVersionInputSchema, async ({ ctx, input }): Promise<DashboardVersion> => {
@@ -31,17 +33,19 @@ export function dashboardVersionRpc(apps: AppsContext): RpcBinding {
       .where(and(eq(versionFiles.appId, app.id), eq(versionFiles.version, input.version)))
       .orderBy(asc(versionFiles.path))
       .limit(DASHBOARD_VERSION_FILES_MAX);
+    const current = version.number === app.currentVersion;
     return {
       address: app.address,
       name: app.name,
       version: version.number,
-      current: version.number === app.currentVersion,
+      current,
       publishedAt: iso(version.createdAt),
       publishedBy: version.publisherEmail,
       publishedVia: version.publisherClient ?? null,
       fileCount: version.fileCount,
       totalBytes: version.totalBytes,
       files,
+      ...(current ? {} : { previewUrl: `${previewOrigin(apps.config, app.address, version.number)}/` }),
     };
   });
 }

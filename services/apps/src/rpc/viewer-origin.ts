@@ -1,7 +1,7 @@
 import { bindRpc, type RpcBinding } from "@hatch/platform";
 import { ViewerOriginInputSchema, type ViewerOrigin } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
-import { appOrigin } from "../config.ts";
+import { appOrigin, previewOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 import { appsTable } from "../db/schema.ts";
 
@@ -10,12 +10,14 @@ import { appsTable } from "../db/schema.ts";
  * signed context (only the gateway, acting for a signed-in person, asks). The origin is computed from the address
  * and the configuration alone, so it says nothing about whether the app exists or who may see it. A public app
  * (anyone can open it, so its existence is no secret) also answers `public`: its id, name, account and owner, which
- * the gateway's consent page names and uses to tell whether the viewer needs to agree at all.
+ * the gateway's consent page names and uses to tell whether the viewer needs to agree at all. With `version`, the
+ * origin of that version's preview (never a consent page: only the owner is served there, checked by the app host).
  */
 export function viewerOriginRpc(ctx: AppsContext): RpcBinding {
   return bindRpc(
     ViewerOriginInputSchema,
     async ({ input }): Promise<ViewerOrigin> => {
+      if (input.version !== undefined) return { origin: previewOrigin(ctx.config, input.address, input.version) };
       const origin = appOrigin(ctx.config, input.address);
       const [app] = await ctx.db
         .select({
