@@ -80,7 +80,7 @@ interface Slot {
   runs: Map<number, Running>;
   /** Keys whose source this worker was sent (it may have evicted some; it then asks again). */
   sent: Set<string>;
-  /** The board's counter when it last moved, and the wall clock and the worker's CPU time (cpuOf) then. */
+  /** The board's counter when it last moved, and the wall clock and the worker thread's CPU time then. */
   seen: { counter: number; since: number; cpu: number };
   retired: boolean;
 }
