@@ -195,8 +195,8 @@ async function main(): Promise<number> {
   stopLoad = null;
   windows.close();
 
-  const caughtUp = await waitForActivity(postgres.url, 60_000);
-  if (!caughtUp) log("  the outboxes did not empty within 60 s: activity may be counted as lost");
+  const caughtUp = await waitForActivity(postgres.url, nats.url, 60_000);
+  if (!caughtUp) log("  the outboxes or event consumers did not empty within 60 s: activity may be counted as lost");
   const integrity = await checkIntegrity(postgres.url, loadUsers);
 
   log("fuzz: malformed JSON-RPC and tool arguments from each tool's schema");

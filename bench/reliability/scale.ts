@@ -352,8 +352,8 @@ export async function runScale(): Promise<number> {
     windows.close();
     clearInterval(monitor);
 
-    const caughtUp = await waitForActivity(postgres.url, 60_000);
-    if (!caughtUp) log("  the outboxes did not empty within 60 s: activity may be counted as lost");
+    const caughtUp = await waitForActivity(postgres.url, nats.url, 60_000);
+    if (!caughtUp) log("  the outboxes or event consumers did not empty within 60 s: activity may be counted as lost");
     const integrity = await checkIntegrity(postgres.url, loadUsers);
     const figures = windows.list.map((win) => figuresOf(win, calls, integrity.problems));
     const totals = totalsOf(figures);

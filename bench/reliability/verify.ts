@@ -2,6 +2,8 @@
 // acknowledged change is missing, doubled when it is there more than once (or more changes exist than calls were
 // made); an activity entry is lost or doubled when a committed change does not appear exactly once in org_activity's
 // table. Changes committed without an answer (the call failed or hung) are counted apart: not a loss, worth knowing.
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { SQL } from "bun";
 import { COLLECTION, type LoadUser } from "./load.ts";
 
@@ -219,8 +221,15 @@ export async function checkIntegrity(databaseUrl: string, users: LoadUser[]): Pr
 }
 
 /** Waits until the outboxes are empty and the activity table stops growing (the relay and consumer caught up). */
-export async function waitForActivity(databaseUrl: string, timeoutMs: number): Promise<boolean> {
+/**
+ * Waits until every change's event reached the activity log: the outboxes are sent, every durable consumer of the
+ * events stream has nothing pending or unacknowledged (an event held by a process that was killed comes back after
+ * the consumer's ack wait, 30 s), and the activity count has been still for 1.5 s.
+ */
+export async function waitForActivity(databaseUrl: string, natsUrl: string, timeoutMs: number): Promise<boolean> {
   const sql = new SQL(databaseUrl, { max: 1 });
+  const nc = await connect({ servers: natsUrl.split(","), maxReconnectAttempts: -1 }).catch(() => null);
+  const jsm = nc ? await jetstreamManager(nc, { timeout: 5_000 }).catch(() => null) : null;
   const deadline = Date.now() + timeoutMs;
   let last = -1;
   let stableSince = Date.now();
@@ -233,11 +242,28 @@ export async function waitForActivity(databaseUrl: string, timeoutMs: number): P
       )) as Row[];
       const activity = Number(row!.activity);
       if (activity !== last) (last = activity), (stableSince = Date.now());
-      if (Number(row!.pending) === 0 && Date.now() - stableSince > 1_500) return true;
+      const settled = Number(row!.pending) === 0 && Date.now() - stableSince > 1_500;
+      if (settled && (await consumersIdle(jsm))) return true;
       await Bun.sleep(250);
     }
     return false;
   } finally {
     await sql.close();
+    await nc?.close().catch(() => {});
+  }
+}
+
+/** True when no consumer of an events stream has a message waiting or delivered but not yet acknowledged. */
+async function consumersIdle(jsm: JetStreamManager | null): Promise<boolean> {
+  if (!jsm) return false;
+  try {
+    for await (const stream of jsm.streams.list()) {
+      if (!stream.config.name.startsWith("EVENTS")) continue;
+      for await (const consumer of jsm.consumers.list(stream.config.name))
+        if (consumer.num_pending > 0 || consumer.num_ack_pending > 0) return false;
+    }
+    return true;
+  } catch {
+    return false;
   }
 }

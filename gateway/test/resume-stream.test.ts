@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createLogger, createMemoryBus } from "@hatch/platform";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { createEventLog, postedRequests, SessionEventStore, type McpEventLog } from "../src/mcp/event-store.ts";
-import { resumeStream } from "../src/mcp/resume.ts";
+import { COPY_CHECK_MS, COPY_GONE_AFTER_MS, COPY_GONE_MESSAGE, resumeStream } from "../src/mcp/resume.ts";
 
 // A resumed stream (GET /mcp with Last-Event-ID) follows the shared log. On NATS that log is JetStream key-value: when
 // a node goes away, reading it fails for a moment (a new stream leader is elected, the watch's consumer request times
@@ -89,5 +89,55 @@ describe("a resumed MCP stream while the shared log does not answer", () => {
     await Bun.sleep(1_100);
     expect(flaky.attempts).toBe(tries);
     expect(unhandled).toEqual([]);
+  });
+});
+
+describe("a resumed MCP stream whose call runs on a copy that stopped", () => {
+  test("ends with one error the AI can act on, from the first checks on (no wait for a quiet stream)", async () => {
+    const bus = createMemoryBus({ logger });
+    const log = createEventLog(bus, logger);
+    const store = new SessionEventStore(log, "s3", "copyGone", logger);
+    const first = await postedRequests.run([9], () => store.storeEvent("post", {} as JSONRPCMessage));
+    const asked: string[] = [];
+    const response = resumeStream({
+      log,
+      session: "s3",
+      lastEventId: first,
+      copyAlive: async (copy) => {
+        asked.push(copy);
+        return false;
+      },
+      closing: new AbortController().signal,
+      logger,
+    });
+    const text = await response.text();
+    expect(text).toContain('"id":9');
+    expect(text).toContain(COPY_GONE_MESSAGE);
+    expect(new Set(asked)).toEqual(new Set(["copyGone"]));
+    // Judged gone once the checks had said so for the whole window, not on the first no.
+    expect(asked.length).toBeGreaterThanOrEqual(Math.floor(COPY_GONE_AFTER_MS / COPY_CHECK_MS));
+    expect(unhandled).toEqual([]);
+  });
+
+  test("a copy missing for one check (reconnecting to NATS) still delivers the call's result", async () => {
+    const bus = createMemoryBus({ logger });
+    const log = createEventLog(bus, logger);
+    const store = new SessionEventStore(log, "s4", "copyBack", logger);
+    const first = await postedRequests.run([10], () => store.storeEvent("post", {} as JSONRPCMessage));
+    let checks = 0;
+    const response = resumeStream({
+      log,
+      session: "s4",
+      lastEventId: first,
+      copyAlive: async () => ++checks > 1,
+      closing: new AbortController().signal,
+      logger,
+    });
+    const body = response.text();
+    while (checks < 3) await Bun.sleep(COPY_CHECK_MS / 5);
+    await store.storeEvent("post", { jsonrpc: "2.0", id: 10, result: { content: [] } } as JSONRPCMessage);
+    const text = await body;
+    expect(text).toContain('"result"');
+    expect(text).not.toContain(COPY_GONE_MESSAGE);
   });
 });

@@ -11,8 +11,16 @@ import { parseEventId, type McpEventLog } from "./event-store.ts";
 
 /** The SDK's id of a session's standalone GET stream: it answers no request, so following it never ends by itself. */
 const STANDALONE = "_GET_stream";
-/** How often a follower checks that the copy running the call is still there (and sends a keep-alive). */
+/** How often a follower sends a keep-alive, and how long a call's stream may show no event at all before it ends. */
 export const LIVENESS_MS = 3_000;
+/**
+ * How often a follower asks whether the copy running the call is still there, from the start: a client that resumes
+ * usually does so because that copy stopped, and it must hear so well within its own request timeout.
+ */
+export const COPY_CHECK_MS = 500;
+/** The copy is taken for gone when every check has said so for this long (a copy reconnecting to NATS, 0.5 s apart
+ * per try, is briefly without its subscriptions too). */
+export const COPY_GONE_AFTER_MS = 2_000;
 /** After the shared log failed to answer, how long a follower waits before it reads it again. */
 const FOLLOW_RETRY_MS = 500;
 
@@ -96,24 +104,35 @@ async function pump(
   let pending: Set<string | number> | null = null;
   let copy: string | null = null;
   let lastSeen = Date.now();
-  let failedChecks = 0;
+  /** Since when every check said the copy is gone; null while it answers. */
+  let goneSince: number | null = null;
   const give = new AbortController();
 
-  const watchdog = setInterval(() => {
-    void (async () => {
-      if (!write(": keep-alive\n\n")) return;
-      // A call's stream with no event at all is gone (expired, or never ours): end it; the client starts afresh.
-      if (!standalone && !copy && Date.now() - lastSeen >= LIVENESS_MS) give.abort();
-      if (standalone || !copy || Date.now() - lastSeen < LIVENESS_MS) return;
-      const alive = await options.copyAlive(copy).catch(() => true);
-      // Twice in a row: a copy reconnecting to NATS is briefly without its subscriptions too.
-      failedChecks = alive ? 0 : failedChecks + 1;
-      if (failedChecks < 2 || signal.aborted) return;
-      // Gone: each request still waiting gets one error it can act on; then the stream ends.
-      for (const id of pending ?? []) write(sseEvent(undefined, copyGoneError(id)));
-      give.abort();
-    })();
+  const keepAlive = setInterval(() => {
+    if (!write(": keep-alive\n\n")) return;
+    // A call's stream with no event at all is gone (expired, or never ours): end it; the client starts afresh.
+    if (!standalone && !copy && Date.now() - lastSeen >= LIVENESS_MS) give.abort();
   }, LIVENESS_MS);
+  let checking = false;
+  const copyCheck = setInterval(() => {
+    if (standalone || !copy || checking || signal.aborted) return;
+    checking = true;
+    void options
+      .copyAlive(copy)
+      .catch(() => true)
+      .then((alive) => {
+        if (alive) goneSince = null;
+        else goneSince ??= Date.now();
+        if (goneSince === null || Date.now() - goneSince < COPY_GONE_AFTER_MS) return;
+        if (signal.aborted || give.signal.aborted) return;
+        // Gone: each request still waiting gets one error it can act on; then the stream ends.
+        for (const id of pending ?? []) write(sseEvent(undefined, copyGoneError(id)));
+        give.abort();
+      })
+      .finally(() => {
+        checking = false;
+      });
+  }, COPY_CHECK_MS);
   const both = AbortSignal.any([signal, give.signal]);
   /** The last event the client has: what it named, then each one written here. */
   let have = after;
@@ -159,7 +178,8 @@ async function pump(
       }
     }
   } finally {
-    clearInterval(watchdog);
+    clearInterval(keepAlive);
+    clearInterval(copyCheck);
   }
 }
 
