@@ -1,7 +1,8 @@
-// `bun run bench`: whoami through (a) a bare MCP server, (b) the embedded stack, (c) the gateway and orgs as
-// separate processes over NATS and Postgres, at 1 and 32 concurrent clients; then the app host against bare
-// Bun.serve and the publish of a large folder. One target runs at a time, so none shares the machine with another. Prints a table and writes bench/results/latest.json. Never fails on
-// timing; exits non-zero only when something could not run.
+// `bun run bench`: whoami through (a) a bare MCP server per protocol era, (b) the embedded stack, (c) the gateway and
+// orgs as separate processes over NATS and Postgres, at 1 and 32 concurrent clients of each era; then the app host
+// against bare Bun.serve and the publish of a large folder. One target runs at a time, so none shares the machine with
+// another. Prints a table and writes bench/results/latest.json. Never fails on timing; exits non-zero only when
+// something could not run.
 import { cpus } from "node:os";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,6 +16,7 @@ import { formatToolList, measureToolList } from "./tool-list.ts";
 import type { Era } from "./load-worker.ts";
 import {
   allRatios,
+  crossEraRatios,
   formatReport,
   goalsOf,
   LEVELS,
@@ -64,7 +66,7 @@ function readSettings() {
     .map((e) => e.trim())
     .filter(Boolean);
   if (eras.length === 0 || eras.some((e) => e !== "2025" && e !== "2026"))
-    fail("BENCH_ERAS is 2025, 2026 or both (the protocol era of (b)'s and (c)'s clients)");
+    fail("BENCH_ERAS is 2025, 2026 or both (the protocol era of the whoami clients, and of (a)'s servers)");
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "warn";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel))
     fail("BENCH_LOG_LEVEL is one of debug, info, warn, error, silent");
@@ -107,38 +109,40 @@ function cleanUp(): Promise<void> {
   return cleaning;
 }
 
-async function startTarget(
-  key: TargetKey,
-  settings: Settings,
-  targetSettings: TargetSettings,
-  answer: "json" | "sse",
-): Promise<RunningTarget> {
-  if (key === "b") return startEmbedded(targetSettings);
-  const database = await createDatabase(settings.databaseUrl, `hatch_bench_${targetSettings.runId}_${key}`);
+/** How each era's SDK answers a whoami by itself: the baseline's answer when no (b) or (c) ran before it. */
+const SDK_DEFAULT_ANSWER: Record<Era, "json" | "sse"> = { "2025": "sse", "2026": "json" };
+
+/** A fresh database for one deployment, dropped at the end of the run. */
+async function runDatabase(settings: Settings, targetSettings: TargetSettings, name: string): Promise<string> {
+  const database = await createDatabase(settings.databaseUrl, `hatch_bench_${targetSettings.runId}_${name}`);
   cleanups.push(() => database.drop());
-  return key === "a" ? startBaseline(database.url, answer) : startClusterTarget(targetSettings, database.url);
+  return database.url;
 }
 
-/** Starts one deployment and measures it at each level, with each era's client for (b) and (c) (2025 only for (a)). */
-async function measureTarget(
-  key: TargetKey,
+/** The rows measured on `key` in this run: one per era of BENCH_ERAS. */
+function rowsOf(key: TargetKey, settings: Settings): RowKey[] {
+  return (Object.keys(ROWS) as RowKey[]).filter(
+    (row) => ROWS[row].target === key && settings.eras.includes(ROWS[row].era),
+  );
+}
+
+/** Starts one deployment (`start`), measures each of `rows` on it at each level with its era's client, stops it. */
+async function measureDeployment(
+  name: string,
+  start: () => Promise<RunningTarget>,
+  rows: RowKey[],
   settings: Settings,
-  targetSettings: TargetSettings,
-  answer: "json" | "sse",
 ): Promise<Partial<Record<RowKey, TargetResult>>> {
-  progress(`${TARGETS[key].label}: starting`);
+  progress(`${name}: starting`);
   const started = performance.now();
-  const target = await startTarget(key, settings, targetSettings, answer);
+  const target = await start();
   cleanups.push(() => target.stop());
   if (aborted) throw new Error("interrupted");
-  progress(`${TARGETS[key].label}: ready in ${Math.round(performance.now() - started)} ms`);
-  const rows = (Object.keys(ROWS) as RowKey[]).filter(
-    (row) => ROWS[row].target === key && (key === "a" || settings.eras.includes(ROWS[row].era)),
-  );
+  progress(`${name}: ready in ${Math.round(performance.now() - started)} ms`);
   const results: Partial<Record<RowKey, TargetResult>> = {};
   try {
     for (const row of rows) {
-      const { label, era } = ROWS[row];
+      const { label, era, target: key } = ROWS[row];
       const runs: TargetResult["runs"] = {};
       // 32 clients first: its warmup alone makes thousands of calls, so the JIT is warm for the 1-client latency too.
       for (const clients of [...LEVELS].reverse()) {
@@ -173,7 +177,7 @@ async function measureTarget(
 
 /** Past the expected length of the run something is stuck: clean up and stop rather than hang. */
 function startWatchdog(settings: Settings): void {
-  const rows = settings.targets.reduce((n, t) => n + (t === "a" ? 1 : settings.eras.length), 0);
+  const rows = settings.targets.length * settings.eras.length;
   const runMs = rows * LEVELS.length * (settings.warmupSeconds + settings.seconds + 5) * 1000;
   // App host: six runs (s, n, h, h, n, s), each with its start and a wrk run of the same length.
   const hostMs = settings.host ? 6 * (settings.warmupSeconds + 2 * settings.seconds + 10) * 1000 : 0;
@@ -240,15 +244,28 @@ async function measureWhoami(settings: Settings): Promise<void> {
   const runId = `${Date.now().toString(36)}_${process.pid}`;
   const targetSettings: TargetSettings = { natsUrl: settings.natsUrl, logLevel: settings.logLevel, runId };
   const startedAt = new Date().toISOString();
-  // The gateway first: the baseline then answers in the format the gateway chose for the same client (plain JSON
-  // or an SSE stream per call), so that difference does not show up as gateway cost.
+  // The gateway first: each era's baseline then answers in the format the gateway chose for that era's client (plain
+  // JSON or an SSE stream per call), so that difference does not show up as gateway cost.
   const measured: BenchReport["targets"] = {};
-  let answer: "json" | "sse" | undefined;
-  for (const key of (["c", "b", "a"] as const).filter((k) => settings.targets.includes(k))) {
-    const results = await measureTarget(key, settings, targetSettings, answer ?? "sse");
+  const answers: Partial<Record<Era, "json" | "sse">> = {};
+  for (const key of (["c", "b"] as const).filter((k) => settings.targets.includes(k))) {
+    const start = async () =>
+      key === "b"
+        ? startEmbedded(targetSettings)
+        : startClusterTarget(targetSettings, await runDatabase(settings, targetSettings, key));
+    const results = await measureDeployment(TARGETS[key].label, start, rowsOf(key, settings), settings);
     Object.assign(measured, results);
-    // How the gateway answered the 2025 client (the client (a) is measured with).
-    if (key !== "a") answer ??= results[`${key}2025`]?.runs["32"]?.answer === "json" ? "json" : "sse";
+    for (const era of settings.eras) {
+      const answer = results[`${key}${era}`]?.runs["32"]?.answer;
+      if (answer) answers[era] ??= answer === "json" ? "json" : "sse";
+    }
+  }
+  // (a): a server per era, each the smallest honest server of its protocol version, driven by that era's client.
+  for (const row of settings.targets.includes("a") ? rowsOf("a", settings) : []) {
+    const era = ROWS[row].era;
+    const answer = answers[era] ?? SDK_DEFAULT_ANSWER[era];
+    const start = async () => startBaseline(await runDatabase(settings, targetSettings, row), era, answer);
+    Object.assign(measured, await measureDeployment(ROWS[row].label, start, [row], settings));
   }
   const targets: BenchReport["targets"] = {};
   for (const key of Object.keys(ROWS) as RowKey[]) if (measured[key]) targets[key] = measured[key];
@@ -288,6 +305,7 @@ async function measureWhoami(settings: Settings): Promise<void> {
     settings: { ...settings, databaseUrl: redact(settings.databaseUrl), levels: LEVELS },
     targets,
     ratios: allRatios(targets),
+    crossEra: crossEraRatios(targets),
     goals: goalsOf(targets),
     notes,
   };

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { startCluster } from "../scripts/cluster-lib.ts";
 import { Child, freePort, runCommand } from "./children.ts";
 import type { CpuGroup } from "./cpu.ts";
+import type { Era } from "./load-worker.ts";
 
 export type TargetKey = "a" | "b" | "c";
 
@@ -10,7 +11,7 @@ export const TARGETS: Record<TargetKey, { label: string; description: string }> 
   a: {
     label: "(a) baseline",
     description:
-      "bare MCP server, one process, no auth: the orgs whoami handler (ensurePerson) on the real Postgres, answering in the format the gateway used, so (c)/(a) isolates the gateway and the bus",
+      "bare MCP server per era, one process, no auth: 2025 the SDK v1 server with a session per client, 2026 the SDK v2 stateless handler (createMcpHandler); the orgs whoami handler (ensurePerson) on the real Postgres, answering in the format the gateway used for that era's client, so (c) <era> / (a) <era> isolates the gateway and the bus",
   },
   b: {
     label: "(b) embedded",
@@ -60,10 +61,20 @@ function childEnv(extra: Record<string, string>): Record<string, string> {
   return { ...env, ...extra };
 }
 
-/** `answer`: how the baseline answers tool calls, plain JSON or an SSE stream; the bench matches the gateway. */
-export async function startBaseline(databaseUrl: string, answer: "json" | "sse"): Promise<RunningTarget> {
+/** Each era's baseline server: the smallest honest server of that protocol version (bench/README.md). */
+const BASELINE_SERVERS: Record<Era, string> = {
+  "2025": "baseline-server-2025.ts",
+  "2026": "baseline-server-2026.ts",
+};
+
+/**
+ * (a) for one era. `answer`: how it answers tool calls, plain JSON or an SSE stream; the bench matches what the
+ * gateway did for the same era's client.
+ */
+export async function startBaseline(databaseUrl: string, era: Era, answer: "json" | "sse"): Promise<RunningTarget> {
   const env = childEnv({ DATABASE_URL: databaseUrl, PORT: String(freePort()), BENCH_ANSWER: answer });
-  const child = new Child("baseline", [process.execPath, join(import.meta.dir, "baseline-server.ts")], env);
+  const script = BASELINE_SERVERS[era];
+  const child = new Child(`baseline ${era}`, [process.execPath, join(import.meta.dir, script)], env);
   try {
     const ready = JSON.parse(await child.waitFor("READY", START_TIMEOUT_MS)) as {
       mcpUrl: string;
@@ -72,7 +83,7 @@ export async function startBaseline(databaseUrl: string, answer: "json" | "sse")
     };
     return {
       mcpUrl: ready.mcpUrl,
-      details: { database: "postgres", dbPoolSize: ready.poolSize, answer: ready.answer },
+      details: { server: `bench/${script}`, database: "postgres", dbPoolSize: ready.poolSize, answer: ready.answer },
       cpuGroups: [{ name: "server", roots: [child.proc.pid] }],
       stop: () => child.stop(),
     };
