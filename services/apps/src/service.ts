@@ -21,6 +21,7 @@ import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { accountAppsRpc, accountDeleteRpc } from "./rpc/account-delete.ts";
 import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
+import { developerReferenceRpc } from "./rpc/developer-reference.ts";
 import { dashboardVersionRpc } from "./rpc/dashboard-version.ts";
 import {
   dashboardDocumentDeleteRpc,
@@ -100,6 +101,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       return { ...input, address: await resolveAppRef(ctx.db, callCtx, (input as { address: string }).address) };
     },
     rpc: {
+      [rpcMethods.apps.developerReference]: developerReferenceRpc(ctx),
       [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx),
       [rpcMethods.apps.storage]: accountStorageRpc(ctx),
       [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),

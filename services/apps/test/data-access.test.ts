@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { DATA_LIMITS, signViewerTicket } from "@hatch/contracts";
+import { signViewerTicket } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { addressKey } from "@hatch/platform";
 import { checkSameOrigin, RateLimiter } from "../src/http/caller.ts";
 import { DataError } from "../src/http/answers.ts";

@@ -1,11 +1,5 @@
-import {
-  AI_LIMITS,
-  AiChatRequestSchema,
-  describeIssues,
-  newEvent,
-  type AiChatReply,
-  type AiChatRequest,
-} from "@hatch/contracts";
+import { describeIssues, newEvent } from "@hatch/contracts";
+import { AI_LIMITS, AiChatRequestSchema, type AiChatReply, type AiChatRequest } from "../spec/server-code.ts";
 import { writeEvent } from "@hatch/platform";
 import type { AppsContext } from "../context.ts";
 import { DataError } from "../http/answers.ts";
