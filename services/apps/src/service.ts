@@ -10,7 +10,7 @@ import { rpcMethods, TOOL_CONTRACTS } from "@hatch/contracts";
 import { checkDiskStore } from "./blobs/check.ts";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
-import { appsKeys, createSealer, type AppsContext } from "./context.ts";
+import { appsKeys, appsRateCounter, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { resolveAppRef } from "./apps-repo.ts";
 import { listenAppHost, startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
@@ -79,6 +79,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     logger: deps.logger,
     bus: deps.bus,
     outbox: outboxRelay,
+    rate: appsRateCounter(deps.bus, deps.logger),
     appLogs: new AppLogWriter(deps.db, deps.logger.child({ component: "server-code" })),
   };
   const host = startAppHost(ctx, {
@@ -142,6 +143,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       entitlements.close();
       await service.stop();
       await host.stop();
+      ctx.rate.close();
     },
   };
 }

@@ -132,7 +132,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const listener = options.listener ?? listenAppHost(ctx.config);
   const server = listener.server;
   const gate = createCallerGate({
-    bus: ctx.bus,
+    rate: ctx.rate,
     config: ctx.config,
     log,
     loadApp: (address) => cache.get(address),
