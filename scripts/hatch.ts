@@ -138,8 +138,6 @@ export async function startHatch(options: HatchOptions): Promise<Hatch> {
     databases.set(name, await open(name, SERVICES[name].migrations));
     await start(name);
   }
-  // Without APPS_DOMAIN the gateway learns the apps origin from the app host started here (its docs name it).
-  config.appsUrl ??= services.get("apps")?.urls?.appHost ?? null;
   const gatewayDb = await open("gateway", GATEWAY_MIGRATIONS);
   const gateway = createGateway({
     config,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { AI_LIMITS, type HatchEvent } from "@hatch/contracts";
+import { type HatchEvent } from "@hatch/contracts";
+import { AI_LIMITS } from "../services/apps/src/spec/server-code.ts";
 import type { AppsService } from "@hatch/apps";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { and, eq } from "drizzle-orm";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { EXAMPLE_APP } from "@hatch/contracts";
+import { EXAMPLE_APP } from "../services/apps/src/reference/example-app.ts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { hasChromium, launchChromium } from "./support/chromium.ts";

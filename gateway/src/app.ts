@@ -31,7 +31,7 @@ import { outboxPage } from "./pages/outbox.ts";
 import { secretPages } from "./pages/secret-page.ts";
 import { stripeWebhookHandler } from "./pages/stripe-webhook.ts";
 import { createAppSignIn } from "./pages/app-signin.ts";
-import { docsResponse } from "./pages/docs.ts";
+import { appsReference, docsResponse } from "./pages/docs.ts";
 import { renderInstallPage, rulesResponse } from "./pages/install.ts";
 import { htmlResponse } from "./pages/layout.ts";
 import { announceViewerChanged, answerViewerChecks } from "./viewer-check.ts";
@@ -144,6 +144,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     toolCallLimits,
   });
   const appSignIn = createAppSignIn({ config, auth, bus, contextKey, accounts, db: options.db, logger });
+  // /mcp/docs: apps' text, kept a few minutes per topic (a cache only: any copy asks apps when it has none).
+  const referenceCache = appsReference(bus, logger);
+  const reference = (topic: Parameters<typeof referenceCache.get>[0]) => referenceCache.get(topic);
   const stripeWebhook = stripeWebhookHandler({ secret: config.stripeWebhookSecret, bus, logger });
 
   // Another gateway instance revoked a grant: forget any cached copy here too.
@@ -229,8 +232,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     .get("/apps/signin", ({ request }) => appSignIn.show(request))
     .post("/apps/signin/switch", ({ request }) => appSignIn.switchAccount(request), { parse: "none" })
     .post("/apps/signin/consent", ({ request }) => appSignIn.consent(request), { parse: "none" })
-    .get("/mcp/docs", ({ request }) => docsResponse(request, false, { appsOrigin: config.appsUrl }))
-    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true, { appsOrigin: config.appsUrl }))
+    .get("/mcp/docs", ({ request }) => docsResponse(request, false, reference))
+    .get("/mcp/docs.md", ({ request }) => docsResponse(request, true, reference))
     .get("/mcp/rules", ({ query }) => rulesResponse(typeof query.for === "string" ? query.for : null))
     .all(
       "/mcp",

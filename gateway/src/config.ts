@@ -54,12 +54,6 @@ export interface GatewayConfig {
    */
   metricsToken: string | null;
   /**
-   * The apps domain's bare origin (`https://apps.example`), from APPS_DOMAIN and APPS_PROTOCOL as the apps service
-   * reads them; the developer reference at /mcp/docs names app addresses with it. Embedded, the app host's own
-   * origin (scripts/hatch.ts). Null: the reference says `<apps domain>`.
-   */
-  appsUrl: string | null;
-  /**
    * argon2id's cost for new password hashes: null, Bun's defaults, everywhere Hatch runs. Only code sets another
    * (test harnesses: TEST_PASSWORD_COST); no environment variable reads into it. Stored hashes name their own cost.
    */
@@ -97,14 +91,6 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
     .string()
     .regex(/^whsec_[A-Za-z0-9]+$/, "must be a Stripe webhook signing secret (whsec_…)")
     .optional(),
-  APPS_DOMAIN: z
-    .string()
-    .regex(
-      /^[a-z0-9.-]+(?::\d+)?$/,
-      "must be a host name with an optional port, e.g. apps.example.com or localhost:3001",
-    )
-    .optional(),
-  APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
 });
 
 export interface GatewayConfigOverrides extends Partial<Omit<GatewayConfig, "mcpUrl">> {
@@ -142,7 +128,6 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     devPages: overrides.devPages ?? false,
     stripeWebhookSecret: overrides.stripeWebhookSecret ?? null,
     metricsToken: overrides.metricsToken ?? null,
-    appsUrl: overrides.appsUrl ?? null,
     passwordCost: overrides.passwordCost ?? null,
   };
 }
@@ -175,7 +160,5 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     toolCallsPerMinutePerUser: parsed.TOOL_CALLS_PER_MINUTE_PER_USER,
     stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
     metricsToken: parsed.METRICS_TOKEN,
-    // The same defaults as the apps service: https when a domain is set. Without one the embedded app host fills it in.
-    appsUrl: parsed.APPS_DOMAIN ? `${parsed.APPS_PROTOCOL ?? "https"}://${parsed.APPS_DOMAIN}` : undefined,
   });
 }

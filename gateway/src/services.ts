@@ -169,6 +169,21 @@ export async function callServiceRpc<S extends z.ZodType>(
   });
 }
 
+/**
+ * A public method of a service (`rpc.<service>.<method>`, bound without `requiresContext`): nobody is calling, so no
+ * context is signed (the developer reference at /mcp/docs). Failures as callServiceRpc's.
+ */
+export function callPublicRpc<S extends z.ZodType>(
+  deps: Pick<ServiceClientDeps, "bus">,
+  service: ServiceName,
+  method: string,
+  input: unknown,
+  schema: S,
+  options: { requestId?: string; traceparent?: string; timeoutMs?: number } = {},
+): Promise<z.infer<S>> {
+  return callRpc(retryOnceOnNoResponders(deps.bus), service, method, input, schema, options);
+}
+
 function baseClaims(caller: CallerInfo): CallContextClaims {
   const { identity } = caller;
   return {

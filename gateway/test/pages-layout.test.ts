@@ -1,10 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { loadGatewayConfig } from "../src/config.ts";
-import { docsResponse } from "../src/pages/docs.ts";
 import { editorConfigs, renderInstallPage } from "../src/pages/install.ts";
 import { html, htmlResponse, labelTableCells, renderPage } from "../src/pages/layout.ts";
-
-const SECRET = "s".repeat(40);
 
 describe("the layout", () => {
   test("the one inline script is the one the CSP allows by hash; nothing breaks words anywhere", async () => {
@@ -50,49 +46,5 @@ describe("the install page", () => {
     expect(page).toContain("&quot;mcpServers&quot;");
     expect(page).toContain("&quot;servers&quot;");
     expect(page).not.toMatch(/<a\b[^>]*>(?:(?!<\/a>)[\s\S])*<button/);
-  });
-});
-
-describe("the developer reference page", () => {
-  const get = (path: string, appsOrigin: string | null) =>
-    docsResponse(new Request(`http://localhost${path}`, { headers: { accept: "text/html" } }), false, { appsOrigin });
-
-  test("names app addresses under the configured apps origin, with a contents list of its sections", async () => {
-    const page = await get("/mcp/docs", "https://apps.example.net").text();
-    expect(page).toContain("https://my-todo.apps.example.net");
-    expect(page).not.toContain("localhost:3001");
-    const ids = new Set([...page.matchAll(/<h2 id="([^"]+)"/g)].map((m) => m[1]));
-    const links = [...page.matchAll(/<li><a href="#([^"]+)">/g)].map((m) => m[1]);
-    expect(links.length).toBeGreaterThan(5);
-    for (const link of links) expect(ids.has(link)).toBe(true);
-    expect(page.match(/<h1[ >]/g)).toHaveLength(1);
-  });
-
-  test("without a configured apps origin it says <apps domain>; Markdown too", async () => {
-    expect(await get("/mcp/docs", null).text()).toContain("https://my-todo.&lt;apps domain&gt;");
-    const markdown = await docsResponse(new Request("http://localhost/mcp/docs.md"), true, {
-      appsOrigin: "http://localhost:3401",
-    }).text();
-    expect(markdown).toContain("`http://my-todo.localhost:3401`");
-  });
-
-  test("one topic has a heading of its own", async () => {
-    const page = await get("/mcp/docs?topic=plans", null).text();
-    expect(page).toContain("<h1>Developer reference</h1>");
-  });
-});
-
-describe("the gateway's apps origin setting", () => {
-  test("APPS_DOMAIN and APPS_PROTOCOL as the apps service reads them; none leaves it to the embedded app host", () => {
-    expect(loadGatewayConfig({ HATCH_SECRET: SECRET, APPS_DOMAIN: "apps.example.net" }).appsUrl).toBe(
-      "https://apps.example.net",
-    );
-    expect(
-      loadGatewayConfig({ HATCH_SECRET: SECRET, APPS_DOMAIN: "apps.localhost:8080", APPS_PROTOCOL: "http" }).appsUrl,
-    ).toBe("http://apps.localhost:8080");
-    expect(loadGatewayConfig({ HATCH_SECRET: SECRET }).appsUrl).toBeNull();
-    expect(() => loadGatewayConfig({ HATCH_SECRET: SECRET, APPS_DOMAIN: "https://apps.example.net" })).toThrow(
-      "APPS_DOMAIN",
-    );
   });
 });

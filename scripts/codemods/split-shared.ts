@@ -8,7 +8,8 @@
 // What it rewrites: named imports and re-exports (`import { a, type B } from "@hatch/shared"`, split by the package
 // that exports each name), `import("@hatch/shared").Name` types, `const { a } = await import("@hatch/shared")`,
 // the dependency in package.json files, and `shared/src/<file>` paths in comments and docs. A name neither package
-// exports is listed at the end and left on `@hatch/shared`, so typecheck points at it.
+// exports is listed at the end and left on `@hatch/shared`, so typecheck points at it: so are the apps-only names that
+// left the contracts for the apps service (services/apps/src/spec, reference), imported there by path.
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
@@ -83,7 +84,11 @@ function rewriteSource(text: string): string {
 const MOVED: [string, string][] = [
   ["shared/src/contracts/", "shared/contracts/src/tools/"],
   ["shared/src/contracts", "shared/contracts/src/tools"],
-  ["shared/src/apps/", "shared/contracts/src/apps/"],
+  // Since the split, most of shared/src/apps is the apps service's own (services/apps/src/spec and reference).
+  ["shared/src/apps/reference", "services/apps/src/reference/reference"],
+  ["shared/src/apps/example-app.ts", "services/apps/src/reference/example-app.ts"],
+  ["shared/src/apps/limits.ts", "shared/contracts/src/apps/limits.ts"],
+  ["shared/src/apps/", "services/apps/src/spec/"],
   ["shared/src/apps", "shared/contracts/src/apps"],
   ["shared/src/billing/plans.ts", "shared/contracts/src/billing/plans.ts"],
   ["shared/src/billing/settings.ts", "shared/contracts/src/billing/settings.ts"],

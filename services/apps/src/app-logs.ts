@@ -1,4 +1,4 @@
-import { SERVER_LIMITS } from "@hatch/contracts";
+import { SERVER_LIMITS } from "./spec/server-code.ts";
 import { type Database, type Logger } from "@hatch/platform";
 import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import { appLogs } from "./db/schema.ts";

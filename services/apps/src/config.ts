@@ -1,5 +1,5 @@
 import { CommonEnvSchema, loadConfig } from "@hatch/platform";
-import { DATA_LIMITS } from "@hatch/contracts";
+import { DATA_LIMITS } from "./spec/data-rules.ts";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 

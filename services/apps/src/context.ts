@@ -1,5 +1,13 @@
 import { deriveKey } from "@hatch/contracts";
-import { type Bus, type Database, type EntitlementsCache, type Logger, type OutboxRelay } from "@hatch/platform";
+import {
+  createRateCounter,
+  type Bus,
+  type Database,
+  type EntitlementsCache,
+  type Logger,
+  type OutboxRelay,
+  type RateCounter,
+} from "@hatch/platform";
 import type { BlobStore } from "./blobs/types.ts";
 import type { AppsConfig } from "./config.ts";
 import type { AppLogWriter } from "./app-logs.ts";
@@ -23,6 +31,11 @@ export interface AppsContext {
   outbox?: Pick<OutboxRelay, "flush">;
   /** What billing allows each account (plan limits); absent in unit tests, where nothing is limited. */
   entitlements?: EntitlementsCache;
+  /**
+   * The app host's rate counter: data requests and AI calls per viewer, each viewer's minute from their first request
+   * (appsRateCounter: the `apps` JetStream key-value bucket on NATS, shared by every copy; memory in dev).
+   */
+  rate: RateCounter;
   /** Server code's log lines, buffered and written in batches; tool_logs flushes them before it reads. */
   appLogs: Pick<AppLogWriter, "request" | "add" | "flush" | "stop">;
 }
@@ -42,6 +55,14 @@ export function appsKeys(secret: string): AppsKeys {
     viewer: deriveKey(secret, "viewer-ticket"),
     stats: deriveKey(secret, "apps:stats"),
   };
+}
+
+/** Longer than any window the app host counts (a minute); the bucket keeps an entry twice this after its last write. */
+const RATE_MAX_WINDOW_MS = 2 * 60_000;
+
+/** The apps rate counter of a bus (AppsContext.rate): windows from each key's first event. */
+export function appsRateCounter(bus: Bus, logger?: Logger): RateCounter {
+  return createRateCounter(bus, RATE_MAX_WINDOW_MS, "apps", logger, "first");
 }
 
 /** The sealer of secret values and AI keys: SECRETS_KEYS when set, else one key derived from the deployment secret. */

@@ -10,7 +10,7 @@ import { rpcMethods, TOOL_CONTRACTS } from "@hatch/contracts";
 import { checkDiskStore } from "./blobs/check.ts";
 import { createBlobStore } from "./blobs/index.ts";
 import { appsRootOrigin, loadAppsConfig } from "./config.ts";
-import { appsKeys, createSealer, type AppsContext } from "./context.ts";
+import { appsKeys, appsRateCounter, createSealer, type AppsContext } from "./context.ts";
 import { outbox } from "./db/schema.ts";
 import { resolveAppRef } from "./apps-repo.ts";
 import { listenAppHost, startAppHost, type AppHost, type AppHostOptions } from "./host/server.ts";
@@ -21,6 +21,7 @@ import { appLookupRpc } from "./rpc/app-lookup.ts";
 import { listOwnedRpc, moveOwnedRpc } from "./rpc/owned-apps.ts";
 import { accountAppsRpc, accountDeleteRpc } from "./rpc/account-delete.ts";
 import { dashboardAppRpc } from "./rpc/dashboard-app.ts";
+import { developerReferenceRpc } from "./rpc/developer-reference.ts";
 import { dashboardVersionRpc } from "./rpc/dashboard-version.ts";
 import {
   dashboardDocumentDeleteRpc,
@@ -78,6 +79,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
     logger: deps.logger,
     bus: deps.bus,
     outbox: outboxRelay,
+    rate: appsRateCounter(deps.bus, deps.logger),
     appLogs: new AppLogWriter(deps.db, deps.logger.child({ component: "server-code" })),
   };
   const host = startAppHost(ctx, {
@@ -100,6 +102,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       return { ...input, address: await resolveAppRef(ctx.db, callCtx, (input as { address: string }).address) };
     },
     rpc: {
+      [rpcMethods.apps.developerReference]: developerReferenceRpc(ctx),
       [rpcMethods.apps.viewerOrigin]: viewerOriginRpc(ctx),
       [rpcMethods.apps.storage]: accountStorageRpc(ctx),
       [rpcMethods.apps.listOwned]: listOwnedRpc(ctx),
@@ -140,6 +143,7 @@ export async function startAppsService(deps: ServiceDeps, hostOptions: AppHostOp
       entitlements.close();
       await service.stop();
       await host.stop();
+      ctx.rate.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { apiRule, type ApiRule } from "@hatch/contracts";
+import { apiRule, type ApiRule } from "../src/spec/server-code.ts";
 import { createApiCaller, type ApiCallerOptions } from "../src/apis/call.ts";
 import { apiUrl } from "../src/apis/target.ts";
 import { DataError } from "../src/http/answers.ts";

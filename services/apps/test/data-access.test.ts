@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { DATA_LIMITS, signViewerTicket } from "@hatch/contracts";
-import { addressKey } from "@hatch/platform";
-import { checkSameOrigin, RateLimiter } from "../src/http/caller.ts";
+import { signViewerTicket } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
+import { addressKey, createLogger, MemoryRateCounter } from "@hatch/platform";
+import { checkSameOrigin, ViewerRateLimit } from "../src/http/caller.ts";
 import { DataError } from "../src/http/answers.ts";
 import { appsTable } from "../src/db/schema.ts";
 import { startTestHost, type TestHost, announceAppChange } from "./support/host.ts";
@@ -225,16 +226,23 @@ describe("app data: the common part of every request", () => {
   });
 });
 
-describe("RateLimiter", () => {
+// The data request limit on the platform's rate counter with windows from a caller's first request (the memory one of
+// `bun run dev`; data-rate-shared.test.ts runs it on JetStream across copies).
+describe("the data request limit (a minute from the first request)", () => {
   function limiter(perMinute: number, maxKeys?: number) {
     let now = 1_000_000;
-    const rate = new RateLimiter(perMinute, () => now, maxKeys);
-    return { rate, advance: (ms: number) => (now += ms) };
+    const counter = new MemoryRateCounter(() => now, maxKeys, "first");
+    const log = createLogger({ level: "error" });
+    const limit = new ViewerRateLimit(counter, { perMinute, scope: "data", log });
+    return {
+      rate: { take: (key: string) => limit.take(key), size: () => counter.size },
+      advance: (ms: number) => (now += ms),
+    };
   }
 
-  function refusal(take: () => void): DataError {
+  async function refusal(take: () => Promise<void>): Promise<DataError> {
     try {
-      take();
+      await take();
     } catch (error) {
       if (error instanceof DataError) return error;
       throw error;
@@ -242,38 +250,38 @@ describe("RateLimiter", () => {
     throw new Error("expected a refusal");
   }
 
-  test("allows perMinute requests, then refuses with limit_exceeded and the seconds left in Retry-After", () => {
+  test("allows perMinute requests, then refuses with limit_exceeded and the seconds left in Retry-After", async () => {
     const { rate, advance } = limiter(3);
-    for (let i = 0; i < 3; i++) rate.take("a");
+    for (let i = 0; i < 3; i++) await rate.take("a");
     advance(15_000);
-    const error = refusal(() => rate.take("a"));
+    const error = await refusal(() => rate.take("a"));
     expect({ code: error.code, retry: error.headers["Retry-After"] }).toEqual({ code: "limit_exceeded", retry: "45" });
     advance(44_500);
-    expect(refusal(() => rate.take("a")).headers["Retry-After"]).toBe("1");
+    expect((await refusal(() => rate.take("a"))).headers["Retry-After"]).toBe("1");
   });
 
-  test("the window resets a minute after it started, and each caller has their own", () => {
+  test("the window resets a minute after it started, and each caller has their own", async () => {
     const { rate, advance } = limiter(2);
-    rate.take("a");
-    rate.take("a");
-    rate.take("b");
-    refusal(() => rate.take("a"));
+    await rate.take("a");
+    await rate.take("a");
+    await rate.take("b");
+    await refusal(() => rate.take("a"));
     advance(59_999);
-    refusal(() => rate.take("a"));
-    rate.take("b");
+    await refusal(() => rate.take("a"));
+    await rate.take("b");
     advance(1);
-    rate.take("a");
-    rate.take("a");
-    refusal(() => rate.take("a"));
+    await rate.take("a");
+    await rate.take("a");
+    await refusal(() => rate.take("a"));
   });
 
-  test("a flood of new callers keeps the remembered windows bounded", () => {
+  test("a flood of new callers keeps the remembered windows bounded", async () => {
     const { rate } = limiter(5, 100);
-    for (let i = 0; i < 1_000; i++) rate.take(`caller-${i}`);
-    expect(rate.size).toBeLessThanOrEqual(100);
+    for (let i = 0; i < 1_000; i++) await rate.take(`caller-${i}`);
+    expect(rate.size()).toBeLessThanOrEqual(100);
     // The newest callers are still counted.
-    for (let i = 0; i < 4; i++) rate.take("caller-999");
-    refusal(() => rate.take("caller-999"));
+    for (let i = 0; i < 4; i++) await rate.take("caller-999");
+    await refusal(() => rate.take("caller-999"));
   });
 });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { DATA_LIMITS } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { FILE_CSP } from "../src/data/buckets-http.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";

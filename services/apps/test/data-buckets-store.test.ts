@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { and, eq, sql } from "drizzle-orm";
-import { DATA_LIMITS, issueConfirm, type CallContext } from "@hatch/contracts";
+import { issueConfirm, type CallContext } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { createS3BlobStore } from "../src/blobs/s3.ts";
 import { appsTable, blobs, bucketFiles, dataUsage } from "../src/db/schema.ts";
 import { eventually } from "../../../test/support/eventually.ts";

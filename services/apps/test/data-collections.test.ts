@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
-import { DATA_LIMITS } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { appsTable, dataUsage, documents } from "../src/db/schema.ts";
 import { allBy, DataClient, member, ownerSeed } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";

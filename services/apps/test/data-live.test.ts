@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { DATA_LIMITS, subjects, type ViewerIdentity } from "@hatch/contracts";
+import { subjects, type ViewerIdentity } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { encodeJson } from "@hatch/platform";
 import { appsTable } from "../src/db/schema.ts";
 import { viewerCookie } from "../src/http/viewer.ts";

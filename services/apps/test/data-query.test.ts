@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq, fillPlaceholders, sql } from "drizzle-orm";
-import { DATA_LIMITS } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { documents } from "../src/db/schema.ts";
 import { keptPrepared, listStatement, listStatementValues } from "../src/data/documents.ts";
 import { parseListQuery } from "../src/data/query.ts";

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { createLogger, createNatsBus, createRateCounter, deleteRateBucket, type NatsBus } from "@hatch/platform";
+import { createLogger, createNatsBus, deleteRateBucket, type NatsBus } from "@hatch/platform";
 import { randomId } from "@hatch/contracts";
 import { DataError } from "../src/http/answers.ts";
-import { SharedRateLimiter } from "../src/http/caller.ts";
+import { appsRateCounter } from "../src/context.ts";
+import { ViewerRateLimit } from "../src/http/caller.ts";
 
 // The app host's data limit with NATS: every app host copy counts in the same JetStream key-value bucket, so a viewer
 // spreading requests over copies still gets one limit (not one per copy).
@@ -18,7 +19,7 @@ describe.skipIf(!natsUrl)("the shared data limit (real NATS)", () => {
     ];
     try {
       const [one, two] = buses.map(
-        (bus) => new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps"), 3, logger),
+        (bus) => new ViewerRateLimit(appsRateCounter(bus), { perMinute: 3, scope: "data", log: logger }),
       );
       await one!.take("viewer-a");
       await two!.take("viewer-a");
@@ -29,6 +30,10 @@ describe.skipIf(!natsUrl)("the shared data limit (real NATS)", () => {
       expect((refused as DataError).message).toMatch(/at most 3 a minute\. Try again in \d+ s\./);
       expect(Number((refused as DataError).headers["Retry-After"])).toBeGreaterThan(0);
       await two!.take("viewer-b");
+      // AI calls are counted in the same bucket under their own scope: the data requests above do not use them up.
+      const ai = new ViewerRateLimit(appsRateCounter(buses[1]!), { perMinute: 1, scope: "ai", log: logger });
+      await ai.take("viewer-a");
+      expect(await ai.take("viewer-a").catch((error: unknown) => (error as DataError).code)).toBe("limit_exceeded");
     } finally {
       await deleteRateBucket(buses[0]!, "apps").catch(() => {});
       for (const bus of buses) await bus.drain();
@@ -44,7 +49,7 @@ test("a counter that cannot answer lets the request through (a limit is not wort
     reset: async () => {},
     close() {},
   };
-  const limiter = new SharedRateLimiter(broken, 1, logger);
+  const limiter = new ViewerRateLimit(broken, { perMinute: 1, scope: "data", log: logger });
   await limiter.take("viewer");
   await limiter.take("viewer");
   expect(await limiter.take("viewer")).toBeUndefined();

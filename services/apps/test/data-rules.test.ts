@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { DATA_LIMITS, type ViewerIdentity } from "@hatch/contracts";
+import { type ViewerIdentity } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { allBy, DataClient, member, owner, ownerSeed, stranger } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp } from "./support/seed.ts";

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { apiRule } from "@hatch/contracts";
+import { apiRule } from "../src/spec/server-code.ts";
 import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
 import { sql } from "drizzle-orm";
 import { formsOf, redact, redactText } from "../src/apis/redact.ts";

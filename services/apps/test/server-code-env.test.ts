@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AiChatRequest } from "@hatch/contracts";
+import type { AiChatRequest } from "../src/spec/server-code.ts";
 import { and, eq } from "drizzle-orm";
 import { DataError } from "../src/http/answers.ts";
 import { appLogs, documents } from "../src/db/schema.ts";

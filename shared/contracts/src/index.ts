@@ -25,55 +25,17 @@ export {
   verifyContext,
 } from "./ctx.ts";
 export type { CallContext, CallContextClaims, OpenedContext } from "./ctx.ts";
-export { formatBytes, inlineLimitProblem, PUBLISH_LIMITS } from "./apps/limits.ts";
-export { developerReference } from "./apps/reference.ts";
-export { EXAMPLE_APP } from "./apps/example-app.ts";
-export type { ReferenceSettings, ReferenceTopic } from "./apps/reference.ts";
-export { SERVICE_JSON_KEYS, ServiceJsonSchema } from "./apps/service-json.ts";
+export { inlineLimitProblem, PUBLISH_INPUT_LIMITS } from "./apps/limits.ts";
 export {
-  BUCKET_OPERATIONS,
-  bucketRules,
-  BucketRulesSchema,
-  COLLECTION_OPERATIONS,
-  collectionRules,
-  CollectionRulesSchema,
-  DATA_ERROR_STATUS,
-  DATA_LIMITS,
-  DATA_NAME,
-  DATA_RULES,
-  DataRuleSchema,
-  DEFAULT_DATA_RULE,
-  DOCUMENT_FIELD,
-  DOCUMENT_META_FIELDS,
-} from "./apps/data-rules.ts";
-export type {
-  BucketOperation,
-  BucketRules,
-  CollectionOperation,
-  CollectionRules,
-  DataErrorCode,
-  DataRule,
-} from "./apps/data-rules.ts";
-export type { ServiceJson } from "./apps/service-json.ts";
-export {
-  AI_LIMITS,
   AI_PROVIDER_NAME,
-  AiChatRequestSchema,
-  apiRule,
   ApiPlacementSchema,
-  ApiSchema,
-  ApisSchema,
-  DEFAULT_API_PLACEMENT,
-  MAX_APIS,
   placementText,
   SECRET_NAME,
   SECRET_VALUE_MAX_CHARS,
   SECRET_VALUE_MIN_CHARS,
   SecretNameSchema,
-  SERVER_LIMITS,
-  ServerModuleSchema,
-} from "./apps/server-code.ts";
-export type { AiChatReply, AiChatRequest, ApiDeclaration, ApiPlacement, ApiRule } from "./apps/server-code.ts";
+} from "./apps/secrets.ts";
+export type { ApiPlacement } from "./apps/secrets.ts";
 export {
   buildQuestion,
   canonicalJson,
@@ -140,6 +102,8 @@ export {
   HostResolveInputSchema,
   DashboardAppInputSchema,
   DashboardAppSchema,
+  DeveloperReferenceInputSchema,
+  DeveloperReferenceSchema,
   DASHBOARD_VERSION_FILES_MAX,
   DashboardVersionInputSchema,
   DashboardVersionSchema,
@@ -190,6 +154,7 @@ export type {
   SeatsUsed,
   DashboardApp,
   DashboardVersion,
+  DeveloperReference,
   DashboardDocument,
   DashboardDocuments,
   DashboardFile,
@@ -207,7 +172,15 @@ export type {
 } from "./internal-rpc.ts";
 export { acceptRequestId, childTraceparent, randomId, traceIdOf } from "./ids.ts";
 export { describeIssues } from "./validation.ts";
-export { CONTROL_CHARS_MESSAGE, hasControlChars, plainText, plural, stripControlChars, textBlock } from "./text.ts";
+export {
+  CONTROL_CHARS_MESSAGE,
+  formatBytes,
+  hasControlChars,
+  plainText,
+  plural,
+  stripControlChars,
+  textBlock,
+} from "./text.ts";
 export { rpcMethods, subjects } from "./subjects.ts";
 export {
   openViewerCheck,

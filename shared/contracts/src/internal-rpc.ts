@@ -5,7 +5,8 @@ import {
   SECRET_VALUE_MAX_CHARS,
   SECRET_VALUE_MIN_CHARS,
   SecretNameSchema,
-} from "./apps/server-code.ts";
+} from "./apps/secrets.ts";
+import { DOCS_TOPICS } from "./tools/apps.ts";
 import { AI_KEY_SCOPES, ORG_ROLES, VisibilitySchema } from "./tools/common.ts";
 
 // Shapes of the internal rpc methods between services and the gateway (`rpcMethods` names them). Both ends
@@ -163,6 +164,14 @@ export const AiKeySetInputSchema = AiKeyTargetSchema.extend({
   provider: z.string().regex(AI_PROVIDER_NAME),
   key: z.string().min(8).max(512),
 });
+
+/**
+ * apps `reference` (no context: the text is public): the developer reference in Markdown, the same text `service_docs`
+ * gives, naming app addresses under this deployment's apps domain. The gateway serves it at /mcp/docs.
+ */
+export const DeveloperReferenceInputSchema = z.object({ topic: z.enum(DOCS_TOPICS) });
+export const DeveloperReferenceSchema = z.object({ markdown: z.string() });
+export type DeveloperReference = z.infer<typeof DeveloperReferenceSchema>;
 
 // Domains and the app host. The app host serves a hostname outside its apps domain only when domains says which app
 // it is; domains puts an app on a hostname only when apps says the caller may manage that app.

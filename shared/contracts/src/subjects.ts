@@ -100,6 +100,8 @@ export const rpcMethods = {
     accountDelete: "account.delete",
     /** Moves every app one person owns in an account to another member, in one transaction. */
     moveOwned: "owned.move",
+    /** The developer reference in Markdown (no context: it is public), for the gateway's /mcp/docs. */
+    developerReference: "reference",
     /** Where an app is served, for the gateway's viewer sign-in (see viewer-ticket.ts). */
     viewerOrigin: "viewer.origin",
     /** What an account's apps store (documents and files, bytes): billing's storage usage. */

@@ -55,3 +55,11 @@ const PLURALS: Record<string, string> = { person: "people", entry: "entries", in
 export function plural(count: number, noun: string, many?: string): string {
   return `${count} ${count === 1 ? noun : (many ?? PLURALS[noun] ?? `${noun}s`)}`;
 }
+
+/** Bytes in words: `3 MB`, `64 KB`, `1 GB`, `12 bytes`. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 * 1024 && bytes % (1024 * 1024 * 1024) === 0) return `${bytes / (1024 * 1024 * 1024)} GB`;
+  if (bytes >= 1024 * 1024) return `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB`;
+  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${bytes} bytes`;
+}

@@ -55,7 +55,7 @@ export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
 export { checkLimitLocked } from "./billing/limit-lock.ts";
 export type { LockedLimit } from "./billing/limit-lock.ts";
 export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
-export type { RateCounter, RateDecision } from "./rate/counter.ts";
+export type { RateCounter, RateDecision, RateWindows } from "./rate/counter.ts";
 export { LeasedRateCounter, leaseHotKeys } from "./rate/leased.ts";
 export { isSpecialPurposeAddress, parseIPv4, parseIPv6 } from "./ip-ranges.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";

@@ -7,6 +7,7 @@ import {
   MemoryRateCounter,
   type NatsBus,
   type RateCounter,
+  type RateWindows,
 } from "@hatch/platform";
 
 const natsUrl = process.env.TEST_NATS_URL;
@@ -79,24 +80,30 @@ const buses: NatsBus[] = [];
 const writes = { count: 0 };
 
 /** Two KV counters on one fresh bucket, standing for two copies of a process, each with its own connection. */
-async function kvPair(clock: () => number): Promise<[KvRateCounter, KvRateCounter]> {
+async function kvPair(clock: () => number, windows: RateWindows = "clock"): Promise<[KvRateCounter, KvRateCounter]> {
   const prefix = `rate_${process.pid}_${crypto.randomUUID().slice(0, 8)}`;
   const open = async () => {
     const bus = await createNatsBus({ url: natsUrl!, prefix });
     buses.push(bus);
-    return new KvRateCounter(async () => {
-      const kv = await new Kvm(bus.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE });
-      return new Proxy(kv, {
-        get(target, name, receiver) {
-          const value = Reflect.get(target, name, receiver);
-          if (name !== "create" && name !== "update") return typeof value === "function" ? value.bind(target) : value;
-          return (...args: unknown[]) => {
-            writes.count++;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        },
-      }) as KV;
-    }, clock);
+    return new KvRateCounter(
+      async () => {
+        const kv = await new Kvm(bus.connection).create(`hatch_rate_${prefix}`, { history: 1, ttl: 20 * MINUTE });
+        return new Proxy(kv, {
+          get(target, name, receiver) {
+            const value = Reflect.get(target, name, receiver);
+            if (name !== "create" && name !== "update") return typeof value === "function" ? value.bind(target) : value;
+            return (...args: unknown[]) => {
+              writes.count++;
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        }) as KV;
+      },
+      clock,
+      undefined,
+      undefined,
+      windows,
+    );
   };
   const pair: [KvRateCounter, KvRateCounter] = [await open(), await open()];
   // The bucket exists before either copy counts: two copies creating one bucket at the same moment can race inside
@@ -121,6 +128,82 @@ rateContract(
   },
   Boolean(natsUrl),
 );
+
+/**
+ * Windows from a key's first event (the app host's requests per viewer): each key gets a whole window from its first
+ * event, whenever that is on the clock; the same from memory and from JetStream, whose copies share one count.
+ */
+function firstWindowContract(
+  kind: string,
+  pair: (clock: () => number) => Promise<[RateCounter, RateCounter]>,
+  enabled: boolean,
+) {
+  describe.skipIf(!enabled)(`rate counter, windows from the first event: ${kind}`, () => {
+    test("a window runs a whole window from the key's first event; Retry-After counts from it", async () => {
+      // 16 min 40 s: a clock minute would end 20 s from now, this key's window ends 60 s from now.
+      let now = 1_000_000;
+      const [counter] = await pair(() => now);
+      const key = `viewer-${crypto.randomUUID()}`;
+      for (let i = 0; i < 3; i++) expect((await counter.take(key, 3, MINUTE)).allowed).toBe(true);
+      now += 15_000;
+      expect(await counter.take(key, 3, MINUTE)).toEqual({ allowed: false, retryAfterSeconds: 45 });
+      now += 44_999;
+      expect(await counter.take(key, 3, MINUTE)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+      expect(await counter.peek(key, MINUTE)).toBe(3);
+      now += 1;
+      expect(await counter.peek(key, MINUTE)).toBe(0);
+      // A new window from this event: three more, then refused for a whole minute.
+      for (let i = 0; i < 3; i++) expect((await counter.take(key, 3, MINUTE)).allowed).toBe(true);
+      expect(await counter.take(key, 3, MINUTE)).toEqual({ allowed: false, retryAfterSeconds: 60 });
+      expect((await counter.take(`other-${key}`, 3, MINUTE)).allowed).toBe(true);
+    });
+
+    test("release and reset act on the key's current window", async () => {
+      const now = 7 * MINUTE + 30_000;
+      const [counter] = await pair(() => now);
+      const key = `viewer-${crypto.randomUUID()}`;
+      for (let i = 0; i < 2; i++) await counter.take(key, 2, MINUTE);
+      await counter.release(key, MINUTE);
+      expect(await counter.peek(key, MINUTE)).toBe(1);
+      await counter.reset(key, MINUTE);
+      expect(await counter.peek(key, MINUTE)).toBe(0);
+      expect((await counter.take(key, 2, MINUTE)).allowed).toBe(true);
+      expect(await counter.peek(key, MINUTE)).toBe(1);
+    });
+
+    test("copies share the counts, at once too", async () => {
+      let now = 50 * MINUTE + 10_000;
+      const [one, two] = await pair(() => now);
+      const key = `viewer-${crypto.randomUUID()}`;
+      expect((await one.take(key, 2, MINUTE)).allowed).toBe(true);
+      now += 30_000;
+      expect((await two.take(key, 2, MINUTE)).allowed).toBe(true);
+      const third = await one.take(key, 2, MINUTE);
+      // In memory each copy counts alone (dev runs one); in JetStream the window the first copy started is shared.
+      expect(third).toEqual(
+        kind === "memory" ? { allowed: true, retryAfterSeconds: 0 } : { allowed: false, retryAfterSeconds: 30 },
+      );
+      const burst = `burst-${crypto.randomUUID()}`;
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? one : two).take(burst, 5, MINUTE)),
+      );
+      expect(results.filter((r) => r.allowed).length).toBe(kind === "memory" ? 10 : 5);
+    });
+  });
+}
+
+firstWindowContract(
+  "memory",
+  async (clock) => [new MemoryRateCounter(clock, undefined, "first"), new MemoryRateCounter(clock, undefined, "first")],
+  true,
+);
+firstWindowContract("jetstream kv", (clock) => kvPair(clock, "first"), Boolean(natsUrl));
+
+test("a leased counter takes a counter of clock windows only", () => {
+  expect(
+    () => new LeasedRateCounter(new KvRateCounter(async () => ({}) as KV, undefined, undefined, undefined, "first")),
+  ).toThrow("clock windows only");
+});
 
 describe.skipIf(!natsUrl)("rate counter: a hot key, leased", () => {
   // The gateway counts every tool call against its grant and its user: one key takes every call of a busy user. With

@@ -1,4 +1,4 @@
-import { AI_LIMITS, type AiChatRequest } from "@hatch/contracts";
+import { AI_LIMITS, type AiChatRequest } from "../spec/server-code.ts";
 import type { AppsConfig } from "../config.ts";
 import type { Outbound } from "../http/outbound.ts";
 import { checkSameOrigin, type DataCaller } from "../http/caller.ts";

@@ -1,15 +1,9 @@
-import {
-  AI_LIMITS,
-  AiChatRequestSchema,
-  describeIssues,
-  newEvent,
-  type AiChatReply,
-  type AiChatRequest,
-} from "@hatch/contracts";
+import { describeIssues, newEvent } from "@hatch/contracts";
+import { AI_LIMITS, AiChatRequestSchema, type AiChatReply, type AiChatRequest } from "../spec/server-code.ts";
 import { writeEvent } from "@hatch/platform";
 import type { AppsContext } from "../context.ts";
 import { DataError } from "../http/answers.ts";
-import { RateLimiter } from "../http/caller.ts";
+import { ViewerRateLimit } from "../http/caller.ts";
 import { outbox } from "../db/schema.ts";
 import type { OutboundCaller } from "../http/outbound.ts";
 import type { HostedApp } from "../http/site.ts";
@@ -23,7 +17,6 @@ import { openKeyFor, type OpenedKey } from "./keys.ts";
 export interface AiChatOptions {
   /** Tests shorten the wait; default AI_LIMITS.timeoutSeconds. */
   timeoutMs?: number;
-  now?: () => number;
 }
 
 /** The largest provider answer read (a chat completion is a few KB; a runaway one is cut off). */
@@ -32,9 +25,15 @@ const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 export type AiChat = (app: HostedApp, request: AiChatRequest, caller: OutboundCaller) => Promise<AiChatReply>;
 
 export function createAiChat(apps: AppsContext, options: AiChatOptions = {}): AiChat {
-  const limiter = new RateLimiter(AI_LIMITS.callsPerViewerPerMinute, options.now);
   const timeoutMs = options.timeoutMs ?? AI_LIMITS.timeoutSeconds * 1000;
   const log = apps.logger.child({ component: "ai-chat" });
+  const limiter = new ViewerRateLimit(apps.rate, {
+    perMinute: AI_LIMITS.callsPerViewerPerMinute,
+    scope: "ai",
+    log,
+    refusal: (wait) =>
+      `Too many AI calls: at most ${AI_LIMITS.callsPerViewerPerMinute} a minute per viewer of this app. Try again in ${wait} s.`,
+  });
 
   return async (app, request, caller) => {
     const parsed = AiChatRequestSchema.safeParse(request);
@@ -42,7 +41,7 @@ export function createAiChat(apps: AppsContext, options: AiChatOptions = {}): Ai
     const input = parsed.data;
     if (app.ai.choice === "none")
       throw new DataError("forbidden", "AI calls are off for this app; its owner picks a key with tool_ai.");
-    takeCall(limiter, `${app.id} ${caller.viewer ? `u:${caller.viewer.sub}` : (caller.rateKey ?? "anonymous")}`);
+    await limiter.take(`${app.id} ${caller.viewer ? `u:${caller.viewer.sub}` : (caller.rateKey ?? "anonymous")}`);
     if (app.ai.choice === "company") await checkCompanyTokens(apps, app.accountId);
     const opened = await openKeyFor(apps, app, input.provider);
     const reply = await callProvider(opened, input, timeoutMs, log);
@@ -71,20 +70,6 @@ async function checkCompanyTokens(apps: AppsContext, accountId: string): Promise
     "needs_payment",
     `This organization's ${entitlements.plan} plan ${allowed}. An admin can upgrade at ${entitlements.settingsUrl}, or the app's owner can choose another key with tool_ai.`,
   );
-}
-
-function takeCall(limiter: RateLimiter, key: string): void {
-  try {
-    limiter.take(key);
-  } catch (error) {
-    if (!(error instanceof DataError)) throw error;
-    const wait = error.headers["Retry-After"] ?? "60";
-    throw new DataError(
-      "limit_exceeded",
-      `Too many AI calls: at most ${AI_LIMITS.callsPerViewerPerMinute} a minute per viewer of this app. Try again in ${wait} s.`,
-      error.headers,
-    );
-  }
 }
 
 /** POST {base}/chat/completions in the OpenAI wire format, the provider's failures turned into DataErrors. */

@@ -1,4 +1,4 @@
-import { SERVER_LIMITS, type ApiRule } from "@hatch/contracts";
+import { SERVER_LIMITS, type ApiRule } from "../spec/server-code.ts";
 import type { AppsContext } from "../context.ts";
 import { allows, refusal } from "../http/rules.ts";
 import { DataError } from "../http/answers.ts";

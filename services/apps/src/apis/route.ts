@@ -1,4 +1,5 @@
-import { DATA_NAME, SERVER_LIMITS } from "@hatch/contracts";
+import { DATA_NAME } from "../spec/data-rules.ts";
+import { SERVER_LIMITS } from "../spec/server-code.ts";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { DataError, dataErrorResponse } from "../http/answers.ts";
 import { type DataCaller } from "../http/caller.ts";

@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { lookup } from "node:dns/promises";
 import { isSpecialPurposeAddress } from "@hatch/platform";
-import { type ApiRule } from "@hatch/contracts";
+import { type ApiRule } from "../spec/server-code.ts";
 import { DataError } from "../http/answers.ts";
 
 // Where a declared API call goes. The base url comes from service.json; the path comes from a page or server code,

@@ -1,11 +1,5 @@
-import {
-  DATA_LIMITS,
-  DATA_NAME,
-  formatBytes,
-  hasControlChars,
-  type BucketOperation,
-  type DataRule,
-} from "@hatch/contracts";
+import { formatBytes, hasControlChars } from "@hatch/contracts";
+import { DATA_LIMITS, DATA_NAME, type BucketOperation, type DataRule } from "../spec/data-rules.ts";
 import { methodNotAllowed, DataError, json } from "../http/answers.ts";
 import { type DataRequest } from "./request.ts";
 import { etagMatches } from "../http/paths.ts";

@@ -1,4 +1,4 @@
-import { DATA_LIMITS, type CollectionOperation, type DataRule } from "@hatch/contracts";
+import { DATA_LIMITS, type CollectionOperation, type DataRule } from "../spec/data-rules.ts";
 import { allows, refusal } from "../http/rules.ts";
 import { checkSameOrigin, type DataCaller } from "../http/caller.ts";
 import { DataError, json, methodNotAllowed } from "../http/answers.ts";

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
-import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS, randomId } from "@hatch/contracts";
+import { randomId } from "@hatch/contracts";
+import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS } from "../spec/data-rules.ts";
 import { type Database } from "@hatch/platform";
 import { rowsOf } from "../db/rows.ts";
 import { appsTable, dataUsage, documents } from "../db/schema.ts";

@@ -1,4 +1,5 @@
-import { DATA_LIMITS, formatBytes, randomId } from "@hatch/contracts";
+import { formatBytes, randomId } from "@hatch/contracts";
+import { DATA_LIMITS } from "../spec/data-rules.ts";
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { blobs, bucketFiles, dataUsage } from "../db/schema.ts";

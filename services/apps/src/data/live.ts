@@ -1,4 +1,5 @@
-import { DATA_LIMITS, subjects } from "@hatch/contracts";
+import { subjects } from "@hatch/contracts";
+import { DATA_LIMITS } from "../spec/data-rules.ts";
 import { decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
 import { DataError } from "../http/answers.ts";
 

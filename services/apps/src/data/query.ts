@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { sql, type SQL } from "drizzle-orm";
-import { DATA_LIMITS, DOCUMENT_FIELD } from "@hatch/contracts";
+import { DATA_LIMITS, DOCUMENT_FIELD } from "../spec/data-rules.ts";
 import { documents } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
 

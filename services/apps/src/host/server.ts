@@ -1,5 +1,6 @@
 import type { Server } from "bun";
-import { AI_LIMITS, isToolError, SERVER_LIMITS, type HostResolved } from "@hatch/contracts";
+import { isToolError, type HostResolved } from "@hatch/contracts";
+import { AI_LIMITS, SERVER_LIMITS } from "../spec/server-code.ts";
 import { clientAddressOf, metrics, statusClass } from "@hatch/platform";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import type { AppsContext } from "../context.ts";
@@ -131,7 +132,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   const listener = options.listener ?? listenAppHost(ctx.config);
   const server = listener.server;
   const gate = createCallerGate({
-    bus: ctx.bus,
+    rate: ctx.rate,
     config: ctx.config,
     log,
     loadApp: (address) => cache.get(address),

@@ -1,5 +1,6 @@
 import { databaseUnavailableMessage, isDatabaseUnavailable, type Logger } from "@hatch/platform";
-import { DATA_ERROR_STATUS, isToolError, type DataErrorCode } from "@hatch/contracts";
+import { isToolError } from "@hatch/contracts";
+import { DATA_ERROR_STATUS, type DataErrorCode } from "../spec/data-rules.ts";
 
 // The answers every route on an app's origin shares (data, server code, outbound calls): the JSON shape of a
 // refusal, and any failure turned into one (never a raw message).

@@ -1,13 +1,4 @@
-import {
-  addressKey,
-  clientAddressOf,
-  createRateCounter,
-  isNatsBus,
-  type Bus,
-  type Logger,
-  type RateCounter,
-  withDeadline,
-} from "@hatch/platform";
+import { addressKey, clientAddressOf, type Logger, type RateCounter, withDeadline } from "@hatch/platform";
 import { appOrigin, type AppsConfig } from "../config.ts";
 import { answerFailure, DataError } from "./answers.ts";
 import type { HostedApp } from "./site.ts";
@@ -100,101 +91,57 @@ export function isOwnOrigin(request: Request, origin: string, defaultOrigin: str
   return host !== null && URL.canParse(origin) && new URL(origin).host === host.toLowerCase();
 }
 
-/** Counts a caller's data requests; refuses (DataError limit_exceeded with Retry-After) past the limit. */
-export interface DataRateLimiter {
-  take(key: string): void | Promise<void>;
-}
-
-/**
- * Data requests per caller per minute on this instance (a fixed window): the app host's limiter without NATS
- * (`bun run dev`, one process). With NATS the count is shared by every app host copy (SharedRateLimiter).
- */
-export class RateLimiter implements DataRateLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
-
-  constructor(
-    private readonly perMinute: number,
-    private readonly now: () => number = Date.now,
-    /** Callers remembered at most; beyond it the oldest windows are forgotten (memory stays bounded under a flood). */
-    private readonly maxKeys = 50_000,
-  ) {}
-
-  /** Callers with a window now (tests). */
-  get size(): number {
-    return this.windows.size;
-  }
-
-  take(key: string): void {
-    const now = this.now();
-    let window = this.windows.get(key);
-    if (!window || now - window.start >= 60_000) {
-      if (!window && this.windows.size >= this.maxKeys) this.prune(now);
-      // Re-inserted, so the map's order stays the order windows started in (the oldest first).
-      this.windows.delete(key);
-      window = { start: now, count: 0 };
-      this.windows.set(key, window);
-    }
-    if (++window.count > this.perMinute) {
-      const wait = Math.max(1, Math.ceil((window.start + 60_000 - now) / 1000));
-      throw new DataError(
-        "limit_exceeded",
-        `Too many requests: at most ${this.perMinute} a minute. Try again in ${wait} s.`,
-        { "Retry-After": String(wait) },
-      );
-    }
-  }
-
-  /**
-   * Drops ended windows, then, while a flood keeps them all alive, the oldest ones down to 90% of the bound, so the
-   * next scan is thousands of callers away (a scan for every new caller would cost a flood quadratic time).
-   */
-  private prune(now: number): void {
-    const keep = Math.floor(this.maxKeys * 0.9);
-    for (const [key, window] of this.windows) {
-      if (now - window.start >= 60_000 || this.windows.size > keep) this.windows.delete(key);
-    }
-  }
-}
-
-/** How long a data request waits for the shared count before it goes on uncounted (NATS restarting). */
+/** How long a request waits for the shared count before it goes on uncounted (NATS restarting). */
 const SHARED_COUNT_MS = 1_500;
 
+export interface ViewerRateLimitOptions {
+  /** Requests one key may make in a minute. */
+  perMinute: number;
+  /** What is counted (`data`, `ai`): keys of different limits never share a count. */
+  scope: string;
+  log: Logger;
+  /** The refusal's message, given the seconds to wait; default "Too many requests: at most … a minute …". */
+  refusal?: (waitSeconds: number) => string;
+}
+
 /**
- * Data requests per caller per minute counted in JetStream key-value (the `apps` rate bucket), so every app host copy
- * holds one limit. When the counter cannot answer in a moment, the request goes on uncounted (a limit is not worth an
- * outage) and the log says so.
+ * Requests per caller per minute, each caller's minute running from their first request, counted by the apps rate
+ * counter (AppsContext.rate: JetStream key-value on NATS, so every app host copy holds one limit; memory in
+ * `bun run dev`). Past the limit: DataError limit_exceeded with Retry-After. When the counter cannot answer in a moment
+ * the request goes on uncounted (a limit is not worth an outage) and the log says so.
  */
-export class SharedRateLimiter implements DataRateLimiter {
+export class ViewerRateLimit {
   constructor(
     private readonly counter: RateCounter,
-    private readonly perMinute: number,
-    private readonly log: Logger,
+    private readonly options: ViewerRateLimitOptions,
   ) {}
 
   async take(key: string): Promise<void> {
+    const { perMinute, scope, log } = this.options;
     let decision: { allowed: boolean; retryAfterSeconds: number };
     try {
       decision = await withDeadline(
-        this.counter.take(`data:${key}`, this.perMinute, 60_000),
+        this.counter.take(`${scope}:${key}`, perMinute, 60_000),
         SHARED_COUNT_MS,
         () => new Error(`the rate counter did not answer in ${SHARED_COUNT_MS} ms`),
       );
     } catch (error) {
-      this.log.warn("data request rate not counted", { error });
+      log.warn("request rate not counted", { scope, error });
       return;
     }
-    if (!decision.allowed) {
-      throw new DataError(
-        "limit_exceeded",
-        `Too many requests: at most ${this.perMinute} a minute. Try again in ${decision.retryAfterSeconds} s.`,
-        { "Retry-After": String(decision.retryAfterSeconds) },
-      );
-    }
+    if (decision.allowed) return;
+    const wait = decision.retryAfterSeconds;
+    throw new DataError(
+      "limit_exceeded",
+      this.options.refusal?.(wait) ?? `Too many requests: at most ${perMinute} a minute. Try again in ${wait} s.`,
+      { "Retry-After": String(wait) },
+    );
   }
 }
 
 export interface CallerGateDeps {
-  bus: Bus;
+  /** The apps rate counter (windows from a caller's first request). */
+  rate: RateCounter;
   config: Pick<AppsConfig, "trustProxy" | "dataRequestsPerMinute">;
   log: Logger;
   /** The app at an address, from the app host's cache; null when there is none. */
@@ -226,10 +173,8 @@ export interface CallerGate {
 }
 
 export function createCallerGate(deps: CallerGateDeps): CallerGate {
-  const { bus, config, log } = deps;
-  const limiter: DataRateLimiter = isNatsBus(bus)
-    ? new SharedRateLimiter(createRateCounter(bus, 2 * 60_000, "apps", log), config.dataRequestsPerMinute, log)
-    : new RateLimiter(config.dataRequestsPerMinute);
+  const { config, log } = deps;
+  const limiter = new ViewerRateLimit(deps.rate, { perMinute: config.dataRequestsPerMinute, scope: "data", log });
   return {
     async withCaller(request, address, remoteAddress, answer, options = {}) {
       const run = async () => {

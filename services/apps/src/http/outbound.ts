@@ -1,4 +1,4 @@
-import type { AiChatReply, AiChatRequest } from "@hatch/contracts";
+import type { AiChatReply, AiChatRequest } from "../spec/server-code.ts";
 import type { Viewer } from "./viewer.ts";
 import type { HostedApp } from "./site.ts";
 

@@ -1,4 +1,4 @@
-import type { DataRule } from "@hatch/contracts";
+import type { DataRule } from "../spec/data-rules.ts";
 import { DataError } from "./answers.ts";
 import type { DataCaller } from "./caller.ts";
 

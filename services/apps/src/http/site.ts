@@ -1,17 +1,15 @@
 import { and, eq } from "drizzle-orm";
+import { type AiKeyChoice } from "@hatch/contracts";
+import { apiRule, type ApiDeclaration, type ApiRule } from "../spec/server-code.ts";
 import {
-  apiRule,
   bucketRules,
   collectionRules,
-  type AiKeyChoice,
-  type ApiDeclaration,
-  type ApiRule,
   type BucketOperation,
   type BucketRules,
   type CollectionOperation,
   type CollectionRules,
   type DataRule,
-} from "@hatch/contracts";
+} from "../spec/data-rules.ts";
 import { type Database } from "@hatch/platform";
 import { appPeople, appsTable, versionFiles, versions } from "../db/schema.ts";
 import { cacheControlOf, isHtml } from "./paths.ts";

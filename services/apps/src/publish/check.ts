@@ -1,4 +1,4 @@
-import type { ServiceJson } from "@hatch/contracts";
+import type { ServiceJson } from "../spec/service-json.ts";
 import { checkFolder, checkNotFoundPage, parseServiceJson, SERVICE_JSON_PATH, type FolderEntry } from "./folder.ts";
 import { checkServerFile, checkServerModule } from "./server-module.ts";
 

@@ -1,12 +1,6 @@
 import { consumeConfirm, type Database } from "@hatch/platform";
-import {
-  randomId,
-  ToolError,
-  type CallContext,
-  type ConfirmClaims,
-  type ServiceJson,
-  type Visibility,
-} from "@hatch/contracts";
+import { randomId, ToolError, type CallContext, type ConfirmClaims, type Visibility } from "@hatch/contracts";
+import { type ServiceJson } from "../spec/service-json.ts";
 import { eq, sql, type SQL } from "drizzle-orm";
 import { requireOwnedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -3,13 +3,13 @@ import {
   formatBytes,
   httpStatusOf,
   isToolError,
-  PUBLISH_LIMITS,
   randomId,
   ToolError,
   type CallContext,
   type ConfirmClaims,
   plural,
 } from "@hatch/contracts";
+import { PUBLISH_LIMITS } from "../spec/limits.ts";
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { appUrl } from "../apps-repo.ts";

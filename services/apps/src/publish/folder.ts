@@ -1,13 +1,6 @@
-import {
-  describeIssues,
-  formatBytes,
-  PUBLISH_LIMITS,
-  SERVICE_JSON_KEYS,
-  ServiceJsonSchema,
-  ToolError,
-  type ServiceJson,
-  plural,
-} from "@hatch/contracts";
+import { describeIssues, formatBytes, ToolError, plural } from "@hatch/contracts";
+import { PUBLISH_LIMITS } from "../spec/limits.ts";
+import { SERVICE_JSON_KEYS, ServiceJsonSchema, type ServiceJson } from "../spec/service-json.ts";
 
 /** One file of a version: where it is served, which blob holds it, and how it is served. */
 export interface FolderEntry {

@@ -1,4 +1,6 @@
-import { formatBytes, SERVER_LIMITS, ToolError, type ServiceJson } from "@hatch/contracts";
+import { formatBytes, ToolError } from "@hatch/contracts";
+import { SERVER_LIMITS } from "../spec/server-code.ts";
+import { type ServiceJson } from "../spec/service-json.ts";
 import { compileError } from "../server-code/engine.ts";
 
 // service.json `server`: the module must be a file of the folder, within the size limit, and compile as an ES

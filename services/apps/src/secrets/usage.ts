@@ -1,4 +1,4 @@
-import { apiRule, type ApiDeclaration } from "@hatch/contracts";
+import { apiRule, type ApiDeclaration } from "../spec/server-code.ts";
 import { and, eq, inArray } from "drizzle-orm";
 import type { AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

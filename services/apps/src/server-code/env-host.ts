@@ -1,4 +1,6 @@
-import { AiChatRequestSchema, DATA_ERROR_STATUS, describeIssues } from "@hatch/contracts";
+import { describeIssues } from "@hatch/contracts";
+import { AiChatRequestSchema } from "../spec/server-code.ts";
+import { DATA_ERROR_STATUS } from "../spec/data-rules.ts";
 import { type Database } from "@hatch/platform";
 import { eq } from "drizzle-orm";
 import { DataError } from "../http/answers.ts";

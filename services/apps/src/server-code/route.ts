@@ -1,4 +1,5 @@
-import { SERVER_LIMITS, formatBytes } from "@hatch/contracts";
+import { formatBytes } from "@hatch/contracts";
+import { SERVER_LIMITS } from "../spec/server-code.ts";
 import { type Logger } from "@hatch/platform";
 import { appOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";

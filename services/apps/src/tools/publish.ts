@@ -4,16 +4,16 @@ import {
   CONTROL_CHARS_MESSAGE,
   hasControlChars,
   publish,
-  PUBLISH_LIMITS,
   ToolError,
   VISIBILITIES,
   type CallContext,
   type ConfirmClaims,
   type PublishInput,
   type PublishOutput,
-  type ServiceJson,
   plural,
 } from "@hatch/contracts";
+import { PUBLISH_LIMITS } from "../spec/limits.ts";
+import { type ServiceJson } from "../spec/service-json.ts";
 import { and, eq, inArray, isNotNull, or } from "drizzle-orm";
 import { accountOf, appUrl, checkMayMakePublic, checkMayPublish, requireOwnedApp } from "../apps-repo.ts";
 import { heldSecretsNote } from "../secrets/usage.ts";

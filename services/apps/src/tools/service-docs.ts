@@ -1,5 +1,6 @@
 import { bindTool } from "@hatch/platform";
-import { developerReference, service_docs } from "@hatch/contracts";
+import { service_docs } from "@hatch/contracts";
+import { developerReference } from "../reference/reference.ts";
 import { appsRootOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
 

@@ -1,15 +1,6 @@
 import { bindTool } from "@hatch/platform";
-import {
-  bucketRules,
-  collectionRules,
-  formatBytes,
-  tool_data,
-  ToolError,
-  type BucketRules,
-  type CollectionRules,
-  type ToolDataOutput,
-  plural,
-} from "@hatch/contracts";
+import { formatBytes, tool_data, ToolError, type ToolDataOutput, plural } from "@hatch/contracts";
+import { bucketRules, collectionRules, type BucketRules, type CollectionRules } from "../spec/data-rules.ts";
 import { and, count, desc, eq } from "drizzle-orm";
 import { requireManagedApp, type AppRow } from "../apps-repo.ts";
 import type { AppsContext } from "../context.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabase } from "@hatch/platform";
 import { createDiskBlobStore } from "../../src/blobs/disk.ts";
 import { loadAppsConfig } from "../../src/config.ts";
-import { appsKeys, createSealer, type AppsContext } from "../../src/context.ts";
+import { appsKeys, appsRateCounter, createSealer, type AppsContext } from "../../src/context.ts";
 import { AppLogWriter } from "../../src/app-logs.ts";
 import { APPS_MIGRATIONS } from "../../src/service.ts";
 import { freshDatabase } from "../../../../test/support/servers.ts";
@@ -53,6 +53,7 @@ export async function openTestContext(
     sealer: createSealer(config, TEST_SECRET),
     logger,
     bus,
+    rate: appsRateCounter(bus),
     appLogs: new AppLogWriter(handle.db, logger),
   };
   return {

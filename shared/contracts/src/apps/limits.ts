@@ -1,29 +1,17 @@
+import { formatBytes } from "../text.ts";
+
 /**
- * Limits of a published folder. The service enforces them and the developer reference prints them, so
- * both read this one table. Sizes are bytes.
+ * What `publish` takes inline, and an app's name: the contract's input refuses more (the gateway checks before the
+ * call goes on the bus, and the apps service again). The limits of a whole published folder are the apps service's
+ * own (services/apps/src/spec/limits.ts), which adds to these. Sizes are bytes.
  */
-export const PUBLISH_LIMITS = {
-  /** Files in one version (manifest entries). */
-  maxFiles: 20_000,
-  /** One file. */
-  maxFileBytes: 25 * 1024 * 1024,
-  /** All files of one version together. */
-  maxTotalBytes: 250 * 1024 * 1024,
+export const PUBLISH_INPUT_LIMITS = {
   /** Inline publishing: files per call, and their decoded bytes together (larger folders use a manifest). */
   maxInlineFiles: 500,
   maxInlineBytes: 3 * 1024 * 1024,
-  /** How long an upload URL (a folder's tar, or a manifest's missing files) stays valid. */
-  uploadUrlTtlSeconds: 3_600,
   /** Characters of an app's name. */
   maxNameLength: 80,
 } as const;
-
-export function formatBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024 * 1024 && bytes % (1024 * 1024 * 1024) === 0) return `${bytes / (1024 * 1024 * 1024)} GB`;
-  if (bytes >= 1024 * 1024) return `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB`;
-  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
-  return `${bytes} bytes`;
-}
 
 /** Decoded bytes of inline files, counted without decoding (base64: 3 bytes per 4 characters, less the padding). */
 export function inlineBytes(files: readonly { content: string; encoding?: "utf8" | "base64" }[]): number {
@@ -45,7 +33,7 @@ const USE_UPLOAD =
 /** The refusal of more inline files than one call takes (the contract's limit on `files`), given what was sent. */
 export function inlineFilesProblem(files: unknown): string {
   const sent = Array.isArray(files) ? `${files.length} files` : "Too many files";
-  return `${sent} inline; inline publishing takes at most ${PUBLISH_LIMITS.maxInlineFiles}. ${USE_UPLOAD}`;
+  return `${sent} inline; inline publishing takes at most ${PUBLISH_INPUT_LIMITS.maxInlineFiles}. ${USE_UPLOAD}`;
 }
 
 /**
@@ -54,6 +42,6 @@ export function inlineFilesProblem(files: unknown): string {
  */
 export function inlineLimitProblem(files: readonly { content: string; encoding?: "utf8" | "base64" }[]): string | null {
   const total = inlineBytes(files);
-  if (total <= PUBLISH_LIMITS.maxInlineBytes) return null;
-  return `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all. ${USE_UPLOAD}`;
+  if (total <= PUBLISH_INPUT_LIMITS.maxInlineBytes) return null;
+  return `These inline files hold ${formatBytes(total)}; inline files may hold at most ${formatBytes(PUBLISH_INPUT_LIMITS.maxInlineBytes)} in all. ${USE_UPLOAD}`;
 }

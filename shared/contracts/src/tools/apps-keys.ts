@@ -8,7 +8,7 @@ import {
   UserActionSchema,
   whenSet,
 } from "./common.ts";
-import { SecretNameSchema } from "../apps/server-code.ts";
+import { SecretNameSchema } from "../apps/secrets.ts";
 import { defineTool, type ToolInput, type ToolOutput } from "./define.ts";
 
 // Tools owned by services/apps for secrets and AI keys. Values never pass through them: they return links.

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { plainText } from "../text.ts";
-import { formatBytes, inlineFilesProblem, inlineLimitProblem, PUBLISH_LIMITS } from "../apps/limits.ts";
+import { formatBytes, plainText } from "../text.ts";
+import { inlineFilesProblem, inlineLimitProblem, PUBLISH_INPUT_LIMITS } from "../apps/limits.ts";
 import {
   AppAddressSchema,
   AppRefSchema,
@@ -34,7 +34,7 @@ export const publish = defineTool({
     "Publishes a built folder (e.g. dist/) as a new app (leave out address) or a new version (give address). " +
     "When creating, ask the user for the name and who can see it and pass their answer; never choose for them. " +
     "Best: upload: true answers with a shell command (tar + curl) that uploads the folder and publishes it. " +
-    `Small apps: files inline, at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all. ` +
+    `Small apps: files inline, at most ${formatBytes(PUBLISH_INPUT_LIMITS.maxInlineBytes)} in all. ` +
     "SDKs/CI: a manifest, PUT the missing files, then call again with uploadId.",
   service: "apps",
   class: "change",
@@ -45,7 +45,7 @@ export const publish = defineTool({
       address: AppRefSchema.optional().describe(
         "Address of an existing app to publish a new version of. Leave it out to create a new app.",
       ),
-      name: plainText(PUBLISH_LIMITS.maxNameLength)
+      name: plainText(PUBLISH_INPUT_LIMITS.maxNameLength)
         .optional()
         .describe("Only when creating: the app's name as the user chose it"),
       visibility: VisibilitySchema.optional().describe(
@@ -75,9 +75,9 @@ export const publish = defineTool({
             .strict(),
         )
         .min(1)
-        .max(PUBLISH_LIMITS.maxInlineFiles, { error: (issue) => inlineFilesProblem(issue.input) })
+        .max(PUBLISH_INPUT_LIMITS.maxInlineFiles, { error: (issue) => inlineFilesProblem(issue.input) })
         .optional()
-        .describe(`The whole built folder inline, at most ${formatBytes(PUBLISH_LIMITS.maxInlineBytes)} in all`),
+        .describe(`The whole built folder inline, at most ${formatBytes(PUBLISH_INPUT_LIMITS.maxInlineBytes)} in all`),
       manifest: z
         .array(
           z

@@ -9,8 +9,9 @@ import { LazyKv } from "../bus/lazy-kv.ts";
 import { withDeadlineOr } from "../deadline.ts";
 
 // Rate limits that hold across copies of a process: fixed windows counted in a JetStream key-value bucket when the
-// bus is NATS (every gateway copy sees the same counts), in memory in `bun run dev`. One interface, so a limit is
-// written once.
+// bus is NATS (every copy sees the same counts), in memory in `bun run dev`. One interface, so a limit is written once.
+// A counter's windows are of one kind (RateWindows): on the clock (the gateway's tool calls and sign-in throttles) or
+// from a key's first event (the app host's requests per viewer: each viewer gets a whole minute from their first).
 
 export interface RateDecision {
   allowed: boolean;
@@ -30,69 +31,97 @@ export interface RateCounter {
   close(): void;
 }
 
+/**
+ * Where a key's window starts. `clock`: at multiples of the window on the clock (every key's minute ends together; an
+ * entry per window). `first`: at the key's first event after its last window ended (its minute runs from then; one
+ * entry per key, holding the start and the count).
+ */
+export type RateWindows = "clock" | "first";
+
 /** Compare-and-set tries of one count before it lets the event through uncounted. */
 const MAX_RACES = 32;
 const windowOf = (now: number, windowMs: number) => Math.floor(now / windowMs);
-const retryAfter = (now: number, windowMs: number) =>
-  Math.max(1, Math.ceil(((windowOf(now, windowMs) + 1) * windowMs - now) / 1000));
+const retryAfter = (start: number, now: number, windowMs: number) =>
+  Math.max(1, Math.ceil((start + windowMs - now) / 1000));
+
+/** A key's current window: when it started and the events counted in it. */
+interface Window {
+  start: number;
+  count: number;
+}
+
+/** The window of the kind for an event at `now` when none is stored (or the stored one has ended). */
+function newWindow(windows: RateWindows, now: number, windowMs: number): Window {
+  return { start: windows === "clock" ? windowOf(now, windowMs) * windowMs : now, count: 0 };
+}
+
+/** A stored window that still runs at `now`, else null (only a `first` window ends under the same key). */
+function live(window: Window | undefined | null, now: number, windowMs: number): Window | null {
+  return window && now - window.start < windowMs ? window : null;
+}
 
 /** In one process: a map of the current windows, bounded (a flood of keys forgets the oldest). */
 export class MemoryRateCounter implements RateCounter {
-  private readonly windows = new Map<string, number>();
+  private readonly windows = new Map<string, Window>();
 
   constructor(
     private readonly now: () => number = Date.now,
     private readonly maxKeys = 100_000,
+    readonly kind: RateWindows = "clock",
   ) {}
 
-  async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
-    const now = this.now();
-    const slot = `${key}\n${windowMs}\n${windowOf(now, windowMs)}`;
-    const count = (this.windows.get(slot) ?? 0) + 1;
-    this.windows.delete(slot);
-    this.windows.set(slot, count);
-    if (this.windows.size > this.maxKeys) this.windows.delete(this.windows.keys().next().value!);
-    if (count > limit) {
-      // A refused event is not counted: the window holds what was let through.
-      this.windows.set(slot, count - 1);
-      return { allowed: false, retryAfterSeconds: retryAfter(now, windowMs) };
-    }
-    return { allowed: true, retryAfterSeconds: 0 };
+  /** Windows remembered now (at most maxKeys). */
+  get size(): number {
+    return this.windows.size;
   }
 
-  /** As KvRateCounter.takeUpTo: counts `size(count now)` events at once (0: refused). */
+  async take(key: string, limit: number, windowMs: number): Promise<RateDecision> {
+    const { granted, retryAfterSeconds } = await this.takeUpTo(key, windowMs, (count) => (count < limit ? 1 : 0));
+    return { allowed: granted > 0, retryAfterSeconds };
+  }
+
+  /** As KvRateCounter.takeUpTo: counts `size(count now)` events at once (0: refused, and nothing counted). */
   async takeUpTo(
     key: string,
     windowMs: number,
     size: (count: number) => number,
   ): Promise<{ granted: number; count: number; retryAfterSeconds: number }> {
     const now = this.now();
-    const slot = `${key}\n${windowMs}\n${windowOf(now, windowMs)}`;
-    const count = this.windows.get(slot) ?? 0;
-    const granted = Math.max(0, Math.floor(size(count)));
-    if (granted === 0) return { granted: 0, count, retryAfterSeconds: retryAfter(now, windowMs) };
+    const slot = this.slot(key, windowMs, now);
+    const window = this.current(slot, windowMs, now) ?? newWindow(this.kind, now, windowMs);
+    const granted = Math.max(0, Math.floor(size(window.count)));
+    if (granted === 0)
+      return { granted: 0, count: window.count, retryAfterSeconds: retryAfter(window.start, now, windowMs) };
+    // Re-inserted, so the map's order is the order keys were last counted in: a flood forgets the stalest first.
     this.windows.delete(slot);
-    this.windows.set(slot, count + granted);
+    this.windows.set(slot, { start: window.start, count: window.count + granted });
     if (this.windows.size > this.maxKeys) this.windows.delete(this.windows.keys().next().value!);
-    return { granted, count: count + granted, retryAfterSeconds: 0 };
+    return { granted, count: window.count + granted, retryAfterSeconds: 0 };
   }
 
-  private slot(key: string, windowMs: number, at = this.now()): string {
-    return `${key}\n${windowMs}\n${windowOf(at, windowMs)}`;
+  private slot(key: string, windowMs: number, at: number): string {
+    return this.kind === "clock" ? `${key}\n${windowMs}\n${windowOf(at, windowMs)}` : `${key}\n${windowMs}`;
+  }
+
+  /** The slot's window if it still runs (a `clock` slot names its window, so it runs while it is kept). */
+  private current(slot: string, windowMs: number, now: number): Window | null {
+    const window = this.windows.get(slot);
+    return this.kind === "clock" ? (window ?? null) : live(window, now, windowMs);
   }
 
   async peek(key: string, windowMs: number): Promise<number> {
-    return this.windows.get(this.slot(key, windowMs)) ?? 0;
+    const now = this.now();
+    return this.current(this.slot(key, windowMs, now), windowMs, now)?.count ?? 0;
   }
 
   async release(key: string, windowMs: number, n = 1, at = this.now()): Promise<void> {
     const slot = this.slot(key, windowMs, at);
-    const count = this.windows.get(slot) ?? 0;
-    if (count > 0) this.windows.set(slot, Math.max(0, count - n));
+    const window = this.current(slot, windowMs, this.now());
+    if (window && window.count > 0) window.count = Math.max(0, window.count - n);
   }
 
   async reset(key: string, windowMs: number): Promise<void> {
-    this.windows.delete(this.slot(key, windowMs));
+    this.windows.delete(this.slot(key, windowMs, this.now()));
   }
 
   close(): void {
@@ -129,8 +158,9 @@ export class KvRateCounter implements RateCounter {
     private readonly now: () => number = Date.now,
     private readonly logger?: Logger,
     private readonly waitMs = SHARED_WAIT_MS,
+    readonly kind: RateWindows = "clock",
   ) {
-    this.local = new MemoryRateCounter(now);
+    this.local = new MemoryRateCounter(now, undefined, kind);
     this.bucket = new LazyKv(open);
   }
 
@@ -171,13 +201,17 @@ export class KvRateCounter implements RateCounter {
       // Each lost race means another copy counted: back off a little (random, growing) so the copies stop colliding.
       if (attempt > 1) await Bun.sleep(Math.random() * attempt);
       const current = await kv.get(entry);
-      const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
-      const granted = Math.max(0, Math.floor(size(count)));
-      if (granted === 0) return { granted: 0, count, retryAfterSeconds: retryAfter(now, windowMs) };
+      const stored = current && current.operation === "PUT" ? current : null;
+      const window = this.windowIn(stored?.string(), windowMs, now);
+      const granted = Math.max(0, Math.floor(size(window.count)));
+      if (granted === 0)
+        return { granted: 0, count: window.count, retryAfterSeconds: retryAfter(window.start, now, windowMs) };
+      const value = this.encode({ start: window.start, count: window.count + granted });
       try {
-        if (current && current.operation === "PUT") await kv.update(entry, String(count + granted), current.revision);
-        else await kv.create(entry, String(granted));
-        return { granted, count: count + granted, retryAfterSeconds: 0 };
+        // An ended `first` window is written over under its revision, as a count is: a copy that raced it loses.
+        if (stored) await kv.update(entry, value, stored.revision);
+        else await kv.create(entry, value);
+        return { granted, count: window.count + granted, retryAfterSeconds: 0 };
       } catch (error) {
         // Another copy counted in between: read again. Anything else (no permission, no server) degrades.
         if (!isLostRace(error)) throw error;
@@ -251,9 +285,26 @@ export class KvRateCounter implements RateCounter {
       });
   }
 
-  /** KV keys are restricted ([-/_=.a-zA-Z0-9]): the caller's key is hashed. */
+  /**
+   * KV keys are restricted ([-/_=.a-zA-Z0-9]): the caller's key is hashed. A `clock` window has an entry of its own
+   * (the count alone); a `first` key has one entry (`<start> <count>`) its next window writes over.
+   */
   private entry(key: string, windowMs: number, now = this.now()): string {
-    return `${createHash("sha256").update(key).digest("base64url").slice(0, 32)}.${windowMs}.${windowOf(now, windowMs)}`;
+    const hashed = createHash("sha256").update(key).digest("base64url").slice(0, 32);
+    return this.kind === "clock" ? `${hashed}.${windowMs}.${windowOf(now, windowMs)}` : `${hashed}.${windowMs}.f`;
+  }
+
+  /** The window an entry's value holds that still runs at `now`, else a new one (nothing counted). */
+  private windowIn(value: string | undefined, windowMs: number, now: number): Window {
+    if (value === undefined) return newWindow(this.kind, now, windowMs);
+    if (this.kind === "clock") return { start: windowOf(now, windowMs) * windowMs, count: Number(value) };
+    const [start, count] = value.split(" ").map(Number);
+    const stored = Number.isFinite(start) && Number.isFinite(count) ? { start: start!, count: count! } : null;
+    return live(stored, now, windowMs) ?? newWindow(this.kind, now, windowMs);
+  }
+
+  private encode(window: Window): string {
+    return this.kind === "clock" ? String(window.count) : `${window.start} ${window.count}`;
   }
 
   private kv(): Promise<KV> {
@@ -264,23 +315,27 @@ export class KvRateCounter implements RateCounter {
     return this.shared(
       async (kv) => {
         const current = await kv.get(this.entry(key, windowMs));
-        return current && current.operation === "PUT" ? Number(current.string()) : 0;
+        return current && current.operation === "PUT" ? this.windowIn(current.string(), windowMs, this.now()).count : 0;
       },
       () => this.local.peek(key, windowMs),
     );
   }
 
-  /** Takes back `n` events (default one) of the window at `at` (default now), never below zero. */
+  /**
+   * Takes back `n` events (default one) of the window at `at` (default now; a `first` counter's window is always the
+   * key's current one), never below zero.
+   */
   release(key: string, windowMs: number, n = 1, at = this.now()): Promise<void> {
     return this.shared(
       async (kv) => {
         const entry = this.entry(key, windowMs, at);
         for (let attempt = 0; attempt < 8; attempt++) {
           const current = await kv.get(entry);
-          const count = current && current.operation === "PUT" ? Number(current.string()) : 0;
-          if (!current || count <= 0) return;
+          if (!current || current.operation !== "PUT") return;
+          const window = this.windowIn(current.string(), windowMs, this.kind === "clock" ? at : this.now());
+          if (window.count <= 0) return;
           try {
-            await kv.update(entry, String(Math.max(0, count - n)), current.revision);
+            await kv.update(entry, this.encode({ ...window, count: Math.max(0, window.count - n) }), current.revision);
             return;
           } catch (error) {
             if (!isLostRace(error)) throw error;
@@ -328,14 +383,25 @@ function isLostRace(error: unknown): boolean {
   );
 }
 
-/** The counter for a bus: shared in JetStream on NATS (bucket per bus prefix), in memory otherwise. */
-export function createRateCounter(bus: Bus, maxWindowMs = 10 * 60_000, scope?: string, logger?: Logger): RateCounter {
-  if (!isNatsBus(bus)) return new MemoryRateCounter();
+/**
+ * The counter for a bus: shared in JetStream on NATS (bucket per bus prefix and scope), in memory otherwise. Its
+ * windows are of one kind (`windows`); two kinds never share a scope's bucket.
+ */
+export function createRateCounter(
+  bus: Bus,
+  maxWindowMs = 10 * 60_000,
+  scope?: string,
+  logger?: Logger,
+  windows: RateWindows = "clock",
+): RateCounter {
+  if (!isNatsBus(bus)) return new MemoryRateCounter(undefined, undefined, windows);
   const name = bucketName(bus, scope);
   return new KvRateCounter(
     () => openKvBucket(bus, name, { history: 1, ttl: maxWindowMs * 2 }, logger),
     undefined,
     logger?.child({ bucket: name }),
+    undefined,
+    windows,
   );
 }
 

@@ -62,6 +62,8 @@ export class LeasedRateCounter implements RateCounter {
     /** Sees failures of background work (prefetch, giving back), which has no caller to throw to. */
     private readonly onError: (error: unknown) => void = () => {},
   ) {
+    // A lease is taken from a window on the clock (a slot per window); a key's `first` window has no such slot.
+    if (shared.kind !== "clock") throw new Error("LeasedRateCounter leases from a counter of clock windows only");
     this.sweep = setInterval(() => this.giveBackIdle(), IDLE_MS);
     this.sweep.unref?.();
   }

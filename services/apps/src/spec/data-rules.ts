@@ -1,5 +1,5 @@
+import { formatBytes } from "@hatch/contracts";
 import { z } from "zod";
-import { formatBytes } from "./limits.ts";
 
 // App data: the collections and file buckets an app declares in service.json, the rule words that say who may do
 // what, and the limits the app host enforces. The apps service enforces these, the developer reference prints them

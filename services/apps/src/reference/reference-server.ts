@@ -1,5 +1,5 @@
-import { formatBytes } from "./limits.ts";
-import { SERVER_LIMITS } from "./server-code.ts";
+import { formatBytes } from "@hatch/contracts";
+import { SERVER_LIMITS } from "../spec/server-code.ts";
 
 // The server code topic of the developer reference (service_docs topic server_code). The limits come from
 // SERVER_LIMITS, which the apps service enforces.

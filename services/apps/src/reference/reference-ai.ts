@@ -1,5 +1,5 @@
-import { formatBytes } from "./limits.ts";
-import { AI_LIMITS as A } from "./server-code.ts";
+import { formatBytes } from "@hatch/contracts";
+import { AI_LIMITS as A } from "../spec/server-code.ts";
 
 // The developer reference's AI section (part of topic browser_library): hatch.ai.chat and env.ai.chat, who pays
 // (ai_key, tool_ai), errors and limits. It must say what services/apps/src/ai/ does and hatch.d.ts declares.

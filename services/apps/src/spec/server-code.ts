@@ -1,9 +1,10 @@
+import { AI_PROVIDER_NAME, ApiPlacementSchema, SecretNameSchema, type ApiPlacement } from "@hatch/contracts";
 import { z } from "zod";
 import { DATA_NAME, DataRuleSchema } from "./data-rules.ts";
 
 // Server code, declared APIs with their secrets, and AI calls: what service.json may say about them and the limits
-// the apps service enforces. The sandbox, the app host's routes, the dashboard pages and the developer reference
-// all read this file.
+// the apps service enforces. The sandbox, the app host's routes and the developer reference all read this file; the
+// secret names and placements the gateway's pages show too are in @hatch/contracts (apps/secrets.ts).
 
 /** Limits of server code (sizes in bytes). The apps service enforces them and the reference prints them. */
 export const SERVER_LIMITS = {
@@ -44,56 +45,13 @@ export const AI_LIMITS = {
   callsPerViewerPerMinute: 30,
 } as const;
 
-/** A secret's name as `apis` refers to it (the same words `tool_secret` takes). */
-export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-export const SecretNameSchema = z
-  .string()
-  .regex(SECRET_NAME, { error: "A secret name is letters, digits and _ (at most 64), e.g. WEATHER_KEY" });
-
-/** An AI provider's name: `ai_key` and the dashboard take it; the provider list in config maps it to a base URL. */
-export const AI_PROVIDER_NAME = /^[a-z0-9-]{1,40}$/;
-
 /** `server`: the one ES module whose default export has `fetch(request, env)`; relative to the folder's root. */
 export const ServerModuleSchema = z.string().regex(/^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_./-]+\.(?:js|mjs)$/, {
   error: 'server is the path of one .js or .mjs file in the folder, e.g. "api/index.js"',
 });
 
-const HEADER_NAME = /^[A-Za-z0-9-]{1,64}$/;
-const QUERY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-
-/** Where the host puts the secret: a header (with an optional prefix such as "Bearer ") or a query parameter. */
-export const ApiPlacementSchema = z.union([
-  z
-    .object({
-      header: z.string().regex(HEADER_NAME, { error: "header is a header name, e.g. Authorization or X-Api-Key" }),
-      prefix: z
-        .string()
-        .max(32)
-        .regex(/^[\x20-\x7e]*$/, { error: 'prefix is plain text, e.g. "Bearer "' })
-        .optional(),
-    })
-    .strict(),
-  z.object({ query: z.string().regex(QUERY_NAME, { error: "query is a query parameter name, e.g. appid" }) }).strict(),
-]);
-export type ApiPlacement = z.infer<typeof ApiPlacementSchema>;
-
 /** Where a secret goes when `in` is left out. */
 export const DEFAULT_API_PLACEMENT: ApiPlacement = { header: "Authorization", prefix: "Bearer " };
-
-/** Where a secret goes, in words: `the header Authorization (prefix "Bearer ")` or `the query parameter appid`. */
-export function placementText(placement: ApiPlacement): string {
-  if ("query" in placement) return `the query parameter ${placement.query}`;
-  return placement.prefix
-    ? `the header ${placement.header} (prefix ${JSON.stringify(placement.prefix)})`
-    : `the header ${placement.header}`;
-}
-
-/**
- * The shortest secret value the page takes: a shorter one is guessable, and its encoded forms are too short to scrub
- * from an answer without mangling unrelated text.
- */
-export const SECRET_VALUE_MIN_CHARS = 8;
-export const SECRET_VALUE_MAX_CHARS = 8192;
 
 export const ApiSchema = z
   .object({

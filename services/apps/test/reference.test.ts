@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { EXAMPLE_APP } from "../src/apps/example-app.ts";
-import { DATA_ERROR_STATUS, DATA_LIMITS, DATA_RULES } from "../src/apps/data-rules.ts";
-import { formatBytes } from "../src/apps/limits.ts";
-import { developerReference } from "../src/apps/reference.ts";
-import { SERVER_CODE_EXAMPLE } from "../src/apps/reference-server.ts";
-import { SERVER_LIMITS } from "../src/apps/server-code.ts";
-import { SERVICE_JSON_KEYS, ServiceJsonSchema } from "../src/apps/service-json.ts";
+import { formatBytes, PLAN_TABLE } from "@hatch/contracts";
+import { EXAMPLE_APP } from "../src/reference/example-app.ts";
+import { DATA_ERROR_STATUS, DATA_LIMITS, DATA_RULES } from "../src/spec/data-rules.ts";
+import { developerReference } from "../src/reference/reference.ts";
+import { SERVER_CODE_EXAMPLE } from "../src/reference/reference-server.ts";
+import { SERVER_LIMITS } from "../src/spec/server-code.ts";
+import { SERVICE_JSON_KEYS, ServiceJsonSchema } from "../src/spec/service-json.ts";
 
 // The developer reference says what the app host does: the browser library, its rules, limits and error codes come
 // from the same constants the app host enforces, and the example app is a folder a publish accepts.
@@ -104,7 +104,6 @@ describe("developer reference", () => {
 
 describe("plans in the developer reference", () => {
   test("the plans topic prints every plan's limits from the plan table the services enforce", async () => {
-    const { PLAN_TABLE } = await import("../src/billing/plans.ts");
     const plans = developerReference("plans");
     expect(developerReference()).toContain(plans);
     for (const info of Object.values(PLAN_TABLE)) {

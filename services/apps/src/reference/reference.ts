@@ -1,12 +1,12 @@
-import { DOCS_TOPICS } from "../tools/apps.ts";
-import { formatBytes, PUBLISH_LIMITS } from "./limits.ts";
+import { formatBytes, planTableMarkdown, type DOCS_TOPICS } from "@hatch/contracts";
+import { PUBLISH_LIMITS } from "../spec/limits.ts";
 import { APIS } from "./reference-apis.ts";
 import { AI_CALLS } from "./reference-ai.ts";
 import { BROWSER_LIBRARY } from "./reference-browser.ts";
 import { SERVER_CODE } from "./reference-server.ts";
-import { planTableMarkdown } from "../billing/plans.ts";
 
-// The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows, from this one text.
+// The developer reference: what `service_docs` returns and what `GET /mcp/docs` shows (the gateway asks for it with
+// the `reference` rpc), from this one text.
 // Written for an AI that follows it literally: say exactly what works today, and plainly what does not yet.
 
 export type ReferenceTopic = (typeof DOCS_TOPICS)[number];

@@ -1,5 +1,5 @@
-import { formatBytes } from "./limits.ts";
-import { DEFAULT_API_PLACEMENT, SERVER_LIMITS } from "./server-code.ts";
+import { formatBytes } from "@hatch/contracts";
+import { DEFAULT_API_PLACEMENT, SERVER_LIMITS } from "../spec/server-code.ts";
 
 // The developer reference's section on declared APIs and their secrets (part of topic service_json). It must say what
 // services/apps/src/apis/ does: the path rules, the headers passed, the limits, and how the owner sets a secret.

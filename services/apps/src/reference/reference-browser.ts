@@ -1,6 +1,6 @@
-import { DATA_ERROR_STATUS, DATA_LIMITS as D, DATA_RULES, DEFAULT_DATA_RULE } from "./data-rules.ts";
+import { formatBytes } from "@hatch/contracts";
+import { DATA_ERROR_STATUS, DATA_LIMITS as D, DATA_RULES, DEFAULT_DATA_RULE } from "../spec/data-rules.ts";
 import { EXAMPLE_APP } from "./example-app.ts";
-import { formatBytes } from "./limits.ts";
 
 // The developer reference's browser library section (topic browser_library). It must say exactly what
 // services/apps/src/client/hatch.d.ts declares; services/apps/test/client-types.check.ts uses the library as shown here.
