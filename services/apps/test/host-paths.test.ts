@@ -165,7 +165,10 @@ describe("version preview hosts", () => {
       "v1--my-app.evil.example",
       "v1--my-app.localhost:3002",
     ])
-      expect({ host, preview: previewOfHost(host, host.includes("localhost") ? "localhost:3001" : "apps.example.com") }).toEqual({
+      expect({
+        host,
+        preview: previewOfHost(host, host.includes("localhost") ? "localhost:3001" : "apps.example.com"),
+      }).toEqual({
         host,
         preview: null,
       });
@@ -176,7 +179,17 @@ describe("version preview hosts", () => {
   });
 
   test("no address publish makes contains --, so no app address is ever read as a preview", () => {
-    for (const name of ["My  App", "a -- b", "x--y", "--lead", "trail--", "Ünïcödé -- näme", "v2--notes", "***", "a_-_b"]) {
+    for (const name of [
+      "My  App",
+      "a -- b",
+      "x--y",
+      "--lead",
+      "trail--",
+      "Ünïcödé -- näme",
+      "v2--notes",
+      "***",
+      "a_-_b",
+    ]) {
       const address = addressBase(name);
       expect({ name, address, dashes: address.includes("--") }).toEqual({ name, address, dashes: false });
       expect(addressOfHost(`${address}.apps.example.com`, "apps.example.com")).toBe(address);
