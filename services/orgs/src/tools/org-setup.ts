@@ -84,6 +84,7 @@ async function rename(orgs: OrgsContext, ctx: CallContext, name: string): Promis
       `Only the owner and admins of ${me.accountName} rename it; you are a ${me.role}. Nothing was changed.`,
     );
   await orgs.db.transaction(async (tx) => {
+    // Locks the person's row (no change of whom they belong to meanwhile), then reads their role in this account now.
     await findPersonIn(tx, me.userId);
     const current = await memberIn(tx, me.userId, me.accountId);
     if (!current || !isCompanyAdmin(current.role))
