@@ -211,6 +211,12 @@ for (const mode of MODES) {
       expect((await ask("not a name")).status).toBe(400);
       expect((await ask("127.0.0.1")).status).toBe(400);
       expect((await ask("nobody.example.test")).status).toBe(404);
+      // The apps domain's own names, an app's and a version preview's (`v<N>--<address>`), are never certified on
+      // demand: they are one label below the apps domain, covered by its one wildcard certificate
+      // (test/version-preview-tls.test.ts), and no custom hostname may be under the apps domain.
+      const appsHost = new URL(hatch.appHostUrl).hostname;
+      for (const name of [`alice-site.${appsHost}`, `v1--alice-site.${appsHost}`])
+        expect({ name, status: (await ask(name)).status }).toEqual({ name, status: 404 });
       expect(
         (await fetch(`http://127.0.0.1:${domains.http!.port}/tls/ask?domain=x.example.com`, { method: "POST" })).status,
       ).toBe(405);

@@ -7,8 +7,9 @@ import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { joinOrg } from "./support/orgs.ts";
 import { EMBEDDED_MODES } from "./support/servers.ts";
 
-// Issue 27: a non-current version's preview on its own origin `<address>.v<N>.preview.<apps domain>`, for the owner
-// only (the live viewer check, a cookie of its own bound to that host), static files only, never cached or indexed.
+// Issue 27: a non-current version's preview on its own origin `v<N>--<address>.<apps domain>` (one label below the apps
+// domain, so its wildcard certificate covers it), for the owner only (the live viewer check, a cookie of its own bound
+// to that host), static files only, never cached or indexed.
 // What HTTP says: the embedded default is enough (test/support/servers.ts).
 const TEST_TIMEOUT_MS = 30_000;
 
@@ -20,7 +21,7 @@ for (const mode of EMBEDDED_MODES) {
     let carol: Awaited<ReturnType<typeof userWithToken>>;
     const address = `notes-${mode}`;
     const appUrl = () => `${hatch.appHostUrl.replace("//", `//${address}.`)}/`;
-    const previewUrl = (version: number) => `${hatch.appHostUrl.replace("//", `//${address}.v${version}.preview.`)}/`;
+    const previewUrl = (version: number) => `${hatch.appHostUrl.replace("//", `//v${version}--${address}.`)}/`;
     const aliceJar = new HostCookieJar();
 
     beforeAll(async () => {
@@ -71,6 +72,18 @@ for (const mode of EMBEDDED_MODES) {
         const current = await aliceJar.fetch(appUrl());
         expect(await current.text()).toBe("<h1>Version two</h1>");
         expect(current.headers.get("x-robots-tag")).toBeNull();
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    test(
+      "the preview is one label below the apps domain; the two-level form of before names nothing",
+      async () => {
+        expect(new URL(previewUrl(1)).hostname.split(".").length).toBe(new URL(appUrl()).hostname.split(".").length);
+        const before = `${hatch.appHostUrl.replace("//", `//${address}.v1.preview.`)}/`;
+        const answer = await aliceJar.fetch(before);
+        expect(answer.status).toBe(404);
+        expect(await answer.text()).not.toContain("Version one");
       },
       TEST_TIMEOUT_MS,
     );
@@ -161,7 +174,9 @@ for (const mode of EMBEDDED_MODES) {
         expect(await old.text()).toContain(`href="${previewUrl(1)}"`);
         const current = await jar.fetch(`${hatch.baseUrl}/dashboard/apps/${address}/versions/2`);
         expect(current.status).toBe(200);
-        expect(await current.text()).not.toContain(".preview.");
+        const currentPage = await current.text();
+        expect(currentPage).not.toContain(`//v2--${address}.`);
+        expect(currentPage).not.toContain("Preview version");
       },
       TEST_TIMEOUT_MS,
     );

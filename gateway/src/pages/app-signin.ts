@@ -140,6 +140,8 @@ export function createAppSignIn(deps: AppSignInDeps): AppSignIn {
       return { origin: answer.origin, account: session.account, app: answer.public };
     } catch (error) {
       if (!isToolError(error)) throw error;
+      // A version whose preview has no address (apps answers not_found): the link was not one Hatch made.
+      if (error.code === "not_found" && target.version !== undefined) return brokenLink(state);
       log.warn("viewer sign-in failed", { rid: requestId, code: error.code });
       return problem(
         state,

@@ -2,6 +2,7 @@ import { CommonEnvSchema, loadConfig } from "@hatch/platform";
 import { DATA_LIMITS } from "./spec/data-rules.ts";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { previewLabel } from "./host/host-names.ts";
 
 /** The apps service's settings, read from its environment (every one has a working default for `bun run dev`). */
 export interface AppsConfig {
@@ -150,13 +151,18 @@ export function appOrigin(config: Pick<AppsConfig, "appsProtocol" | "appsDomain"
   return `${config.appsProtocol}//${address}.${config.appsDomain}`;
 }
 
-/** A non-current version's preview origin: one level below `preview.<apps domain>`, so it never meets an app's. */
+/**
+ * A non-current version's preview origin: `v<N>--<address>.<apps domain>`, one label below the apps domain like an
+ * app's own, so the apps domain's wildcard certificate covers it (host/host-names.ts); never an app's origin (no address
+ * contains `--`). Null when that label would be too long for DNS.
+ */
 export function previewOrigin(
   config: Pick<AppsConfig, "appsProtocol" | "appsDomain">,
   address: string,
   version: number,
-): string {
-  return `${config.appsProtocol}//${address}.v${version}.preview.${config.appsDomain}`;
+): string | null {
+  const label = previewLabel(address, version);
+  return label === null ? null : `${config.appsProtocol}//${label}.${config.appsDomain}`;
 }
 
 /** The bare apps origin (uploads, the viewer sign-in return). */

@@ -8,7 +8,9 @@ import {
   sameOriginTarget,
   storedPathOf,
 } from "../src/http/paths.ts";
-import { addressOfHost } from "../src/host/server.ts";
+import { previewOrigin } from "../src/config.ts";
+import { addressOfHost, previewLabel, previewOfHost } from "../src/host/host-names.ts";
+import { addressBase } from "../src/publish/commit.ts";
 
 describe("request paths", () => {
   test("plain paths map to stored keys", () => {
@@ -136,5 +138,81 @@ describe("hosts", () => {
     expect(addressOfHost("my-app.apps.example.com:443", "apps.example.com")).toBe("my-app");
     expect(addressOfHost("my-app.apps.example.com.", "apps.example.com")).toBe("my-app");
     expect(addressOfHost("my-app.notapps.example.com", "apps.example.com")).toBeNull();
+  });
+});
+
+describe("version preview hosts", () => {
+  test("v<N>--<address> one label below the apps domain names a version's preview, never an app", () => {
+    expect(previewOfHost("v3--my-app.localhost:3001", "localhost:3001")).toEqual({ address: "my-app", version: 3 });
+    expect(previewOfHost("V12--My-App.apps.example.com:443", "apps.example.com")).toEqual({
+      address: "my-app",
+      version: 12,
+    });
+    expect(previewOfHost("v1--a.apps.example.com.", "apps.example.com")).toEqual({ address: "a", version: 1 });
+    // Not a preview: no version, a leading zero, version 0, an address that is no address, deeper or other names.
+    for (const host of [
+      "my-app.apps.example.com",
+      "v--my-app.apps.example.com",
+      "v03--my-app.apps.example.com",
+      "v0--my-app.apps.example.com",
+      "v1--.apps.example.com",
+      "v1---my-app.apps.example.com",
+      "v1--my-app-.apps.example.com",
+      "v1--my--app.apps.example.com",
+      "v1--v2--my-app.apps.example.com",
+      "v1--my-app.x.apps.example.com",
+      "my-app.v1.preview.apps.example.com",
+      "v1--my-app.evil.example",
+      "v1--my-app.localhost:3002",
+    ])
+      expect({
+        host,
+        preview: previewOfHost(host, host.includes("localhost") ? "localhost:3001" : "apps.example.com"),
+      }).toEqual({
+        host,
+        preview: null,
+      });
+    // The same labels are no app's address either: a `--` label is never an app.
+    expect(addressOfHost("v3--my-app.apps.example.com", "apps.example.com")).toBeNull();
+    expect(addressOfHost("my--app.apps.example.com", "apps.example.com")).toBeNull();
+    expect(addressOfHost("v3-my-app.apps.example.com", "apps.example.com")).toBe("v3-my-app");
+  });
+
+  test("no address publish makes contains --, so no app address is ever read as a preview", () => {
+    for (const name of [
+      "My  App",
+      "a -- b",
+      "x--y",
+      "--lead",
+      "trail--",
+      "Ünïcödé -- näme",
+      "v2--notes",
+      "***",
+      "a_-_b",
+    ]) {
+      const address = addressBase(name);
+      expect({ name, address, dashes: address.includes("--") }).toEqual({ name, address, dashes: false });
+      expect(addressOfHost(`${address}.apps.example.com`, "apps.example.com")).toBe(address);
+      expect(previewOfHost(`${address}.apps.example.com`, "apps.example.com")).toBeNull();
+    }
+  });
+
+  test("a preview's origin reads back as that preview; a label too long for DNS has none", () => {
+    const config = { appsProtocol: "https:", appsDomain: "apps.example.com" } as const;
+    expect(previewOrigin(config, "notes", 7)).toBe("https://v7--notes.apps.example.com");
+    expect(previewOfHost(new URL(previewOrigin(config, "notes", 7)!).host, config.appsDomain)).toEqual({
+      address: "notes",
+      version: 7,
+    });
+    expect(previewOrigin({ appsProtocol: "http:", appsDomain: "localhost:3001" }, "notes", 2)).toBe(
+      "http://v2--notes.localhost:3001",
+    );
+    // The longest address publish makes: 48 characters of the name, then a random `-xxxxx` suffix.
+    const longest = `${addressBase("n".repeat(80))}-abcde`;
+    expect(longest.length).toBe(54);
+    expect(previewLabel(longest, 999_999)).toBe(`v999999--${longest}`);
+    expect(previewLabel(longest, 1_000_000)).toBeNull();
+    expect(previewOrigin(config, longest, 1_000_000)).toBeNull();
+    expect(previewLabel("a".repeat(63), 1)).toBeNull();
   });
 });

@@ -135,14 +135,16 @@ export async function removeMember(
   const { resets, mails } = aiResetNotices(orgs, me, target, moved.aiReset ?? []);
   await orgs.db.transaction(async (tx) => {
     await consumeConfirm(tx, confirmUses, call.confirmation!);
-    await findPersonIn(tx, target.userId);
+    const targetNow = await findPersonIn(tx, target.userId);
     const gone = await tx
       .delete(members)
       .where(and(eq(members.accountId, me.accountId), eq(members.userId, target.userId)))
       .returning({ userId: members.userId });
     if (gone.length === 0)
       throw new ToolError("not_found", `${target.email} is no longer a member of ${me.accountName}.`);
-    await returnToPersonalAccount(tx, target);
+    // They act in their personal account again, unless they act in another account of theirs (the dashboard may
+    // remove someone from an organization they belong to beside the one they act in).
+    if (!targetNow || targetNow.accountId === me.accountId) await returnToPersonalAccount(tx, target);
     await recordOrgEvent(tx, ctx, me.accountId, {
       entity: "member",
       verb: "removed",

@@ -41,7 +41,17 @@ import { announceViewerChanged } from "../../viewer-check.ts";
 import { domainPageWords, domainPages, isDomainAction, refusalForPeople } from "./domains.ts";
 import { SETTINGS_PATH, settingsPages } from "./settings.ts";
 import { versionPages } from "./versions.ts";
-import { appBody, appPath, appsListBody, askBody, orgBody, type Notice, type OrgPageData } from "./views.ts";
+import { personalOrgBody } from "./org-personal.ts";
+import {
+  appBody,
+  appPath,
+  appsListBody,
+  askBody,
+  orgBody,
+  type Notice,
+  type OrgPageData,
+  type OrgShown,
+} from "./views.ts";
 
 // The person's dashboard: /dashboard (their apps and the apps shared with them), /dashboard/apps/<address> (versions,
 // sharing, statistics, delete, links to the app's other pages) and /dashboard/org (members, invitations, paused apps,
@@ -383,18 +393,26 @@ export function dashboardPages(deps: DashboardPagesDeps) {
 
   // ---- /dashboard/org
 
+  /**
+   * The account the switcher shows: an organization's members, invitations, paused apps and activity (orgs answers for
+   * the chosen account and checks the person's role there), or for a personal account what it is and their
+   * organizations to switch to.
+   */
   async function orgPage(state: Signed, notice: Notice = null, status = 200): Promise<Response> {
     const who = await readTool(deps, state.user, org, {});
-    const data: OrgPageData = { org: who, members: null, paused: [], activity: null, me: state.user.email };
-    if (who.org) {
-      const [members, paused, activity] = await Promise.all([
-        readTool(deps, state.user, org_members, { include: "all" }),
-        readTool(deps, state.user, org_apps, { paused: true }),
-        who.can.readActivity ? readTool(deps, state.user, org_activity, { limit: 50 }) : Promise.resolve(null),
-      ]);
-      Object.assign(data, { members, paused: paused.apps, activity });
+    if (!who.org) {
+      const organizations = (state.view?.accounts ?? []).filter((a) => a.kind === "company");
+      const body = personalOrgBody(state.csrfToken, who, organizations, notice);
+      return page(state, "Your personal account", body, status);
     }
-    return page(state, who.org ? who.org.name : "Organization", orgBody(state.csrfToken, data, notice), status);
+    const [members, paused, activity] = await Promise.all([
+      readTool(deps, state.user, org_members, { include: "all" }),
+      readTool(deps, state.user, org_apps, { paused: true }),
+      who.can.readActivity ? readTool(deps, state.user, org_activity, { limit: 50 }) : Promise.resolve(null),
+    ]);
+    const shown: OrgShown = { ...who, org: who.org };
+    const data: OrgPageData = { org: shown, members, paused: paused.apps, activity, me: state.user.email };
+    return page(state, who.org.name, orgBody(state.csrfToken, data, notice), status);
   }
 
   /** An organization action: the tool's answer on the org page, or its confirm step. */

@@ -189,8 +189,11 @@ export function clientWords(client: { kind: string; name: string } | null): stri
   return `via ${client.name}`;
 }
 
+/** The `org` tool's answer for an organization (a personal account's page is org-personal.ts). */
+export type OrgShown = OrgOutput & { org: NonNullable<OrgOutput["org"]> };
+
 export interface OrgPageData {
-  org: OrgOutput;
+  org: OrgShown;
   members: OrgMembersOutput | null;
   paused: OrgAppsOutput["apps"];
   activity: OrgActivityOutput | null;
@@ -220,13 +223,6 @@ export function orgBody(csrf: string, data: OrgPageData, notice: Notice): SafeHt
   const { org } = data;
   const post = (action: string, inner: SafeHtml, attrs: SafeHtml | "" = "") =>
     html`<form method="post" action="/dashboard/org/${action}"${attrs}>${csrfField(csrf)}${inner}</form>`;
-  if (!org.org) {
-    const invites = org.invitationsForMe.length
-      ? html`<p>Invitations waiting for you:</p><ul>${org.invitationsForMe.map((i) => html`<li>${i.org.name} as ${i.role}, from ${i.invitedBy} (until ${when(i.expiresAt)}): open the link in the invitation mail to join.</li>`)}</ul>`
-      : "";
-    return html`<h1>Organization</h1>${noticeOf(notice)}
-<p>You are not in an organization. Your AI can create one for you when you ask it to, or join one through the link in an invitation mail.</p>${invites}`;
-  }
   const can = org.can;
   const roleSelect = (name: string, selected: string) =>
     html`<select name="${name}">${rolesGivenBy(org.role).map((r) => html`<option value="${r}"${r === selected ? html` selected` : ""}>${r}</option>`)}</select>`;

@@ -22,6 +22,8 @@ export async function answerAuthReturn(
   version?: number,
 ): Promise<Response> {
   const origin = version === undefined ? appOrigin(ctx.config, address) : previewOrigin(ctx.config, address, version);
+  // The preview host was read from a label previewOrigin makes, so it has one; this only satisfies the type.
+  if (origin === null) return pages.noApp(address);
   const audience = version === undefined ? address : previewAudience(address, version);
   const target = sameOriginTarget(url.searchParams.get("path"), origin);
   const retry = signInUrl(ctx.config.gatewayUrl, address, target.slice(origin.length), false, version);

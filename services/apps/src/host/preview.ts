@@ -8,35 +8,13 @@ import type { LiveViewers } from "../http/viewers.ts";
 import { answerAuthReturn } from "./auth-return.ts";
 import type { BlobCache } from "./blob-cache.ts";
 import { pages } from "./pages.ts";
+import type { Preview } from "./host-names.ts";
 import { serveSite } from "./serve.ts";
 
-// A non-current version's preview, on its own origin `<address>.v<N>.preview.<apps domain>` (SCHEMA.md): only the
-// owner, checked live on every request, through the usual viewer ticket and a cookie of its own bound to that exact
-// host; anyone else gets the 404 page of a missing app. Only the version's files are served (no data, files, server
-// code, AI or declared APIs: 403), never cached or indexed, never counted.
-
-export interface Preview {
-  address: string;
-  version: number;
-}
-
-const PREVIEW_LABEL = /^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)\.v([1-9]\d{0,8})$/;
-
-/**
- * The preview a Host names (`<address>.v<N>.preview.<apps domain>`, port as for the apps domain), else null. The
- * caller read the Host already as no app's (addressOfHost); this takes the name part the same way.
- */
-export function previewOfHost(host: string | null, appsDomain: string): Preview | null {
-  if (!host || host.length > 261) return null;
-  const lower = host.toLowerCase().replace(/\.$/, "");
-  const domain = appsDomain.toLowerCase();
-  const domainHasPort = /:\d{1,5}$/.test(domain);
-  const name = domainHasPort ? lower : lower.replace(/:\d{1,5}$/, "");
-  const suffix = `.preview.${domainHasPort ? domain : domain.replace(/:\d{1,5}$/, "")}`;
-  if (!name.endsWith(suffix)) return null;
-  const match = PREVIEW_LABEL.exec(name.slice(0, -suffix.length));
-  return match ? { address: match[1]!, version: Number(match[2]) } : null;
-}
+// A non-current version's preview, on its own origin `v<N>--<address>.<apps domain>` (SCHEMA.md; host-names.ts reads
+// the Host): only the owner, checked live on every request, through the usual viewer ticket and a cookie of its own
+// bound to that exact host; anyone else gets the 404 page of a missing app. Only the version's files are served (no
+// data, files, server code, AI or declared APIs: 403), never cached or indexed, never counted.
 
 export interface PreviewDeps {
   ctx: AppsContext;

@@ -29,7 +29,8 @@ import { AppCache } from "./cache.ts";
 import { CustomHosts, hostnameOfHost } from "./custom-hosts.ts";
 import { createHatchRoutes } from "./hatch-routes.ts";
 import { pages } from "./pages.ts";
-import { createPreviewRoute, previewOfHost, type Preview } from "./preview.ts";
+import { addressOfHost, previewOfHost, type Preview } from "./host-names.ts";
+import { createPreviewRoute } from "./preview.ts";
 import { serveSite, type Served } from "./serve.ts";
 import { StatsCounter } from "./stats.ts";
 
@@ -72,37 +73,11 @@ export interface AppHost {
   stop(): Promise<void>;
 }
 
-const ADDRESS = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Upload tokens are random bytes, base64url (publish/folder-upload.ts), then a manifest file's path or nothing. */
 const UPLOAD_PATH = /^\/_hatch\/uploads\/([A-Za-z0-9_-]{16,64})(?:\/(.+))?$/;
 /** Host values whose site is remembered at most (then the memory starts over). */
 const MAX_HOSTS_KEPT = 1_000;
 /** A DNS name is at most 253 characters; with a port and a dot this is the longest Host worth reading. */
-const MAX_HOST_LENGTH = 261;
-/** name, a trailing dot, port, a trailing dot (after the port, as `x.localhost:3001.` arrives). No IPv6 literals. */
-const HOST_PARTS = /^([a-z0-9.-]+?)(\.)?(?::(\d{1,5}))?(\.)?$/;
-
-/**
- * Which site a Host header names: "" for the bare apps domain, an address for `<address>.<apps domain>`, null
- * for anything else (other names, IP literals, empty labels, odd ports, over-long values). Case does not matter and
- * one trailing dot names the same host (`a.example.` is `a.example`). The port is ignored when the apps domain has
- * none (a proxy in front may keep it).
- */
-export function addressOfHost(host: string | null, appsDomain: string): string | null {
-  if (!host || host.length > MAX_HOST_LENGTH) return null;
-  const given = HOST_PARTS.exec(host.toLowerCase());
-  const domain = HOST_PARTS.exec(appsDomain.toLowerCase());
-  if (!given || !domain || (given[2] && given[4])) return null;
-  const [, name = "", , port] = given;
-  const [, domainName = "", , domainPort] = domain;
-  if (domainPort !== undefined && port !== domainPort) return null;
-  if (name.split(".").includes("")) return null;
-  if (name === domainName) return "";
-  if (!name.endsWith(`.${domainName}`)) return null;
-  const label = name.slice(0, -(domainName.length + 1));
-  return ADDRESS.test(label) ? label : null;
-}
-
 /**
  * The request's path and query on a fixed origin. `request.url` is built from the Host header, which need not make
  * a URL at all (`x.localhost:3001.`); the Host was checked already (no `/`, `?` or `#` in it), so the path starts at
@@ -175,8 +150,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     const host = request.headers.get("host");
     const address = addressOf(host);
     if (address === null) {
-      const version = previewOfHost(host, ctx.config.appsDomain);
-      if (version) return answerPreview(request, version);
+      const preview = previewOfHost(host, ctx.config.appsDomain);
+      if (preview) return answerPreview(request, preview);
       return answerCustomHost(request, server);
     }
     const url = requestTarget(request);
@@ -185,10 +160,10 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
     return route(request, server, url, address);
   }
 
-  /** `<address>.v<N>.preview.<apps domain>`: a non-current version, for its owner only (preview.ts). */
-  function answerPreview(request: Request, version: Preview): Response | Promise<Response> {
+  /** `v<N>--<address>.<apps domain>`: a non-current version, for its owner only (preview.ts). */
+  function answerPreview(request: Request, which: Preview): Response | Promise<Response> {
     const url = requestTarget(request);
-    return url ? preview(request, url, version) : pages.badRequest();
+    return url ? preview(request, url, which) : pages.badRequest();
   }
 
   /**

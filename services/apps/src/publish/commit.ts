@@ -169,6 +169,10 @@ async function reserveAddress(tx: Tx, appId: string, name: string): Promise<stri
   throw new ToolError("conflict", "Hatch could not find a free address for this name. Try a more specific name.");
 }
 
+/**
+ * A name as an address: lowercase letters and digits, every run of anything else one hyphen. So no address holds `--`:
+ * that form is kept for hosts made from an address (a version preview `v<N>--<address>`, host/host-names.ts).
+ */
 export function addressBase(name: string): string {
   const slug = name
     .normalize("NFKD")

@@ -15,7 +15,7 @@ import { versionFiles, versions } from "../db/schema.ts";
  * `rpc.apps.dashboard.version` (signed ctx): one version of an app for the dashboard's version page: who published it
  * and from which client, and its files (path, size, type; never their contents). Who may see it is who may roll back
  * to it (requireOwnedApp, the owner); anyone else reads it as a missing app. A non-current version also has its
- * preview's address (host/preview.ts).
+ * preview's address (host/preview.ts), unless its Host label would be too long for DNS (host-names.ts previewLabel).
  */
 export function dashboardVersionRpc(apps: AppsContext): RpcBinding {
   return bindRpc(DashboardVersionInputSchema, async ({ ctx, input }): Promise<DashboardVersion> => {
@@ -34,6 +34,7 @@ export function dashboardVersionRpc(apps: AppsContext): RpcBinding {
       .orderBy(asc(versionFiles.path))
       .limit(DASHBOARD_VERSION_FILES_MAX);
     const current = version.number === app.currentVersion;
+    const preview = current ? null : previewOrigin(apps.config, app.address, version.number);
     return {
       address: app.address,
       name: app.name,
@@ -45,7 +46,7 @@ export function dashboardVersionRpc(apps: AppsContext): RpcBinding {
       fileCount: version.fileCount,
       totalBytes: version.totalBytes,
       files,
-      ...(current ? {} : { previewUrl: `${previewOrigin(apps.config, app.address, version.number)}/` }),
+      ...(preview === null ? {} : { previewUrl: `${preview}/` }),
     };
   });
 }

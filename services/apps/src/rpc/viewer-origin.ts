@@ -1,5 +1,5 @@
 import { bindRpc, type RpcBinding } from "@hatch/platform";
-import { ViewerOriginInputSchema, type ViewerOrigin } from "@hatch/contracts";
+import { ToolError, ViewerOriginInputSchema, type ViewerOrigin } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { appOrigin, previewOrigin } from "../config.ts";
 import type { AppsContext } from "../context.ts";
@@ -17,7 +17,11 @@ export function viewerOriginRpc(ctx: AppsContext): RpcBinding {
   return bindRpc(
     ViewerOriginInputSchema,
     async ({ input }): Promise<ViewerOrigin> => {
-      if (input.version !== undefined) return { origin: previewOrigin(ctx.config, input.address, input.version) };
+      if (input.version !== undefined) {
+        const origin = previewOrigin(ctx.config, input.address, input.version);
+        if (origin === null) throw new ToolError("not_found", "That version has no preview address.");
+        return { origin };
+      }
       const origin = appOrigin(ctx.config, input.address);
       const [app] = await ctx.db
         .select({

@@ -1,4 +1,4 @@
-import { randomId, type Role, type Session } from "@hatch/contracts";
+import { randomId, type CallContext, type Role, type Session } from "@hatch/contracts";
 import { type Database } from "@hatch/platform";
 import { and, eq, ne, notExists, sql } from "drizzle-orm";
 import { asRole, effectivePermissions } from "../roles.ts";
@@ -107,6 +107,24 @@ export async function ensurePerson(
   const created = await findPerson(db, user.userId);
   if (!created) throw new Error(`person ${user.userId} missing right after creation`);
   return created;
+}
+
+/** The gateway's dashboard calls tools as client {other, dashboard} (its calls.ts DASHBOARD_CLIENT). */
+export function onDashboard(client: { kind: string; name: string }): boolean {
+  return client.kind === "other" && client.name === "dashboard";
+}
+
+/**
+ * The person in the account an organization tool acts in, with their role and permissions there. On the dashboard it
+ * is the account its switcher shows (`ctx.account`, which `session.resolve` answered only for an account of theirs),
+ * read again here from `members`: a membership that ended since counts for nothing (then the account they act as).
+ * An AI's call acts in the account orgs keeps as active, read here rather than from its ctx, which the gateway may
+ * have resolved before a change made a moment ago (a join, a new organization).
+ */
+export async function callerPerson(db: Database, ctx: CallContext): Promise<PersonView> {
+  const me = await ensurePerson(db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
+  if (!ctx.account || ctx.account === me.accountId || !onDashboard(ctx.client)) return me;
+  return (await memberIn(db, ctx.sub, ctx.account)) ?? me;
 }
 
 /**

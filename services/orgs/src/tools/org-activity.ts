@@ -2,7 +2,7 @@ import { AppLookupSchema, isToolError, org_activity, rpcMethods, ToolError, type
 import { bindTool, callRpc } from "@hatch/platform";
 import { and, asc, eq } from "drizzle-orm";
 import { contextFor, type OrgsContext } from "../context.ts";
-import { ensurePerson } from "../db/accounts.ts";
+import { callerPerson, onDashboard } from "../db/accounts.ts";
 import { queryActivity } from "../db/activity.ts";
 import { requireOrg, type OrgCaller } from "../db/members.ts";
 import { activity } from "../db/schema.ts";
@@ -12,7 +12,7 @@ const ADDRESS = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 export function orgActivityTool(orgs: OrgsContext) {
   return bindTool(org_activity, async ({ ctx, input, requestId }) => {
-    const me = requireOrg(await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name }));
+    const me = requireOrg(await callerPerson(orgs.db, ctx));
     if (!isManager(me.role)) {
       throw new ToolError(
         "forbidden",
@@ -89,7 +89,7 @@ async function kindsLine(orgs: OrgsContext, accountId: string): Promise<string> 
   return kinds.length ? ` Action kinds in this log: ${kinds.map((k) => k.action).join(", ")}.` : " The log is empty.";
 }
 
-/** The gateway's dashboard calls tools as client {other, dashboard}: said as "on the dashboard", an AI client by name. */
+/** A dashboard call is said as "on the dashboard", an AI client by name. */
 function where(client: { kind: string; name: string }): string {
-  return client.kind === "other" && client.name === "dashboard" ? "on the dashboard" : `via ${client.name}`;
+  return onDashboard(client) ? "on the dashboard" : `via ${client.name}`;
 }

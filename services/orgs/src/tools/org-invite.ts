@@ -12,7 +12,7 @@ import {
 } from "@hatch/contracts";
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
-import { ensurePerson, type Tx } from "../db/accounts.ts";
+import { callerPerson, type Tx } from "../db/accounts.ts";
 import { hashToken, invitationOut, newInvitationSecrets, type InvitationRow } from "../db/invitations.ts";
 import { requireOrg, type OrgCaller } from "../db/members.ts";
 import { invitations, members, people } from "../db/schema.ts";
@@ -175,7 +175,7 @@ function describe(orgs: OrgsContext, me: OrgCaller, out: Output): string {
 
 export function orgInviteTool(orgs: OrgsContext) {
   return bindTool(org_invite, async ({ ctx, input }) => {
-    const me = requireOrg(await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name }));
+    const me = requireOrg(await callerPerson(orgs.db, ctx));
     checkMayInvite(me, input);
     const emails = [...new Set(input.emails.map((e) => e.toLowerCase()))];
     // The contract already refuses more; checked again here because nothing may be sent past the limit.

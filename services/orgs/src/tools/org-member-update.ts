@@ -2,7 +2,7 @@ import { bindTool } from "@hatch/platform";
 import { org_member_update, ToolError, type CallContext, type ToolInput, type ToolOutput } from "@hatch/contracts";
 import { and, eq } from "drizzle-orm";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
-import { ensurePerson } from "../db/accounts.ts";
+import { callerPerson } from "../db/accounts.ts";
 import { memberByEmail, memberOut, requireOrg, type MemberView, type OrgCaller } from "../db/members.ts";
 import { members } from "../db/schema.ts";
 import { removeMember } from "../removal.ts";
@@ -130,7 +130,7 @@ async function transfer(
 export function orgMemberUpdateTool(orgs: OrgsContext) {
   return bindTool(org_member_update, async (call) => {
     const { ctx, input } = call;
-    const me = requireOrg(await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name }));
+    const me = requireOrg(await callerPerson(orgs.db, ctx));
     if (input.action !== "transfer_ownership") requireManager(me);
     const target = await memberByEmail(orgs.db, me, input.email);
     if (input.action === "transfer_ownership") return transfer(orgs, ctx, me, target);

@@ -1,14 +1,14 @@
 import { bindTool } from "@hatch/platform";
 import { org_members, plural } from "@hatch/contracts";
 import type { OrgsContext } from "../context.ts";
-import { ensurePerson } from "../db/accounts.ts";
+import { callerPerson } from "../db/accounts.ts";
 import { invitationOut, openInvitations } from "../db/invitations.ts";
 import { listMembers, memberOut, requireOrg } from "../db/members.ts";
 import { isManager } from "../roles.ts";
 
 export function orgMembersTool(orgs: OrgsContext) {
   return bindTool(org_members, async ({ ctx, input }) => {
-    const me = requireOrg(await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name }));
+    const me = requireOrg(await callerPerson(orgs.db, ctx));
     const members = input.include === "invitations" ? [] : (await listMembers(orgs.db, me.accountId)).map(memberOut);
     // Pending invitations are the managers' business (they send and revoke them).
     const seesInvitations = isManager(me.role) && input.include !== "members";

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { acceptInvitation } from "../accept.ts";
 import { invitationsForEmail } from "../db/invitations.ts";
 import { recordOrgEvent, type OrgsContext } from "../context.ts";
-import { ensurePerson, findPersonIn, newAccountId, type PersonView } from "../db/accounts.ts";
+import { callerPerson, ensurePerson, findPersonIn, memberIn, newAccountId, type PersonView } from "../db/accounts.ts";
 import { accounts, members, people } from "../db/schema.ts";
 import { effectivePermissions, isCompanyAdmin } from "../roles.ts";
 
@@ -75,7 +75,7 @@ async function convert(orgs: OrgsContext, ctx: CallContext, name: string): Promi
 
 /** The owner or an admin gives the organization a new name; every member's next call carries it. */
 async function rename(orgs: OrgsContext, ctx: CallContext, name: string): Promise<Output> {
-  const me = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
+  const me = await callerPerson(orgs.db, ctx);
   if (me.accountKind !== "company")
     throw new ToolError("not_found", "You are in no organization, so there is nothing to rename. Nothing was changed.");
   if (!isCompanyAdmin(me.role))
@@ -84,8 +84,10 @@ async function rename(orgs: OrgsContext, ctx: CallContext, name: string): Promis
       `Only the owner and admins of ${me.accountName} rename it; you are a ${me.role}. Nothing was changed.`,
     );
   await orgs.db.transaction(async (tx) => {
-    const current = await findPersonIn(tx, me.userId);
-    if (current?.accountId !== me.accountId || !isCompanyAdmin(current.role))
+    // Locks the person's row (no change of whom they belong to meanwhile), then reads their role in this account now.
+    await findPersonIn(tx, me.userId);
+    const current = await memberIn(tx, me.userId, me.accountId);
+    if (!current || !isCompanyAdmin(current.role))
       throw new ToolError("conflict", "Your role in the organization changed meanwhile. Nothing was changed.");
     await tx.update(accounts).set({ name }).where(eq(accounts.id, me.accountId));
     const everyone = await tx

@@ -1,7 +1,7 @@
 import { bindTool } from "@hatch/platform";
 import { org } from "@hatch/contracts";
 import type { OrgsContext } from "../context.ts";
-import { ensurePerson } from "../db/accounts.ts";
+import { callerPerson } from "../db/accounts.ts";
 import { invitationsForEmail } from "../db/invitations.ts";
 import { orgSummary } from "../db/members.ts";
 import { asRole, capabilities, effectivePermissions } from "../roles.ts";
@@ -11,7 +11,7 @@ const NONE = Object.fromEntries(Object.keys(NOTHING).map((k) => [k, false])) as 
 
 export function orgTool(orgs: OrgsContext) {
   return bindTool(org, async ({ ctx }) => {
-    const me = await ensurePerson(orgs.db, { userId: ctx.sub, email: ctx.email, name: ctx.name });
+    const me = await callerPerson(orgs.db, ctx);
     // An unverified address proves nothing: invitations to it are listed once the user verified it.
     const waiting = ctx.emailVerified ? await invitationsForEmail(orgs.db, me.email) : [];
     const invitationsForMe = waiting.map(({ invitation, orgName }) => ({
