@@ -11,6 +11,7 @@ import {
 import { previewOrigin } from "../src/config.ts";
 import { addressOfHost, previewLabel, previewOfHost } from "../src/host/host-names.ts";
 import { addressBase } from "../src/publish/commit.ts";
+import { plainFileTarget } from "../src/host/server.ts";
 
 describe("request paths", () => {
   test("plain paths map to stored keys", () => {
@@ -214,5 +215,45 @@ describe("version preview hosts", () => {
     expect(previewLabel(longest, 1_000_000)).toBeNull();
     expect(previewOrigin(config, longest, 1_000_000)).toBeNull();
     expect(previewLabel("a".repeat(63), 1)).toBeNull();
+  });
+});
+
+describe("plainFileTarget: the app host's path without a URL parse", () => {
+  const origin = "http://my-app.localhost:3001";
+  test("a plain path is exactly what URL gives", () => {
+    for (const path of [
+      "/",
+      "/index.html",
+      "/assets/index-B1a2C3d4.js",
+      "/a/b/",
+      "/.well-known/x",
+      "/a..b/c.",
+      "/~me/x_y-z",
+    ]) {
+      expect(plainFileTarget(origin + path)).toEqual({ pathname: new URL(origin + path).pathname, search: "" });
+    }
+  });
+  test("anything URL would change, a query, or Hatch's own paths are left to the full parse", () => {
+    for (const path of [
+      "/a/../b",
+      "/a/./b",
+      "/..",
+      "/.",
+      "/a%2e%2e/b",
+      "/a b",
+      "/a\\b",
+      "/é",
+      "/x?y=1",
+      "/x#y",
+      "/_hatch/client.js",
+      "/_hatch/auth",
+      "/api",
+      "/api/items",
+    ]) {
+      expect(plainFileTarget(origin + path)).toBeNull();
+    }
+    // Paths that only start like Hatch's are the app's.
+    expect(plainFileTarget(`${origin}/apis/x`)?.pathname).toBe("/apis/x");
+    expect(plainFileTarget(`${origin}/_hatchery`)?.pathname).toBe("/_hatchery");
   });
 });

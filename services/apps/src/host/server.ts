@@ -94,6 +94,26 @@ function requestTarget(request: Request): URL | null {
   }
 }
 
+/** What the file routes read of a request's target. */
+type Target = Pick<URL, "pathname" | "search">;
+
+/** Segments of letters, digits and `._~-`, none of them `.` or `..`: a path URL would keep exactly as it is. */
+const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9._~-]*)+$/;
+
+/**
+ * The target of a request for an app's file when it is plain (PLAIN_PATH, no query or fragment) and not one of
+ * Hatch's own paths (`/_hatch/`, `/api`): the same pathname `new URL` would give, without parsing one (most of a
+ * site's requests). Null otherwise: the caller parses the target (requestTarget).
+ */
+export function plainFileTarget(raw: string): Target | null {
+  const scheme = raw.indexOf("://");
+  const slash = scheme < 0 ? -1 : raw.indexOf("/", scheme + 3);
+  if (slash < 0) return null;
+  const path = raw.slice(slash);
+  if (!PLAIN_PATH.test(path) || path.startsWith("/_hatch/") || path === "/api" || path.startsWith("/api/")) return null;
+  return { pathname: path, search: "" };
+}
+
 /** The app host: serves published apps on their own origins, and upload URLs on the bare apps domain. */
 export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): AppHost {
   const log = ctx.logger.child({ component: "app-host" });
@@ -154,6 +174,10 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
       if (preview) return answerPreview(request, preview);
       return answerCustomHost(request, server);
     }
+    if (address !== "") {
+      const plain = plainFileTarget(request.url);
+      if (plain) return answerFiles(request, server, plain, address);
+    }
     const url = requestTarget(request);
     if (!url) return pages.badRequest();
     if (address === "") return answerRoot(request, url);
@@ -209,7 +233,12 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
 
   /** An app's routes, whichever host named it. */
   function route(request: Request, server: Server<undefined>, url: URL, address: string): Response | Promise<Response> {
-    if (url.pathname.startsWith("/_hatch/") && url.pathname !== "/_hatch/auth") {
+    if (url.pathname === "/_hatch/auth") {
+      // The sign-in's way back to the app (auth-return.ts): a page like the app's files.
+      if (request.method !== "GET" && request.method !== "HEAD") return pages.methodNotAllowed();
+      return answerAuthReturn(ctx, url, address);
+    }
+    if (url.pathname.startsWith("/_hatch/")) {
       // Hatch's own routes on every app origin: the browser library and the app's data (any method).
       return hatch(request, url, address, server.requestIP(request)?.address ?? "");
     }
@@ -232,11 +261,10 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   function answerFiles(
     request: Request,
     server: Server<undefined>,
-    url: URL,
+    url: Target,
     address: string,
   ): Response | Promise<Response> {
     if (request.method !== "GET" && request.method !== "HEAD") return pages.methodNotAllowed();
-    if (url.pathname === "/_hatch/auth") return answerAuthReturn(ctx, url, address);
     const cached = cache.get(address);
     if (!(cached instanceof Promise)) return cached ? answerApp(request, server, url, cached) : pages.noApp(address);
     return cached.then(
@@ -251,7 +279,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   function answerApp(
     request: Request,
     server: Server<undefined>,
-    url: URL,
+    url: Target,
     app: HostedApp,
   ): Response | Promise<Response> {
     if (app.visibility === "public") return serveApp(request, server, url, app, null);
@@ -293,7 +321,7 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   function serveApp(
     request: Request,
     server: Server<undefined>,
-    url: URL,
+    url: Target,
     app: HostedApp,
     viewer: Viewer | null,
   ): Response | Promise<Response> {
@@ -335,12 +363,8 @@ export function startAppHost(ctx: AppsContext, options: AppHostOptions = {}): Ap
   }
 
   /** hatch_app_host_requests_total by status class, and the time to the response headers. */
-  const byStatus = new Map<string, { inc(): void }>();
   const counted = (response: Response, started: number): Response => {
-    const status = statusClass(response.status);
-    let counter = byStatus.get(status);
-    if (!counter) byStatus.set(status, (counter = metrics.appHostRequests.labels({ status })));
-    counter.inc();
+    metrics.appHostRequests.inc(statusClass(response.status));
     metrics.appHostSeconds.observe((performance.now() - started) / 1000);
     return response;
   };
