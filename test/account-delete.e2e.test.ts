@@ -14,7 +14,7 @@ import { and, eq } from "drizzle-orm";
 import { addresses, aiKeys, appsTable } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
 import { accounts, activity, members, people } from "../services/orgs/src/db/schema.ts";
-import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signedInJar } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { gatewaySignedContext } from "./support/call-context.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
@@ -88,11 +88,7 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
 
-    async function signedIn(user: User): Promise<HostCookieJar> {
-      const jar = new HostCookieJar();
-      await signInWithForm(jar, `${hatch.baseUrl}/signin`, user.email, PASSWORD);
-      return jar;
-    }
+    const signedIn = (user: User) => signedInJar(hatch.baseUrl, user.email, PASSWORD);
 
     async function unchanged(): Promise<void> {
       await signedIn(dan);

@@ -4,7 +4,7 @@ import { callRpc } from "@hatch/platform";
 import { ChargeResultSchema, deriveKey, ReceiptsSchema, rpcMethods } from "@hatch/contracts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { gatewaySignedContext, userClaims } from "./support/call-context.ts";
-import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, signedInJar } from "./support/cookies.ts";
 import { FakeStripe } from "./support/fake-stripe.ts";
 import { joinOrg } from "./support/orgs.ts";
 import { startTestHatch, TEST_SECRET, type TestHatch } from "./support/hatch.ts";
@@ -69,11 +69,7 @@ for (const mode of MODES) {
         await fake?.stop();
       });
 
-      async function signedIn(email: string): Promise<HostCookieJar> {
-        const jar = new HostCookieJar();
-        await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
-        return jar;
-      }
+      const signedIn = (email: string) => signedInJar(hatch.baseUrl, email, PASSWORD);
       const claimsOf = (user: typeof owner) => userClaims(user);
       const ctxOf = (user: typeof owner) => gatewaySignedContext(hatch.gateway, ctxKey, claimsOf(user));
       test("Team with 3 seats and a domain purchase show as receipts with their lines", async () => {

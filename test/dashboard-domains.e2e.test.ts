@@ -3,7 +3,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { eq } from "drizzle-orm";
 import { boughtDomains, hostnames } from "../services/domains/src/db/schema.ts";
 import type { DomainsService } from "../services/domains/src/service.ts";
-import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, signedInJar } from "./support/cookies.ts";
 import { startTestDns, type TestDnsServer } from "./support/domains-dns.ts";
 import { joinOrg } from "./support/orgs.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
@@ -65,11 +65,7 @@ for (const mode of MODES) {
       await dns?.close();
     });
 
-    async function signedIn(email: string): Promise<HostCookieJar> {
-      const jar = new HostCookieJar();
-      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
-      return jar;
-    }
+    const signedIn = (email: string) => signedInJar(hatch.baseUrl, email, PASSWORD);
     const pagePath = () => `/dashboard/apps/${address}/domains`;
     const rows = async () => domains.context.db.select().from(hostnames).where(eq(hostnames.hostname, hostname));
 

@@ -4,7 +4,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createHash } from "node:crypto";
 import { appLogs, blobs, bucketFiles, documents } from "../services/apps/src/db/schema.ts";
 import { seedApp } from "../services/apps/test/support/seed.ts";
-import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, signedInJar } from "./support/cookies.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, textOf, userWithToken } from "./support/mcp.ts";
@@ -119,11 +119,7 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
 
-    async function signedIn(email: string): Promise<HostCookieJar> {
-      const jar = new HostCookieJar();
-      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
-      return jar;
-    }
+    const signedIn = (email: string) => signedInJar(hatch.baseUrl, email, PASSWORD);
     /** The activity log's lines as org_activity's text says them (each with its client). */
     const activity = async () =>
       textOf(await clients[0]!.callTool({ name: "org_activity", arguments: { limit: 50 } }))

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { csrfOf, HostCookieJar, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, signedInJar } from "./support/cookies.ts";
 import { joinOrg } from "./support/orgs.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
@@ -47,11 +47,7 @@ for (const mode of MODES) {
       await hatch?.stop();
     });
 
-    async function signedIn(email: string): Promise<HostCookieJar> {
-      const jar = new HostCookieJar();
-      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
-      return jar;
-    }
+    const signedIn = (email: string) => signedInJar(hatch.baseUrl, email, PASSWORD);
     const current = async () =>
       (await callOk<{ apps: { address: string; currentVersion: number | null }[] }>(ownerAi, "list_tools")).apps.find(
         (a) => a.address === address,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TOOL_CONTRACTS } from "@hatch/contracts";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { csrfOf, HostCookieJar, signInToApp, signInWithForm } from "./support/cookies.ts";
+import { csrfOf, HostCookieJar, signInToApp, signedInJar } from "./support/cookies.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, userWithToken } from "./support/mcp.ts";
 import { joinOrg } from "./support/orgs.ts";
@@ -91,11 +91,7 @@ for (const mode of EMBEDDED_MODES) {
       await hatch?.stop();
     });
 
-    async function signedIn(email: string): Promise<HostCookieJar> {
-      const jar = new HostCookieJar();
-      await signInWithForm(jar, `${hatch.baseUrl}/signin`, email, PASSWORD);
-      return jar;
-    }
+    const signedIn = (email: string) => signedInJar(hatch.baseUrl, email, PASSWORD);
 
     /** Pages that answered with a server error while crawling (none may). */
     const failed: string[] = [];

@@ -16,6 +16,7 @@ import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { callOk, connectClient, connectFormClient, userWithToken } from "./support/mcp.ts";
 import { collect, type Output } from "./support/processes.ts";
 import { freePort, MODES } from "./support/servers.ts";
+import { selfSignedCertificate } from "./support/certificates.ts";
 
 // The proof with real components: an authoritative DNS server on loopback the test controls, a real Caddy with
 // on-demand TLS whose `ask` is the domains service's endpoint and whose ACME CA is a real Pebble, and Hatch.
@@ -86,32 +87,9 @@ for (const mode of MODES) {
       dns.add(EDGE, "A", "127.0.0.1");
 
       // Pebble's own listener certificate (Caddy trusts it with acme_ca_root).
-      const listenerCert = join(dir, "pebble-listener.pem");
-      const listenerKey = join(dir, "pebble-listener.key");
-      const openssl = Bun.spawnSync(
-        [
-          "openssl",
-          "req",
-          "-x509",
-          "-newkey",
-          "ec",
-          "-pkeyopt",
-          "ec_paramgen_curve:prime256v1",
-          "-nodes",
-          "-days",
-          "1",
-          "-subj",
-          "/CN=localhost",
-          "-addext",
-          "subjectAltName=DNS:localhost,IP:127.0.0.1",
-          "-keyout",
-          listenerKey,
-          "-out",
-          listenerCert,
-        ],
-        { stderr: "pipe" },
-      );
-      if (openssl.exitCode !== 0) throw new Error(`openssl failed: ${openssl.stderr.toString()}`);
+      const listener = selfSignedCertificate(dir, "pebble-listener", "localhost", ["DNS:localhost", "IP:127.0.0.1"]);
+      const listenerCert = listener.certPath;
+      const listenerKey = listener.keyPath;
       const acmePort = freePort();
       const managementPort = freePort();
       writeFileSync(

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { appOrigin, previewOrigin } from "../services/apps/src/config.ts";
 import { checkCertificate } from "../services/domains/src/dns/certificate.ts";
+import { selfSignedCertificate } from "./support/certificates.ts";
 
 // The certificate story of version previews (issue 27): a preview is served on `v<N>--<address>.<apps domain>`, one
 // label below the apps domain like an app, so the apps domain's one wildcard certificate (`*.<apps domain>`) covers
@@ -26,37 +27,15 @@ describe.skipIf(missing)("a version preview is covered by the apps domain's wild
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "hatch-preview-tls-"));
-    const key = join(dir, "wildcard.key");
-    const cert = join(dir, "wildcard.pem");
-    const made = Bun.spawnSync(
-      [
-        "openssl",
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        `/CN=*.${APPS_DOMAIN}`,
-        "-addext",
-        `subjectAltName=DNS:${APPS_DOMAIN},DNS:*.${APPS_DOMAIN}`,
-        "-keyout",
-        key,
-        "-out",
-        cert,
-      ],
-      { stderr: "pipe" },
-    );
-    if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
-    ca = readFileSync(cert, "utf8");
+    const made = selfSignedCertificate(dir, "wildcard", `*.${APPS_DOMAIN}`, [
+      `DNS:${APPS_DOMAIN}`,
+      `DNS:*.${APPS_DOMAIN}`,
+    ]);
+    ca = made.cert;
     server = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
-      tls: { cert: Bun.file(cert), key: Bun.file(key) },
+      tls: { cert: made.cert, key: made.key },
       fetch: () => new Response("edge"),
     });
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isSpecialPurposeAddress } from "@hatch/platform";
@@ -7,6 +7,7 @@ import { DEFAULT_FRESH_MS, freshForMs, MAX_FRESH_MS } from "../src/auth/client-d
 import { gatewayConfig, loadGatewayConfig } from "../src/config.ts";
 import { authorizePath, createHarness, type Harness } from "./oauth-harness.ts";
 import { pkcePair } from "./support.ts";
+import { selfSignedCertificate } from "../../test/support/certificates.ts";
 
 // A stranger picks the client id URL and the gateway fetches it: only globally routable addresses may be reached,
 // the address checked is the address connected to, and the unsafe mode is never inferred from BASE_URL.
@@ -165,30 +166,12 @@ describe("DNS rebinding: the checked address is the one connected to", () => {
     // A TLS server whose certificate is only valid for meta.example.test: a fetch to its address passes the
     // certificate check only when the name is sent as the TLS server name.
     dir = mkdtempSync(join(tmpdir(), "hatch-cimd-"));
-    const made = Bun.spawnSync([
-      "openssl",
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-      "-days",
-      "2",
-      "-subj",
-      "/CN=meta.example.test",
-      "-addext",
-      "subjectAltName=DNS:meta.example.test",
-    ]);
-    if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
-    ca = readFileSync(join(dir, "cert.pem"), "utf8");
+    const made = selfSignedCertificate(dir, "meta", "meta.example.test", ["DNS:meta.example.test"]);
+    ca = made.cert;
     server = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
-      tls: { cert: ca, key: readFileSync(join(dir, "key.pem"), "utf8") },
+      tls: { cert: ca, key: made.key },
       fetch(request) {
         seen.push({ host: request.headers.get("host") });
         return Response.json(DOCUMENT(`https://meta.example.test:${server.port}/client.json`));

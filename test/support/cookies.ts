@@ -82,6 +82,13 @@ export async function signInWithForm(
   return done;
 }
 
+/** A new jar signed in on the gateway at `baseUrl` (signInWithForm): a person's browser on the dashboard. */
+export async function signedInJar(baseUrl: string, email: string, password: string): Promise<HostCookieJar> {
+  const jar = new HostCookieJar();
+  await signInWithForm(jar, `${baseUrl}/signin`, email, password);
+  return jar;
+}
+
 /** Follows an app's sign-in with real requests (gateway sign-in page, viewer ticket) until the app's cookie is set. */
 export async function signInToApp(
   hatch: { baseUrl: string },

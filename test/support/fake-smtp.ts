@@ -1,9 +1,9 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer as createTlsServer, createSecureContext, TLSSocket } from "node:tls";
+import { selfSignedCertificate } from "./certificates.ts";
 
 /** A message as the fake server received it: the envelope and the raw DATA, un-dot-stuffed. */
 export interface ReceivedMail {
@@ -47,29 +47,12 @@ export interface FakeSmtp {
 /** RFC 5321 limit on a line, CRLF included. */
 const MAX_LINE = 1000;
 
-/** Makes a throwaway self-signed certificate with openssl (as gateway/test/client-metadata.test.ts does). */
+/** A throwaway self-signed certificate for localhost. */
 export function makeTestCert(): TestCert {
   const dir = mkdtempSync(join(tmpdir(), "fake-smtp-"));
   try {
-    const made = spawnSync("openssl", [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-      "-days",
-      "2",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    ]);
-    if (made.status !== 0) throw new Error(`openssl failed: ${String(made.stderr)}`);
-    return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") };
+    const { key, cert } = selfSignedCertificate(dir, "smtp", "localhost", ["DNS:localhost", "IP:127.0.0.1"]);
+    return { key, cert };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
