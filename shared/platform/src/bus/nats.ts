@@ -26,7 +26,8 @@ import {
 
 // nats.js is patched (patches/@nats-io%2Fnats-core@3.4.0.patch) to write what it queued once per event loop turn
 // rather than at every microtask checkpoint: the requests and replies of the calls one turn handles share a socket
-// write (bench/README.md, round 3).
+// write (bench/README.md, round 3). Also (round 5): an answered request builds no error, and header keys are looked
+// up, not filtered out of an array of all of them.
 
 export interface NatsBusOptions {
   /** One server URL or several, comma-separated (a cluster's nodes): any that answers will do. */
@@ -137,22 +138,25 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
   const replicas = options.replicas ?? 1;
   const inFlight = new Set<Promise<void>>();
 
+  // Headers are on the path of every call (a request's traceparent and request id): each key lower-cased once and
+  // appended (no lookup of a key that cannot be there yet), and read back from the iterator (one pass, first value).
   const toHeaders = (record: Record<string, string> | undefined): MsgHdrs | undefined => {
     if (!record) return undefined;
-    const keys = Object.keys(record);
-    if (keys.length === 0) return undefined;
-    const h = natsHeaders();
-    for (const key of keys) h.set(key, record[key]!);
+    let h: MsgHdrs | undefined;
+    for (const key in record) {
+      h ??= natsHeaders();
+      const name = key.toLowerCase();
+      if (h.has(name)) h.set(name, record[key]!);
+      else h.append(name, record[key]!);
+    }
     return h;
   };
   const fromHeaders = (h: MsgHdrs | undefined): Record<string, string> => {
     const out: Record<string, string> = {};
     if (!h) return out;
-    for (const key of h.keys()) out[key.toLowerCase()] = h.get(key);
+    for (const [key, values] of h) if (values[0] !== undefined) out[key.toLowerCase()] = values[0];
     return out;
   };
-  const lowerKeys = (record: Record<string, string> | undefined) =>
-    record ? Object.fromEntries(Object.entries(record).map(([k, v]) => [k.toLowerCase(), v])) : undefined;
   /**
    * The server drops a connection that sends more than its max_payload, and nats.js throws a bare error before
    * that. Refuse here with a message the AI can act on (the only large calls are inline publishes).
@@ -178,7 +182,7 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
         data: msg.data,
         headers: fromHeaders(msg.headers),
       });
-      if (reply && msg.reply) msg.respond(toBytes(reply.data), { headers: toHeaders(lowerKeys(reply.headers)) });
+      if (reply && msg.reply) msg.respond(toBytes(reply.data), { headers: toHeaders(reply.headers) });
     } catch (error) {
       options.logger?.error("bus handler failed", { subject: msg.subject, error });
     }
@@ -196,7 +200,7 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
       try {
         const msg = await nc.request(full, bytes, {
           timeout: opts.timeoutMs,
-          headers: toHeaders(lowerKeys(opts.headers)),
+          headers: toHeaders(opts.headers),
         });
         return { subject, data: msg.data, headers: fromHeaders(msg.headers) };
       } catch (error) {
@@ -237,7 +241,7 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
       const bytes = toBytes(data);
       checkSize(bytes, opts.headers);
       try {
-        nc.publish(withPrefix(prefix, subject), bytes, { headers: toHeaders(lowerKeys(opts.headers)) });
+        nc.publish(withPrefix(prefix, subject), bytes, { headers: toHeaders(opts.headers) });
       } catch (error) {
         throw mapError(error, subject);
       }
@@ -255,12 +259,9 @@ export function wrapNatsConnection(nc: NatsConnection, options: Omit<NatsBusOpti
 
 /** Size of headers as NATS encodes them: `NATS/1.0\r\n`, `key: value\r\n` each, then `\r\n`. */
 function headerBytes(record: Record<string, string> | undefined): number {
-  const entries = Object.entries(record ?? {});
-  if (entries.length === 0) return 0;
-  return entries.reduce(
-    (sum, [key, value]) => sum + Buffer.byteLength(`${key}: ${value}\r\n`),
-    "NATS/1.0\r\n\r\n".length,
-  );
+  let sum = 0;
+  for (const key in record) sum += Buffer.byteLength(key) + Buffer.byteLength(record[key]!) + ": \r\n".length;
+  return sum === 0 ? 0 : sum + "NATS/1.0\r\n\r\n".length;
 }
 
 function mapError(error: unknown, subject: string): Error {
