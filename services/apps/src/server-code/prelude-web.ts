@@ -155,8 +155,15 @@ class Response extends Body {
   /** [name, value] pairs for the host. */
   _pairs() { return this.#headers !== undefined ? this.#headers._pairs() : this.#type ? [["content-type", this.#type]] : []; }
   static json(data, init = {}) {
-    const text = JSON.stringify(data);
+    const unread = unparsedJson(data);
+    const text = unread !== undefined ? unread : JSON.stringify(data);
     if (text === undefined) throw new TypeError("Response.json: this value cannot be written as JSON");
+    if (init.headers === undefined) {
+      // No headers given: the content type alone, built when read (as a text body's is).
+      const response = new Response(text, init);
+      response.#type = "application/json";
+      return response;
+    }
     const headers = new Headers(init.headers);
     if (!headers.has("content-type")) headers.set("content-type", "application/json");
     return new Response(text, { ...init, headers });
@@ -179,7 +186,9 @@ class Response extends Body {
   clone() { return new Response(this._rawBody(), { status: this.#status, statusText: this.#statusText, headers: this.headers }); }
 }
 
+const FORM_PLAIN = /^[A-Za-z0-9*._-]*$/;
 function formEncode(text) {
+  if (FORM_PLAIN.test(text)) return text;
   return encodeURIComponent(text).replace(/%20/g, "+").replace(/[!'()~]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
 }
 function formDecode(text) {

@@ -2,7 +2,7 @@ import type { Logger } from "@hatch/platform";
 import { otherThreadsCpuMs, threadCpuMsOf } from "./cpu-clock.ts";
 import { Fairness, type FairnessOptions } from "./fairness.ts";
 import type { PoolOptions } from "./pool.ts";
-import type { FromWorker, LostCause, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
+import type { FromWorker, LostCause, RunEnd, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
 import { HostCallError, type HostCallResult, type LogLevel, type SandboxLimits, type SandboxRequest } from "./types.ts";
 
 // The app host's side of the sandbox workers. Each app version goes to one worker (by a hash of its key), where its
@@ -187,7 +187,9 @@ export class SandboxRunner {
       slot.sent.add(running.spec.key);
     }
     const { spec } = running;
-    this.post(slot, { t: "run", run, key: spec.key, filename: spec.filename, source, request: spec.request });
+    const { method, url, headers, viewer, body } = spec.request;
+    const meta = JSON.stringify({ method, url, headers, viewer });
+    this.post(slot, ["run", run, spec.key, spec.filename, source, meta, body]);
   }
 
   private post(slot: Slot, message: ToWorker): void {
@@ -199,58 +201,72 @@ export class SandboxRunner {
   }
 
   private receive(slot: Slot, message: FromWorker): void {
-    if (message.t === "ready") return;
-    if (message.t === "started") {
-      const running = slot.runs.get(message.run);
-      if (running) running.started = true;
-      return;
+    switch (message[0]) {
+      case "ready":
+        return;
+      case "started": {
+        const running = slot.runs.get(message[1]);
+        if (running) running.started = true;
+        return;
+      }
+      case "need":
+        void this.send(slot, message[1], true);
+        return;
+      case "call":
+        return this.call(slot, message[1], message[2], message[3], message[4]);
+      case "done":
+        return this.done(slot, message[1], JSON.parse(message[2]) as RunEnd, message[3]);
     }
-    if (message.t === "need") {
-      void this.send(slot, message.run, true);
-      return;
+  }
+
+  /** Answers an env call of a run (the op as the sandbox wrote it: JSON, refused when it is not an object). */
+  private call(slot: Slot, run: number, call: number, opText: string, body: Uint8Array | null): void {
+    const running = slot.runs.get(run);
+    if (!running) return;
+    running.started = true;
+    running.calls++;
+    let op: Record<string, unknown> | null = null;
+    try {
+      const parsed = JSON.parse(opText) as unknown;
+      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+        op = parsed as Record<string, unknown>;
+    } catch {
+      // Not JSON: refused below.
     }
-    if (message.t === "call") {
-      const running = slot.runs.get(message.run);
-      if (!running) return;
-      running.started = true;
-      running.calls++;
-      running.spec.hostCall(message.op, message.body).then(
-        (value) => this.post(slot, { t: "answer", run: message.run, call: message.call, ok: true, value }),
-        (error: unknown) => {
-          const known =
-            error instanceof HostCallError
-              ? error
-              : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
-          if (!(error instanceof HostCallError))
-            this.log.error("server code host call failed", { op: String(message.op.op), error });
-          this.post(slot, {
-            t: "answer",
-            run: message.run,
-            call: message.call,
-            ok: false,
-            code: known.code,
-            message: known.message,
-            status: known.status,
-          });
-        },
-      );
-      return;
-    }
-    const running = slot.runs.get(message.run);
+    const answer = op
+      ? running.spec.hostCall(op, body)
+      : Promise.reject(new HostCallError("invalid", "Unknown env call.", 400));
+    answer.then(
+      (value) => this.post(slot, ["answer", run, call, value]),
+      (error: unknown) => {
+        const known =
+          error instanceof HostCallError
+            ? error
+            : new HostCallError("unavailable", "Hatch could not do this right now. Try again in a moment.");
+        if (!(error instanceof HostCallError))
+          this.log.error("server code host call failed", { op: String(op?.op), error });
+        this.post(slot, ["refuse", run, call, known.code, known.message, known.status]);
+      },
+    );
+  }
+
+  private done(slot: Slot, run: number, end: RunEnd, body: string | Uint8Array | null): void {
+    const running = slot.runs.get(run);
+    const { result } = end;
+    if (result.kind === "ok") result.reply.body = body;
     if (running) {
-      this.fairness.charge(running.spec.app, message.cpuMs);
-      const { result } = message;
+      this.fairness.charge(running.spec.app, end.cpuMs);
       if (result.kind === "lost") result.calls = running.calls;
       if (result.kind === "cpu" || result.kind === "memory" || (result.kind === "load" && result.limit !== null))
         this.fairness.stopped(running.spec.app);
     }
-    this.finish(slot, message.run, { result: message.result, logs: message.logs, dropped: message.dropped });
-    if (message.crashed && !slot.retired) {
-      this.log.error("server code sandbox crashed: worker replaced", { error: message.crashed });
+    this.finish(slot, run, { result, logs: end.logs, dropped: end.dropped });
+    if (end.crashed && !slot.retired) {
+      this.log.error("server code sandbox crashed: worker replaced", { error: end.crashed });
       this.replace(slot, null, true);
     }
-    if (!slot.retired && message.heap > (this.options.maxWorkerHeapBytes ?? 1024 * 1024 * 1024)) {
-      this.log.warn("server code worker replaced: its memory grew large", { heapBytes: message.heap });
+    if (!slot.retired && end.heap > (this.options.maxWorkerHeapBytes ?? 1024 * 1024 * 1024)) {
+      this.log.warn("server code worker replaced: its memory grew large", { heapBytes: end.heap });
       this.replace(slot, null, true);
     }
     if (slot.retired && slot.runs.size === 0) slot.worker.terminate();

@@ -52,7 +52,8 @@ export class HostCallError extends Error {
 /** What one request may do outside the sandbox; the route builds it per request. */
 export interface RequestHooks {
   log(level: LogLevel, message: string): void;
-  hostCall(op: Record<string, unknown>, body: Uint8Array | null): Promise<HostCallResult>;
+  /** `op`: the env call as the sandbox wrote it (JSON, read where the call is answered). */
+  hostCall(op: string, body: Uint8Array | null): Promise<HostCallResult>;
   /** Told when QuickJS starts and stops running this request's code (the worker's watchdog board). */
   watch?(running: boolean): void;
   /** Told each time QuickJS checks its interrupt handler: the code is running, not stuck inside one built-in. */
