@@ -253,11 +253,27 @@ function normalizePath(path) {
 function encodePart(text, extra) {
   return text.replace(/[^\x21-\x7e]|[<>"\x60{}]/g, (c) => encodeURIComponent(c)).replace(extra || /(?!)/g, (c) => encodeURIComponent(c));
 }
+/** Absolute URLs parsed lately, text → parts: a handler parses request.url each time, often the same text. */
+const PARSED_URLS = new Map();
+const PARSED_URLS_KEPT = 32;
 class URL {
   #protocol = ""; #username = ""; #password = ""; #hostname = ""; #port = ""; #pathname = "/"; #search = ""; #hash = "";
   #params = null;
   constructor(input, base) {
-    input = String(input).replace(/^[\0-\x20]+|[\0-\x20]+$/g, "").replace(/[\t\n\r]/g, "");
+    input = String(input);
+    const known = base === undefined ? PARSED_URLS.get(input) : undefined;
+    if (known !== undefined) {
+      this.#protocol = known[0]; this.#username = known[1]; this.#password = known[2]; this.#hostname = known[3];
+      this.#port = known[4]; this.#pathname = known[5]; this.#search = known[6]; this.#hash = known[7];
+      return;
+    }
+    this.#parse(input, base);
+    if (base !== undefined) return;
+    if (PARSED_URLS.size >= PARSED_URLS_KEPT) PARSED_URLS.delete(PARSED_URLS.keys().next().value);
+    PARSED_URLS.set(input, [this.#protocol, this.#username, this.#password, this.#hostname, this.#port, this.#pathname, this.#search, this.#hash]);
+  }
+  #parse(input, base) {
+    input = input.replace(/^[\0-\x20]+|[\0-\x20]+$/g, "").replace(/[\t\n\r]/g, "");
     let match = URL_PARTS.exec(input);
     if (!match || (match[4] === undefined && /^(https?|wss?):$/i.test(match[1]))) {
       if (base === undefined) throw new TypeError("Invalid URL: " + JSON.stringify(input.slice(0, 200)));
