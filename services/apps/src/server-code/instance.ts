@@ -258,6 +258,7 @@ export class Instance {
       }
       turn.promise = result.value;
       this.pump(turn);
+      if (!turn.done) hooks.waiting?.();
     });
   }
 

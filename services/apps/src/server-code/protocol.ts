@@ -62,7 +62,11 @@ export type FromWorker =
   | [t: "ready"]
   /** The worker has no source for this version (evicted or never sent): send the run again with it. */
   | [t: "need", run: number]
-  /** The run's instance is ready and its code about to run: from now on it cannot be sent to another worker. */
+  /**
+   * The run's code has run and waits (a host call or a timer): from now on it cannot be sent to another worker. Told
+   * only of a run that was not answered in its first entry into QuickJS: while inside that entry it is the run on the
+   * board (the one a stuck worker is stopped for), and before it, none of its code has run.
+   */
   | [t: "started", run: number]
   /** `op`: the env call as JSON. */
   | [t: "call", run: number, call: number, op: string, body: Uint8Array | null]

@@ -59,7 +59,11 @@ export interface RunSpec {
 interface Running {
   spec: RunSpec;
   startedAt: number;
-  /** The worker began running it (its instance was ready): it cannot be sent to another worker any more. */
+  /**
+   * Its code ran and waits (the worker said so, or it made an env call): it cannot be sent to another worker any
+   * more. A run inside its first entry is not marked, but it is then the run on the board, the one a stuck worker is
+   * stopped for.
+   */
   started: boolean;
   /** Env calls it made: a lost run says how many (their effects may stand). */
   calls: number;

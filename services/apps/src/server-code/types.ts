@@ -60,6 +60,11 @@ export interface RequestHooks {
   beat?(): void;
   /** Told the CPU time each entry into QuickJS used (Hatch's prelude included: the machine's time is what counts). */
   spent?(cpuMs: number): void;
+  /**
+   * Told once, when the request's code has run and now waits (for a host call or a timer). A request answered in its
+   * first entry is never told: the answer says it ran.
+   */
+  waiting?(): void;
 }
 
 /** How a request ended. Every kind but `ok` and `error` discards the instance. */

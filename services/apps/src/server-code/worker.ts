@@ -104,12 +104,14 @@ async function run(
     spent(ms) {
       cpuMs += ms;
     },
+    waiting() {
+      post(["started", id]);
+    },
   };
   let crashed: string | undefined;
   let result: RunResult;
   try {
     const instance = await pool!.acquire({ key, ...known }, hooks);
-    post(["started", id]);
     try {
       result = await instance.run(meta, body, hooks);
     } finally {
