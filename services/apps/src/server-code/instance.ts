@@ -384,7 +384,10 @@ export class Instance {
   private answer(turn: Turn, deferred: QuickJSDeferredPromise, value: HostCallResult | null, error: unknown): void {
     if (turn.done || !turn.calls.delete(deferred)) return;
     // An answer that is not JSON is Hatch's failure: the sandbox hears `unavailable`, as for any unexpected error.
+    // Rewriting the text (marshal.ts) is work the sandbox would otherwise do: the app's CPU budget pays for it.
+    const start = threadCpuMs();
     const handle = error === null && value !== null ? toHandle(this.context, value) : null;
+    turn.hooks.spent?.(threadCpuMs() - start);
     if (handle) handle.consume((h) => deferred.resolve(h));
     else rejectWith(this.context, deferred, error);
     this.pump(turn);
