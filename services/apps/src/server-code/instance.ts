@@ -18,7 +18,6 @@ import {
   type Outcome,
   type RequestHooks,
   type SandboxLimits,
-  type SandboxRequest,
 } from "./types.ts";
 
 // One warm copy of an app version's server code: a QuickJS runtime (own heap, memory limit, interrupt handler) with
@@ -222,8 +221,11 @@ export class Instance {
     );
   }
 
-  /** Runs one request to its end. Never rejects. */
-  run(request: SandboxRequest, hooks: RequestHooks): Promise<Outcome> {
+  /**
+   * Runs one request to its end. Never rejects. `meta`: the request without its body as JSON (SandboxRequest's
+   * method, url, headers and viewer), passed into the sandbox as the text it is.
+   */
+  run(meta: string, body: Uint8Array | null, hooks: RequestHooks): Promise<Outcome> {
     const { context } = this;
     this.lastUsed = Date.now();
     return new Promise<Outcome>((resolve) => {
@@ -242,16 +244,10 @@ export class Instance {
       this.turn = turn;
       this.interrupted = false;
       turn.wall = setTimeout(() => turn.finish({ kind: "timeout" }), this.limits.wallMs);
-      const meta = JSON.stringify({
-        method: request.method,
-        url: request.url,
-        headers: request.headers,
-        viewer: request.viewer,
-      });
       const args = [
         context.newNumber(turn.seq),
         context.newString(meta),
-        request.body ? context.newArrayBuffer(request.body as unknown as ArrayBuffer) : context.null,
+        body ? context.newArrayBuffer(body as unknown as ArrayBuffer) : context.null,
       ];
       const result = this.enter(turn, () => context.callFunction(this.dispatch!, this.entry!, args));
       for (const arg of args) arg.dispose();
@@ -262,6 +258,7 @@ export class Instance {
       }
       turn.promise = result.value;
       this.pump(turn);
+      if (!turn.done) hooks.waiting?.();
     });
   }
 
@@ -377,7 +374,7 @@ export class Instance {
         `One request may make at most ${this.limits.hostCalls} env calls (env.db, env.files, env.api, env.ai).`,
       );
     turn.calls.add(deferred);
-    turn.hooks.hostCall(JSON.parse(op) as Record<string, unknown>, body).then(
+    turn.hooks.hostCall(op, body).then(
       (value) => this.answer(turn, deferred, value, null),
       (error: unknown) => this.answer(turn, deferred, null, error),
     );
@@ -386,8 +383,13 @@ export class Instance {
 
   private answer(turn: Turn, deferred: QuickJSDeferredPromise, value: HostCallResult | null, error: unknown): void {
     if (turn.done || !turn.calls.delete(deferred)) return;
-    if (error !== null || value === null) rejectWith(this.context, deferred, error);
-    else toHandle(this.context, value).consume((handle) => deferred.resolve(handle));
+    // An answer that is not JSON is Hatch's failure: the sandbox hears `unavailable`, as for any unexpected error.
+    // Rewriting the text (marshal.ts) is work the sandbox would otherwise do: the app's CPU budget pays for it.
+    const start = threadCpuMs();
+    const handle = error === null && value !== null ? toHandle(this.context, value) : null;
+    turn.hooks.spent?.(threadCpuMs() - start);
+    if (handle) handle.consume((h) => deferred.resolve(h));
+    else rejectWith(this.context, deferred, error);
     this.pump(turn);
   }
 

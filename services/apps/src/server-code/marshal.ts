@@ -45,13 +45,35 @@ export function describeError(context: QuickJSContext, error: QuickJSHandle): Ou
   return { kind: "error", message, stack: typeof shape.stack === "string" && shape.stack ? shape.stack : null };
 }
 
-/** A host call's answer as a sandbox value: a string, or [string, ArrayBuffer]. The caller owns it. */
-export function toHandle(context: QuickJSContext, value: HostCallResult): QuickJSHandle {
-  if (typeof value === "string") return context.newString(value);
+/**
+ * A host call's answer as a sandbox value, owned by the caller: JSON text, made exactly what JSON.stringify writes of
+ * its value (the prelude may send it on as it is: prelude-json.ts), or [text, ArrayBuffer] (env.api's answer). null
+ * when the text is not JSON. Text holding "then" anywhere gets a space in front: the prelude parses that at once
+ * (a promise reads a value's `then`, which unparsed text cannot answer when it may be a key).
+ */
+export function toHandle(context: QuickJSContext, value: HostCallResult): QuickJSHandle | null {
+  if (typeof value === "string") {
+    const text = canonicalJson(value);
+    if (text === null) return null;
+    return context.newString(text.includes('"then"') ? ` ${text}` : text);
+  }
   const array = context.newArray();
   context.newString(value[0]).consume((h) => context.setProp(array, 0, h));
   context.newArrayBuffer(value[1] as unknown as ArrayBuffer).consume((h) => context.setProp(array, 1, h));
   return array;
+}
+
+/**
+ * JSON text as JSON.stringify writes its value (no spaces, keys in the order JSON.parse makes them), or null when it
+ * is not JSON. Postgres writes jsonb with spaces and its own key order; the sandbox's JSON.stringify writes the same
+ * text as this (both follow the spec to the character: marshal.test.ts holds them equal on awkward values).
+ */
+export function canonicalJson(text: string): string | null {
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return null;
+  }
 }
 
 /** Rejects a host call's promise with a HatchError (code, message, status); anything unexpected is `unavailable`. */

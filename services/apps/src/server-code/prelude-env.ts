@@ -1,3 +1,4 @@
+import { PRELUDE_JSON } from "./prelude-json.ts";
 import { PRELUDE_WEB } from "./prelude-web.ts";
 
 // The rest of the sandbox's prelude: console, timers, crypto, text codecs, base64, the refusing `fetch`, the `env`
@@ -90,17 +91,20 @@ function bytesOf(body) {
   if (body instanceof URLSearchParams) return H.encode(body.toString());
   throw new TypeError("A body is a string, an ArrayBuffer or a typed array (JSON: JSON.stringify(value))");
 }
+/** The query string URLSearchParams would write of these values (each key once), without building one. */
 function query(values) {
-  const params = new URLSearchParams();
-  for (const key of Object.keys(values)) {
-    const value = values[key];
-    if (value !== undefined && value !== null) params.set(key, typeof value === "object" ? JSON.stringify(value) : String(value));
+  let out = "";
+  const keys = Object.keys(values);
+  for (let i = 0; i < keys.length; i++) {
+    const value = values[keys[i]];
+    if (value === undefined || value === null) continue;
+    out += (out ? "&" : "") + formEncode(keys[i]) + "=" + formEncode(typeof value === "object" ? JSON.stringify(value) : String(value));
   }
-  return params.toString();
+  return out;
 }
 function makeEnv(seq, viewer) {
   const call = (op, body) => H.call(seq, JSON.stringify(op), body);
-  const data = async (op, body) => JSON.parse(await call(op, body));
+  const data = async (op, body) => lazyJson(await call(op, body));
   const db = (name) => {
     name = String(name);
     return {
@@ -172,6 +176,7 @@ return {
 /** The prelude as one function expression of the host object `H`; it defines the globals and returns the entry points. */
 export const PRELUDE = `(function (H) {
 "use strict";
+${PRELUDE_JSON}
 ${PRELUDE_WEB}
 ${PRELUDE_ENV}
 })`;

@@ -155,8 +155,15 @@ class Response extends Body {
   /** [name, value] pairs for the host. */
   _pairs() { return this.#headers !== undefined ? this.#headers._pairs() : this.#type ? [["content-type", this.#type]] : []; }
   static json(data, init = {}) {
-    const text = JSON.stringify(data);
+    const unread = unparsedJson(data);
+    const text = unread !== undefined ? unread : JSON.stringify(data);
     if (text === undefined) throw new TypeError("Response.json: this value cannot be written as JSON");
+    if (init.headers === undefined) {
+      // No headers given: the content type alone, built when read (as a text body's is).
+      const response = new Response(text, init);
+      response.#type = "application/json";
+      return response;
+    }
     const headers = new Headers(init.headers);
     if (!headers.has("content-type")) headers.set("content-type", "application/json");
     return new Response(text, { ...init, headers });
@@ -179,7 +186,9 @@ class Response extends Body {
   clone() { return new Response(this._rawBody(), { status: this.#status, statusText: this.#statusText, headers: this.headers }); }
 }
 
+const FORM_PLAIN = /^[A-Za-z0-9*._-]*$/;
 function formEncode(text) {
+  if (FORM_PLAIN.test(text)) return text;
   return encodeURIComponent(text).replace(/%20/g, "+").replace(/[!'()~]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
 }
 function formDecode(text) {
@@ -244,11 +253,27 @@ function normalizePath(path) {
 function encodePart(text, extra) {
   return text.replace(/[^\x21-\x7e]|[<>"\x60{}]/g, (c) => encodeURIComponent(c)).replace(extra || /(?!)/g, (c) => encodeURIComponent(c));
 }
+/** Absolute URLs parsed lately, text → parts: a handler parses request.url each time, often the same text. */
+const PARSED_URLS = new Map();
+const PARSED_URLS_KEPT = 32;
 class URL {
   #protocol = ""; #username = ""; #password = ""; #hostname = ""; #port = ""; #pathname = "/"; #search = ""; #hash = "";
   #params = null;
   constructor(input, base) {
-    input = String(input).replace(/^[\0-\x20]+|[\0-\x20]+$/g, "").replace(/[\t\n\r]/g, "");
+    input = String(input);
+    const known = base === undefined ? PARSED_URLS.get(input) : undefined;
+    if (known !== undefined) {
+      this.#protocol = known[0]; this.#username = known[1]; this.#password = known[2]; this.#hostname = known[3];
+      this.#port = known[4]; this.#pathname = known[5]; this.#search = known[6]; this.#hash = known[7];
+      return;
+    }
+    this.#parse(input, base);
+    if (base !== undefined) return;
+    if (PARSED_URLS.size >= PARSED_URLS_KEPT) PARSED_URLS.delete(PARSED_URLS.keys().next().value);
+    PARSED_URLS.set(input, [this.#protocol, this.#username, this.#password, this.#hostname, this.#port, this.#pathname, this.#search, this.#hash]);
+  }
+  #parse(input, base) {
+    input = input.replace(/^[\0-\x20]+|[\0-\x20]+$/g, "").replace(/[\t\n\r]/g, "");
     let match = URL_PARTS.exec(input);
     if (!match || (match[4] === undefined && /^(https?|wss?):$/i.test(match[1]))) {
       if (base === undefined) throw new TypeError("Invalid URL: " + JSON.stringify(input.slice(0, 200)));

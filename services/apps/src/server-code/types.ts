@@ -52,13 +52,19 @@ export class HostCallError extends Error {
 /** What one request may do outside the sandbox; the route builds it per request. */
 export interface RequestHooks {
   log(level: LogLevel, message: string): void;
-  hostCall(op: Record<string, unknown>, body: Uint8Array | null): Promise<HostCallResult>;
+  /** `op`: the env call as the sandbox wrote it (JSON, read where the call is answered). */
+  hostCall(op: string, body: Uint8Array | null): Promise<HostCallResult>;
   /** Told when QuickJS starts and stops running this request's code (the worker's watchdog board). */
   watch?(running: boolean): void;
   /** Told each time QuickJS checks its interrupt handler: the code is running, not stuck inside one built-in. */
   beat?(): void;
   /** Told the CPU time each entry into QuickJS used (Hatch's prelude included: the machine's time is what counts). */
   spent?(cpuMs: number): void;
+  /**
+   * Told once, when the request's code has run and now waits (for a host call or a timer). A request answered in its
+   * first entry is never told: the answer says it ran.
+   */
+  waiting?(): void;
 }
 
 /** How a request ended. Every kind but `ok` and `error` discards the instance. */

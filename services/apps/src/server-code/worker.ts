@@ -4,7 +4,7 @@ import { currentThreadId } from "./cpu-clock.ts";
 import { quickJs } from "./engine.ts";
 import { wasmHeapBytes } from "./marshal.ts";
 import { InstancePool } from "./pool.ts";
-import type { FromWorker, ToWorker, WorkerSetup } from "./protocol.ts";
+import type { FromWorker, RunEnd, RunResult, ToWorker, WorkerSetup } from "./protocol.ts";
 import { HostCallError, ModuleLoadError, type HostCallResult, type LogLevel, type RequestHooks } from "./types.ts";
 
 // A sandbox worker: one QuickJS WebAssembly module and its warm instances, in a thread of its own, so the app
@@ -41,33 +41,36 @@ async function start(options: WorkerSetup, queued: ToWorker[]): Promise<void> {
   pool = new InstancePool(module, options.limits, options.pool);
   self.onmessage = (event: MessageEvent) => receive(event.data as ToWorker, options, module);
   for (const message of queued.splice(0)) receive(message, options, module);
-  post({ t: "ready" });
+  post(["ready"]);
 }
 
 function receive(message: ToWorker, options: WorkerSetup, module: Parameters<typeof wasmHeapBytes>[0]): void {
-  if (message.t === "answer") {
-    const waiting = calls.get(`${message.run}:${message.call}`);
-    calls.delete(`${message.run}:${message.call}`);
+  if (message[0] === "answer" || message[0] === "refuse") {
+    const name = `${message[1]}:${message[2]}`;
+    const waiting = calls.get(name);
+    calls.delete(name);
     if (!waiting) return;
-    if (message.ok) waiting.resolve(message.value);
-    else waiting.reject(new HostCallError(message.code, message.message, message.status));
+    if (message[0] === "answer") waiting.resolve(message[3]);
+    else waiting.reject(new HostCallError(message[3], message[4], message[5]));
     return;
   }
-  if (message.source !== null) {
-    sources.delete(message.key);
-    sources.set(message.key, { source: message.source, filename: message.filename });
+  const [, id, key, filename, source, meta, body] = message;
+  if (source !== null) {
+    sources.delete(key);
+    sources.set(key, { source, filename });
     if (sources.size > MAX_SOURCES) sources.delete(sources.keys().next().value!);
   }
-  const known = sources.get(message.key);
-  if (!known) return post({ t: "need", run: message.run });
-  void run(message.run, message.key, known, message.request, options, module);
+  const known = sources.get(key);
+  if (!known) return post(["need", id]);
+  void run(id, key, known, meta, body, options, module);
 }
 
 async function run(
   id: number,
   key: string,
   known: { source: string; filename: string },
-  request: Extract<ToWorker, { t: "run" }>["request"],
+  meta: string,
+  body: Uint8Array | null,
   options: WorkerSetup,
   module: Parameters<typeof wasmHeapBytes>[0],
 ): Promise<void> {
@@ -87,7 +90,7 @@ async function run(
       const call = ++nextCall;
       return new Promise<HostCallResult>((resolve, reject) => {
         calls.set(`${id}:${call}`, { resolve, reject });
-        post({ t: "call", run: id, call, op, body }, body ? [body.buffer as ArrayBuffer] : []);
+        post(["call", id, call, op, body], body ? [body.buffer as ArrayBuffer] : []);
       });
     },
     watch(running) {
@@ -101,14 +104,16 @@ async function run(
     spent(ms) {
       cpuMs += ms;
     },
+    waiting() {
+      post(["started", id]);
+    },
   };
   let crashed: string | undefined;
-  let result: Extract<FromWorker, { t: "done" }>["result"];
+  let result: RunResult;
   try {
     const instance = await pool!.acquire({ key, ...known }, hooks);
-    post({ t: "started", run: id });
     try {
-      result = await instance.run(request, hooks);
+      result = await instance.run(meta, body, hooks);
     } finally {
       pool!.release(key, instance);
     }
@@ -123,13 +128,23 @@ async function run(
     }
   }
   for (const name of [...calls.keys()]) if (name.startsWith(`${id}:`)) calls.delete(name);
-  post({ t: "done", run: id, result, logs, dropped, heap: wasmHeapBytes(module), cpuMs, crashed });
+  // An ok reply's body travels beside the JSON: text as it is, bytes handed over (the worker keeps no copy).
+  let replyBody: string | Uint8Array | null = null;
+  if (result.kind === "ok") {
+    replyBody = result.reply.body;
+    result = { kind: "ok", reply: { ...result.reply, body: null } };
+  }
+  const end: RunEnd = { result, logs, dropped, heap: wasmHeapBytes(module), cpuMs, crashed };
+  post(
+    ["done", id, JSON.stringify(end), replyBody],
+    typeof replyBody === "object" && replyBody ? [replyBody.buffer as ArrayBuffer] : [],
+  );
 }
 
 // The first message is the setup; runs that come while QuickJS loads wait for it.
 const early: ToWorker[] = [];
 self.onmessage = (event: MessageEvent) => {
   const data = event.data as ToWorker | { t: "setup"; setup: WorkerSetup };
-  if (data.t === "setup") void start(data.setup, early);
+  if ("t" in data) void start(data.setup, early);
   else early.push(data);
 };
