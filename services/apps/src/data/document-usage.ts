@@ -22,7 +22,7 @@ export const SHARD_OF_CONNECTION = sql.raw(`(pg_backend_pid() % ${USAGE_SHARDS})
  * The CTE body that counts one added document of `bytes` in this connection's shard when the shard has room; no row
  * when it has none (or the app is gone: `appId` is a subquery that locked it, or null). The insert selects from it.
  */
-export function countAddSql(appId: SQL, bytes: number): SQL {
+export function countAddSql(appId: SQL, bytes: SQL): SQL {
   return sql`update ${documentUsage} set documents = documents + 1, bytes = bytes + ${bytes}
     where app_id = ${appId} and shard = ${SHARD_OF_CONNECTION} and documents < allowed
     returning app_id`;
@@ -50,7 +50,10 @@ export async function countChange(
  * and gives each shard its share of the room left, this connection's shard first. `full` when the app holds the
  * most documents it may; `gone` when the app was deleted meanwhile. After `shared` the add's statement fits.
  */
-export async function shareRoom(tx: Pick<Database, "execute" | "select">, appId: string): Promise<"shared" | "full" | "gone"> {
+export async function shareRoom(
+  tx: Pick<Database, "execute" | "select">,
+  appId: string,
+): Promise<"shared" | "full" | "gone"> {
   if (!(await lockAppRow(tx, appId))) return "gone";
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext('hatch:document_usage'), hashtext(${appId}))`);
   const rows = rowsOf<{ shard: number; documents: number; allowed: number; mine: number }>(

@@ -2,7 +2,6 @@ import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { randomId } from "@hatch/contracts";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS } from "../spec/data-rules.ts";
 import { type Database } from "@hatch/platform";
-import { rowsOf } from "../db/rows.ts";
 import { appsTable, documents } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
 import { lockAppRow } from "./app-lock.ts";
@@ -141,13 +140,15 @@ export async function addDocument(
   // Without a plan's storage to check, the add is one statement (its own transaction): its shard of the app's usage
   // is locked only while Postgres runs it, never across a round trip. With one, the account's lock comes first.
   if (!storageLimited(storage, bytes)) {
-    return (await insertCounted(db, key, added)) ?? db.transaction((tx) => addWithRoom(tx, key, added));
+    return (await insertCounted({ pool: db }, key, added)) ?? db.transaction((tx) => addWithRoom(tx, key, added));
   }
   return db.transaction(async (tx) => {
     await checkStorageLocked(tx, storage, bytes);
-    return (await insertCounted(tx, key, added)) ?? addWithRoom(tx, key, added);
+    return (await insertCounted({ tx }, key, added)) ?? addWithRoom(tx, key, added);
   });
 }
+
+type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
 
 interface NewDocument {
   id: string;
@@ -158,11 +159,7 @@ interface NewDocument {
 }
 
 /** The add whose shard had no room: shares the app's room out again (or refuses at the limit), then adds. */
-async function addWithRoom(
-  tx: Pick<Database, "execute" | "select">,
-  key: DocumentKey,
-  added: NewDocument,
-): Promise<StoredDocument> {
+async function addWithRoom(tx: Tx, key: DocumentKey, added: NewDocument): Promise<StoredDocument> {
   const room = await shareRoom(tx, key.appId);
   if (room === "full") {
     throw new DataError(
@@ -170,7 +167,7 @@ async function addWithRoom(
       `This app holds ${DATA_LIMITS.maxDocumentsPerApp} documents (all collections together), the most it may. Remove documents it no longer needs before adding more.`,
     );
   }
-  const row = room === "shared" ? await insertCounted(tx, key, added) : null;
+  const row = room === "shared" ? await insertCounted({ tx }, key, added) : null;
   // The app row is gone (deleted meanwhile): as a foreign key refusal was before, an unexpected failure.
   if (!row) throw new Error("the app of this document no longer exists");
   return row;
@@ -179,24 +176,56 @@ async function addWithRoom(
 /**
  * The document and its count in one statement, in the order every write of the app's data takes its locks: the app
  * row (key share, as lockAppRow), then this connection's shard of the app's usage (counted, when it has room), then
- * the document. Nothing is written, and null answered, when the shard has no room or the app is gone.
+ * the document. Nothing is written, and null answered, when the shard has no room or the app is gone. Kept prepared
+ * on the pool (built once; Postgres plans it once per connection); built afresh inside a transaction.
  */
 async function insertCounted(
-  db: Pick<Database, "execute">,
+  runner: { pool: Database } | { tx: Tx },
   key: DocumentKey,
   added: NewDocument,
 ): Promise<StoredDocument | null> {
-  const { id, json, bytes, author } = added;
-  const result = await db.execute(sql`
-    with app as (select ${appsTable.id} as id from ${appsTable} where ${appsTable.id} = ${key.appId} for key share),
-    counted as (${countAddSql(sql`(select id from app)`, bytes)})
-    insert into ${documents} (app_id, collection, id, data, bytes, created_by, created_by_email)
-    select app_id, ${key.collection}, ${id}, ${json}::jsonb, ${bytes}, ${author?.sub ?? null}, ${author?.email ?? null}
-    from counted
-    returning id, created_by as "createdBy", created_by_email as "createdByEmail",
-      to_char(created_at at time zone 'UTC', ${sql.raw(MICROS)}) as "createdAt",
-      to_char(updated_at at time zone 'UTC', ${sql.raw(MICROS)}) as "updatedAt", data`);
-  return rowsOf<StoredDocument>(result)[0] ?? null;
+  const insert =
+    "pool" in runner
+      ? statement(runner.pool, "add", true, () => addStatement(runner.pool))
+      : addStatement(runner.tx).prepare("hatch_add_document");
+  const [row] = await insert.execute({
+    app: key.appId,
+    collection: key.collection,
+    id: added.id,
+    data: added.json,
+    bytes: added.bytes,
+    creator: added.author?.sub ?? null,
+    creatorEmail: added.author?.email ?? null,
+  });
+  return row ?? null;
+}
+
+/** The add's statement, with placeholders for the app, the document and its creator. */
+function addStatement(db: Database | Tx) {
+  const value = <T>(name: string, type: string) => sql<T>`${sql.placeholder(name)}::${sql.raw(type)}`.as(name);
+  const app = sql`(select ${appsTable.id} from ${appsTable} where ${appsTable.id} = ${sql.placeholder("app")} for key share)`;
+  const counted = db
+    .$with("counted", { appId: sql<string>`app_id`.as("app_id") })
+    .as(countAddSql(app, sql`${sql.placeholder("bytes")}::integer`));
+  return db
+    .with(counted)
+    .insert(documents)
+    .select(
+      db
+        .select({
+          appId: counted.appId,
+          collection: value<string>("collection", "text"),
+          id: value<string>("id", "text"),
+          data: value<Record<string, unknown>>("data", "jsonb"),
+          bytes: value<number>("bytes", "integer"),
+          createdBy: value<string | null>("creator", "text"),
+          createdByEmail: value<string | null>("creatorEmail", "text"),
+          createdAt: sql<Date>`now()`.as("created_at"),
+          updatedAt: sql<Date>`now()`.as("updated_at"),
+        })
+        .from(counted),
+    )
+    .returning(COLUMNS);
 }
 
 function byId(key: DocumentKey, id: string): SQL {
