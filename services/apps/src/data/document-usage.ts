@@ -6,25 +6,31 @@ import { documentUsage } from "../db/schema.ts";
 import { lockAppRow } from "./app-lock.ts";
 
 // An app's documents counted in shards (`document_usage`, services/apps/SCHEMA.md), so adds of one app at once do not
-// queue on one counter row: each change counts in the shard of the database connection that makes it, and the app's
-// usage is the sum of its shards. The per-app limit is held by escrow: each shard may count adds up to its `allowed`,
-// and an app's `allowed` add up to at most DATA_LIMITS.maxDocumentsPerApp. An add checks and counts its own shard in
-// the statement that inserts the document; only a shard out of room takes the per-app lock and shares the app's
-// room out again (shareRoom), which is rare: once per app at its first add, then when a shard has used its share.
+// queue on one counter row: an add counts in its database connection's shard, or the next one no other add holds, and
+// the app's usage is the sum of its shards. The per-app limit is held by escrow: each shard may count adds up to its
+// `allowed`, and an app's `allowed` add up to at most DATA_LIMITS.maxDocumentsPerApp. An add checks and counts one
+// shard in the statement that inserts the document; only an add that finds no free shard with room takes the per-app
+// lock and shares the app's room out again (shareRoom), which is rare: once per app at its first add, then when its
+// shards have used their shares, and near the limit.
 
-/** Shards per app: above the connections one database pool opens, so each of a pool's connections has its own. */
+/** Shards per app: above the connections one database pool opens (DB_POOL_SIZE, 10 by default). */
 export const USAGE_SHARDS = 16;
 
 /** The shard of this connection: the same for every statement a connection runs, so a transaction sees one. */
 export const SHARD_OF_CONNECTION = sql.raw(`(pg_backend_pid() % ${USAGE_SHARDS})::smallint`);
 
 /**
- * The CTE body that counts one added document of `bytes` in this connection's shard when the shard has room; no row
- * when it has none (or the app is gone: `appId` is a subquery that locked it, or null). The insert selects from it.
+ * The CTE body that counts one added document of `bytes` in a shard with room: this connection's, else the next one
+ * no other add holds (SKIP LOCKED: an add never waits for another's shard while one is free, however many connections
+ * share shard numbers). No row when no free shard has room, or the app is gone (`appId` is a subquery that locked
+ * it, or null). The condition is checked on the row's newest version once locked. The insert selects from it.
  */
 export function countAddSql(appId: SQL, bytes: SQL): SQL {
   return sql`update ${documentUsage} set documents = documents + 1, bytes = bytes + ${bytes}
-    where app_id = ${appId} and shard = ${SHARD_OF_CONNECTION} and documents < allowed
+    where (app_id, shard) = (select app_id, shard from ${documentUsage}
+      where app_id = ${appId} and documents < allowed
+      order by (shard - ${SHARD_OF_CONNECTION} + ${sql.raw(String(USAGE_SHARDS))}) % ${sql.raw(String(USAGE_SHARDS))}
+      limit 1 for update skip locked)
     returning app_id`;
 }
 
@@ -45,10 +51,11 @@ export async function countChange(
 }
 
 /**
- * In a transaction, when this connection's shard had no room for an add: takes the app's row (key share, as every
- * data write first does) and the app's usage lock, locks all its shards (waiting for the adds they are counting),
- * and gives each shard its share of the room left, this connection's shard first. `full` when the app holds the
- * most documents it may; `gone` when the app was deleted meanwhile. After `shared` the add's statement fits.
+ * In a transaction, when no free shard had room for an add: takes the app's row (key share, as every data write
+ * first does) and the app's usage lock, locks all its shards (waiting for the adds they are counting), and gives each
+ * shard its share of the room left, this connection's shard first. `full` when the app holds the most documents it
+ * may; `gone` when the app was deleted meanwhile. After `shared` the add's statement fits (it skips only rows other
+ * transactions hold, and this one holds them all).
  */
 export async function shareRoom(
   tx: Pick<Database, "execute" | "select">,
@@ -61,9 +68,8 @@ export async function shareRoom(
       from ${documentUsage} where app_id = ${appId} order by shard for update`),
   );
   const mine = Number(rows[0]?.mine ?? (await connectionShard(tx)));
-  const own = rows.find((row) => Number(row.shard) === mine);
-  // Another add shared the room out while this one waited for the lock.
-  if (own && Number(own.documents) < Number(own.allowed)) return "shared";
+  // Another add shared the room out while this one waited for the lock, or a shard that was busy has room.
+  if (rows.some((row) => Number(row.documents) < Number(row.allowed))) return "shared";
   const counted = new Map(rows.map((row) => [Number(row.shard), Number(row.documents)]));
   const held = [...counted.values()].reduce((sum, documents) => sum + documents, 0);
   const room = DATA_LIMITS.maxDocumentsPerApp - held;
