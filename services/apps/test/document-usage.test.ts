@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DATA_LIMITS } from "@hatch/contracts";
+import { DATA_LIMITS } from "../src/spec/data-rules.ts";
 import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
 import { eq, sql } from "drizzle-orm";
 import { addDocument, removeDocument } from "../src/data/documents.ts";
