@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { openServiceDatabase } from "@hatch/platform";
 import { APPS_MIGRATIONS } from "@hatch/apps";
 import { createDiskBlobStore } from "../services/apps/src/blobs/disk.ts";
-import { dataUsage, documents } from "../services/apps/src/db/schema.ts";
+import { documents, documentUsage } from "../services/apps/src/db/schema.ts";
 import { seedApp, type SeedContent } from "../services/apps/test/support/seed.ts";
 import { Child, createDatabase, freePort } from "./children.ts";
 import { runLoad, type LoadOptions, type RunStats } from "./load.ts";
@@ -56,7 +56,8 @@ export async function seedAppWithDocuments(
         };
       }),
     );
-    await handle.db.insert(dataUsage).values({ appId: seeded.id, documents: count });
+    // Counted as the migration carries counts over: one shard with no room of its own (the first add shares it out).
+    await handle.db.insert(documentUsage).values({ appId: seeded.id, shard: 0, documents: count, allowed: count });
     return { appId: seeded.id };
   } finally {
     await handle.close();

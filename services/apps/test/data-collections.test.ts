@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
 import { DATA_LIMITS } from "../src/spec/data-rules.ts";
-import { appsTable, dataUsage, documents } from "../src/db/schema.ts";
+import { appsTable, documents, documentUsage } from "../src/db/schema.ts";
+import { documentsHeld } from "../src/data/document-usage.ts";
 import { allBy, DataClient, member, ownerSeed } from "./support/collections.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp, seedVersion, type SeededApp } from "./support/seed.ts";
@@ -25,11 +26,7 @@ describe("app data: documents of a collection", () => {
   });
 
   async function usage(appId: string): Promise<number> {
-    const [row] = await t.ctx.db
-      .select({ documents: dataUsage.documents })
-      .from(dataUsage)
-      .where(eq(dataUsage.appId, appId));
-    return row?.documents ?? 0;
+    return documentsHeld(t.ctx.db, appId);
   }
 
   async function stored(appId: string, collection = "todos"): Promise<number> {
@@ -257,10 +254,13 @@ describe("app data: documents of a collection", () => {
     const full = await seedApp(t.ctx, { ...ownerSeed, address: "full", files, config });
     const { body: first } = await db.add("full", "todos", { n: 1 });
     // As if the app held the most documents already (instead of adding 100,000).
-    await t.ctx.db
-      .update(dataUsage)
-      .set({ documents: DATA_LIMITS.maxDocumentsPerApp })
-      .where(eq(dataUsage.appId, full.id));
+    await t.ctx.db.delete(documentUsage).where(eq(documentUsage.appId, full.id));
+    await t.ctx.db.insert(documentUsage).values({
+      appId: full.id,
+      shard: 0,
+      documents: DATA_LIMITS.maxDocumentsPerApp,
+      allowed: DATA_LIMITS.maxDocumentsPerApp,
+    });
     const refused = await db.add("full", "todos", { n: 2 });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toEqual({

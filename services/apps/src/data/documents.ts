@@ -2,10 +2,10 @@ import { and, asc, desc, eq, sql, type SQL } from "drizzle-orm";
 import { randomId } from "@hatch/contracts";
 import { DATA_LIMITS, DOCUMENT_FIELD, DOCUMENT_META_FIELDS } from "../spec/data-rules.ts";
 import { type Database } from "@hatch/platform";
-import { rowsOf } from "../db/rows.ts";
-import { appsTable, dataUsage, documents } from "../db/schema.ts";
+import { appsTable, documents } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
 import { lockAppRow } from "./app-lock.ts";
+import { countAddSql, countChange, shareRoom } from "./document-usage.ts";
 import { checkStorageLocked, storageLimited, type StorageLimit } from "./storage-limit.ts";
 import {
   afterCondition,
@@ -17,8 +17,9 @@ import {
   type ListQuery,
 } from "./query.ts";
 
-// The documents of an app's collections. Each change is one transaction that also keeps the app's document count in
-// data_usage, so the per-app limit is one conditional update, never a count. Reads are one statement, kept prepared:
+// The documents of an app's collections. Each change is one transaction that also counts it in the app's
+// document_usage (document-usage.ts: shards, so adds at once do not queue on one row), so the per-app limit is one
+// conditional update of one shard, never a count. An add is one statement. Reads are one statement, kept prepared:
 // building a statement with drizzle costs more than Postgres takes to answer it.
 
 export interface StoredDocument {
@@ -108,8 +109,8 @@ function isStorableText(text: string): boolean {
 }
 
 /** The JSON size of a document's fields, checked against the limit. */
-export function documentBytes(fields: Record<string, unknown>): number {
-  const bytes = Buffer.byteLength(JSON.stringify(fields));
+export function documentBytes(fields: Record<string, unknown>, json = JSON.stringify(fields)): number {
+  const bytes = Buffer.byteLength(json);
   if (bytes > DATA_LIMITS.maxDocumentBytes) {
     throw new DataError(
       "too_large",
@@ -133,60 +134,98 @@ export async function addDocument(
   /** The plan's storage, when the write counts against it (read before the transaction). */
   storage?: StorageLimit,
 ): Promise<StoredDocument> {
-  const bytes = documentBytes(fields);
-  const insert = (runner: Pick<Database, "execute">) =>
-    insertCounted(runner, key, newDocumentId(), fields, bytes, author);
-  // Without a plan's storage to check, the add is one statement (its own transaction): the app's usage row is locked
-  // only while Postgres runs it, never across a round trip. With one, the account's lock comes first.
-  if (!storageLimited(storage, bytes)) return insert(db);
+  const json = JSON.stringify(fields);
+  const bytes = documentBytes(fields, json);
+  const added: NewDocument = { id: newDocumentId(), json, bytes, author };
+  // Without a plan's storage to check, the add is one statement (its own transaction): its shard of the app's usage
+  // is locked only while Postgres runs it, never across a round trip. With one, the account's lock comes first.
+  if (!storageLimited(storage, bytes)) {
+    return (await insertCounted({ pool: db }, key, added)) ?? db.transaction((tx) => addWithRoom(tx, key, added));
+  }
   return db.transaction(async (tx) => {
     await checkStorageLocked(tx, storage, bytes);
-    return insert(tx);
+    return (await insertCounted({ tx }, key, added)) ?? addWithRoom(tx, key, added);
   });
 }
 
-/**
- * The document and its count in one statement, in the order every write of the app's data takes its locks: the app
- * row (key share, as lockAppRow), then the app's usage row (counted, unless the app holds the most documents it
- * may), then the document. Nothing is written when the count refuses.
- */
-async function insertCounted(
-  db: Pick<Database, "execute">,
-  key: DocumentKey,
-  id: string,
-  fields: Record<string, unknown>,
-  bytes: number,
-  author: Author | null,
-): Promise<StoredDocument> {
-  const result = await db.execute(sql`
-    with app as (select ${appsTable.id} as id from ${appsTable} where ${appsTable.id} = ${key.appId} for key share),
-    counted as (
-      insert into ${dataUsage} (app_id, documents, document_bytes) select id, 1, ${bytes} from app
-      on conflict (app_id) do update set documents = data_usage.documents + 1,
-        document_bytes = data_usage.document_bytes + excluded.document_bytes
-      where data_usage.documents < ${DATA_LIMITS.maxDocumentsPerApp}
-      returning app_id
-    )
-    insert into ${documents} (app_id, collection, id, data, bytes, created_by, created_by_email)
-    select app_id, ${key.collection}, ${id}, ${JSON.stringify(fields)}::jsonb, ${bytes}, ${author?.sub ?? null},
-      ${author?.email ?? null}
-    from counted
-    returning id, created_by as "createdBy", created_by_email as "createdByEmail",
-      to_char(created_at at time zone 'UTC', ${sql.raw(MICROS)}) as "createdAt",
-      to_char(updated_at at time zone 'UTC', ${sql.raw(MICROS)}) as "updatedAt", data`);
-  const [row] = rowsOf<StoredDocument>(result);
-  if (row) return row;
-  const [usage] = await db
-    .execute(sql`select documents from ${dataUsage} where app_id = ${key.appId}`)
-    .then((r) => rowsOf<{ documents: number }>(r));
-  if (usage && Number(usage.documents) >= DATA_LIMITS.maxDocumentsPerApp) {
+type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
+
+interface NewDocument {
+  id: string;
+  /** The fields as JSON, `bytes` long. */
+  json: string;
+  bytes: number;
+  author: Author | null;
+}
+
+/** The add whose shard had no room: shares the app's room out again (or refuses at the limit), then adds. */
+async function addWithRoom(tx: Tx, key: DocumentKey, added: NewDocument): Promise<StoredDocument> {
+  const room = await shareRoom(tx, key.appId);
+  if (room === "full") {
     throw new DataError(
       "limit_exceeded",
       `This app holds ${DATA_LIMITS.maxDocumentsPerApp} documents (all collections together), the most it may. Remove documents it no longer needs before adding more.`,
     );
   }
+  const row = room === "shared" ? await insertCounted({ tx }, key, added) : null;
   // The app row is gone (deleted meanwhile): as a foreign key refusal was before, an unexpected failure.
-  throw new Error("the app of this document no longer exists");
+  if (!row) throw new Error("the app of this document no longer exists");
+  return row;
+}
+
+/**
+ * The document and its count in one statement, in the order every write of the app's data takes its locks: the app
+ * row (key share, as lockAppRow), then this connection's shard of the app's usage (counted, when it has room), then
+ * the document. Nothing is written, and null answered, when the shard has no room or the app is gone. Kept prepared
+ * on the pool (built once; Postgres plans it once per connection); built afresh inside a transaction.
+ */
+async function insertCounted(
+  runner: { pool: Database } | { tx: Tx },
+  key: DocumentKey,
+  added: NewDocument,
+): Promise<StoredDocument | null> {
+  const insert =
+    "pool" in runner
+      ? statement(runner.pool, "add", true, () => addStatement(runner.pool))
+      : addStatement(runner.tx).prepare("hatch_add_document");
+  const [row] = await insert.execute({
+    app: key.appId,
+    collection: key.collection,
+    id: added.id,
+    data: added.json,
+    bytes: added.bytes,
+    creator: added.author?.sub ?? null,
+    creatorEmail: added.author?.email ?? null,
+  });
+  return row ?? null;
+}
+
+/** The add's statement, with placeholders for the app, the document and its creator. */
+function addStatement(db: Database | Tx) {
+  const value = <T>(name: string, type: string) => sql<T>`${sql.placeholder(name)}::${sql.raw(type)}`.as(name);
+  const app = sql`(select ${appsTable.id} from ${appsTable} where ${appsTable.id} = ${sql.placeholder("app")} for key share)`;
+  const counted = db
+    .$with("counted", { appId: sql<string>`app_id`.as("app_id") })
+    .as(countAddSql(app, sql`${sql.placeholder("bytes")}::integer`));
+  return db
+    .with(counted)
+    .insert(documents)
+    .select(
+      db
+        .select({
+          appId: counted.appId,
+          collection: value<string>("collection", "text"),
+          id: value<string>("id", "text"),
+          data: value<Record<string, unknown>>("data", "jsonb"),
+          bytes: value<number>("bytes", "integer"),
+          createdBy: value<string | null>("creator", "text"),
+          createdByEmail: value<string | null>("creatorEmail", "text"),
+          createdAt: sql<Date>`now()`.as("created_at"),
+          updatedAt: sql<Date>`now()`.as("updated_at"),
+        })
+        .from(counted),
+    )
+    .returning(COLUMNS);
 }
 
 function byId(key: DocumentKey, id: string): SQL {
@@ -312,7 +351,7 @@ export async function updateDocument(
 ): Promise<StoredDocument | Refused> {
   return db.transaction(async (tx) => {
     await checkStorageLocked(tx, storage, documentBytes(patch));
-    // The app row before the document, as removeDocument and delete_tool take them (the usage row comes last).
+    // The app row before the document, as removeDocument and delete_tool take them (its usage shard comes last).
     if (!(await lockAppRow(tx, key.appId))) return "missing";
     const [current] = await tx
       .select({ data: documents.data, bytes: documents.bytes, createdBy: documents.createdBy })
@@ -328,12 +367,7 @@ export async function updateDocument(
       .set({ data, bytes, updatedAt: sql`now()` })
       .where(byId(key, id))
       .returning(COLUMNS);
-    if (bytes !== current.bytes) {
-      await tx
-        .update(dataUsage)
-        .set({ documentBytes: sql`greatest(${dataUsage.documentBytes} + ${bytes - current.bytes}, 0)` })
-        .where(eq(dataUsage.appId, key.appId));
-    }
+    if (bytes !== current.bytes) await countChange(tx, key.appId, { documents: 0, bytes: bytes - current.bytes });
     return row!;
   });
 }
@@ -348,8 +382,8 @@ export async function removeDocument(
   record?: (tx: Pick<Database, "insert">) => Promise<void>,
 ): Promise<{ createdBy: string | null } | Refused> {
   return db.transaction(async (tx) => {
-    // The app row first, as delete_tool takes it: otherwise this document's lock and the app's data_usage row could be
-    // taken in opposite orders by the two (a deadlock Postgres would end by failing one of them).
+    // The app row first, as delete_tool takes it: otherwise this document's lock and the app's document_usage rows could
+    // be taken in opposite orders by the two (a deadlock Postgres would end by failing one of them).
     if (!(await lockAppRow(tx, key.appId))) return "missing";
     const mine = onlyCreator === null ? undefined : eq(documents.createdBy, onlyCreator);
     const [removed] = await tx
@@ -361,13 +395,7 @@ export async function removeDocument(
       const [exists] = await tx.select({ id: documents.id }).from(documents).where(byId(key, id)).limit(1);
       return exists ? "not_creator" : "missing";
     }
-    await tx
-      .update(dataUsage)
-      .set({
-        documents: sql`greatest(${dataUsage.documents} - 1, 0)`,
-        documentBytes: sql`greatest(${dataUsage.documentBytes} - ${removed.bytes}, 0)`,
-      })
-      .where(eq(dataUsage.appId, key.appId));
+    await countChange(tx, key.appId, { documents: -1, bytes: -removed.bytes });
     await record?.(tx);
     return { createdBy: removed.createdBy };
   });

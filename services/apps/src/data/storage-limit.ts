@@ -1,12 +1,13 @@
 import { checkLimitLocked, type Database } from "@hatch/platform";
 import { formatBytes, type Entitlements } from "@hatch/contracts";
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
-import { appsTable, dataUsage } from "../db/schema.ts";
+import { rowsOf } from "../db/rows.ts";
+import { appsTable, dataUsage, documentUsage } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
 
 // The plan's storage limit on data writes: documents and files of all the account's apps together, summed from the
-// apps' `data_usage` rows (kept in each write's transaction). A write that adds bytes counts them in its transaction
+// apps' `data_usage` (files) and `document_usage` (documents) rows, kept in each write's transaction. A write that adds bytes counts them in its transaction
 // under the account's lock (shared checkLimitLocked), so writes at once cannot pass the limit together.
 
 /** What the plan allows an account's data, read before the write's transaction (billing may share its connection). */
@@ -20,12 +21,14 @@ export async function storageLimitOf(ctx: Pick<AppsContext, "entitlements">, acc
 }
 
 /** Bytes of documents and files all the account's apps hold now (also billing's storage usage, via rpc `storage`). */
-export async function storedBytes(db: Pick<Database, "select">, accountId: string): Promise<number> {
-  const [row] = await db
-    .select({ bytes: sql<string>`coalesce(sum(${dataUsage.fileBytes} + ${dataUsage.documentBytes}), 0)` })
-    .from(dataUsage)
-    .innerJoin(appsTable, eq(appsTable.id, dataUsage.appId))
-    .where(eq(appsTable.accountId, accountId));
+export async function storedBytes(db: Pick<Database, "execute">, accountId: string): Promise<number> {
+  const ofAccount = sql`select ${appsTable.id} from ${appsTable} where ${appsTable.accountId} = ${accountId}`;
+  const [row] = rowsOf<{ bytes: string | null }>(
+    await db.execute(sql`select
+      coalesce((select sum(${dataUsage.fileBytes}) from ${dataUsage} where ${dataUsage.appId} in (${ofAccount})), 0)
+      + coalesce((select sum(${documentUsage.bytes}) from ${documentUsage} where ${documentUsage.appId} in (${ofAccount})), 0)
+      as bytes`),
+  );
   return Number(row?.bytes ?? 0);
 }
 
@@ -41,7 +44,7 @@ export function storageLimited(limit: StorageLimit | undefined, adding: number):
  * not the one who pays.
  */
 export function checkStorageLocked(
-  tx: Pick<Database, "select" | "execute">,
+  tx: Pick<Database, "execute">,
   limit: StorageLimit | undefined,
   adding: number,
 ): Promise<void> {

@@ -10,6 +10,7 @@ import {
   jsonb,
   pgSchema,
   primaryKey,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -246,8 +247,9 @@ export const bucketFiles = apps.table(
 );
 
 /**
- * What an app's data holds, kept in the same transaction as each change, so the per-app limits are checked with one
- * conditional update instead of a count, and the plan's storage (all the account's apps) with a sum of these rows.
+ * The files an app's buckets hold, kept in the same transaction as each change, so the per-app file limits are checked
+ * with one conditional update instead of a count. `documents` and `document_bytes` are no longer written (documents
+ * are counted in `document_usage`); kept until copies of the release before it are gone (expand before contract).
  */
 export const dataUsage = apps.table("data_usage", {
   appId: text("app_id")
@@ -259,6 +261,30 @@ export const dataUsage = apps.table("data_usage", {
   /** The documents' bytes as JSON (documents.bytes summed). */
   documentBytes: bigint("document_bytes", { mode: "number" }).notNull().default(0),
 });
+
+/**
+ * An app's documents counted in shards, so concurrent writes of one app do not queue on one row: a change counts in
+ * the shard of its database connection (src/data/document-usage.ts). The app's documents and bytes are the sums of
+ * its rows. `allowed` is the shard's share of DATA_LIMITS.maxDocumentsPerApp (escrow): a shard counts an add only
+ * while `documents < allowed`, and the app's `allowed` add up to at most the limit, so the limit holds with each add
+ * checking one row. A shard out of room shares the app's room out again, under a per-app lock, over all shards.
+ */
+export const documentUsage = apps.table(
+  "document_usage",
+  {
+    appId: text("app_id")
+      .notNull()
+      .references(() => appsTable.id, { onDelete: "cascade" }),
+    shard: smallint("shard").notNull(),
+    /** Documents added minus removed through this shard (below 0 when it counted off more than it counted in). */
+    documents: integer("documents").notNull().default(0),
+    /** Their bytes as JSON (documents.bytes), the same way. */
+    bytes: bigint("bytes", { mode: "number" }).notNull().default(0),
+    /** How many documents this shard may count: `documents` never goes past it by an add. */
+    allowed: integer("allowed").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.shard] })],
+);
 
 /** Lines an app's server code logged (console.*, and Hatch's own error lines); the newest SERVER_LIMITS.logLinesKept per app are kept. */
 export const appLogs = apps.table(

@@ -86,6 +86,8 @@ export function decodeJson(data: Uint8Array): unknown {
 
 /** NATS subject rules: dot-separated non-empty tokens; `*` matches one token, `>` the rest (last only). */
 export function subjectMatches(pattern: string, subject: string): boolean {
+  // Most patterns name one subject: compared without splitting (the in-process bus asks this of every subscription).
+  if (!pattern.includes("*") && !pattern.includes(">")) return pattern === subject;
   const p = pattern.split(".");
   const s = subject.split(".");
   for (let i = 0; i < p.length; i++) {

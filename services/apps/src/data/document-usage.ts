@@ -1,0 +1,99 @@
+import { sql, type SQL } from "drizzle-orm";
+import { DATA_LIMITS } from "../spec/data-rules.ts";
+import { type Database } from "@hatch/platform";
+import { rowsOf } from "../db/rows.ts";
+import { documentUsage } from "../db/schema.ts";
+import { lockAppRow } from "./app-lock.ts";
+
+// An app's documents counted in shards (`document_usage`, services/apps/SCHEMA.md), so adds of one app at once do not
+// queue on one counter row: an add counts in its database connection's shard, or the next one no other add holds, and
+// the app's usage is the sum of its shards. The per-app limit is held by escrow: each shard may count adds up to its
+// `allowed`, and an app's `allowed` add up to at most DATA_LIMITS.maxDocumentsPerApp. An add checks and counts one
+// shard in the statement that inserts the document; only an add that finds no free shard with room takes the per-app
+// lock and shares the app's room out again (shareRoom), which is rare: once per app at its first add, then when its
+// shards have used their shares, and near the limit.
+
+/** Shards per app: above the connections one database pool opens (DB_POOL_SIZE, 10 by default). */
+export const USAGE_SHARDS = 16;
+
+/** The shard of this connection: the same for every statement a connection runs, so a transaction sees one. */
+export const SHARD_OF_CONNECTION = sql.raw(`(pg_backend_pid() % ${USAGE_SHARDS})::smallint`);
+
+/**
+ * The CTE body that counts one added document of `bytes` in a shard with room: this connection's, else the next one
+ * no other add holds (SKIP LOCKED: an add never waits for another's shard while one is free, however many connections
+ * share shard numbers). No row when no free shard has room, or the app is gone (`appId` is a subquery that locked
+ * it, or null). The condition is checked on the row's newest version once locked. The insert selects from it.
+ */
+export function countAddSql(appId: SQL, bytes: SQL): SQL {
+  return sql`update ${documentUsage} set documents = documents + 1, bytes = bytes + ${bytes}
+    where (app_id, shard) = (select app_id, shard from ${documentUsage}
+      where app_id = ${appId} and documents < allowed
+      order by (shard - ${SHARD_OF_CONNECTION} + ${sql.raw(String(USAGE_SHARDS))}) % ${sql.raw(String(USAGE_SHARDS))}
+      limit 1 for update skip locked)
+    returning app_id`;
+}
+
+/**
+ * Counts a change of documents and bytes (a removal, a patch that changes the size) in this connection's shard. A
+ * shard may go below zero (it counted off a document another shard counted in): only the sums mean anything, and
+ * `allowed` is untouched, so the limit still holds. In the change's transaction, after the app row's lock.
+ */
+export async function countChange(
+  tx: Pick<Database, "execute">,
+  appId: string,
+  change: { documents: number; bytes: number },
+): Promise<void> {
+  await tx.execute(sql`insert into ${documentUsage} (app_id, shard, documents, bytes)
+    values (${appId}, ${SHARD_OF_CONNECTION}, ${change.documents}, ${change.bytes})
+    on conflict (app_id, shard) do update set documents = document_usage.documents + excluded.documents,
+      bytes = document_usage.bytes + excluded.bytes`);
+}
+
+/**
+ * In a transaction, when no free shard had room for an add: takes the app's row (key share, as every data write
+ * first does) and the app's usage lock, locks all its shards (waiting for the adds they are counting), and gives each
+ * shard its share of the room left, this connection's shard first. `full` when the app holds the most documents it
+ * may; `gone` when the app was deleted meanwhile. After `shared` the add's statement fits (it skips only rows other
+ * transactions hold, and this one holds them all).
+ */
+export async function shareRoom(
+  tx: Pick<Database, "execute" | "select">,
+  appId: string,
+): Promise<"shared" | "full" | "gone"> {
+  if (!(await lockAppRow(tx, appId))) return "gone";
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext('hatch:document_usage'), hashtext(${appId}))`);
+  const rows = rowsOf<{ shard: number; documents: number; allowed: number; mine: number }>(
+    await tx.execute(sql`select shard, documents, allowed, ${SHARD_OF_CONNECTION} as mine
+      from ${documentUsage} where app_id = ${appId} order by shard for update`),
+  );
+  const mine = Number(rows[0]?.mine ?? (await connectionShard(tx)));
+  // Another add shared the room out while this one waited for the lock, or a shard that was busy has room.
+  if (rows.some((row) => Number(row.documents) < Number(row.allowed))) return "shared";
+  const counted = new Map(rows.map((row) => [Number(row.shard), Number(row.documents)]));
+  const held = [...counted.values()].reduce((sum, documents) => sum + documents, 0);
+  const room = DATA_LIMITS.maxDocumentsPerApp - held;
+  if (room <= 0) return "full";
+  const shares = Array.from({ length: USAGE_SHARDS }, (_, shard) => {
+    // The remainder goes to the shards from this connection's on, so this add always gets room.
+    const order = (shard - mine + USAGE_SHARDS) % USAGE_SHARDS;
+    const share = Math.floor(room / USAGE_SHARDS) + (order < room % USAGE_SHARDS ? 1 : 0);
+    return sql`(${appId}, ${shard}, ${(counted.get(shard) ?? 0) + share})`;
+  });
+  await tx.execute(sql`insert into ${documentUsage} (app_id, shard, allowed) values ${sql.join(shares, sql`, `)}
+    on conflict (app_id, shard) do update set allowed = excluded.allowed`);
+  return "shared";
+}
+
+async function connectionShard(tx: Pick<Database, "execute">): Promise<number> {
+  const [row] = rowsOf<{ shard: number }>(await tx.execute(sql`select ${SHARD_OF_CONNECTION} as shard`));
+  return Number(row!.shard);
+}
+
+/** The app's documents now (the sum of its shards). */
+export async function documentsHeld(db: Pick<Database, "execute">, appId: string): Promise<number> {
+  const [row] = rowsOf<{ documents: string | null }>(
+    await db.execute(sql`select sum(documents) as documents from ${documentUsage} where app_id = ${appId}`),
+  );
+  return Number(row?.documents ?? 0);
+}
