@@ -11,10 +11,21 @@ export function freePort(): number {
   return port;
 }
 
+/** Thrown by a waitUntil check when what it waits for can no longer come (the process ended). */
+export class StartEnded extends Error {
+  constructor(code: number) {
+    super(`bun run dev exited with code ${code}`);
+  }
+}
+
 export async function waitUntil(check: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
+    const done = await check().catch((error: unknown) => {
+      if (error instanceof StartEnded) throw error;
+      return false;
+    });
+    if (done) return;
     await Bun.sleep(200);
   }
   throw new Error(`gave up waiting for ${what}`);
@@ -70,13 +81,32 @@ export async function startDevWithUser(options: {
     stdout: "ignore",
     stderr: "pipe",
   });
+  // Read as it comes (a pipe nobody reads stops the writer once full); its end is told when the start fails.
+  let stderr = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of dev.stderr) stderr = (stderr + decoder.decode(chunk, { stream: true })).slice(-4_000);
+  })().catch(() => {});
   const stop = async () => {
     dev.kill("SIGTERM");
     await dev.exited;
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, "bun run dev to answer /healthz");
+    try {
+      // A fresh data dir's embedded Postgres on a machine busy with the tests (CI runs this beside them) can take a
+      // while; a dev that ended is told at once.
+      await waitUntil(
+        async () => {
+          if (dev.exitCode !== null) throw new StartEnded(dev.exitCode);
+          return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
+        },
+        "bun run dev to answer /healthz",
+        180_000,
+      );
+    } catch (error) {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; its stderr ended with:\n${stderr}`);
+    }
     const admin = (args: string[]) => run(["bun", "scripts/admin.ts", ...args], env);
     const created = await admin([
       "user:create",
