@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminSocketPaths } from "../scripts/admin-socket.ts";
 import { freePort, freshDatabase, realServers, uniqueName } from "./support/servers.ts";
+import { migratedDataDir } from "./support/templates.ts";
 
 // `bun run admin` with and without a running `bun run dev` on the same data dir: real processes, real ports.
 const ROOT = join(import.meta.dir, "..");
@@ -16,6 +17,7 @@ afterAll(() => {
 });
 
 type Env = Record<string, string>;
+/** A new data dir and the environment that points dev and admin at it. */
 function freshEnv(): Env {
   const dir = mkdtempSync(join(tmpdir(), "hatch-admin-"));
   dirs.push(dir);
@@ -30,6 +32,12 @@ function freshEnv(): Env {
   delete env.NATS_URL;
   delete env.HATCH_SECRET;
   delete env.BASE_URL;
+  return env;
+}
+/** freshEnv() whose data dir holds a migrated database already, for tests about anything but a first start. */
+async function migratedEnv(): Promise<Env> {
+  const env = freshEnv();
+  await migratedDataDir(env.DATA_DIR!);
   return env;
 }
 
@@ -227,7 +235,7 @@ describe("bun run admin beside bun run dev (embedded database)", () => {
 
 describe("bun run admin when dev is gone or does not answer", () => {
   test("a dev killed with SIGKILL leaves a stale socket: admin runs alone; the next dev replaces the socket and its token", async () => {
-    const env = freshEnv();
+    const env = await migratedEnv();
     const paths = adminSocketPaths(env.DATA_DIR!);
     const first = await startDev(env);
     const oldToken = readFileSync(paths.token, "utf8");
@@ -272,6 +280,7 @@ describe("bun run admin when dev is gone or does not answer", () => {
   test("a data dir too deep for a unix socket: dev runs without one, and admin says to stop it", async () => {
     const env = freshEnv();
     env.DATA_DIR = join(env.DATA_DIR!, "a-folder-name-long-enough-to-push-the-socket-path-past-what-sun-path-holds");
+    await migratedDataDir(env.DATA_DIR);
     const dev = await startDev(env);
     try {
       expect(existsSync(adminSocketPaths(env.DATA_DIR).dir)).toBe(false);
@@ -285,7 +294,7 @@ describe("bun run admin when dev is gone or does not answer", () => {
   }, 60_000);
 
   test("stale socket and token while another process holds the lock: refused, not hung", async () => {
-    const env = freshEnv();
+    const env = await migratedEnv();
     const dir = env.DATA_DIR!;
     const dev = await startDev(env);
     await stopDev(dev, env, "SIGKILL");

@@ -6,6 +6,7 @@ import { EXIT_CODES } from "@hatch/platform";
 import { allGone, collect, isAlive, logLines } from "./support/processes.ts";
 import { TEST_SECRET } from "./support/hatch.ts";
 import { freePort, freshDatabase, uniqueName } from "./support/servers.ts";
+import { migratedDataDir } from "./support/templates.ts";
 
 // Bounded shutdown, seen from outside: real processes, real signals. No timing is asserted; each test's timeout is
 // only the bound past which a process that never exits fails it.
@@ -116,10 +117,14 @@ describe("the shared shutdown, in a real process", () => {
   }, 20_000);
 });
 
-/** `bun run dev` on a fresh data dir with one user (made by the admin CLI first) and that user's token. */
+/**
+ * `bun run dev` with one user (made by the admin CLI first) and that user's token, on a data dir whose database is
+ * migrated already (a first start is not what these tests are about).
+ */
 async function startDevWithUser(email: string, extra: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "hatch-shutdown-"));
   dirs.push(dataDir);
+  await migratedDataDir(dataDir);
   const port = freePort();
   const env = baseEnv({
     DATA_DIR: dataDir,

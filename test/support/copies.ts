@@ -3,7 +3,8 @@ import { type ServiceName } from "@hatch/contracts";
 import { createGateway, type Gateway } from "@hatch/gateway";
 import { startHatch, type Hatch } from "../../scripts/hatch.ts";
 import { TEST_SECRET, type TestHatch } from "./hatch.ts";
-import { freePort, freshDatabase, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
+import { freePort, realServers, testBlobDir, uniqueName, type Mode } from "./servers.ts";
+import { embeddedDatabase, migratedDatabase } from "./templates.ts";
 
 /** What the round-robin proxy sent where: the backend (0 or 1) and the JSON-RPC method, or "answer" for a response. */
 export interface Routed {
@@ -29,7 +30,8 @@ export async function startTwoCopies(
   stop(): Promise<void>;
 }> {
   const port = freePort();
-  const database = mode === "real" ? await freshDatabase(realServers!.databaseUrl) : null;
+  // Every schema migrated already (a copy of this process's template), as startTestHatch boots.
+  const database = mode === "real" ? await migratedDatabase(realServers!.databaseUrl) : null;
   const logger = createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" });
   const busPrefix = uniqueName("bus");
   const hatch: Hatch = await startHatch({
@@ -37,6 +39,7 @@ export async function startTwoCopies(
     logger,
     port,
     databaseUrl: database?.url,
+    pglite: database ? undefined : await embeddedDatabase(),
     natsUrl: mode === "real" ? realServers!.natsUrl : undefined,
     busPrefix,
     services: options.services ?? ["orgs"],

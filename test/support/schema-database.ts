@@ -1,6 +1,5 @@
 import { openServiceDatabase, type Database } from "@hatch/platform";
-import { freshDatabase } from "./servers.ts";
-import { embeddedDatabase } from "./templates.ts";
+import { embeddedDatabase, migratedDatabase } from "./templates.ts";
 
 export interface SchemaDatabase {
   db: Database;
@@ -8,9 +7,9 @@ export interface SchemaDatabase {
 }
 
 /**
- * A service schema, migrated from `migrationsFolder`, on a fresh database: a new database on `serverUrl`'s server
- * (dropped on close; at most `maxConnections`), or an in-memory PGlite copied from a migrated template when there is
- * no server.
+ * A service schema, migrated from `migrationsFolder`, on a fresh database copied from a migrated template of this
+ * process: a new database on `serverUrl`'s server (dropped on close; at most `maxConnections`), or an in-memory PGlite
+ * when there is no server.
  */
 export async function openSchemaDatabase(options: {
   schema: string;
@@ -19,12 +18,13 @@ export async function openSchemaDatabase(options: {
   maxConnections?: number;
 }): Promise<SchemaDatabase> {
   const { schema, migrationsFolder, serverUrl, maxConnections } = options;
+  const schemas = [{ schema, migrations: migrationsFolder }];
   if (!serverUrl) {
-    const client = await embeddedDatabase([{ schema, migrations: migrationsFolder }]);
+    const client = await embeddedDatabase(schemas);
     const handle = await openServiceDatabase({ kind: "pglite", client }, { schema, migrationsFolder });
     return { db: handle.db, close: () => client.close() };
   }
-  const database = await freshDatabase(serverUrl);
+  const database = await migratedDatabase(serverUrl, schemas);
   const handle = await openServiceDatabase(
     { kind: "postgres", url: database.url, ...(maxConnections ? { maxConnections } : {}) },
     { schema, migrationsFolder },

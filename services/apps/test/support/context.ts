@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, createMemoryBus, openEmbeddedPostgres, openServiceDatabase } from "@hatch/platform";
+import { createLogger, createMemoryBus } from "@hatch/platform";
 import { createDiskBlobStore } from "../../src/blobs/disk.ts";
 import { loadAppsConfig } from "../../src/config.ts";
 import { appsKeys, appsRateCounter, createSealer, type AppsContext } from "../../src/context.ts";
 import { AppLogWriter } from "../../src/app-logs.ts";
 import { APPS_MIGRATIONS } from "../../src/service.ts";
-import { freshDatabase } from "../../../../test/support/servers.ts";
+import { openSchemaDatabase } from "../../../../test/support/schema-database.ts";
 
 export const TEST_SECRET = "apps-test-secret-".padEnd(48, "x");
 
@@ -17,24 +17,19 @@ export interface TestContext {
 }
 
 /**
- * An apps context on a fresh, migrated database (a new database on TEST_DATABASE_URL's server when set, else an
- * in-memory PGlite), a temporary blob folder and the in-process bus. `gatewayUrl` is where sign-in redirects point;
+ * An apps context on a fresh, migrated database (a copy of a migrated template: a new database on TEST_DATABASE_URL's
+ * server when set, else an in-memory PGlite), a temporary blob folder and the in-process bus. `gatewayUrl` is where sign-in redirects point;
  * `logWrite` captures the log lines (info and up).
  */
 export async function openTestContext(
   options: { gatewayUrl?: string; env?: Record<string, string>; logWrite?: (line: string) => void } = {},
 ): Promise<TestContext> {
   const blobDir = mkdtempSync(join(tmpdir(), "hatch-apps-test-"));
-  const serverUrl = process.env.TEST_DATABASE_URL;
-  const pglite = serverUrl ? null : await openEmbeddedPostgres();
-  const database = serverUrl ? await freshDatabase(serverUrl) : null;
-  const handle = await openServiceDatabase(
-    pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url },
-    {
-      schema: "apps",
-      migrationsFolder: APPS_MIGRATIONS,
-    },
-  );
+  const database = await openSchemaDatabase({
+    schema: "apps",
+    migrationsFolder: APPS_MIGRATIONS,
+    serverUrl: process.env.TEST_DATABASE_URL,
+  });
   const logger = options.logWrite
     ? createLogger({ level: "info", write: options.logWrite })
     : createLogger({ level: (process.env.LOG_LEVEL as "warn") ?? "warn" });
@@ -46,7 +41,7 @@ export async function openTestContext(
   });
   const bus = createMemoryBus({ logger });
   const ctx: AppsContext = {
-    db: handle.db,
+    db: database.db,
     config,
     blobs: createDiskBlobStore(blobDir),
     keys: appsKeys(TEST_SECRET),
@@ -54,16 +49,14 @@ export async function openTestContext(
     logger,
     bus,
     rate: appsRateCounter(bus),
-    appLogs: new AppLogWriter(handle.db, logger),
+    appLogs: new AppLogWriter(database.db, logger),
   };
   return {
     ctx,
     async close() {
       await ctx.appLogs.stop();
       await bus.drain();
-      await handle.close();
-      await pglite?.close();
-      await database?.drop();
+      await database.close();
       rmSync(blobDir, { recursive: true, force: true });
     },
   };
