@@ -196,11 +196,16 @@ describe("bun run dev", () => {
       await out.waitFor("Hatch is running");
       const sessionHeaders = await openSession(mcp, token);
 
-      // The answer's headers come with the stream's first bytes (the SDK's keep-alive, 15 s, until a priming event is sent).
+      // The stream opens at once: a comment line first (the SDK itself writes nothing until its 15 s keep-alive).
       const stream = await fetch(mcp, { method: "GET", headers: { ...sessionHeaders, Accept: "text/event-stream" } });
       expect(stream.status).toBe(200);
       expect(stream.headers.get("content-type")).toContain("text/event-stream");
-      const streamEnded = stream.text().then(
+      const reader = stream.body!.getReader();
+      const first = await reader.read();
+      expect(new TextDecoder().decode(first.value)).toStartWith(": open");
+      const streamEnded = (async () => {
+        while (!(await reader.read()).done) {}
+      })().then(
         () => "ended",
         () => "ended with an error",
       );

@@ -435,6 +435,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         .then((record) => record && directory.put(sessionId, record))
         .catch(() => undefined);
     }
+    if (request.method === "GET" && entry.transport.sessionId)
+      return openedAtOnce(await entry.transport.handleRequest(request, { authInfo, parsedBody }));
     if (request.method !== "POST" || !entry.transport.sessionId)
       return entry.transport.handleRequest(request, { authInfo, parsedBody });
     // The stream a POST opens records which requests it answers (so a copy that resumes it knows what to wait for).
@@ -567,6 +569,34 @@ class CopyTransport implements Transport {
     return Number.isSafeInteger(n) ? ({ ...message, id: n } as JSONRPCMessage) : message;
   }
 }
+
+/**
+ * A 2025 session's standalone event stream, opened at once: the SDK writes nothing on it until its first message or
+ * its keep-alive (15 s), and the response's headers leave with the first bytes, so a client (and any proxy between)
+ * would wait that long to learn the stream is open. A comment line goes first; the SDK's stream follows as it is, and
+ * a client that leaves cancels it (the SDK then forgets the stream).
+ */
+function openedAtOnce(response: Response): Response {
+  if (response.status !== 200 || !response.body || !response.headers.get("content-type")?.includes("text/event-stream"))
+    return response;
+  const inner = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(OPENED);
+    },
+    async pull(controller) {
+      const { done, value } = await inner.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return inner.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
+}
+
+const OPENED = new TextEncoder().encode(": open\n\n");
 
 /** DNS-rebinding protection: the Host must be ours, and a browser Origin, when sent, must be ours too. */
 function checkHostAndOrigin(request: Request, allowedHosts: string[], allowedOrigin: string): Response | null {
