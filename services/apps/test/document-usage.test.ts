@@ -1,17 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { DATA_LIMITS } from "../src/spec/data-rules.ts";
-import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
+import { type Database } from "@hatch/platform";
 import { eq, sql } from "drizzle-orm";
 import { addDocument, removeDocument } from "../src/data/documents.ts";
 import { documentsHeld, USAGE_SHARDS } from "../src/data/document-usage.ts";
 import { storedBytes } from "../src/data/storage-limit.ts";
 import { DataError } from "../src/http/answers.ts";
 import { documentUsage } from "../src/db/schema.ts";
-import { APPS_MIGRATIONS } from "../src/service.ts";
-import { freshDatabase } from "../../../test/support/servers.ts";
+import { appsDatabaseBefore, type DatabaseBefore } from "./support/migrations.ts";
 import { openTestContext, type TestContext } from "./support/context.ts";
 import { seedApp } from "./support/seed.ts";
 
@@ -86,39 +82,14 @@ describe("document usage in shards", () => {
 });
 
 describe("migration 0009: document counts carried over from data_usage", () => {
-  const cleanup: (() => Promise<void> | void)[] = [];
+  let migrated: DatabaseBefore | undefined;
   afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
+    await migrated?.close();
   });
 
   test("each app's documents and bytes are its shards' sums; the next add shares the room out and counts on", async () => {
-    const before = mkdtempSync(join(tmpdir(), "hatch-migrations-"));
-    cleanup.push(() => rmSync(before, { recursive: true, force: true }));
-    cpSync(APPS_MIGRATIONS, before, { recursive: true });
-    const journal = JSON.parse(readFileSync(join(before, "meta/_journal.json"), "utf8")) as {
-      entries: { tag: string }[];
-    };
-    const at = journal.entries.findIndex((entry) => entry.tag === "0009_document_usage");
-    expect(at).toBeGreaterThan(0);
-    journal.entries = journal.entries.slice(0, at);
-    writeFileSync(join(before, "meta/_journal.json"), JSON.stringify(journal));
-
-    const serverUrl = process.env.TEST_DATABASE_URL;
-    const pglite = serverUrl ? null : await openEmbeddedPostgres();
-    const database = serverUrl ? await freshDatabase(serverUrl) : null;
-    cleanup.push(async () => {
-      await pglite?.close();
-      await database?.drop();
-    });
-    const open = async (folder: string) => {
-      const handle = await openServiceDatabase(
-        pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url },
-        { schema: "apps", migrationsFolder: folder },
-      );
-      cleanup.push(() => handle.close());
-      return handle.db;
-    };
-    const old = await open(before);
+    migrated = await appsDatabaseBefore("0009_document_usage");
+    const { old } = migrated;
     for (const id of ["app_one", "app_two", "app_three"]) {
       const address = id.replace("_", "-");
       await old.execute(sql`insert into apps.addresses (address, app_id) values (${address}, ${id})`);
@@ -129,7 +100,7 @@ describe("migration 0009: document counts carried over from data_usage", () => {
     await old.execute(sql`insert into apps.data_usage (app_id, documents, document_bytes, files, file_bytes)
       values ('app_one', 5, 500, 1, 10), ('app_two', 0, 0, 2, 20)`);
 
-    const db = await open(APPS_MIGRATIONS);
+    const db = await migrated.upgrade();
     expect((await db.select().from(documentUsage).orderBy(documentUsage.appId)).map((row) => ({ ...row }))).toEqual([
       { appId: "app_one", shard: 0, documents: 5, bytes: 500, allowed: 5 },
     ]);

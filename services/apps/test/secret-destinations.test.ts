@@ -1,18 +1,14 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { apiRule } from "../src/spec/server-code.ts";
-import { openEmbeddedPostgres, openServiceDatabase, type Database } from "@hatch/platform";
+import { type Database } from "@hatch/platform";
 import { sql } from "drizzle-orm";
 import { formsOf, redact, redactText } from "../src/apis/redact.ts";
 import { secrets } from "../src/db/schema.ts";
 import { sameDestination } from "../src/secrets/destinations.ts";
 import { secretAad, Sealer } from "../src/secrets/sealed.ts";
 import { openSecretFor } from "../src/secrets/store.ts";
-import { APPS_MIGRATIONS } from "../src/service.ts";
-import { freshDatabase } from "../../../test/support/servers.ts";
+import { appsDatabaseBefore, type DatabaseBefore } from "./support/migrations.ts";
 
 // Where a secret may go (src/secrets/destinations.ts), the migration that bound the values set before destinations
 // were recorded, and the forms of a secret scrubbed from what an API answers (src/apis/redact.ts).
@@ -93,40 +89,15 @@ describe("redaction", () => {
 });
 
 describe("the migration that records destinations", () => {
-  const cleanup: (() => Promise<void> | void)[] = [];
+  let migrated: DatabaseBefore | undefined;
   afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
+    await migrated?.close();
   });
 
   test("values set before it are bound to what the app's current version declares, so calls go on working", async () => {
     // The migrations as they were before 0006, then all of them, on one database.
-    const before = mkdtempSync(join(tmpdir(), "hatch-migrations-"));
-    cleanup.push(() => rmSync(before, { recursive: true, force: true }));
-    cpSync(APPS_MIGRATIONS, before, { recursive: true });
-    const journal = JSON.parse(readFileSync(join(before, "meta/_journal.json"), "utf8")) as {
-      entries: { tag: string }[];
-    };
-    const at = journal.entries.findIndex((entry) => entry.tag === "0006_secret_destinations");
-    expect(at).toBeGreaterThan(0);
-    journal.entries = journal.entries.slice(0, at);
-    writeFileSync(join(before, "meta/_journal.json"), JSON.stringify(journal));
-
-    const serverUrl = process.env.TEST_DATABASE_URL;
-    const pglite = serverUrl ? null : await openEmbeddedPostgres();
-    const database = serverUrl ? await freshDatabase(serverUrl) : null;
-    cleanup.push(async () => {
-      await pglite?.close();
-      await database?.drop();
-    });
-    const open = async (folder: string) => {
-      const handle = await openServiceDatabase(
-        pglite ? { kind: "pglite", client: pglite } : { kind: "postgres", url: database!.url },
-        { schema: "apps", migrationsFolder: folder },
-      );
-      cleanup.push(() => handle.close());
-      return handle.db;
-    };
-    const old = await open(before);
+    migrated = await appsDatabaseBefore("0006_secret_destinations");
+    const { old } = migrated;
 
     const sealer = new Sealer([{ id: "k1", key: randomBytes(32) }]);
     const weather = { url: "https://API.weather.example:443/v1/", secret: "WEATHER_KEY", in: { query: "appid" } };
@@ -144,7 +115,7 @@ describe("the migration that records destinations", () => {
         values (${appId}, ${name}, ${sealed.keyId}, ${sealed.sealed}, 'usr_1', 'owner@example.com')`);
     }
 
-    const db = await open(APPS_MIGRATIONS);
+    const db = await migrated.upgrade();
     const rows = await db.select().from(secrets).orderBy(secrets.appId, secrets.name);
     expect(rows.map((row) => [row.appId, row.name, row.destinations])).toEqual([
       ["app_one", "UNUSED_KEY", []],
