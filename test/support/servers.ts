@@ -80,9 +80,10 @@ const PORT_FLOOR = 20_000;
 const PORT_CEILING = 32_000;
 const handedOut = new Set<number>();
 
-/** A fresh folder for the apps service's files, removed when the test process exits. */
+/** A fresh folder for the apps service's files, removed at the end of the run. */
 export function testBlobDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "hatch-blobs-"));
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  // At the end of the run (an exit handler never runs under `bun test`, which left one folder a boot behind).
+  atEndOfRun(async () => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
