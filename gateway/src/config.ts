@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/platform";
+import { CommonEnvSchema, ConfigError, loadConfig } from "@hatch/platform";
 import { z } from "zod";
 import type { PasswordCost } from "./auth/passwords.ts";
 
@@ -139,6 +139,11 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
   if (!secret)
     throw new Error(
       "Invalid configuration:\n  HATCH_SECRET: is required when the gateway runs on its own (openssl rand -hex 32)",
+    );
+  // Its own URL (tokens' audience, sign-in links, the pages) is made from PORT before the socket opens.
+  if (parsed.PORT === 0 && !parsed.BASE_URL)
+    throw new ConfigError(
+      "Invalid configuration:\n  PORT: 0 (any free port) needs BASE_URL too, the address clients reach this gateway at; or give a port number",
     );
   return gatewayConfig({
     secret,
