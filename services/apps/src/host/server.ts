@@ -84,14 +84,18 @@ const MAX_HOSTS_KEPT = 1_000;
  * the first slash after the scheme. Null when even that is no URL.
  */
 function requestTarget(request: Request): URL | null {
-  const raw = request.url;
-  const scheme = raw.indexOf("://");
-  const slash = scheme < 0 ? -1 : raw.indexOf("/", scheme + 3);
   try {
-    return new URL(`http://app.invalid${slash < 0 ? "/" : raw.slice(slash)}`);
+    return new URL(`http://app.invalid${pathAndQueryOf(request.url) ?? "/"}`);
   } catch {
     return null;
   }
+}
+
+/** What follows the host in a request's URL (from its first slash after the scheme), or null when there is none. */
+function pathAndQueryOf(raw: string): string | null {
+  const scheme = raw.indexOf("://");
+  const slash = scheme < 0 ? -1 : raw.indexOf("/", scheme + 3);
+  return slash < 0 ? null : raw.slice(slash);
 }
 
 /** What the file routes read of a request's target. */
@@ -106,11 +110,15 @@ const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9._~-]*)+$/;
  * site's requests). Null otherwise: the caller parses the target (requestTarget).
  */
 export function plainFileTarget(raw: string): Target | null {
-  const scheme = raw.indexOf("://");
-  const slash = scheme < 0 ? -1 : raw.indexOf("/", scheme + 3);
-  if (slash < 0) return null;
-  const path = raw.slice(slash);
-  if (!PLAIN_PATH.test(path) || path.startsWith("/_hatch/") || path === "/api" || path.startsWith("/api/")) return null;
+  const path = pathAndQueryOf(raw);
+  if (
+    path === null ||
+    !PLAIN_PATH.test(path) ||
+    path.startsWith("/_hatch/") ||
+    path === "/api" ||
+    path.startsWith("/api/")
+  )
+    return null;
   return { pathname: path, search: "" };
 }
 
