@@ -141,7 +141,11 @@ export interface PairedBenchSpec<Op extends string> {
   scripts: { baseline: string; host: string };
   request?(op: Op): Omit<NonNullable<LoadOptions["http"]>, "url" | "host">;
   baselineName: string;
-  goal: { name: string; op: Op; clients: number; limit: number };
+  /**
+   * What is judged, each at one op and level: `rate` the host's req/s at least `limit`; `ratio` the host's req/s at
+   * least `limit` times the baseline's of the same pair.
+   */
+  goals: { name: string; op: Op; clients: number; kind: "rate" | "ratio"; limit: number }[];
 }
 
 export interface SeededBench {
@@ -162,7 +166,7 @@ export interface PairedBenchResult<Op extends string, Settings> {
   machine: { cpus: number; cpuModel: string; bun: string };
   settings: Settings;
   runs: PairedRun<Op>[];
-  goal: Goal;
+  goals: Goal[];
 }
 
 /** Runs every op at every level, baseline and host paired (b h h b), on a fresh database that is dropped after. */
@@ -202,20 +206,17 @@ export async function measurePaired<Op extends string, S extends AppBenchSetting
         runs.push({ op, clients, ...paired });
       }
     }
-    const value =
-      runs.find((r) => r.op === spec.goal.op && r.clients === spec.goal.clients)?.host.callsPerSecond ?? null;
     const { databaseUrl: _, ...shown } = settings;
     return {
       startedAt,
       machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", bun: Bun.version },
       settings: shown,
       runs,
-      goal: {
-        name: spec.goal.name,
-        value,
-        limit: spec.goal.limit,
-        met: value === null ? null : value >= spec.goal.limit,
-      },
+      goals: spec.goals.map((goal) => {
+        const run = runs.find((r) => r.op === goal.op && r.clients === goal.clients);
+        const value = (goal.kind === "rate" ? run?.host.callsPerSecond : run?.ratio) ?? null;
+        return { name: goal.name, value, limit: goal.limit, met: value === null ? null : value >= goal.limit };
+      }),
     };
   } finally {
     await database.drop();
@@ -271,7 +272,6 @@ export function formatPaired<Op extends string>(
       row.map((cell, col) => (col < 1 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  "),
     )
     .join("\n");
-  const verdict = result.goal.met === null ? "NOT MEASURED" : result.goal.met ? "MET" : "NOT MET";
   const errors = result.runs.flatMap((run) =>
     [run.baseline, run.host]
       .filter((r) => r.errors > 0)
@@ -284,7 +284,11 @@ export function formatPaired<Op extends string>(
     "",
     table,
     "",
-    `${verdict.padEnd(12)}  ${result.goal.name}: ${fmt(result.goal.value, 0)}`,
+    ...result.goals.map((goal) => {
+      const verdict = goal.met === null ? "NOT MEASURED" : goal.met ? "MET" : "NOT MET";
+      const digits = (goal.limit ?? 0) < 10 ? 2 : 0;
+      return `${verdict.padEnd(12)}  ${goal.name}: ${fmt(goal.value, digits)} (limit ${fmt(goal.limit, digits)})`;
+    }),
     ...errors.map((line) => `note: ${line}`),
     ...(cpus().length <= 2 ? ["note: the load generator and Postgres share the CPUs with the server under test"] : []),
   ].join("\n");

@@ -15,6 +15,8 @@ import {
 export const DATA_LEVELS = [32, 1] as const;
 /** Issue 8's target: list reads at 32 connections, on the 2-core machine. */
 export const DATA_READS_GOAL = 3_000;
+/** Issue 29: an add through the app host at least this fraction of postgres.js running the same insert. */
+export const DATA_ADD_GOAL_RATIO = 0.5;
 const ADDRESS = "bench-data";
 const COLLECTION = "items";
 const SEEDED = 200;
@@ -59,12 +61,22 @@ export function measureData(settings: DataSettings, progress: (message: string) 
       request: (op) =>
         op === "add" ? { method: "POST", json: JSON.stringify({ title: "New item", done: false, priority: 2 }) } : {},
       baselineName: "postgres.js",
-      goal: {
-        name: `app host list reads/s at 32 connections >= ${DATA_READS_GOAL}`,
-        op: "list",
-        clients: 32,
-        limit: DATA_READS_GOAL,
-      },
+      goals: [
+        {
+          name: `app host list reads/s at 32 connections >= ${DATA_READS_GOAL}`,
+          op: "list",
+          clients: 32,
+          kind: "rate",
+          limit: DATA_READS_GOAL,
+        },
+        {
+          name: `app host add req/s at 32 connections >= ${DATA_ADD_GOAL_RATIO} x postgres.js`,
+          op: "add",
+          clients: 32,
+          kind: "ratio",
+          limit: DATA_ADD_GOAL_RATIO,
+        },
+      ],
     },
     progress,
   );

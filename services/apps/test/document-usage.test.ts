@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DATA_LIMITS } from "../src/spec/data-rules.ts";
-import { type Database } from "@hatch/platform";
+import { metrics, type Database } from "@hatch/platform";
 import { eq, sql } from "drizzle-orm";
 import { addDocument, removeDocument } from "../src/data/documents.ts";
 import { documentsHeld, USAGE_SHARDS } from "../src/data/document-usage.ts";
@@ -51,6 +51,21 @@ describe("document usage in shards", () => {
     // Removals at once count off, whichever shard they land on.
     await Promise.all(added.slice(0, 25).map((document) => removeDocument(t.ctx.db, key, document.id, null)));
     expect(await documentsHeld(t.ctx.db, app.id)).toBe(35);
+    await expectEscrowHolds(t.ctx.db, app.id);
+  }, 60_000);
+
+  test("adds at once share the app's room out once; the adds that found every shard busy meanwhile add without sharing", async () => {
+    const app = await seedApp(t.ctx, { address: "burst", config });
+    const key = { appId: app.id, collection: "notes" };
+    const shared = async () =>
+      (await metrics.documentUsageShares.get()).values.find((value) => value.labels.outcome === "shared")?.value ?? 0;
+    const before = await shared();
+    // The app has no shards yet, so the first adds at once all find none and queue for the app's usage lock.
+    await Promise.all(Array.from({ length: 200 }, (_, n) => addDocument(t.ctx.db, key, { n }, null)));
+    expect(await documentsHeld(t.ctx.db, app.id)).toBe(200);
+    // Only the first shared the room out (locking every shard); the others found room once it had and locked no shard
+    // to look, so no add after them found every shard busy and shared again.
+    expect((await shared()) - before).toBe(1);
     await expectEscrowHolds(t.ctx.db, app.id);
   }, 60_000);
 

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { DATA_LIMITS } from "../spec/data-rules.ts";
-import { type Database } from "@hatch/platform";
+import { metrics, type Database } from "@hatch/platform";
 import { rowsOf } from "../db/rows.ts";
 import { documentUsage } from "../db/schema.ts";
 import { lockAppRow } from "./app-lock.ts";
@@ -10,8 +10,11 @@ import { lockAppRow } from "./app-lock.ts";
 // the app's usage is the sum of its shards. The per-app limit is held by escrow: each shard may count adds up to its
 // `allowed`, and an app's `allowed` add up to at most DATA_LIMITS.maxDocumentsPerApp. An add checks and counts one
 // shard in the statement that inserts the document; only an add that finds no free shard with room takes the per-app
-// lock and shares the app's room out again (shareRoom), which is rare: once per app at its first add, then when its
-// shards have used their shares, and near the limit.
+// lock (shareRoom). Most of those find room once they hold it (another add shared it out meanwhile, holding every
+// shard while it did) and add again without locking any shard; only an add that finds no room at all shares the
+// app's room out again, which is rare: once per app at its first add, then when its shards have used their shares,
+// and near the limit. (An add that locked every shard merely to look made the adds meanwhile find none free, so they
+// locked every shard in turn: at 32 connections nearly every add took the lock, bench/README.md round 6.)
 
 /** Shards per app: above the connections one database pool opens (DB_POOL_SIZE, 10 by default). */
 export const USAGE_SHARDS = 16;
@@ -52,23 +55,42 @@ export async function countChange(
 
 /**
  * In a transaction, when no free shard had room for an add: takes the app's row (key share, as every data write
- * first does) and the app's usage lock, locks all its shards (waiting for the adds they are counting), and gives each
- * shard its share of the room left, this connection's shard first. `full` when the app holds the most documents it
- * may; `gone` when the app was deleted meanwhile. After `shared` the add's statement fits (it skips only rows other
- * transactions hold, and this one holds them all).
+ * first does) and the app's usage lock. `room` when a shard has room now (on what others committed; nothing more is
+ * locked): the add tries its statement again. Otherwise, or with `force` (the add found every shard with room busy
+ * again): locks all the app's shards (waiting for the adds they are counting) and gives each shard its share of the
+ * room left, this connection's shard first; `shared` then, and the add's statement fits (it skips only rows other
+ * transactions hold, and this one holds them all). `full` when the app holds the most documents it may; `gone` when
+ * the app was deleted meanwhile.
  */
 export async function shareRoom(
   tx: Pick<Database, "execute" | "select">,
   appId: string,
-): Promise<"shared" | "full" | "gone"> {
+  options: { force?: boolean } = {},
+): Promise<"room" | "shared" | "full" | "gone"> {
+  const outcome = await shareRoomOnce(tx, appId, options.force === true);
+  metrics.documentUsageShares.inc(outcome);
+  return outcome;
+}
+
+async function shareRoomOnce(
+  tx: Pick<Database, "execute" | "select">,
+  appId: string,
+  force: boolean,
+): Promise<"room" | "shared" | "full" | "gone"> {
   if (!(await lockAppRow(tx, appId))) return "gone";
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext('hatch:document_usage'), hashtext(${appId}))`);
+  if (!force) {
+    const free = rowsOf(
+      await tx.execute(sql`select 1 from ${documentUsage} where app_id = ${appId} and documents < allowed limit 1`),
+    );
+    if (free.length > 0) return "room";
+  }
   const rows = rowsOf<{ shard: number; documents: number; allowed: number; mine: number }>(
     await tx.execute(sql`select shard, documents, allowed, ${SHARD_OF_CONNECTION} as mine
       from ${documentUsage} where app_id = ${appId} order by shard for update`),
   );
   const mine = Number(rows[0]?.mine ?? (await connectionShard(tx)));
-  // Another add shared the room out while this one waited for the lock, or a shard that was busy has room.
+  // A shard has room (it freed while this add waited for the lock): this transaction holds them all now.
   if (rows.some((row) => Number(row.documents) < Number(row.allowed))) return "shared";
   const counted = new Map(rows.map((row) => [Number(row.shard), Number(row.documents)]));
   const held = [...counted.values()].reduce((sum, documents) => sum + documents, 0);

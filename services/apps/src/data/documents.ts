@@ -158,9 +158,17 @@ interface NewDocument {
   author: Author | null;
 }
 
-/** The add whose shard had no room: shares the app's room out again (or refuses at the limit), then adds. */
+/**
+ * The add that found no free shard with room: under the app's usage lock, adds again where a shard has room, and
+ * otherwise (or when those shards were all busy again) shares the app's room out (or refuses at the limit) and adds.
+ */
 async function addWithRoom(tx: Tx, key: DocumentKey, added: NewDocument): Promise<StoredDocument> {
-  const room = await shareRoom(tx, key.appId);
+  let room = await shareRoom(tx, key.appId);
+  if (room === "room") {
+    const row = await insertCounted({ tx }, key, added);
+    if (row) return row;
+    room = await shareRoom(tx, key.appId, { force: true });
+  }
   if (room === "full") {
     throw new DataError(
       "limit_exceeded",

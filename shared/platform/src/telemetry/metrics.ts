@@ -144,6 +144,11 @@ export const metrics = {
     "Requests answered by the app host, by status class (2xx, 3xx, 4xx, 5xx).",
     "status",
   ),
+  documentUsageShares: new HotCounter(
+    "hatch_app_document_usage_locks_total",
+    "App data adds that found no shard of the app's document count free with room and took the app's usage lock, by outcome: room (a shard had room by then), shared (the app's room was shared out again), full, gone.",
+    "outcome",
+  ),
   appHostSeconds: new HotHistogram(
     "hatch_app_host_request_duration_seconds",
     "Time the app host took to answer a request (to its response headers).",
