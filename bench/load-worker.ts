@@ -90,6 +90,10 @@ const measureUntil = measureFrom + config.durationMs;
 await Bun.sleep(Math.max(0, begin - performance.now()));
 
 await Promise.all(clients.map((client) => drive(client, measureFrom, measureUntil, result)));
-process.stdout.write(`${MARKER}RESULT ${JSON.stringify(result)}\n`);
+// Handed to the OS before exiting: process.exit does not wait for a pipe write still queued (the line holds every
+// latency of the window; a cut one read as "exited before RESULT").
+await new Promise<void>((resolve) =>
+  process.stdout.write(`${MARKER}RESULT ${JSON.stringify(result)}\n`, () => resolve()),
+);
 await Promise.all(clients.map((client) => client.close().catch(() => {})));
 process.exit(0);
