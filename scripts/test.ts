@@ -84,12 +84,15 @@ for (const shard of running) {
   for (const [key, value] of Object.entries(counts(shard.output.join("")))) total[key] = (total[key] ?? 0) + value;
 }
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
-process.stdout.write(`\n== all ${shards} test shards\n`);
+const summary = [`\n== all ${shards} test shards`];
 for (const key of ["pass", "skip", "todo", "fail"]) {
-  if (key === "pass" || key === "fail" || total[key]) process.stdout.write(` ${total[key] ?? 0} ${key}\n`);
+  if (key === "pass" || key === "fail" || total[key]) summary.push(` ${total[key] ?? 0} ${key}`);
 }
-process.stdout.write(
-  `Ran ${total.tests ?? 0} tests across ${total.files ?? 0} files in ${shards} shards side by side. [${seconds}s]\n`,
+summary.push(
+  `Ran ${total.tests ?? 0} tests across ${total.files ?? 0} files in ${shards} shards side by side. [${seconds}s]`,
 );
+// Not process.exit: into a pipe (CI's tee) the output is written as the reader takes it, and exiting drops what is
+// still queued, the summary included. The process ends once it is all written.
+process.stdout.write(`${summary.join("\n")}\n`);
 // A shard that ended badly without a failed test (a crash, a file that did not load) still fails the run.
-process.exit(failedShards > 0 || (total.fail ?? 0) > 0 ? 1 : 0);
+process.exitCode = failedShards > 0 || (total.fail ?? 0) > 0 ? 1 : 0;
