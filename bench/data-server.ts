@@ -29,7 +29,8 @@ const database = await openServiceDatabase(
 await startBenchApps(
   database,
   { APP_PORT: String(port), APP_HOST: "127.0.0.1", BLOB_DIR: blobDir, DATA_REQUESTS_PER_MINUTE: "100000000" },
-  { secret },
+  // The account on Pro, as billing would answer: every add is checked against the plan's storage.
+  { secret, plan: "pro" },
 );
 process.stdout.write(
   `${MARKER}READY ${JSON.stringify({ url: `http://127.0.0.1:${port}${path}`, host: `${address}.localhost:${port}` })}\n`,

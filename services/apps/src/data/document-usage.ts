@@ -27,10 +27,11 @@ export const SHARD_OF_CONNECTION = sql.raw(`(pg_backend_pid() % ${USAGE_SHARDS})
  * no other add holds (SKIP LOCKED: an add never waits for another's shard while one is free, however many connections
  * share shard numbers). No row when no free shard has room, or the app is gone (`appId` is a subquery that locked
  * it, or null). The condition is checked on the row's newest version once locked. The insert selects from it.
+ * `onlyIf`: counted only when it holds (the plan's storage granted, storage-limit.ts's grantSql).
  */
-export function countAddSql(appId: SQL, bytes: SQL): SQL {
+export function countAddSql(appId: SQL, bytes: SQL, onlyIf: SQL = sql`true`): SQL {
   return sql`update ${documentUsage} set documents = documents + 1, bytes = bytes + ${bytes}
-    where (app_id, shard) = (select app_id, shard from ${documentUsage}
+    where ${onlyIf} and (app_id, shard) = (select app_id, shard from ${documentUsage}
       where app_id = ${appId} and documents < allowed
       order by (shard - ${SHARD_OF_CONNECTION} + ${sql.raw(String(USAGE_SHARDS))}) % ${sql.raw(String(USAGE_SHARDS))}
       limit 1 for update skip locked)

@@ -6,7 +6,7 @@ import { appsTable, documents } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
 import { lockAppRow } from "./app-lock.ts";
 import { countAddSql, countChange, shareRoom } from "./document-usage.ts";
-import { checkStorageLocked, storageLimited, type StorageLimit } from "./storage-limit.ts";
+import { checkStorageLocked, grantSql, storageForAdd, storageMax, type StorageLimit } from "./storage-limit.ts";
 import {
   afterCondition,
   conditionsSql,
@@ -137,15 +137,31 @@ export async function addDocument(
   const json = JSON.stringify(fields);
   const bytes = documentBytes(fields, json);
   const added: NewDocument = { id: newDocumentId(), json, bytes, author };
-  // Without a plan's storage to check, the add is one statement (its own transaction): its shard of the app's usage
-  // is locked only while Postgres runs it, never across a round trip. With one, the account's lock comes first.
-  if (!storageLimited(storage, bytes)) {
+  // The add is one statement (its own transaction): its shard of the app's usage, and with a plan's storage its
+  // shard of the account's storage escrow, are locked only while Postgres runs it, never across a round trip.
+  const max = storageMax(storage, bytes);
+  if (max === null) {
     return (await insertCounted({ pool: db }, key, added)) ?? db.transaction((tx) => addWithRoom(tx, key, added));
   }
+  const granted = { account: storage!.accountId, max };
+  const row = await insertCounted({ pool: db }, key, added, granted);
+  if (row) return row;
+  // No escrow shard had room for it (or the app's shards had none): under the account's storage lock, ask the escrow
+  // again where it has room by then; otherwise count it there and share the account's room out again.
   return db.transaction(async (tx) => {
-    await checkStorageLocked(tx, storage, bytes);
+    if ((await storageForAdd(tx, storage!, bytes)) === "room") {
+      const again = await insertCounted({ tx }, key, added, granted);
+      if (again) return again;
+      await storageForAdd(tx, storage!, bytes, true);
+    }
     return (await insertCounted({ tx }, key, added)) ?? addWithRoom(tx, key, added);
   });
+}
+
+/** The plan's storage an add takes its bytes from: the account, and the limit its escrow was shared for. */
+interface Granted {
+  account: string;
+  max: number;
 }
 
 type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
@@ -191,11 +207,13 @@ async function insertCounted(
   runner: { pool: Database } | { tx: Tx },
   key: DocumentKey,
   added: NewDocument,
+  granted?: Granted,
 ): Promise<StoredDocument | null> {
+  const shape = granted ? "add-granted" : "add";
   const insert =
     "pool" in runner
-      ? statement(runner.pool, "add", true, () => addStatement(runner.pool))
-      : addStatement(runner.tx).prepare("hatch_add_document");
+      ? statement(runner.pool, shape, true, () => addStatement(runner.pool, granted !== undefined))
+      : addStatement(runner.tx, granted !== undefined).prepare(`hatch_${shape.replace("-", "_")}_document`);
   const [row] = await insert.execute({
     app: key.appId,
     collection: key.collection,
@@ -204,19 +222,28 @@ async function insertCounted(
     bytes: added.bytes,
     creator: added.author?.sub ?? null,
     creatorEmail: added.author?.email ?? null,
+    ...(granted ? { account: granted.account, max: granted.max } : {}),
   });
   return row ?? null;
 }
 
-/** The add's statement, with placeholders for the app, the document and its creator. */
-function addStatement(db: Database | Tx) {
+/**
+ * The add's statement, with placeholders for the app, the document and its creator. `granted`: its bytes taken from
+ * the account's storage escrow first (placeholders `account` and `max`), and the document counted and inserted only
+ * when they were.
+ */
+function addStatement(db: Database | Tx, granted: boolean) {
   const value = <T>(name: string, type: string) => sql<T>`${sql.placeholder(name)}::${sql.raw(type)}`.as(name);
   const app = sql`(select ${appsTable.id} from ${appsTable} where ${appsTable.id} = ${sql.placeholder("app")} for key share)`;
+  const bytes = sql`${sql.placeholder("bytes")}::integer`;
+  const grant = db
+    .$with("granted", { accountId: sql<string>`account_id`.as("account_id") })
+    .as(grantSql(sql`${sql.placeholder("account")}::text`, bytes, sql`${sql.placeholder("max")}::bigint`));
   const counted = db
     .$with("counted", { appId: sql<string>`app_id`.as("app_id") })
-    .as(countAddSql(app, sql`${sql.placeholder("bytes")}::integer`));
+    .as(countAddSql(app, bytes, granted ? sql`exists (select 1 from granted)` : undefined));
   return db
-    .with(counted)
+    .with(...(granted ? [grant, counted] : [counted]))
     .insert(documents)
     .select(
       db

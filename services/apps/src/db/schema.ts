@@ -286,6 +286,23 @@ export const documentUsage = apps.table(
   (t) => [primaryKey({ columns: [t.appId, t.shard] })],
 );
 
+/**
+ * The plan's storage held by escrow, per account in shards (src/data/storage-limit.ts): a document add takes its bytes
+ * from a shard with room in the statement that inserts it, without the account's lock; `allowed` − `used` is what the
+ * shard may still grant, under the limit it was shared for (`limit_bytes`: a plan change makes the shares stale).
+ */
+export const storageEscrow = apps.table(
+  "storage_escrow",
+  {
+    accountId: text("account_id").notNull(),
+    shard: smallint("shard").notNull(),
+    allowed: bigint("allowed", { mode: "number" }).notNull().default(0),
+    used: bigint("used", { mode: "number" }).notNull().default(0),
+    limitBytes: bigint("limit_bytes", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.shard] })],
+);
+
 /** Lines an app's server code logged (console.*, and Hatch's own error lines); the newest SERVER_LIMITS.logLinesKept per app are kept. */
 export const appLogs = apps.table(
   "app_logs",

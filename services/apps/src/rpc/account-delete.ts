@@ -3,7 +3,7 @@ import { AccountAppsDeleteInputSchema, ToolError, type AccountApps, type CallCon
 import { and, asc, eq, inArray, or } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { removeStoredBlobs } from "../blobs/unused.ts";
-import { aiKeys, appsTable } from "../db/schema.ts";
+import { aiKeys, appsTable, storageEscrow } from "../db/schema.ts";
 import { removeApp } from "../tools/delete-tool.ts";
 
 // A person deleting their account (the gateway's settings page): the apps they own in the accounts only they belong to
@@ -55,6 +55,9 @@ export function accountDeleteRpc(apps: AppsContext) {
             : []),
         ];
         await tx.delete(aiKeys).where(or(...keyOwners));
+        // The deleted accounts' storage escrow (shares of room nothing can use any more).
+        if (input.accountIds.length)
+          await tx.delete(storageEscrow).where(inArray(storageEscrow.accountId, input.accountIds));
         return { apps: rows.map((r) => ({ address: r.address, name: r.name })), orphans };
       });
       // Each app host drops the deleted apps on their app.deleted events (flushed before this answers: writes).

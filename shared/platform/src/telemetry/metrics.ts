@@ -149,6 +149,11 @@ export const metrics = {
     "App data adds that found no shard of the app's document count free with room and took the app's usage lock, by outcome: room (a shard had room by then), shared (the app's room was shared out again), full, gone.",
     "outcome",
   ),
+  storageEscrowLocks: new HotCounter(
+    "hatch_app_storage_escrow_locks_total",
+    "App data adds on a plan with a storage limit that got nothing from the account's storage escrow and took its lock, by outcome: room (a shard had room by then), counted (counted under the lock, the room shared out again).",
+    "outcome",
+  ),
   appHostSeconds: new HotHistogram(
     "hatch_app_host_request_duration_seconds",
     "Time the app host took to answer a request (to its response headers).",
