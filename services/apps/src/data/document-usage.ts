@@ -23,19 +23,36 @@ export const USAGE_SHARDS = 16;
 export const SHARD_OF_CONNECTION = sql.raw(`(pg_backend_pid() % ${USAGE_SHARDS})::smallint`);
 
 /**
- * The CTE body that counts one added document of `bytes` in a shard with room: this connection's, else the next one
- * no other add holds (SKIP LOCKED: an add never waits for another's shard while one is free, however many connections
- * share shard numbers). No row when no free shard has room, or the app is gone (`appId` is a subquery that locked
- * it, or null). The condition is checked on the row's newest version once locked. The insert selects from it.
+ * An update of one of `key`'s shard rows in `table` (keyed by `keyColumn` and `shard`) among those where `room`
+ * holds: this connection's shard, else the next one no other transaction holds (SKIP LOCKED: a writer never waits
+ * for another's shard while one is free, however many connections share shard numbers). `room` is checked again on
+ * the row's newest version once locked. Returns the key column; no row when no free shard has room (or `key` is null).
+ */
+export function updateFreeShardSql(table: SQL, keyColumn: string, key: SQL, set: SQL, room: SQL, onlyIf: SQL): SQL {
+  const column = sql.raw(keyColumn);
+  const shards = sql.raw(String(USAGE_SHARDS));
+  return sql`update ${table} set ${set}
+    where ${onlyIf} and (${column}, shard) = (select ${column}, shard from ${table}
+      where ${column} = ${key} and ${room}
+      order by (shard - ${SHARD_OF_CONNECTION} + ${shards}) % ${shards}
+      limit 1 for update skip locked)
+    returning ${column}`;
+}
+
+/**
+ * The CTE body that counts one added document of `bytes` in a free shard with room (updateFreeShardSql). No row when
+ * none has, or the app is gone (`appId` is a subquery that locked it, or null). The insert selects from it.
  * `onlyIf`: counted only when it holds (the plan's storage granted, storage-limit.ts's grantSql).
  */
 export function countAddSql(appId: SQL, bytes: SQL, onlyIf: SQL = sql`true`): SQL {
-  return sql`update ${documentUsage} set documents = documents + 1, bytes = bytes + ${bytes}
-    where ${onlyIf} and (app_id, shard) = (select app_id, shard from ${documentUsage}
-      where app_id = ${appId} and documents < allowed
-      order by (shard - ${SHARD_OF_CONNECTION} + ${sql.raw(String(USAGE_SHARDS))}) % ${sql.raw(String(USAGE_SHARDS))}
-      limit 1 for update skip locked)
-    returning app_id`;
+  return updateFreeShardSql(
+    sql`${documentUsage}`,
+    "app_id",
+    appId,
+    sql`documents = documents + 1, bytes = bytes + ${bytes}`,
+    sql`documents < allowed`,
+    onlyIf,
+  );
 }
 
 /**

@@ -5,7 +5,7 @@ import type { AppsContext } from "../context.ts";
 import { rowsOf } from "../db/rows.ts";
 import { appsTable, dataUsage, documentUsage, storageEscrow } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
-import { SHARD_OF_CONNECTION, USAGE_SHARDS } from "./document-usage.ts";
+import { updateFreeShardSql, USAGE_SHARDS } from "./document-usage.ts";
 
 // The plan's storage limit on data writes: documents and files of all the account's apps together, summed from the
 // apps' `data_usage` (files) and `document_usage` (documents) rows. A file or a patch that adds bytes counts them in
@@ -99,17 +99,19 @@ async function sumOf(db: Pick<Database, "execute">, value: SQL): Promise<number>
 }
 
 /**
- * The CTE body that takes `bytes` of the account's storage from an escrow shard shared under the limit `max` with
- * room for them: this connection's, else the next one no other add holds (SKIP LOCKED). No row when none has. A
- * document add counts and inserts only from its row (documents.ts), so it adds only with its bytes granted.
+ * The CTE body that takes `bytes` of the account's storage from a free escrow shard shared under the limit `max` with
+ * room for them (updateFreeShardSql). No row when none has. A document add counts and inserts only from its row
+ * (documents.ts), so it adds only with its bytes granted.
  */
 export function grantSql(accountId: SQL, bytes: SQL, max: SQL): SQL {
-  return sql`update ${storageEscrow} set used = used + ${bytes}
-    where (account_id, shard) = (select account_id, shard from ${storageEscrow}
-      where account_id = ${accountId} and limit_bytes = ${max} and used + ${bytes} <= allowed
-      order by (shard - ${SHARD_OF_CONNECTION} + ${sql.raw(String(USAGE_SHARDS))}) % ${sql.raw(String(USAGE_SHARDS))}
-      limit 1 for update skip locked)
-    returning account_id`;
+  return updateFreeShardSql(
+    sql`${storageEscrow}`,
+    "account_id",
+    accountId,
+    sql`used = used + ${bytes}`,
+    sql`limit_bytes = ${max} and used + ${bytes} <= allowed`,
+    sql`true`,
+  );
 }
 
 /**
