@@ -52,7 +52,7 @@ export type { JobKind, JobOutcome, JobQueueOptions, JobRow, JobsTable, NewJob } 
 export type { OutboxRelay, OutboxRelayOptions, OutboxTable } from "./events/outbox.ts";
 export type { ConsumeOptions, EventConsumer, EventStream } from "./events/stream.ts";
 export { checkLimit, EntitlementsCache } from "./billing/entitlements.ts";
-export { checkLimitLocked } from "./billing/limit-lock.ts";
+export { checkLimitLocked, lockLimit } from "./billing/limit-lock.ts";
 export type { LockedLimit } from "./billing/limit-lock.ts";
 export { createRateCounter, deleteRateBucket, KvRateCounter, MemoryRateCounter } from "./rate/counter.ts";
 export type { RateCounter, RateDecision, RateWindows } from "./rate/counter.ts";

@@ -19,6 +19,11 @@ import { lockAppRow } from "./app-lock.ts";
 /** Shards per app: above the connections one database pool opens (DB_POOL_SIZE, 10 by default). */
 export const USAGE_SHARDS = 16;
 
+/** The part of `total` the shard `order`-th in line gets: an equal share, the remainder one each to the first. */
+export function shardShare(total: number, order: number): number {
+  return Math.floor(total / USAGE_SHARDS) + (order < total % USAGE_SHARDS ? 1 : 0);
+}
+
 /** The shard of this connection: the same for every statement a connection runs, so a transaction sees one. */
 export const SHARD_OF_CONNECTION = sql.raw(`(pg_backend_pid() % ${USAGE_SHARDS})::smallint`);
 
@@ -116,8 +121,7 @@ async function shareRoomOnce(
   if (room <= 0) return "full";
   const shares = Array.from({ length: USAGE_SHARDS }, (_, shard) => {
     // The remainder goes to the shards from this connection's on, so this add always gets room.
-    const order = (shard - mine + USAGE_SHARDS) % USAGE_SHARDS;
-    const share = Math.floor(room / USAGE_SHARDS) + (order < room % USAGE_SHARDS ? 1 : 0);
+    const share = shardShare(room, (shard - mine + USAGE_SHARDS) % USAGE_SHARDS);
     return sql`(${appId}, ${shard}, ${(counted.get(shard) ?? 0) + share})`;
   });
   await tx.execute(sql`insert into ${documentUsage} (app_id, shard, allowed) values ${sql.join(shares, sql`, `)}

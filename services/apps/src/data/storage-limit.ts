@@ -1,11 +1,11 @@
-import { metrics, type Database } from "@hatch/platform";
+import { lockLimit, metrics, type Database } from "@hatch/platform";
 import { formatBytes, type Entitlements } from "@hatch/contracts";
 import { sql, type SQL } from "drizzle-orm";
 import type { AppsContext } from "../context.ts";
 import { rowsOf } from "../db/rows.ts";
 import { appsTable, dataUsage, documentUsage, storageEscrow } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
-import { updateFreeShardSql, USAGE_SHARDS } from "./document-usage.ts";
+import { shardShare, updateFreeShardSql, USAGE_SHARDS } from "./document-usage.ts";
 
 // The plan's storage limit on data writes: documents and files of all the account's apps together, summed from the
 // apps' `data_usage` (files) and `document_usage` (documents) rows. A file or a patch that adds bytes counts them in
@@ -28,15 +28,15 @@ export async function storageLimitOf(ctx: Pick<AppsContext, "entitlements">, acc
 }
 
 /** Bytes of documents and files all the account's apps hold now (also billing's storage usage, via rpc `storage`). */
-export async function storedBytes(db: Pick<Database, "execute">, accountId: string): Promise<number> {
+export function storedBytes(db: Pick<Database, "execute">, accountId: string): Promise<number> {
+  return sumOf(db, stored(accountId));
+}
+
+/** storedBytes as an SQL expression. */
+function stored(accountId: string): SQL {
   const ofAccount = sql`select ${appsTable.id} from ${appsTable} where ${appsTable.accountId} = ${accountId}`;
-  const [row] = rowsOf<{ bytes: string | null }>(
-    await db.execute(sql`select
-      coalesce((select sum(${dataUsage.fileBytes}) from ${dataUsage} where ${dataUsage.appId} in (${ofAccount})), 0)
-      + coalesce((select sum(${documentUsage.bytes}) from ${documentUsage} where ${documentUsage.appId} in (${ofAccount})), 0)
-      as bytes`),
-  );
-  return Number(row?.bytes ?? 0);
+  return sql`coalesce((select sum(${dataUsage.fileBytes}) from ${dataUsage} where ${dataUsage.appId} in (${ofAccount})), 0)
+    + coalesce((select sum(${documentUsage.bytes}) from ${documentUsage} where ${documentUsage.appId} in (${ofAccount})), 0)`;
 }
 
 /** Whether a write of `adding` bytes is checked against a plan's storage at all (checkStorageLocked does nothing else). */
@@ -59,7 +59,7 @@ function storageFull(entitlements: Entitlements, max: number): DataError {
 }
 
 /** What the escrow shards of the account may still grant under the limit `max` (a stale share grants nothing). */
-function grantable(accountId: string, max: number) {
+function grantable(accountId: string, max: number): SQL {
   return sql`coalesce((select sum(greatest(${storageEscrow.allowed} - ${storageEscrow.used}, 0))
     from ${storageEscrow} where ${storageEscrow.accountId} = ${accountId} and ${storageEscrow.limitBytes} = ${max}), 0)`;
 }
@@ -78,7 +78,7 @@ export async function checkStorageLocked(
   if (max === null) return;
   const { accountId, entitlements } = limit!;
   await lockStorage(tx, accountId);
-  let used = (await storedBytes(tx, accountId)) + (await sumOf(tx, grantable(accountId, max)));
+  let used = await sumOf(tx, sql`${stored(accountId)} + ${grantable(accountId, max)}`);
   if (used + adding > max) {
     await tx.execute(
       sql`update ${storageEscrow} set allowed = ${storageEscrow.used} where ${storageEscrow.accountId} = ${accountId}`,
@@ -88,9 +88,9 @@ export async function checkStorageLocked(
   if (used + adding > max) throw storageFull(entitlements!, max);
 }
 
-/** The account's storage lock (shared with checkLimitLocked's key): locked writers and escrow shares take turns. */
-async function lockStorage(tx: Pick<Database, "execute">, accountId: string): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext('hatch:limit:storageBytes'), hashtext(${accountId}))`);
+/** The account's storage lock (checkLimitLocked's): locked writers and escrow shares take turns. */
+function lockStorage(tx: Pick<Database, "execute">, accountId: string): Promise<void> {
+  return lockLimit(tx, "storageBytes", accountId);
 }
 
 async function sumOf(db: Pick<Database, "execute">, value: SQL): Promise<number> {
@@ -109,9 +109,14 @@ export function grantSql(accountId: SQL, bytes: SQL, max: SQL): SQL {
     "account_id",
     accountId,
     sql`used = used + ${bytes}`,
-    sql`limit_bytes = ${max} and used + ${bytes} <= allowed`,
+    roomFor(max, bytes),
     sql`true`,
   );
+}
+
+/** An escrow shard shared under the limit `max` may still grant `bytes`. */
+function roomFor(max: SQL | number, bytes: SQL | number): SQL {
+  return sql`${storageEscrow.limitBytes} = ${max} and ${storageEscrow.used} + ${bytes} <= ${storageEscrow.allowed}`;
 }
 
 /**
@@ -144,8 +149,9 @@ async function storageForAddOnce(
   await lockStorage(tx, accountId);
   if (!force) {
     const free = rowsOf(
-      await tx.execute(sql`select 1 from ${storageEscrow} where ${storageEscrow.accountId} = ${accountId}
-        and ${storageEscrow.limitBytes} = ${max} and ${storageEscrow.used} + ${bytes} <= ${storageEscrow.allowed} limit 1`),
+      await tx.execute(
+        sql`select 1 from ${storageEscrow} where ${storageEscrow.accountId} = ${accountId} and ${roomFor(max, bytes)} limit 1`,
+      ),
     );
     if (free.length > 0) return "room";
   }
@@ -158,8 +164,7 @@ async function storageForAddOnce(
   // after this one is half of what is left then, as the account fills.
   const left = Math.floor((max - held - bytes) / 2);
   const shares = Array.from({ length: USAGE_SHARDS }, (_, shard) => {
-    const share = Math.floor(left / USAGE_SHARDS) + (shard < left % USAGE_SHARDS ? 1 : 0);
-    return sql`(${accountId}, ${shard}, ${share}, 0, ${max})`;
+    return sql`(${accountId}, ${shard}, ${shardShare(left, shard)}, 0, ${max})`;
   });
   await tx.execute(sql`insert into ${storageEscrow} (account_id, shard, allowed, used, limit_bytes)
     values ${sql.join(shares, sql`, `)}

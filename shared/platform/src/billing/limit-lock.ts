@@ -32,8 +32,16 @@ export async function checkLimitLocked(tx: Pick<Database, "execute">, check: Loc
   const { entitlements, limit, accountId, adding = 1 } = check;
   const max = entitlements?.limits[limit];
   if (!entitlements || max === null || max === undefined || adding <= 0) return;
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`hatch:limit:${limit}`}), hashtext(${accountId}))`);
+  await lockLimit(tx, limit, accountId);
   const used = await check.used();
   if (check.refuse && used + adding > max) throw check.refuse(used, max);
   checkLimit(entitlements, limit, used, adding);
+}
+
+/**
+ * The account's lock for one limit, held until the transaction ends: what checkLimitLocked takes, for a service that
+ * counts a limit its own way (apps' storage escrow) and must take turns with the writers checked here.
+ */
+export async function lockLimit(tx: Pick<Database, "execute">, limit: LimitName, accountId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`hatch:limit:${limit}`}), hashtext(${accountId}))`);
 }
