@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, rmSync } from "node:fs";
 import { readAppLogs } from "../src/app-logs.ts";
 import { ownerSeed } from "./support/collections.ts";
+import { startsFile } from "./support/failing-worker.ts";
 import { startTestHost, type TestHost } from "./support/host.ts";
 import { seedApp, type SeededApp } from "./support/seed.ts";
 
@@ -122,5 +124,42 @@ describe("server code: a lost request says whose failure it was", () => {
       "error GET /api/wait: stopped without an answer: another request of this app ran past the CPU limit inside one built-in, and the sandbox worker running both was stopped.",
     );
     expect(lines.join("\n")).not.toContain("Hatch's failure");
+  }, 60_000);
+});
+
+describe("server code: workers that fail as they start", () => {
+  let t: TestHost;
+  const starts = startsFile(process.pid);
+
+  beforeAll(async () => {
+    rmSync(starts, { force: true });
+    t = await startTestHost({
+      serverCode: { workers: 1, workerUrl: new URL("./support/failing-worker.ts", import.meta.url) },
+    });
+    await seedApp(t.ctx, {
+      ...ownerSeed,
+      address: "broken-engine",
+      files: { "index.html": "x", "s.js": "export default { fetch: () => new Response('never') };" },
+      config: { server: "s.js" },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+    rmSync(starts, { force: true });
+  });
+
+  const startsSoFar = () => readFileSync(starts, "utf8").split("\n").filter(Boolean).length;
+
+  test("a request is answered 503, a retry is safe, after a few tries rather than waiting on workers that keep failing", async () => {
+    const first = await t.get("broken-engine", "/api/x");
+    expect(first.status).toBe(503);
+    expect(first.headers.get("retry-after")).toBe("1");
+    expect(((await first.json()) as { error: { message: string } }).error.message).toBe(
+      "Hatch failed while running this app's server code (the sandbox engine (QuickJS) failed); nothing in the app's code caused it. Nothing it did took effect, so a retry is safe.",
+    );
+    expect(startsSoFar()).toBe(3);
+    // Paused, or one more try after the pause: never a worker started again and again.
+    expect((await t.get("broken-engine", "/api/x")).status).toBe(503);
+    expect(startsSoFar()).toBeLessThanOrEqual(4);
   }, 60_000);
 });

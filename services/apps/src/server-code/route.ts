@@ -21,6 +21,8 @@ export interface ServerCodeOptions {
   limits?: Partial<SandboxLimits>;
   fairness?: Partial<FairnessOptions>;
   workers?: number;
+  /** The sandbox worker's module (tests only). */
+  workerUrl?: URL;
 }
 
 export interface ServerCode {
@@ -72,6 +74,7 @@ export function createServerCode(
   const runner = new SandboxRunner(
     {
       workers: options.workers ?? 2,
+      workerUrl: options.workerUrl,
       quarantineWorkers: 1,
       fairness,
       limits,

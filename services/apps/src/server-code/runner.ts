@@ -37,6 +37,8 @@ export interface RunnerOptions {
   stuckGraceMs?: number;
   /** WebAssembly memory of one worker beyond which it is replaced (memory never shrinks inside a worker). */
   maxWorkerHeapBytes?: number;
+  /** The worker's module (tests start one that cannot load). */
+  workerUrl?: URL;
 }
 
 export interface RunDone {
@@ -87,9 +89,14 @@ interface Slot {
   /** The board's counter when it last moved, and the wall clock and the worker thread's CPU time then. */
   seen: { counter: number; since: number; cpu: number };
   retired: boolean;
+  /** It loaded QuickJS and said so. */
+  ready: boolean;
 }
 
 const WORKER_URL = new URL("./worker.ts", import.meta.url);
+/** Workers that failed before they were ready, one after another, before the runner stops starting them for a while. */
+const START_ATTEMPTS = 3;
+const START_PAUSE_MS = { first: 1_000, max: 30_000 };
 
 export class SandboxRunner {
   /** A worker per slot, started on the slot's first request (an app host without server code starts none). */
@@ -97,6 +104,9 @@ export class SandboxRunner {
   private readonly quarantine: (Slot | null)[];
   private readonly fairness: Fairness;
   private nextRun = 0;
+  /** Workers that failed to start since one last did; while `pausedUntil` is ahead, runs are lost at once. */
+  private startFailures = 0;
+  private pausedUntil = 0;
   private readonly watchdog: ReturnType<typeof setInterval>;
   private stopped = false;
 
@@ -131,6 +141,7 @@ export class SandboxRunner {
 
   /** Sends a run to its worker: a shared one by its version, or, while its app is in quarantine, a quarantine one. */
   private dispatch(run: number, running: Running): void {
+    if (performance.now() < this.pausedUntil) return running.resolve(lost("engine", running.calls));
     const { spec } = running;
     const quarantined = this.fairness.isQuarantined(spec.app);
     const group = quarantined ? this.quarantine : this.slots;
@@ -148,7 +159,7 @@ export class SandboxRunner {
   private spawn(group: (Slot | null)[]): Slot {
     // [the run inside QuickJS or 0, entries and interrupt checks so far, the worker thread's id]
     const board = new SharedArrayBuffer(12);
-    const worker = new Worker(WORKER_URL.href);
+    const worker = new Worker((this.options.workerUrl ?? WORKER_URL).href);
     const slot: Slot = {
       group,
       worker,
@@ -157,6 +168,7 @@ export class SandboxRunner {
       sent: new Set(),
       seen: { counter: 0, since: 0, cpu: 0 },
       retired: false,
+      ready: false,
     };
     const setup: WorkerSetup = {
       limits: this.options.limits,
@@ -169,8 +181,11 @@ export class SandboxRunner {
     worker.postMessage({ t: "setup", setup });
     worker.onmessage = (event: MessageEvent) => this.receive(slot, event.data as FromWorker);
     worker.onerror = (event) => {
-      this.log.error("server code worker failed", { error: String((event as ErrorEvent).message ?? event) });
-      this.replace(slot, null, false, true);
+      const error = String((event as ErrorEvent).message ?? event);
+      if (slot.ready) {
+        this.log.error("server code worker failed", { error });
+        this.replace(slot, null, false, true);
+      } else this.startFailed(slot, error);
     };
     holdOpen(worker, false);
     return slot;
@@ -208,6 +223,8 @@ export class SandboxRunner {
   private receive(slot: Slot, message: FromWorker): void {
     switch (message[0]) {
       case "ready":
+        slot.ready = true;
+        this.startFailures = 0;
         return;
       case "started": {
         const running = slot.runs.get(message[1]);
@@ -283,6 +300,29 @@ export class SandboxRunner {
     slot.runs.delete(run);
     if (slot.runs.size === 0) holdOpen(slot.worker, false);
     running.resolve(done);
+  }
+
+  /**
+   * A worker failed before QuickJS was loaded: a fresh one takes its runs, but after a few such failures in a row (the
+   * engine itself cannot load, say) none is started for a while, doubling each time: its runs and every run meanwhile
+   * are lost at once (503, a retry is safe) instead of waiting on workers that fail as they start.
+   */
+  private startFailed(slot: Slot, error: string): void {
+    this.startFailures++;
+    if (this.startFailures < START_ATTEMPTS) {
+      this.log.error("server code worker failed to start: starting another", { error });
+      return this.replace(slot, null, false, true);
+    }
+    const pauseMs = Math.min(START_PAUSE_MS.max, START_PAUSE_MS.first * 2 ** (this.startFailures - START_ATTEMPTS));
+    this.log.error("server code workers fail to start: requests to server code are refused for a while", {
+      error,
+      attempts: this.startFailures,
+      pauseMs,
+    });
+    this.pausedUntil = performance.now() + pauseMs;
+    const index = slot.group.indexOf(slot);
+    if (index >= 0) slot.group[index] = null;
+    this.end(slot, null, false, "engine");
   }
 
   /**
