@@ -3,20 +3,25 @@
 // - tcp: a direct TCP ping-pong (the floor of two processes waking each other);
 // - nats: through nats-server with a minimal hand-written protocol client (PUB/SUB, no nats.js): nats-server's share;
 // - bus: through nats-server with Hatch's NATS bus (nats.js, headers as a call carries them): what a call pays.
-// Prints p50 and the requester's CPU µs per round trip for each. Needs the local NATS (BENCH_NATS_URL). Not part of
-// `bun run bench`; bench/README.md ("Round 5") says what it showed.
+// Prints p50 and the requester's CPU µs per round trip for each. Needs the local NATS (BENCH_NATS_URL). `bun run
+// bench` runs one short round of it beside the whoami figures (measureFloors): the added p50 at 1 client is read
+// against it. bench/README.md ("Round 5") says what it showed.
 import { createNatsBus } from "@hatch/platform";
 import { randomBytes } from "node:crypto";
 
 const NATS_URL = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
-const N = Number(process.env.N ?? 3000);
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const WARMUP = 500;
 const SIZE = 700;
 const HEADERS = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "hatch-request-id": "r-1" };
 
-type Way = "tcp" | "nats" | "bus";
-const [role, way, arg] = process.argv.slice(2);
+export type Way = "tcp" | "nats" | "bus";
+/** One way's figures: p50 in µs and the requester's CPU µs per round trip. */
+export interface Floor {
+  p50: number;
+  cpu: number;
+}
+export type Floors = Record<Way, Floor[]>;
+const WAYS: readonly Way[] = ["tcp", "nats", "bus"];
 
 /** host:port of the NATS server. */
 function natsAddress(): { hostname: string; port: number } {
@@ -76,21 +81,21 @@ async function serve(which: Way, prefix: string): Promise<void> {
 }
 
 /** Sequential round trips: p50 in µs and the requester's CPU µs per round trip. */
-async function measure(roundTrip: () => Promise<void>): Promise<{ p50: number; cpu: number }> {
+async function measure(roundTrip: () => Promise<void>, n: number): Promise<Floor> {
   for (let i = 0; i < WARMUP; i++) await roundTrip();
   const latencies: number[] = [];
   const before = process.cpuUsage();
-  for (let i = 0; i < N; i++) {
+  for (let i = 0; i < n; i++) {
     const started = performance.now();
     await roundTrip();
     latencies.push(performance.now() - started);
   }
   const used = process.cpuUsage(before);
   latencies.sort((a, b) => a - b);
-  return { p50: Math.round(latencies[N >> 1]! * 1000), cpu: Math.round((used.user + used.system) / N) };
+  return { p50: Math.round(latencies[n >> 1]! * 1000), cpu: Math.round((used.user + used.system) / n) };
 }
 
-async function drive(which: Way, target: string): Promise<{ p50: number; cpu: number }> {
+async function drive(which: Way, target: string, n: number): Promise<Floor> {
   const payload = randomBytes(SIZE);
   let answered: () => void = () => {};
   if (which === "tcp") {
@@ -108,55 +113,89 @@ async function drive(which: Way, target: string): Promise<{ p50: number; cpu: nu
         },
       },
     });
-    return measure(() => new Promise<void>((resolve) => void ((answered = resolve), socket.write(payload))));
+    try {
+      return await measure(() => new Promise<void>((resolve) => void ((answered = resolve), socket.write(payload))), n);
+    } finally {
+      socket.end();
+    }
   }
   if (which === "nats") {
     const socket = await rawNats(() => answered());
     socket.write(`SUB ${target}.inbox.* 1\r\n`);
     await Bun.sleep(100);
-    let n = 0;
+    let sent = 0;
     const frame = (id: number) =>
       Buffer.concat([
         Buffer.from(`PUB ${target}.floor ${target}.inbox.${id} ${SIZE}\r\n`),
         payload,
         Buffer.from("\r\n"),
       ]);
-    return measure(() => new Promise<void>((resolve) => void ((answered = resolve), socket.write(frame(++n)))));
+    try {
+      return await measure(
+        () => new Promise<void>((resolve) => void ((answered = resolve), socket.write(frame(++sent)))),
+        n,
+      );
+    } finally {
+      socket.end();
+    }
   }
   const bus = await createNatsBus({ url: NATS_URL, prefix: target });
-  return measure(async () => void (await bus.request("floor", payload, { timeoutMs: 5_000, headers: HEADERS })));
+  try {
+    return await measure(
+      async () => void (await bus.request("floor", payload, { timeoutMs: 5_000, headers: HEADERS })),
+      n,
+    );
+  } finally {
+    await bus.drain();
+  }
 }
 
-async function main(): Promise<void> {
-  const results: Record<Way, string[]> = { tcp: [], nats: [], bus: [] };
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const which of ["tcp", "nats", "bus"] as const) {
+/** `rounds` rounds of `n` sequential round trips each way, the ways alternating; each way's figures in round order. */
+export async function measureFloors(n: number, rounds: number): Promise<Floors> {
+  const results: Floors = { tcp: [], nats: [], bus: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const which of WAYS) {
       const prefix = `floor_${randomBytes(4).toString("hex")}`;
       const child = Bun.spawn([process.execPath, import.meta.path, "serve", which, prefix], { stdout: "pipe" });
-      const reader = child.stdout.getReader();
-      let text = "";
-      while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
-      const port = text.split(" ")[1]!.trim();
       try {
-        const { p50, cpu } = await drive(which, which === "tcp" ? port : prefix);
-        results[which].push(`p50 ${p50} µs, cpu ${cpu} µs`);
+        const reader = child.stdout.getReader();
+        let text = "";
+        while (!text.includes("\n")) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`nats-floor: the ${which} server exited before it was ready`);
+          text += new TextDecoder().decode(value);
+        }
+        reader.releaseLock();
+        results[which].push(await drive(which, which === "tcp" ? text.split(" ")[1]!.trim() : prefix, n));
       } finally {
         child.kill();
+        await child.exited;
       }
     }
   }
+  return results;
+}
+
+async function main(): Promise<void> {
+  const n = Number(process.env.N ?? 3000);
+  const results = await measureFloors(n, Number(process.env.ROUNDS ?? 3));
   const load = (
     await Bun.file("/proc/loadavg")
       .text()
       .catch(() => "?")
   ).split(" ")[0];
   process.stdout.write(
-    `sequential ${SIZE}-byte round trips, ${N} a round (load average ${load}); requester CPU per round trip\n`,
+    `sequential ${SIZE}-byte round trips, ${n} a round (load average ${load}); requester CPU per round trip\n`,
   );
-  for (const [which, figures] of Object.entries(results))
-    process.stdout.write(`${which.padEnd(5)} ${figures.join(" | ")}\n`);
+  for (const which of WAYS)
+    process.stdout.write(
+      `${which.padEnd(5)} ${results[which].map((f) => `p50 ${f.p50} µs, cpu ${f.cpu} µs`).join(" | ")}\n`,
+    );
   process.exit(0);
 }
 
-if (role === "serve") await serve(way as Way, arg ?? "floor");
-else await main();
+if (import.meta.main) {
+  const [role, way, arg] = process.argv.slice(2);
+  if (role === "serve") await serve(way as Way, arg ?? "floor");
+  else await main();
+}

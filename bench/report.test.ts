@@ -122,4 +122,20 @@ describe("whoami report", () => {
     expect(text).toContain("(c) cluster 2025 / (a) baseline 2025");
     expect(text).not.toContain("across eras");
   });
+
+  test("the floor of the hop (c) adds is printed beside each era's added p50, only when it was measured", () => {
+    const floor = { tcp: { p50: 110, cpu: 57 }, nats: { p50: 290, cpu: 69 }, bus: { p50: 380, cpu: 161 } };
+    const text = formatReport({ ...report(targets), floor });
+    expect(text).toContain(
+      "p50 110 µs\ndirectly over TCP, 290 µs through nats-server (raw protocol), 380 µs through Hatch's bus",
+    );
+    // (c) 2025: 2 ms against (a) 2025's 1 ms; (c) 2026: 2.5 against 1.25.
+    expect(text).toContain(
+      "(c) cluster 2025: added p50 at 1 client 1.00 ms, of which 0.38 ms is the bus round trip's floor",
+    );
+    expect(text).toContain(
+      "(c) cluster 2026: added p50 at 1 client 1.25 ms, of which 0.38 ms is the bus round trip's floor",
+    );
+    expect(formatReport(report(targets))).not.toContain("floor");
+  });
 });

@@ -1,4 +1,5 @@
 import type { RunStats } from "./load.ts";
+import type { Floor } from "./nats-floor.ts";
 import type { Era } from "./load-worker.ts";
 import { TARGETS, type TargetKey } from "./targets.ts";
 
@@ -75,6 +76,12 @@ export interface BenchReport {
   /** Across eras (CROSS_ERA), kept in view; no goal reads them. */
   crossEra: Partial<Record<CrossEraKey, Ratios>>;
   goals: Goal[];
+  /**
+   * The machine's floor for the hop (c) adds, measured in the same run (bench/nats-floor.ts, 1 client): sequential
+   * 700-byte round trips between two processes, directly over TCP, through nats-server (raw protocol) and through
+   * Hatch's bus. Only when (c) ran.
+   */
+  floor?: Record<"tcp" | "nats" | "bus", Floor>;
   notes: string[];
 }
 
@@ -108,6 +115,13 @@ export function ratiosOf(targets: BenchReport["targets"], key: RowKey, against: 
   };
 }
 
+/** p50 at 1 client of `key` minus that of (a) of its era, in ms (null when either did not run). */
+function addedP50(targets: BenchReport["targets"], key: RowKey): number | null {
+  const c1 = targets[key]?.runs["1"]?.p50Ms;
+  const a1 = targets[baselineOf(key)]?.runs["1"]?.p50Ms;
+  return c1 === undefined || a1 === undefined ? null : Math.round((c1 - a1) * 1000) / 1000;
+}
+
 /**
  * The issue's goals for the cluster, per era, each against (a) of the same era: calls/s at 32 clients (absolute and
  * against (a)), p50 added at 1 client.
@@ -119,11 +133,9 @@ export function goalsOf(targets: BenchReport["targets"]): Goal[] {
     const base = baselineOf(key);
     const baseLabel = ROWS[base].label;
     const a32 = targets[base]?.runs["32"]?.callsPerSecond ?? null;
-    const a1 = targets[base]?.runs["1"]?.p50Ms ?? null;
     const c32 = targets[key]?.runs["32"]?.callsPerSecond ?? null;
-    const c1 = targets[key]?.runs["1"]?.p50Ms ?? null;
     const ratioLimit = a32 === null ? null : Math.round(a32 * THROUGHPUT_GOAL_RATIO * 10) / 10;
-    const added = c1 === null || a1 === null ? null : Math.round((c1 - a1) * 1000) / 1000;
+    const added = addedP50(targets, key);
     goals.push(
       {
         name: `${label} calls/s at 32 clients >= ${THROUGHPUT_GOAL}`,
@@ -297,6 +309,30 @@ export function formatReport(report: BenchReport): string {
     const verdict = goal.met === null ? "NOT MEASURED" : goal.met ? "MET" : "NOT MET";
     lines.push(`${verdict.padEnd(12)}  ${goal.name}: ${fmt(goal.value, 2)} (limit ${fmt(goal.limit, 2)})`);
   }
+  const floor = floorText(report);
+  if (floor) lines.push("", ...floor);
   for (const note of report.notes) lines.push(`note: ${note}`);
   return lines.join("\n");
+}
+
+/**
+ * The floor beside the added p50: (c)'s path has one bus round trip (gateway → NATS → orgs → NATS → gateway) that
+ * (a)'s does not, so that round trip between two idle processes is what (c) adds before any of Hatch's own work.
+ */
+function floorText(report: BenchReport): string[] | null {
+  const floor = report.floor;
+  if (!floor) return null;
+  const lines = [
+    `floor at 1 client, this run (bench/nats-floor.ts): sequential 700-byte round trips between two processes, p50 ${floor.tcp.p50} µs`,
+    `directly over TCP, ${floor.nats.p50} µs through nats-server (raw protocol), ${floor.bus.p50} µs through Hatch's bus (nats.js)`,
+  ];
+  for (const key of COMPARED) {
+    if (ROWS[key].target !== "c") continue;
+    const added = addedP50(report.targets, key);
+    if (added === null) continue;
+    lines.push(
+      `${ROWS[key].label}: added p50 at 1 client ${fmt(added, 2)} ms, of which ${fmt(floor.bus.p50 / 1000, 2)} ms is the bus round trip's floor`,
+    );
+  }
+  return lines;
 }

@@ -11,6 +11,7 @@ import { formatData, measureData } from "./data.ts";
 import { formatServerCode, measureServerCode } from "./server-code.ts";
 import { createDatabase, stopAllChildren } from "./children.ts";
 import { runLoad, type RunStats } from "./load.ts";
+import { measureFloors } from "./nats-floor.ts";
 import { formatPublishReport, runPublishBench } from "./publish.ts";
 import { formatToolList, measureToolList } from "./tool-list.ts";
 import type { Era } from "./load-worker.ts";
@@ -40,6 +41,8 @@ const EXTRA_PARTS = ["host", "data", "server", "publish"];
 
 /** Start-up and shut-down allowance of the watchdog, on top of the measured runs. */
 const SETUP_ALLOWANCE_MS = 90_000;
+/** Round trips of each way in the floor (bench/nats-floor.ts), after its warmup: a few seconds in all. */
+const FLOOR_ROUND_TRIPS = 1_500;
 
 function number(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -269,6 +272,13 @@ async function measureWhoami(settings: Settings): Promise<void> {
   }
   const targets: BenchReport["targets"] = {};
   for (const key of Object.keys(ROWS) as RowKey[]) if (measured[key]) targets[key] = measured[key];
+  // The machine's own cost of the hop (c) adds, in the same run: what the added p50 at 1 client is read against.
+  let floor: BenchReport["floor"];
+  if (settings.targets.includes("c")) {
+    progress("floor: sequential round trips, TCP and NATS");
+    const floors = await measureFloors(FLOOR_ROUND_TRIPS, 1);
+    floor = { tcp: floors.tcp[0]!, nats: floors.nats[0]!, bus: floors.bus[0]! };
+  }
 
   const notes: string[] = [];
   const errors = Object.values(targets).reduce(
@@ -307,6 +317,7 @@ async function measureWhoami(settings: Settings): Promise<void> {
     ratios: allRatios(targets),
     crossEra: crossEraRatios(targets),
     goals: goalsOf(targets),
+    floor,
     notes,
   };
   if (aborted) throw new Error("interrupted");
