@@ -5,21 +5,11 @@
 // DATA_DIR, which one process at a time may open: when `bun run dev` holds it, the command runs inside dev over its
 // admin socket (scripts/admin-socket.ts); when nothing does, here. Same output either way. Directly, BASE_URL/PORT
 // must match the server's, since tokens carry its audience (through dev, dev's own is used).
-import { createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig } from "@hatch/gateway";
-import {
-  CommonEnvSchema,
-  databaseSettingsFrom,
-  createLogger,
-  loadConfig,
-  openEmbeddedPostgres,
-  openServiceDatabase,
-  type CommonEnv,
-} from "@hatch/platform";
+// The arguments are checked before anything else is loaded, so that a wrong one is refused at once.
+import type { CommonEnv } from "@hatch/platform";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { runAdminCommand, type AdminRequest, type AdminResult } from "./admin-commands.ts";
-import { callAdminSocket } from "./admin-socket.ts";
-import { dataDirSecret, lockDataDir } from "./data-dir.ts";
+import type { AdminRequest, AdminResult } from "./admin-commands.ts";
 
 const USAGE = `Usage:
   bun run admin user:create --email E --password P --name N
@@ -62,6 +52,14 @@ function readRequest(): AdminRequest {
 
 /** Runs the command in this process, on the database itself. */
 async function runDirect(request: AdminRequest, env: CommonEnv, dataDir: string): Promise<AdminResult> {
+  const [{ createAuth, GATEWAY_MIGRATIONS, loadGatewayConfig }, platform, { runAdminCommand }, { dataDirSecret }] =
+    await Promise.all([
+      import("@hatch/gateway"),
+      import("@hatch/platform"),
+      import("./admin-commands.ts"),
+      import("./data-dir.ts"),
+    ]);
+  const { databaseSettingsFrom, createLogger, openEmbeddedPostgres, openServiceDatabase } = platform;
   const config = loadGatewayConfig(process.env, env.HATCH_SECRET ?? dataDirSecret(dataDir));
   const pglite = env.DATABASE_URL ? undefined : await openEmbeddedPostgres(join(dataDir, "pg"));
   const database = await openServiceDatabase(
@@ -80,6 +78,11 @@ async function runDirect(request: AdminRequest, env: CommonEnv, dataDir: string)
 }
 
 async function run(request: AdminRequest): Promise<AdminResult> {
+  const [{ CommonEnvSchema, loadConfig }, { lockDataDir }, { callAdminSocket }] = await Promise.all([
+    import("@hatch/platform"),
+    import("./data-dir.ts"),
+    import("./admin-socket.ts"),
+  ]);
   const env = loadConfig(CommonEnvSchema, process.env);
   const dataDir = resolve(env.DATA_DIR);
   if (env.DATABASE_URL) return runDirect(request, env, dataDir);
