@@ -8,7 +8,30 @@ import { seedApp, type SeededApp } from "./support/seed.ts";
 // refuses (process, require, import, fetch), the limits (CPU, wall time with a test-sized limit, memory), and that the
 // app host and other apps keep answering while one app's code misbehaves.
 
+/** URL edits, run in the sandbox and natively: a URL of a string parsed before is not changed by edits of another. */
+function urlCases(Url: typeof URL) {
+  const href = "https://Example.com:443/a/./b?x=1#f";
+  const first = new Url(href);
+  const edited = new Url(href);
+  edited.hostname = "Other.Example";
+  edited.port = "8080";
+  edited.pathname = "/c d/../e";
+  edited.search = "y=2";
+  edited.hash = "g";
+  edited.searchParams.append("z", "3 4");
+  const again = new Url(href);
+  const relative = new Url("../x?q#top", again);
+  return {
+    first: first.href,
+    edited: edited.href,
+    again: again.href,
+    parts: [edited.origin, edited.host, edited.port, edited.search, [...edited.searchParams]],
+    relative: [relative.href, relative.pathname, relative.search, relative.hash],
+  };
+}
+
 const HANDLER = `
+${urlCases.toString()}
 let served = 0;
 export default {
   async fetch(request, env) {
@@ -34,6 +57,7 @@ export default {
           waited: await new Promise((resolve) => setTimeout(() => resolve("yes"), 5)),
         });
       }
+      case "/api/url": return Response.json(urlCases(URL));
       case "/api/forbidden": return Response.json({ process: typeof process, require: typeof require, Bun: typeof Bun, Deno: typeof Deno });
       case "/api/require": return new Response(require("fs"));
       case "/api/fetch": return await fetch("https://example.com/");
@@ -147,6 +171,12 @@ describe("server code: the sandbox on the app host", () => {
       ],
       waited: "yes",
     });
+  });
+
+  test("URL in the sandbox reads and edits as the platform's does; edits of one URL leave others of the same string", async () => {
+    const body = await (await get("/api/url")).json();
+    expect(body).toEqual(JSON.parse(JSON.stringify(urlCases(URL))));
+    expect((body as { again: string }).again).toBe("https://example.com/a/b?x=1#f");
   });
 
   test("process, require, Bun and Deno do not exist; require and fetch fail with a message", async () => {
