@@ -86,6 +86,11 @@ export async function loadChildServer(
         { name: "server", roots: [child.proc.pid] },
         { name: "postgres", comm: "postgres" },
       ],
+    }).catch((error: unknown) => {
+      // The load failed (no answer, say): what the server said is usually why.
+      throw new Error(
+        `${error instanceof Error ? error.message : String(error)}\n${child.name} said:\n${child.output()}`,
+      );
     });
   } finally {
     await child.stop();
