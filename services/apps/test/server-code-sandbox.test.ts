@@ -21,7 +21,17 @@ function urlCases(Url: typeof URL) {
   edited.searchParams.append("z", "3 4");
   const again = new Url(href);
   const relative = new Url("../x?q#top", again);
+  const empty = new Url("https://a.example/x?#");
+  const cleared = new Url("https://a.example/x?q=1#f");
+  cleared.search = "?";
+  cleared.hash = "#";
+  const removed = new Url("https://a.example/x?#");
+  removed.search = "";
+  removed.hash = "";
   return {
+    empty: [empty.href, empty.search, empty.hash, [...empty.searchParams]],
+    cleared: [cleared.href, cleared.search, cleared.hash],
+    removed: removed.href,
     first: first.href,
     edited: edited.href,
     again: again.href,

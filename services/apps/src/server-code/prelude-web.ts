@@ -304,8 +304,9 @@ class URL {
     const special = match[4] !== undefined;
     const path = match[6] || "";
     this.#pathname = special ? encodePart(normalizePath(path.replace(/\\/g, "/"))) : encodePart(path);
-    this.#search = match[7] && match[7] !== "?" ? encodePart(match[7], /'/g) : "";
-    this.#hash = match[8] && match[8] !== "#" ? encodePart(match[8]) : "";
+    // An empty query or fragment ("?" or "#" alone) is kept for href; search and hash read it as "".
+    this.#search = match[7] ? (match[7] === "?" ? "?" : encodePart(match[7], /'/g)) : "";
+    this.#hash = match[8] ? (match[8] === "#" ? "#" : encodePart(match[8])) : "";
   }
   static canParse(input, base) { try { new URL(input, base); return true; } catch { return false; } }
   get protocol() { return this.#protocol; }
@@ -319,10 +320,10 @@ class URL {
   get origin() { return this.#hostname ? this.#protocol + "//" + this.host : "null"; }
   get pathname() { return this.#pathname; }
   set pathname(value) { this.#pathname = encodePart(normalizePath(String(value))); }
-  get search() { return this.#search; }
-  set search(value) { value = String(value); this.#search = value === "" || value === "?" ? "" : encodePart(value.startsWith("?") ? value : "?" + value, /'/g); if (this.#params) this.#params._parse(this.#search); }
-  get hash() { return this.#hash; }
-  set hash(value) { value = String(value); this.#hash = value === "" || value === "#" ? "" : value.startsWith("#") ? value : "#" + value; }
+  get search() { return this.#search === "?" ? "" : this.#search; }
+  set search(value) { value = String(value); this.#search = value === "" ? "" : value === "?" ? "?" : encodePart(value.startsWith("?") ? value : "?" + value, /'/g); if (this.#params) this.#params._parse(this.#search); }
+  get hash() { return this.#hash === "#" ? "" : this.#hash; }
+  set hash(value) { value = String(value); this.#hash = value === "" ? "" : value === "#" ? "#" : value.startsWith("#") ? value : "#" + value; }
   get searchParams() {
     if (!this.#params) {
       this.#params = new URLSearchParams(this.#search);
