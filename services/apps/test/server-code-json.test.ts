@@ -18,7 +18,7 @@ const limits: SandboxLimits = {
 };
 
 /** Postgres's way of writing JSON: spaces, its own key order, escapes where JSON.stringify writes none. */
-const AWKWARD = `{"documents": [{"id": "a", "2": 2, "b": "\\u00e9\\u2028\\ud800 \\"q\\" \\/", "1": 1.0, "big": 12345678901234567890,
+const AWKWARD = `{"documents": [{"id": "a", "2": 2, "b": "\\u00e9\\u2028\\ud800 \\"q\\" \\/ \\u0000 \\ud83d\\ude00 😀 é ✓", "1": 1.0, "big": 12345678901234567890,
   "tiny": 1e-7, "nested": {"x": [1, 2.50, {"y": null}]}, "__proto__": {"z": true}}], "next": null}`;
 
 const HANDLER = `

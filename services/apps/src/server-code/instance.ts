@@ -7,7 +7,7 @@ import type {
 } from "quickjs-emscripten";
 import { threadCpuMs } from "./cpu-clock.ts";
 import { hostObject } from "./host-functions.ts";
-import { describeError, readReply, rejectWith, toHandle } from "./marshal.ts";
+import { describeError, newJsonString, readReply, rejectWith, toHandle } from "./marshal.ts";
 import { MemoryGuard } from "./memory-guard.ts";
 import { PRELUDE } from "./prelude-env.ts";
 import {
@@ -246,7 +246,7 @@ export class Instance {
       turn.wall = setTimeout(() => turn.finish({ kind: "timeout" }), this.limits.wallMs);
       const args = [
         context.newNumber(turn.seq),
-        context.newString(meta),
+        newJsonString(context, meta),
         body ? context.newArrayBuffer(body as unknown as ArrayBuffer) : context.null,
       ];
       const result = this.enter(turn, () => context.callFunction(this.dispatch!, this.entry!, args));
