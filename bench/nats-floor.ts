@@ -95,9 +95,16 @@ async function measure(roundTrip: () => Promise<void>, n: number): Promise<Floor
   return { p50: Math.round(latencies[n >> 1]! * 1000), cpu: Math.round((used.user + used.system) / n) };
 }
 
-async function drive(which: Way, target: string, n: number): Promise<Floor> {
+/** One way's round trip to the server at `target`, and how to let go of its connection. */
+interface Connection {
+  roundTrip(): Promise<void>;
+  close(): unknown;
+}
+
+async function open(which: Way, target: string): Promise<Connection> {
   const payload = randomBytes(SIZE);
   let answered: () => void = () => {};
+  const answer = (send: () => void) => new Promise<void>((resolve) => void ((answered = resolve), send()));
   if (which === "tcp") {
     let got = 0;
     const socket = await Bun.connect({
@@ -113,11 +120,7 @@ async function drive(which: Way, target: string, n: number): Promise<Floor> {
         },
       },
     });
-    try {
-      return await measure(() => new Promise<void>((resolve) => void ((answered = resolve), socket.write(payload))), n);
-    } finally {
-      socket.end();
-    }
+    return { roundTrip: () => answer(() => socket.write(payload)), close: () => socket.end() };
   }
   if (which === "nats") {
     const socket = await rawNats(() => answered());
@@ -130,23 +133,21 @@ async function drive(which: Way, target: string, n: number): Promise<Floor> {
         payload,
         Buffer.from("\r\n"),
       ]);
-    try {
-      return await measure(
-        () => new Promise<void>((resolve) => void ((answered = resolve), socket.write(frame(++sent)))),
-        n,
-      );
-    } finally {
-      socket.end();
-    }
+    return { roundTrip: () => answer(() => socket.write(frame(++sent))), close: () => socket.end() };
   }
   const bus = await createNatsBus({ url: NATS_URL, prefix: target });
+  return {
+    roundTrip: async () => void (await bus.request("floor", payload, { timeoutMs: 5_000, headers: HEADERS })),
+    close: () => bus.drain(),
+  };
+}
+
+async function drive(which: Way, target: string, n: number): Promise<Floor> {
+  const way = await open(which, target);
   try {
-    return await measure(
-      async () => void (await bus.request("floor", payload, { timeoutMs: 5_000, headers: HEADERS })),
-      n,
-    );
+    return await measure(() => way.roundTrip(), n);
   } finally {
-    await bus.drain();
+    await way.close();
   }
 }
 
