@@ -45,6 +45,23 @@ export function updateFreeShardSql(table: SQL, keyColumn: string, key: SQL, set:
 }
 
 /**
+ * Whether one of `key`'s shard rows in `table` has room (`room`), read on what others committed, locking nothing: the
+ * look under a lock that tells an add to try its statement again rather than share the room out.
+ */
+export async function anyShardWithRoom(
+  tx: Pick<Database, "execute">,
+  table: SQL,
+  keyColumn: string,
+  key: string,
+  room: SQL,
+): Promise<boolean> {
+  const rows = rowsOf(
+    await tx.execute(sql`select 1 from ${table} where ${sql.raw(keyColumn)} = ${key} and ${room} limit 1`),
+  );
+  return rows.length > 0;
+}
+
+/**
  * The CTE body that counts one added document of `bytes` in a free shard with room (updateFreeShardSql). No row when
  * none has, or the app is gone (`appId` is a subquery that locked it, or null). The insert selects from it.
  * `onlyIf`: counted only when it holds (the plan's storage granted, storage-limit.ts's grantSql).
@@ -102,12 +119,8 @@ async function shareRoomOnce(
 ): Promise<"room" | "shared" | "full" | "gone"> {
   if (!(await lockAppRow(tx, appId))) return "gone";
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext('hatch:document_usage'), hashtext(${appId}))`);
-  if (!force) {
-    const free = rowsOf(
-      await tx.execute(sql`select 1 from ${documentUsage} where app_id = ${appId} and documents < allowed limit 1`),
-    );
-    if (free.length > 0) return "room";
-  }
+  if (!force && (await anyShardWithRoom(tx, sql`${documentUsage}`, "app_id", appId, sql`documents < allowed`)))
+    return "room";
   const rows = rowsOf<{ shard: number; documents: number; allowed: number; mine: number }>(
     await tx.execute(sql`select shard, documents, allowed, ${SHARD_OF_CONNECTION} as mine
       from ${documentUsage} where app_id = ${appId} order by shard for update`),

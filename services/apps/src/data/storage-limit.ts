@@ -5,7 +5,7 @@ import type { AppsContext } from "../context.ts";
 import { rowsOf } from "../db/rows.ts";
 import { appsTable, dataUsage, documentUsage, storageEscrow } from "../db/schema.ts";
 import { DataError } from "../http/answers.ts";
-import { shardShare, updateFreeShardSql, USAGE_SHARDS } from "./document-usage.ts";
+import { anyShardWithRoom, shardShare, updateFreeShardSql, USAGE_SHARDS } from "./document-usage.ts";
 
 // The plan's storage limit on data writes: documents and files of all the account's apps together, summed from the
 // apps' `data_usage` (files) and `document_usage` (documents) rows. A file or a patch that adds bytes counts them in
@@ -147,14 +147,8 @@ async function storageForAddOnce(
   const { accountId, entitlements } = limit;
   const max = entitlements!.limits.storageBytes!;
   await lockStorage(tx, accountId);
-  if (!force) {
-    const free = rowsOf(
-      await tx.execute(
-        sql`select 1 from ${storageEscrow} where ${storageEscrow.accountId} = ${accountId} and ${roomFor(max, bytes)} limit 1`,
-      ),
-    );
-    if (free.length > 0) return "room";
-  }
+  if (!force && (await anyShardWithRoom(tx, sql`${storageEscrow}`, "account_id", accountId, roomFor(max, bytes))))
+    return "room";
   await tx.execute(
     sql`select 1 from ${storageEscrow} where ${storageEscrow.accountId} = ${accountId} order by ${storageEscrow.shard} for update`,
   );
