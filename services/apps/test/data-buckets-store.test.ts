@@ -214,10 +214,15 @@ for (const kind of ["disk", "s3"] as const) {
         const old = await uploaded(t, "store", "big", { cookie, body: content });
         let release = () => {};
         const held = new Promise<void>((resolve) => (release = resolve));
+        let locked = () => {};
+        const rowLocked = new Promise<void>((resolve) => (locked = resolve));
         const holding = t.ctx.db.transaction(async (tx) => {
           await tx.select({ id: appsTable.id }).from(appsTable).where(eq(appsTable.id, app.id)).for("update");
+          locked();
           await held;
         });
+        // The row is held before the upload starts: otherwise the upload may take it first and never wait.
+        await rowLocked;
         // The upload has seen the content registered (so it sends no bytes) and now waits for the app row.
         const pending = uploadTo(t, "store", "big", { cookie, body: content });
         await eventually(async () => {
