@@ -58,10 +58,22 @@ export interface GatewayConfig {
    * (test harnesses: TEST_PASSWORD_COST); no environment variable reads into it. Stored hashes name their own cost.
    */
   passwordCost: PasswordCost;
+  /**
+   * Where apps are served, as CSP sources (`https://*.apps.example`): the publish view of MCP Apps shows a preview of
+   * the app in a frame from there. Read from the apps service's own settings (APPS_DOMAIN, APPS_PROTOCOL, APP_PORT).
+   */
+  appOrigins: string[];
 }
 
 const GatewayEnvSchema = CommonEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  // The apps service's: where apps are served (the publish view's preview frame).
+  APPS_DOMAIN: z
+    .string()
+    .regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port, e.g. apps.example.com")
+    .optional(),
+  APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
+  APP_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
   BASE_URL: z
     .string()
     .refine(
@@ -129,6 +141,7 @@ export function gatewayConfig(overrides: GatewayConfigOverrides): GatewayConfig 
     stripeWebhookSecret: overrides.stripeWebhookSecret ?? null,
     metricsToken: overrides.metricsToken ?? null,
     passwordCost: overrides.passwordCost ?? null,
+    appOrigins: overrides.appOrigins ?? ["http://*.localhost:3001"],
   };
 }
 
@@ -165,5 +178,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     toolCallsPerMinutePerUser: parsed.TOOL_CALLS_PER_MINUTE_PER_USER,
     stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
     metricsToken: parsed.METRICS_TOKEN,
+    appOrigins: [
+      `${parsed.APPS_PROTOCOL ?? (parsed.APPS_DOMAIN ? "https" : "http")}://*.${parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT}`}`,
+    ],
   });
 }

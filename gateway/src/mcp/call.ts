@@ -46,6 +46,11 @@ export interface ToolCallDeps {
    * gets the result, on whichever gateway copy it lands.
    */
   deferLink?: (result: CallToolResult, link: { message: string; url: string }) => InputRequiredResult | null;
+  /**
+   * A client that shows views (MCP Apps): the result with its view's markup, drawn from the tool's whole answer before
+   * the result is made lean for the model (views/index.ts). Never throws.
+   */
+  drawView?: (contract: ToolContract, input: unknown, result: CallToolResult) => Promise<CallToolResult>;
 }
 
 /** Sends a validated tool call to its service and turns the reply into an MCP tool result. Never throws. */
@@ -62,7 +67,7 @@ export async function forwardToolCall(
     const result = isAskReply(reply)
       ? await answerQuestion(deps, contract, input, caller, reply.ask, log)
       : toResult(contract, reply, log);
-    return await offerLink(deps, contract, caller, result, log);
+    return await offerLink(deps, contract, caller, await drawn(deps, contract, input, result), log);
   } catch (error) {
     return failedResult(error, contract, caller, log);
   }
@@ -89,10 +94,21 @@ export async function finishQuestion(
       answer: checked.answer,
       confirm: question.confirm,
     });
-    return await offerLink(deps, contract, caller, toResult(contract, reply, log), log);
+    return await offerLink(
+      deps,
+      contract,
+      caller,
+      await drawn(deps, contract, input, toResult(contract, reply, log)),
+      log,
+    );
   } catch (error) {
     return failedResult(error, contract, caller, log);
   }
+}
+
+/** The result with its view's markup, when the client shows views (the whole answer is still there). */
+function drawn(deps: ToolCallDeps, contract: ToolContract, input: unknown, result: CallToolResult) {
+  return deps.drawView ? deps.drawView(contract, input, result) : Promise.resolve(result);
 }
 
 function failedResult(error: unknown, contract: ToolContract, caller: CallerInfo, log: Logger): CallToolResult {

@@ -11,6 +11,8 @@ import {
 import {
   ProtocolError,
   ProtocolErrorCode,
+  type ReadResourceResult,
+  type Resource,
   type Server,
   type ServerContext,
   type ServerEvent,
@@ -142,6 +144,12 @@ export function createChangeFeed(deps: ServiceClientDeps & { bus: Bus; logger: L
   };
 }
 
+/** The views a client that shows them may read (MCP Apps); none for other clients. */
+export interface ViewResources {
+  list(): Resource[];
+  read(uri: string): Promise<ReadResourceResult | null>;
+}
+
 /**
  * The resources a 2026 client can follow: no fixed list, two templates, and a read of each (the app as list_tools
  * shows it; the domain's progress from the domains service), for the caller only.
@@ -150,8 +158,9 @@ export function registerChangeResources(
   server: Server,
   deps: ServiceClientDeps,
   callerOf: (ctx: ServerContext) => CallerInfo | undefined,
+  views: ViewResources,
 ): void {
-  server.setRequestHandler("resources/list", async () => ({ resources: [] }));
+  server.setRequestHandler("resources/list", async () => ({ resources: views.list() }));
   server.setRequestHandler("resources/templates/list", async () => ({
     resourceTemplates: [
       {
@@ -175,6 +184,8 @@ export function registerChangeResources(
     const uri = request.params.uri;
     const notFound = () => new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${uri}`);
     if (!caller) throw notFound();
+    const view = await views.read(uri);
+    if (view) return view;
     const json = (value: unknown) => ({
       contents: [{ uri, mimeType: "application/json", text: JSON.stringify(value) }],
     });

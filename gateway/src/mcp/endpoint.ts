@@ -29,6 +29,7 @@ import { createChangeFeed } from "./changes.ts";
 import { createEventLog, postedRequests, SessionEventStore } from "./event-store.ts";
 import { resumeStream } from "./resume.ts";
 import { createMcpServer, type ConnectionChoice, type RequestScope } from "./server.ts";
+import { declaresViews } from "./views/index.ts";
 import { readGrantRefusal, writeOnReadGrant } from "./scope-check.ts";
 import { createSessionDirectory, type SessionRecord } from "./session-directory.ts";
 
@@ -105,6 +106,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     ...deps,
     requestStateKey: deriveKey(config.secret, "mcp-request-state"),
     taskKey: deriveKey(config.secret, "mcp-task-id"),
+    views: { baseUrl: config.baseUrl, appOrigins: config.appOrigins },
   };
   // subscriptions/listen streams: fed on every copy from Hatch's events, each stream only its user's changes.
   const changes = createChangeFeed(deps);
@@ -189,7 +191,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   ): Promise<SessionEntry> {
     await makeRoom(identity.userId);
     const id = restore ?? randomId(24);
-    const server = createMcpServer(serverDeps, deps.version, logger, record.choice as ConnectionChoice, "legacy");
+    const capabilities = (record.init as { capabilities?: Parameters<typeof declaresViews>[0] }).capabilities;
+    const server = createMcpServer(
+      serverDeps,
+      deps.version,
+      logger,
+      record.choice as ConnectionChoice,
+      "legacy",
+      declaresViews(capabilities),
+    );
     const now = Date.now();
     const entry: SessionEntry = {
       server,

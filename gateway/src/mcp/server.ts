@@ -1,4 +1,12 @@
-import { describeIssues, ERROR_CODES, groupOf, traceIdOf, type Question, type ToolGroup } from "@hatch/contracts";
+import {
+  describeIssues,
+  ERROR_CODES,
+  groupOf,
+  traceIdOf,
+  type Question,
+  type ToolContract,
+  type ToolGroup,
+} from "@hatch/contracts";
 import { inSpan, metrics, type Logger } from "@hatch/platform";
 import {
   type CallToolResult,
@@ -33,6 +41,16 @@ import { contractFor, inGroups, toolsFor } from "./catalog.ts";
 import { registerChangeResources } from "./changes.ts";
 import { declaresTasks, registerTaskMethods, taskFor, TASKS_EXTENSION } from "./tasks.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
+import {
+  declaresViews,
+  readView,
+  UI_EXTENSION,
+  viewResources,
+  viewTool,
+  withViewMarkup,
+  withViewTools,
+  type ViewSettings,
+} from "./views/index.ts";
 
 /** What the HTTP layer hands each MCP request through `authInfo.extra`. */
 export interface RequestScope {
@@ -76,6 +94,8 @@ export interface McpServerDeps extends Omit<ToolCallDeps, "askUser" | "offerLink
   requestStateKey: Buffer;
   /** Seals task ids (tasks.ts; derived from the deployment secret). */
   taskKey: Buffer;
+  /** MCP Apps views (views/): the gateway's origin and the apps' origins. */
+  views: ViewSettings;
 }
 
 /**
@@ -90,20 +110,26 @@ export function createMcpServer(
   log: Logger,
   choice: ConnectionChoice = ALL,
   era: "legacy" | "modern" = "legacy",
+  /** A 2025 session whose initialize declared MCP Apps (a 2026 request declares it in each request's `_meta`). */
+  legacyViews = false,
 ): Server {
   const server = new Server(
     { name: "hatch", title: "Hatch", version },
     {
       // 2026-07-28 adds the tasks extension (buy_domain and custom_domain as tasks) and resource subscriptions on
       // subscriptions/listen (an app published, a domain live: changes.ts); 2025 sessions keep tools only.
+      // MCP Apps: advertised to every 2026 client (its views, resources and view-only tools go to a request that declares
+      // it), and to a 2025 session whose initialize declared it; other 2025 sessions see no change.
       capabilities:
         era === "modern"
           ? {
               tools: { listChanged: false },
               resources: { subscribe: true, listChanged: false },
-              extensions: { [TASKS_EXTENSION]: {} },
+              extensions: { [TASKS_EXTENSION]: {}, [UI_EXTENSION]: {} },
             }
-          : { tools: { listChanged: false } },
+          : legacyViews
+            ? { tools: { listChanged: false }, resources: {}, extensions: { [UI_EXTENSION]: {} } }
+            : { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
       cacheHints: { "tools/list": { ttlMs: TOOLS_TTL_MS, cacheScope: "private" } },
       // Hatch's own forms are checked by answers.ts (which names the field that did not fit); the SDK's legacy shim
@@ -121,23 +147,45 @@ export function createMcpServer(
     const scope = scopeOf(ctx);
     return scope ? { ...scope, client: client() } : undefined;
   };
+  /** Whether this request's client shows views (MCP Apps). */
+  const views = () => declaresViews(server.getClientCapabilities());
+  const viewResourcesOf = {
+    list: () => (views() ? viewResources() : []),
+    read: (uri: string) => (views() ? readView(uri, deps.views) : Promise.resolve(null)),
+  };
   if (era === "modern") {
     registerTaskMethods(server, deps, callerOf);
-    registerChangeResources(server, deps, callerOf);
+    registerChangeResources(server, deps, callerOf, viewResourcesOf);
+  } else if (legacyViews) {
+    server.setRequestHandler("resources/list", async () => ({ resources: viewResourcesOf.list() }));
+    server.setRequestHandler("resources/read", async (request) => {
+      const view = await viewResourcesOf.read(request.params.uri);
+      if (!view) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${request.params.uri}`);
+      return view;
+    });
   }
 
-  server.setRequestHandler("tools/list", async (_request, ctx) => ({
-    tools: toolsFor({
-      kind: client().kind,
-      groups: choice.groups,
-      readOnly: readOnly(scopeOf(ctx)),
-    }),
-  }));
+  server.setRequestHandler("tools/list", async (_request, ctx) => {
+    const tools = toolsFor({ kind: client().kind, groups: choice.groups, readOnly: readOnly(scopeOf(ctx)) });
+    return { tools: views() ? withViewTools(tools) : tools };
+  });
 
   server.setRequestHandler("tools/call", async (request, ctx): Promise<CallToolResult | InputRequiredResult> => {
     const scope = scopeOf(ctx);
     if (!scope) throw new ProtocolError(ProtocolErrorCode.InternalError, "The request was not authenticated.");
     const name = request.params.name;
+    // A view-only tool exists for a client that shows views, on a connection whose URL chose its view's tools.
+    const forView =
+      views() && inGroups(name === "tool_logs_tail" ? "tool_logs" : name, choice.groups) ? viewTool(name) : undefined;
+    if (forView) {
+      const caller = { ...scope, client: client() };
+      const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
+      const result = tooMany
+        ? errorResult("limit_exceeded", tooMany)
+        : await forView.run(deps, caller, request.params.arguments);
+      metrics.mcpToolCalls.inc({ tool: name, outcome: outcomeOf(result) });
+      return result;
+    }
     if (!contractFor(name, client().kind)) {
       metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
       throw new ProtocolError(
@@ -264,6 +312,10 @@ export function createMcpServer(
       const offered: SealedOffer = { ...link, result: result as SealedOffer["result"] };
       return JSON.stringify(offered).length > OFFER_MAX_CHARS ? null : offer(offered);
     };
+    const drawView = views()
+      ? (contract: ToolContract, input: unknown, result: CallToolResult) =>
+          withViewMarkup(contract, input, result, { deps, caller, baseUrl: deps.views.baseUrl }, log)
+      : undefined;
     const echoed = era === "modern" ? ctx.mcpReq.requestState<string>() : undefined;
     if (echoed !== undefined) {
       // The second round of a question: the sealed state says what was asked; it must be this user's, on this grant,
@@ -295,19 +347,25 @@ export function createMcpServer(
       return asTask(
         name,
         caller,
-        await finishQuestion({ ...deps, deferLink }, contract, input.data, caller, state.question, answer),
+        await finishQuestion({ ...deps, deferLink, drawView }, contract, input.data, caller, state.question, answer),
         scope,
       );
     }
     const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
     if (tooMany) return errorResult("limit_exceeded", tooMany);
     if (era === "modern") {
-      const result = await forwardToolCall({ ...deps, deferQuestion: ask, deferLink }, contract, input.data, caller);
+      const result = await forwardToolCall(
+        { ...deps, deferQuestion: ask, deferLink, drawView },
+        contract,
+        input.data,
+        caller,
+      );
       return asTask(name, caller, result, scope);
     }
     return forwardToolCall(
       {
         ...deps,
+        drawView,
         askUser: async (question) => {
           // Sent as a plain request rather than elicitInput, which throws on an answer that does not fit the form: the
           // gateway checks the answer itself (answers.ts) and tells the AI which field was wrong.

@@ -101,7 +101,7 @@ const STATE_WORDS: Record<BillingSettings["state"], string> = {
 };
 
 /** The plan, its price and its state as sentences. */
-function planSentences(s: BillingSettings, whose: string): SafeHtml {
+export function planSentences(s: BillingSettings, whose: string): SafeHtml {
   const info = PLAN_TABLE[s.plan];
   const cost =
     info.monthlyCents === null
@@ -127,7 +127,7 @@ function usageBar(id: string, label: string, used: number, limit: number | null,
 <span class="meter${full ? " full" : ""}" aria-hidden="true"><span style="width:${(share * 100).toFixed(1)}%"></span></span></li>`;
 }
 
-function usageSection(s: BillingSettings): SafeHtml {
+export function usageSection(s: BillingSettings): SafeHtml {
   const limits = s.limits;
   if (!limits) return html``;
   const u = s.usage;

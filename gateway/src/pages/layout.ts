@@ -102,7 +102,7 @@ export function pageScript(text: string, connect = false): PageScript {
 
 // Colours meet WCAG AA (4.5:1 for text, 3:1 for field borders) on both the page and a card, light and dark. Below
 // 40rem tables become one card per row, each cell labelled by its column (labelTableCells writes data-label).
-const STYLE = `
+export const PAGE_STYLE = `
 :root{color-scheme:light dark;--fg:#1d1d1f;--muted:#5f5f64;--bg:#fff;--card:#f5f5f7;--accent:#0057d9;--on-accent:#fff;--danger:#b71c1c;--border:#d2d2d7;--field:#7c7c82}
 @media (prefers-color-scheme:dark){:root{--fg:#f5f5f7;--muted:#a1a1a6;--bg:#111;--card:#1c1c1e;--accent:#6ea8ff;--on-accent:#0b0b0c;--danger:#ff6b68;--border:#3a3a3c;--field:#8a8a8f}}
 *{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg);overflow-wrap:break-word}
@@ -197,7 +197,7 @@ export function renderPage(options: PageOptions): string {
   const title = options.title === "Hatch" ? "Hatch" : `${options.title} · Hatch`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${title}</title><style>${raw(STYLE)}</style></head>
+<title>${title}</title><style>${raw(PAGE_STYLE)}</style></head>
 <body><a class="skip" href="#main">Skip to content</a><header><a class="brand" href="/">Hatch</a><nav aria-label="Account">${nav}</nav></header>
 ${options.user ? dashboardMenu(options.section) : ""}<main id="main" tabindex="-1">${options.above ?? ""}${raw(labelTableCells(options.body.value))}</main><script>${raw(COPY_SCRIPT)}</script>${options.script ? html`<script>${raw(options.script.text)}</script>` : ""}</body></html>`
     .value;

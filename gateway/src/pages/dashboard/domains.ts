@@ -54,7 +54,7 @@ const CONNECTION_STEPS = [
   ["live", "Live"],
 ] as const;
 
-const STAGE_WORDS: Record<string, string> = {
+export const STAGE_WORDS: Record<string, string> = {
   registering: "Being registered",
   dns: "Waiting for the DNS records",
   certificate: "DNS is right; the HTTPS certificate is being issued",
@@ -68,7 +68,7 @@ const RECORD_STATUS: Record<DnsRecord["status"], string> = {
 };
 
 /** The steps of a connection, the current one marked for screen readers and by its words. */
-function progress(stage: string): SafeHtml {
+export function progress(stage: string): SafeHtml {
   const at = CONNECTION_STEPS.findIndex(([s]) => s === stage);
   return html`<ol class="progress" aria-label="Progress">${CONNECTION_STEPS.map(([step, label], i) => {
     const state = i < at || stage === "live" ? "done" : i === at ? "now" : "later";
@@ -87,27 +87,35 @@ export function recordsTable(records: DnsRecord[], subject: string): SafeHtml {
   )}</tbody></table>`;
 }
 
+type CustomDomain = CustomDomainsOutput["domains"][number];
+
+/** One custom domain: its stage in words, the steps, where it opens once live, a problem, the records still to add. */
+export function domainCard(d: CustomDomain, actions: SafeHtml | ""): SafeHtml {
+  const address =
+    d.stage === "live"
+      ? html`<p>Open at <a href="https://${d.hostname}/" rel="noopener">https://${d.hostname}/</a></p>`
+      : "";
+  const checked = d.checkedAt ? html` · last checked ${when(d.checkedAt)}` : "";
+  const problem = d.problem ? html`<p class="error">${d.problem}</p>` : "";
+  return html`<article class="card" data-domain="${d.hostname}"><h3 style="margin:0 0 .4rem">${d.hostname}</h3>
+<p class="muted">${STAGE_WORDS[d.stage] ?? d.stage}${checked}</p>${progress(d.stage)}${address}${problem}
+${d.stage === "dns" ? recordsTable(d.records, d.hostname) : ""}${actions ? html`<div class="actions">${actions}</div>` : ""}</article>`;
+}
+
 export function appDomainsBody(csrf: string, data: CustomDomainsOutput, notice: Notice, typed = ""): SafeHtml {
   const base = appDomainsPath(data.address);
   const form = (action: string, inner: SafeHtml, attrs: SafeHtml | "" = "") =>
     html`<form method="post" action="${base}/${action}"${attrs}>${csrfField(csrf)}${inner}</form>`;
-  const card = (d: CustomDomainsOutput["domains"][number]) => {
-    const live = d.stage === "live";
-    const address = live
-      ? html`<p>Open at <a href="https://${d.hostname}/" rel="noopener">https://${d.hostname}/</a></p>`
-      : "";
-    const checked = d.checkedAt ? html` · last checked ${when(d.checkedAt)}` : "";
-    const problem = d.problem ? html`<p class="error">${d.problem}</p>` : "";
-    const check = live
-      ? ""
-      : form("check", html`<button type="submit" class="secondary">Check ${d.hostname} again</button>`);
+  const card = (d: CustomDomain) => {
+    const check =
+      d.stage === "live"
+        ? ""
+        : form("check", html`<button type="submit" class="secondary">Check ${d.hostname} again</button>`);
     const disconnect = form(
       "disconnect",
       html`<input type="hidden" name="hostname" value="${d.hostname}"><button type="submit" class="danger">Disconnect ${d.hostname}</button>`,
     );
-    return html`<article class="card" data-domain="${d.hostname}"><h3 style="margin:0 0 .4rem">${d.hostname}</h3>
-<p class="muted">${STAGE_WORDS[d.stage] ?? d.stage}${checked}</p>${progress(d.stage)}${address}${problem}
-${d.stage === "dns" ? recordsTable(d.records, d.hostname) : ""}<div class="actions">${check}${disconnect}</div></article>`;
+    return domainCard(d, html`${check}${disconnect}`);
   };
   const connect = form(
     "connect",
@@ -137,6 +145,22 @@ export interface DomainsPageData {
   account?: { kind: "personal" | "company"; name: string };
 }
 
+/** A domain with its prices, as find_domain and buy_domain give them. */
+export interface DomainOffer {
+  domain: string;
+  premium?: boolean;
+  firstYearPrice: { formatted: string } | null;
+  renewalPrice: { formatted: string } | null;
+}
+
+/** Domains with their first-year and renewal prices, and a last column (`last`: its heading; `cell`: its content). */
+export function offersTable<O extends DomainOffer>(offers: O[], last: string, cell: (offer: O) => SafeHtml): SafeHtml {
+  return html`<table><thead><tr><th>Domain</th><th>First year</th><th>Then each year</th><th>${last}</th></tr></thead><tbody>${offers.map(
+    (r) =>
+      html`<tr data-offer="${r.domain}"><td><strong>${r.domain}</strong>${r.premium ? html` <span class="muted">(premium)</span>` : ""}</td><td>${r.firstYearPrice?.formatted ?? "—"}</td><td>${r.renewalPrice?.formatted ?? "—"}</td><td>${cell(r)}</td></tr>`,
+  )}</tbody></table>`;
+}
+
 /** The search form and its results, each available name with its prices and a Buy button that leads to the confirm step. */
 function findSection(data: DomainsPageData): SafeHtml {
   const find = data.find;
@@ -149,14 +173,11 @@ function findSection(data: DomainsPageData): SafeHtml {
   else if (find?.results && find.results.length === 0)
     results = html`<p class="muted">Nothing found for ${find.query}. Try another word.</p>`;
   else if (find?.results)
-    results = html`<table><thead><tr><th>Domain</th><th>First year</th><th>Then each year</th><th>Buy</th></tr></thead><tbody>${find.results.map(
-      (r) =>
-        html`<tr data-offer="${r.domain}"><td><strong>${r.domain}</strong>${r.premium ? html` <span class="muted">(premium)</span>` : ""}</td><td>${r.firstYearPrice?.formatted ?? "—"}</td><td>${r.renewalPrice?.formatted ?? "—"}</td><td>${
-          r.available && r.firstYearPrice
-            ? html`<form method="post" action="/dashboard/domains/buy">${csrfField(data.csrf ?? "")}<input type="hidden" name="domain" value="${r.domain}"><button type="submit">Buy ${r.domain} for ${r.firstYearPrice.formatted}</button></form>`
-            : html`<span class="muted">Taken</span>`
-        }</td></tr>`,
-    )}</tbody></table><p class="muted">You confirm the price and the owner's details on the next page; nothing is charged before that.</p>`;
+    results = html`${offersTable(find.results, "Buy", (r) =>
+      r.available && r.firstYearPrice
+        ? html`<form method="post" action="/dashboard/domains/buy">${csrfField(data.csrf ?? "")}<input type="hidden" name="domain" value="${r.domain}"><button type="submit">Buy ${r.domain} for ${r.firstYearPrice.formatted}</button></form>`
+        : html`<span class="muted">Taken</span>`,
+    )}<p class="muted">You confirm the price and the owner's details on the next page; nothing is charged before that.</p>`;
   return html`<section aria-labelledby="buy"><h2 id="buy">Buy a domain</h2>${card}${form}${results}</section>`;
 }
 

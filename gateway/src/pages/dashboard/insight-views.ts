@@ -49,12 +49,12 @@ export function filterQuery(filter: LogFilter, extra: Record<string, string> = {
 }
 
 /** One log line: its time and level, its first line, and the rest (an uncaught error's stack) under "Stack". */
-function logLine(line: DashboardLogs["lines"][number]): SafeHtml {
+export function logLine(line: Omit<DashboardLogs["lines"][number], "id"> & { id?: number }): SafeHtml {
   const [first, ...rest] = line.message.split("\n");
   const stack = rest.length
     ? html`<details><summary>Stack</summary><pre><code>${rest.join("\n")}</code></pre></details>`
     : "";
-  return html`<li class="log log-${line.level}" data-id="${line.id}"><span class="muted">${when(line.time)}</span> <strong>${line.level}</strong> <span class="message">${first}</span>${stack}</li>`;
+  return html`<li class="log log-${line.level}"${line.id === undefined ? "" : html` data-id="${line.id}"`}><span class="muted">${when(line.time)}</span> <strong>${line.level}</strong> <span class="message">${first}</span>${stack}</li>`;
 }
 
 /**

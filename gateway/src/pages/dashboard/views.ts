@@ -39,7 +39,7 @@ export function unverifiedBanner(email: string): SafeHtml {
   return html`<div class="error" role="status" data-unverified><p style="margin:.2rem 0"><strong>Verify your email.</strong> ${email} is not verified yet, so apps shared with that address and invitations to it do not reach you. Open the link in the mail we sent, or <a href="/verify-email">send it again</a>.</p></div>`;
 }
 
-const VISIBILITY: Record<string, string> = {
+export const VISIBILITY: Record<string, string> = {
   private: "Private: only you",
   org: "Organization: everyone in it",
   people: "People: you and the people you add",
@@ -49,7 +49,7 @@ const visibilityWord = (v: string) => VISIBILITY[v]?.split(":")[0] ?? v;
 
 type ListedApp = ListToolsOutput["apps"][number];
 
-function appCard(app: ListedApp): SafeHtml {
+export function appCard(app: ListedApp): SafeHtml {
   const version = app.currentVersion === null ? "nothing published yet" : `version ${app.currentVersion}`;
   const owner = app.sharedWithMe
     ? html`<p class="muted">Shared with you by ${app.owner.name} (${app.owner.email})</p>`
@@ -108,6 +108,11 @@ export function appsListBody(
 ${consentsSection(csrf, consents)}`;
 }
 
+/** An app's opens and unique viewers per day, and the totals in words (the app's page and the statistics view). */
+export function statsFigure(stats: ToolStatsOutput): SafeHtml {
+  return html`${statsChart(stats.days)}<p>${stats.totalOpens} opens and ${stats.totalUniqueViewers} unique viewers in the last ${stats.days.length} days.</p>`;
+}
+
 export function appBody(
   csrf: string,
   app: DashboardApp,
@@ -119,9 +124,7 @@ export function appBody(
   const form = (action: string, inner: SafeHtml, attrs: SafeHtml | "" = "") =>
     html`<form method="post" action="${path}/${action}"${attrs}>${csrfField(csrf)}${inner}</form>`;
 
-  const chart = stats
-    ? html`${statsChart(stats.days)}<p>${stats.totalOpens} opens and ${stats.totalUniqueViewers} unique viewers in the last ${stats.days.length} days.</p>`
-    : html`<p class="muted">Statistics are not available right now.</p>`;
+  const chart = stats ? statsFigure(stats) : html`<p class="muted">Statistics are not available right now.</p>`;
 
   const versions = app.versions.length
     ? html`<ul class="versions" style="list-style:none;padding:0">${app.versions.map(
