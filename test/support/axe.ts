@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import type { Page } from "playwright-core";
+import type { Frame, Page } from "playwright-core";
 
 // axe-core in a page of headless Chromium: its source run through the DevTools protocol, so the page's CSP stays as
 // it is. Each finding is one line: rule, impact, what it means and where.
@@ -9,7 +9,7 @@ const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core
 
 type AxeFinding = { id: string; impact: string | null; help: string; nodes: { target: string[] }[] };
 
-export async function axeFindings(page: Page): Promise<string[]> {
+export async function axeFindings(page: Page | Frame): Promise<string[]> {
   if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
   const violations = await page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<unknown> } }).axe;

@@ -47,6 +47,7 @@ import {
   UI_EXTENSION,
   viewResources,
   viewTool,
+  withErrorView,
   withViewMarkup,
   withViewTools,
   type ViewSettings,
@@ -184,7 +185,7 @@ export function createMcpServer(
         ? errorResult("limit_exceeded", tooMany)
         : await forView.run(deps, caller, request.params.arguments);
       metrics.mcpToolCalls.inc({ tool: name, outcome: outcomeOf(result) });
-      return result;
+      return withErrorView(result);
     }
     if (!contractFor(name, client().kind)) {
       metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
@@ -196,7 +197,9 @@ export function createMcpServer(
     const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
     return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
       const started = performance.now();
-      const result = await withConfirmOutcomes(await callTool(request.params, scope, traceparent, ctx), scope);
+      const answered = await withConfirmOutcomes(await callTool(request.params, scope, traceparent, ctx), scope);
+      // A refusal a view shows is in a person's words (the model's text stays as it is).
+      const result = views() && !("resultType" in answered) ? withErrorView(answered) : answered;
       const seconds = (performance.now() - started) / 1000;
       const outcome = outcomeOf(result);
       metrics.mcpToolCalls.inc({ tool: name, outcome });

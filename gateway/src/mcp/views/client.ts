@@ -25,11 +25,11 @@ const textOf = (result: Result) =>
     .join("\n")
     .trim();
 
-/** A result on the page: its view, or its text where it has none (an error, a result without a view). */
+/** A result on the page: its view (a refusal's is its words for a person), or its text where it has none. */
 function show(result: Result): void {
   stopFollowing();
   const markup = viewOf(result)?.html;
-  if (markup && !result.isError) {
+  if (markup) {
     root.innerHTML = markup;
     enhance(root);
     return;
@@ -52,11 +52,15 @@ function say(text: string): void {
 /** What the markup asks for: copy buttons, forms that call tools, links that open through the host, following. */
 function enhance(scope: HTMLElement): void {
   for (const el of scope.querySelectorAll<HTMLElement>(".copy:not(button), pre")) addCopyButton(el);
+  // A host's frame may refuse form submission altogether (a sandbox without allow-forms fires no submit): the
+  // button's click calls the tool, and the submit event (Enter in a field, where forms are allowed) does the same.
   for (const form of scope.querySelectorAll<HTMLFormElement>("form[data-tool]")) {
-    form.addEventListener("submit", (event) => {
+    const send = (event: Event) => {
       event.preventDefault();
       void submit(form);
-    });
+    };
+    form.addEventListener("submit", send);
+    for (const button of form.querySelectorAll("button")) button.addEventListener("click", send);
   }
   for (const box of scope.querySelectorAll<HTMLInputElement>("input[data-follow]")) {
     box.addEventListener("change", () => (box.checked ? startFollowing(box) : stopFollowing("Stopped following.")));

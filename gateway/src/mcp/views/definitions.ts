@@ -15,6 +15,7 @@ import {
 import { usageSection, planSentences } from "../../pages/billing-page.ts";
 import { domainCard, offersTable, progress, STAGE_WORDS } from "../../pages/dashboard/domains.ts";
 import { logLine } from "../../pages/dashboard/insight-views.ts";
+import { forPeople } from "../../pages/dashboard/words.ts";
 import { appCard, statsFigure, VISIBILITY } from "../../pages/dashboard/views.ts";
 import { copyable, html, type SafeHtml } from "../../pages/layout.ts";
 import { callService, callServiceRpc, type CallerInfo, type ServiceClientDeps } from "../../services.ts";
@@ -63,10 +64,15 @@ const publishView: ViewDefinition = {
     if (out.status !== "published" || !out.address || !out.url) return null;
     const app = await listedApp(ctx, out.address);
     const who = app ? (VISIBILITY[app.visibility] ?? app.visibility) : null;
+    // Only a public app opens without signing in to Hatch, which a frame in another site cannot do.
+    const preview =
+      app?.visibility === "public"
+        ? html`<iframe class="preview" src="${out.url}" title="Preview of ${app.name}" loading="lazy" sandbox="allow-scripts allow-forms allow-same-origin"></iframe>`
+        : html`<p class="muted">Its visitors sign in to Hatch first, so it is not previewed here: open it to see it.</p>`;
     return html`<h1>${app?.name ?? out.address} is live</h1>
 <p>${copyable(out.url, "the app's address")}</p>
 <p class="muted">Version ${out.version ?? "?"}${out.account ? html` · in ${out.account}` : ""}${who ? html` · ${who}` : ""}</p>
-<iframe class="preview" src="${out.url}" title="Preview of ${app?.name ?? out.address}" loading="lazy" sandbox="allow-scripts allow-forms allow-same-origin"></iframe>
+${preview}
 <div class="actions"><a class="button" href="${out.url}">Open the app</a><a class="button secondary" href="/dashboard/apps/${out.address}">Manage it</a></div>`;
   },
 };
@@ -80,7 +86,7 @@ const appsView: ViewDefinition = {
     const apps = (data as ListToolsOutput).apps;
     const mine = apps.filter((a) => !a.sharedWithMe);
     const shared = apps.filter((a) => a.sharedWithMe);
-    return html`<h1>Apps</h1>${mine.length ? mine.map(appCard) : html`<p class="muted">No apps yet.</p>`}
+    return html`<h1>Apps</h1><h2>Yours</h2>${mine.length ? mine.map(appCard) : html`<p class="muted">No apps yet.</p>`}
 ${shared.length ? html`<h2>Shared with you</h2>${shared.map(appCard)}` : ""}`;
   },
 };
@@ -121,7 +127,7 @@ const logsView: ViewDefinition = {
       ([value, label]) => html`<option value="${value}"${value === level ? html` selected` : ""}>${label}</option>`,
     );
     const filter = html`<form class="inline" data-tool="tool_logs" data-args="${args({ address: logs.address })}" role="search" aria-label="Filter the log"><label>Level<select name="level">${options}</select></label><button type="submit" class="secondary">Show</button></form>`;
-    const follow = html`<label class="choice"><input type="checkbox" data-follow data-tool="${LOG_TAIL_TOOL}" data-args="${args({ address: logs.address, ...(level ? { level } : {}) })}" data-into="log-lines"> Follow new lines</label><p class="muted" role="status" data-follow-status></p>`;
+    const follow = html`<label class="choice"><input type="checkbox" data-follow data-tool="${LOG_TAIL_TOOL}" data-args="${args({ address: logs.address, ...(level ? { level } : {}) })}" data-into="log-lines"> Follow new lines</label>`;
     const empty = logs.lines.length
       ? ""
       : html`<p class="muted">${level ? "No lines at this level." : "Nothing logged yet."}</p>`;
@@ -145,7 +151,7 @@ const domainView: ViewDefinition = {
       return html`<h1>Domains of ${address}</h1><p class="muted">This app is on no domain of yours.</p>`;
     const check = (hostname: string) =>
       html`<form data-tool="custom_domains" data-args="${args({ address })}"><button type="submit" class="secondary">Check ${hostname} again</button></form>`;
-    return html`<h1>Domains of ${address}</h1>${domains.map((d) => domainCard(d, d.stage === "live" ? "" : check(d.hostname)))}`;
+    return html`<h1>Domains of ${address}</h1><h2>Your domains for this app</h2>${domains.map((d) => domainCard(d, d.stage === "live" ? "" : check(d.hostname)))}`;
   },
 };
 
@@ -170,7 +176,7 @@ const quoteView: ViewDefinition = {
     );
     const confirm =
       buy.status === "needs_user" && buy.userAction?.url
-        ? html`<p>Nothing is bought yet. Confirm the price and the owner's details on Hatch's page:</p><div class="actions"><a class="button" href="${buy.userAction.url}">Confirm the purchase of ${buy.domain}</a></div>`
+        ? html`<p>${forPeople(buy.userAction.message, "Nothing is bought yet.")}</p><p class="muted">Nothing is bought or charged before you confirm on Hatch's page.</p><div class="actions"><a class="button" href="${buy.userAction.url}">Continue on Hatch's page</a></div>`
         : "";
     const stage = buy.status === "bought" && buy.stage && buy.stage !== "registering" ? progress(buy.stage) : "";
     const renews = buy.renewsAt ? html`<p class="muted">Renews on ${buy.renewsAt.slice(0, 10)}.</p>` : "";

@@ -4,7 +4,7 @@ import { PAGE_STYLE, html, raw } from "../../pages/layout.ts";
 // (client.ts, bundled for the browser once per process, when a client first reads a view).
 
 /** What a view adds to the pages' styles: the preview frame, a form on one line, the body as the whole frame. */
-const VIEW_STYLE = `main{margin:0 auto;padding:1rem 1.25rem}iframe.preview{width:100%;height:22rem;border:1px solid var(--border);border-radius:10px;background:#fff}
+const VIEW_STYLE = `main{margin:0 auto;padding:1rem 1.25rem}#status{margin:0 1.25rem 1rem}#status:empty{display:none}iframe.preview{width:100%;height:22rem;border:1px solid var(--border);border-radius:10px;background:#fff}
 form.inline{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:1rem 0}form.inline label{font-weight:600}
 [aria-busy=true]{opacity:.6}`;
 
@@ -32,6 +32,6 @@ export async function viewDocument(title: string): Promise<string> {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title} · Hatch</title>
 <style>${raw(PAGE_STYLE)}${raw(VIEW_STYLE)}</style></head>
-<body><main id="view"><p class="muted">Waiting for Hatch's answer…</p></main><p id="status" class="visually-hidden" role="status"></p>
+<body><main id="view"><p class="muted">Waiting for Hatch's answer…</p></main><p id="status" class="muted" role="status"></p>
 <script type="module">${raw(await viewScript())}</script></body></html>`.value;
 }

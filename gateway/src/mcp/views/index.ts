@@ -7,6 +7,8 @@ import {
   RESOURCE_URI_META_KEY,
 } from "@modelcontextprotocol/ext-apps/server";
 import type { CallToolResult, ReadResourceResult, Resource, Tool } from "@modelcontextprotocol/server";
+import { forPeople, linked } from "../../pages/dashboard/words.ts";
+import { html } from "../../pages/layout.ts";
 import { viewDocument } from "./document.ts";
 import { VIEWS, type ViewContext, type ViewDefinition } from "./definitions.ts";
 import { VIEW_META_KEY, VIEW_TOOLS } from "./view-tools.ts";
@@ -109,4 +111,21 @@ export async function withViewMarkup(
     log.warn("a view could not be drawn; the result goes without it", { tool: contract.name, error });
     return result;
   }
+}
+
+/**
+ * A refusal as a view shows it: the tool's words for the AI made a person's (no tool names, no instructions for an AI,
+ * the error code left out), in the result's `_meta`; the model's text stays as it was.
+ */
+export function withErrorView(result: CallToolResult): CallToolResult {
+  if (!result.isError || result._meta?.[VIEW_META_KEY]) return result;
+  const text = result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
+  const words = forPeople(text.replace(/\s*\([a-z_]+\)$/, ""), "That did not work. Nothing was changed.");
+  return {
+    ...result,
+    _meta: {
+      ...result._meta,
+      [VIEW_META_KEY]: { html: html`<p class="error" role="alert">${linked(words)}</p>`.value },
+    },
+  };
 }
