@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdirSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { TOOL_CONTRACTS } from "@hatch/contracts";
 import type { Browser, Frame, Page } from "playwright-core";
 import { axeFindings } from "./support/axe.ts";
 import { hasChromium, launchChromium } from "./support/chromium.ts";
@@ -14,6 +15,31 @@ import { callOk, connectFormClient, userWithToken } from "./support/mcp.ts";
 // tool calls going back through the bridge to Hatch with the SDK's real client. SCREENSHOTS=1 writes docs/views/.
 
 setDefaultTimeout(30_000);
+
+/** The demo app: a page and server code that logs what it does. */
+const demoFiles = (title: string) => [
+  { path: "index.html", content: `<!doctype html><title>Todo</title><h1>${title}</h1>` },
+  { path: "service.json", content: JSON.stringify({ server: "api/index.js" }) },
+  {
+    path: "api/index.js",
+    content: `export default {
+  async fetch(request) {
+    const url = new URL(request.url);
+    if (url.pathname === "/api/hello") { console.info("said hello to", url.searchParams.get("name")); return new Response("hello"); }
+    if (url.pathname === "/api/fail") { console.error("could not save the todo: the list is full"); return new Response("full", { status: 507 }); }
+    return new Response("not found", { status: 404 });
+  },
+};`,
+  },
+];
+
+/** Words a person should not meet in a view: tool names that are not English words, and a call to the AI. */
+const FOR_AI_WORDS = [
+  ...TOOL_CONTRACTS.map((c) => c.name).filter((n) => n.includes("_") || n === "whoami"),
+  "tool_logs_tail",
+  "Call ",
+  "the user",
+];
 
 const UI = { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } };
 
@@ -113,7 +139,7 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
     ({ address } = await callOk<{ address: string }>(asker, "publish", {
       name: "Todo Demo",
       visibility: "public",
-      files: [{ path: "index.html", content: "<!doctype html><title>Todo</title><h1>Todo Demo</h1>" }],
+      files: demoFiles("Todo Demo"),
     }));
     await asker.close();
   }, 90_000);
@@ -157,7 +183,10 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
       mkdirSync("docs/views", { recursive: true });
       await (await frame.frameElement()).screenshot({ path: `docs/views/${name}.png` });
     }
-    return axeFindings(frame);
+    // A view is read by a person: no tool names or instructions meant for an AI (as the dashboard words test asks).
+    const text = (await frame.textContent("main")) ?? "";
+    const forAi = FOR_AI_WORDS.filter((word) => text.includes(word)).map((word) => `${name}: says "${word}"`);
+    return [...forAi, ...(await axeFindings(frame))];
   }
 
   /** What the view's CSP refuses when the view tries to reach `url` (the directive it broke), or null. */
@@ -187,7 +216,7 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
   test("the publish view: the app's address, version and audience, its live preview; nothing else may load", async () => {
     const { frame } = await show("ui://hatch/publish", "publish", {
       address,
-      files: [{ path: "index.html", content: "<!doctype html><title>Todo</title><h1>Todo Demo v2</h1>" }],
+      files: demoFiles("Todo Demo v2"),
     });
     expect(await frame.textContent("h1")).toBe("Todo Demo is live");
     expect(await frame.textContent("main")).toContain("Version 2");
@@ -224,17 +253,34 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
   });
 
   test("the logs view: a level filter and following new lines, both tool calls through the host", async () => {
+    const app = hatch.appHostUrl.replace("//", `//${address}.`);
+    for (const name of ["Ada", "Grace"]) expect((await fetch(`${app}/api/hello?name=${name}`)).status).toBe(200);
+    expect((await fetch(`${app}/api/fail`)).status).toBe(507);
     const { frame } = await show("ui://hatch/logs", "tool_logs", { address });
     expect(await frame.textContent("h1")).toBe(`Logs of ${address}`);
+    expect(await frame.locator("#log-lines li").allTextContents()).toEqual([
+      expect.stringContaining("info said hello to Ada"),
+      expect.stringContaining("info said hello to Grace"),
+      expect.stringContaining("error could not save the todo: the list is full"),
+    ]);
     calls.length = 0;
     await frame.selectOption("select[name=level]", "error");
     await frame.click("form[data-tool=tool_logs] button");
-    await frame.waitForSelector("text=No lines at this level.");
+    await frame.waitForFunction(() => document.querySelectorAll("#log-lines li").length === 1);
     expect(calls).toEqual([{ name: "tool_logs", arguments: { address, level: "error" } }]);
+    // Following: the view asks where the log ends, then for what comes after, and adds it.
     await frame.check("input[data-follow]");
     await frame.waitForFunction(() => document.getElementById("log-lines")?.dataset.newest !== undefined);
     expect(calls.at(-1)).toEqual({ name: "tool_logs_tail", arguments: { address, level: "error" } });
     expect(await frame.textContent("#status")).toContain("Following new lines");
+    expect((await fetch(`${app}/api/hello?name=Linus`)).status).toBe(200);
+    expect((await fetch(`${app}/api/fail`)).status).toBe(507);
+    await frame.waitForFunction(() => document.querySelectorAll("#log-lines li").length === 2, undefined, {
+      timeout: 20_000,
+    });
+    expect(await frame.locator("#log-lines li").last().textContent()).toContain("error could not save the todo");
+    expect(calls.at(-1)).toMatchObject({ name: "tool_logs_tail", arguments: { address, level: "error" } });
+    expect(calls.at(-1)?.arguments?.after).toBeNumber();
     await frame.uncheck("input[data-follow]");
     expect(await problems(frame, "logs")).toEqual([]);
   });

@@ -92,8 +92,8 @@ for (const mode of MODES) {
       expect(byName.get("custom_domain")?._meta?.ui?.resourceUri).toBe("ui://hatch/domain");
       expect(byName.get("buy_domain")?._meta?.ui?.resourceUri).toBe("ui://hatch/domain-quote");
       expect(byName.get("billing")?._meta?.ui?.resourceUri).toBe("ui://hatch/billing");
-      // Older hosts read the flat key.
-      expect((byName.get("billing")?._meta as Record<string, unknown>)["ui/resourceUri"]).toBe("ui://hatch/billing");
+      // The stable key only (the drafts' flat "ui/resourceUri" would cost bytes in every model's context).
+      expect(Object.keys(byName.get("billing")?._meta ?? {})).toEqual(["ui"]);
       expect(byName.get("whoami")?._meta).toBeUndefined();
       expect(byName.get("tool_logs_tail")?._meta?.ui).toEqual({ resourceUri: "ui://hatch/logs", visibility: ["app"] });
       // Only the view-only tool is for the app alone; the model's list is the 29 tools.
@@ -182,10 +182,13 @@ for (const mode of MODES) {
       }
     });
 
-    test("2026-07-28: server/discover names the extension; a request that declares it gets views, one that does not gets none", async () => {
+    test("2026-07-28: a request that declares the extension gets it in server/discover and views; one that does not, neither", async () => {
       const modern = await connect2026(hatch, alice.accessToken, true);
       const bare = await connect2026(hatch, alice.accessToken, false);
       try {
+        const ui = "io.modelcontextprotocol/ui";
+        expect(Object.keys(modern.getServerCapabilities()?.extensions ?? {})).toContain(ui);
+        expect(Object.keys(bare.getServerCapabilities()?.extensions ?? {})).not.toContain(ui);
         const tools = (await modern.listTools()).tools as Listed[];
         expect(tools.find((t) => t.name === "tool_stats")?._meta?.ui?.resourceUri).toBe("ui://hatch/stats");
         expect(tools.find((t) => t.name === "tool_logs_tail")?._meta?.ui?.visibility).toEqual(["app"]);

@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CLIENT_KINDS, TOOL_CONTRACTS, TOOL_GROUP_NAMES, TOOL_GROUPS } from "@hatch/contracts";
 import { TOOL_LIST_BUDGET_BYTES, toolsFor } from "../gateway/src/mcp/catalog.ts";
+import { withViewTools } from "../gateway/src/mcp/views/index.ts";
 import { startTestHatch, type TestHatch } from "./support/hatch.ts";
 import { EMBEDDED_MODES } from "./support/servers.ts";
 import { textOf, userWithToken } from "./support/mcp.ts";
@@ -10,10 +11,12 @@ import { textOf, userWithToken } from "./support/mcp.ts";
 // The tool list fits a small context, and a connection URL can narrow it to some tool groups or to reading only.
 
 describe("the tool list budget", () => {
-  test("all 29 tools fit in the budget for every kind of client", () => {
+  test("all 29 tools fit in the budget for every kind of client, with views or without", () => {
     for (const kind of CLIENT_KINDS) {
-      const bytes = JSON.stringify({ tools: toolsFor({ kind, groups: null, readOnly: false }) }).length;
-      expect(bytes).toBeLessThanOrEqual(TOOL_LIST_BUDGET_BYTES);
+      const tools = toolsFor({ kind, groups: null, readOnly: false });
+      expect(JSON.stringify({ tools }).length).toBeLessThanOrEqual(TOOL_LIST_BUDGET_BYTES);
+      // A client that shows views (MCP Apps) gets their URIs and the view-only tool in the same budget.
+      expect(JSON.stringify({ tools: withViewTools(tools) }).length).toBeLessThanOrEqual(TOOL_LIST_BUDGET_BYTES);
     }
   });
 

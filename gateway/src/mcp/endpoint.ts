@@ -120,6 +120,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         logger,
         choice && !(choice instanceof Response) ? choice : undefined,
         ctx.era,
+        (ctx.authInfo?.extra as RequestScope | undefined)?.views === true,
       );
     },
     {
@@ -379,6 +380,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
         metrics.mcpToolCalls.inc({ tool: refusedTool, outcome: "forbidden" });
         return insufficientScope(config, readGrantRefusal(refusedTool));
       }
+      // Its server advertises MCP Apps only when the request's client declared it (server.ts).
+      scope.views = declaresViews(requestCapabilities(parsedBody));
       if (isListenBody(parsedBody)) {
         // The stream is this caller's: the change feed checks each change against them; it ends at shutdown too.
         // (The body was read already; the handler takes it parsed.)
@@ -735,4 +738,10 @@ function declaresElicitation(body: unknown): boolean {
 
 function rpcError(status: number, code: number, message: string, headers?: Record<string, string>): Response {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers });
+}
+
+/** The client capabilities a 2026-07-28 request carries in its `_meta`. */
+function requestCapabilities(body: unknown): Parameters<typeof declaresViews>[0] {
+  const meta = (body as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+  return meta?.["io.modelcontextprotocol/clientCapabilities"] as Parameters<typeof declaresViews>[0];
 }

@@ -60,6 +60,8 @@ export interface RequestScope {
   traceparent: string;
   /** Set by a tools/call that became a task (tasks.ts): the HTTP layer answers it instead of the tool's result. */
   task?: object;
+  /** A 2026-07-28 request whose client declared MCP Apps (its `_meta` capabilities). */
+  views?: boolean;
 }
 
 const INSTRUCTIONS =
@@ -111,24 +113,23 @@ export function createMcpServer(
   log: Logger,
   choice: ConnectionChoice = ALL,
   era: "legacy" | "modern" = "legacy",
-  /** A 2025 session whose initialize declared MCP Apps (a 2026 request declares it in each request's `_meta`). */
-  legacyViews = false,
+  /** The client declared MCP Apps: a 2025 session's initialize, or a 2026 request's `_meta`. */
+  declaredViews = false,
 ): Server {
   const server = new Server(
     { name: "hatch", title: "Hatch", version },
     {
       // 2026-07-28 adds the tasks extension (buy_domain and custom_domain as tasks) and resource subscriptions on
       // subscriptions/listen (an app published, a domain live: changes.ts); 2025 sessions keep tools only.
-      // MCP Apps: advertised to every 2026 client (its views, resources and view-only tools go to a request that declares
-      // it), and to a 2025 session whose initialize declared it; other 2025 sessions see no change.
+      // MCP Apps is advertised only to a client that declared it; others see no change.
       capabilities:
         era === "modern"
           ? {
               tools: { listChanged: false },
               resources: { subscribe: true, listChanged: false },
-              extensions: { [TASKS_EXTENSION]: {}, [UI_EXTENSION]: {} },
+              extensions: { [TASKS_EXTENSION]: {}, ...(declaredViews ? { [UI_EXTENSION]: {} } : {}) },
             }
-          : legacyViews
+          : declaredViews
             ? { tools: { listChanged: false }, resources: {}, extensions: { [UI_EXTENSION]: {} } }
             : { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
@@ -157,7 +158,7 @@ export function createMcpServer(
   if (era === "modern") {
     registerTaskMethods(server, deps, callerOf);
     registerChangeResources(server, deps, callerOf, viewResourcesOf);
-  } else if (legacyViews) {
+  } else if (declaredViews) {
     server.setRequestHandler("resources/list", async () => ({ resources: viewResourcesOf.list() }));
     server.setRequestHandler("resources/read", async (request) => {
       const view = await viewResourcesOf.read(request.params.uri);

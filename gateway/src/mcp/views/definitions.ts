@@ -200,7 +200,10 @@ const billingView: ViewDefinition = {
       BillingSettingsSchema,
       ctx.caller,
     ).catch(() => null);
-    const act = out.actionNeeded ? html`<p class="error" role="alert">${out.actionNeeded}</p>` : "";
+    // What the person should do, as a sentence; an alert only when a payment is in trouble.
+    const urgent = out.state === "past_due" || out.state === "suspended";
+    const todo = out.actionNeeded ? `To do: ${out.actionNeeded.replace(/\.?$/, ".")}` : null;
+    const act = todo ? (urgent ? html`<p class="error" role="alert">${todo}</p>` : html`<p>${todo}</p>`) : "";
     const open = out.url ?? "/dashboard/billing";
     const body = settings
       ? html`${planSentences(settings, settings.accountKind === "company" ? "The organization" : "Your account")}${usageSection(settings)}`

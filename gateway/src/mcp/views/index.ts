@@ -1,14 +1,9 @@
 import type { ToolContract } from "@hatch/contracts";
 import type { Logger } from "@hatch/platform";
-import {
-  EXTENSION_ID,
-  getUiCapability,
-  RESOURCE_MIME_TYPE,
-  RESOURCE_URI_META_KEY,
-} from "@modelcontextprotocol/ext-apps/server";
+import { EXTENSION_ID, getUiCapability, RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps/server";
 import type { CallToolResult, ReadResourceResult, Resource, Tool } from "@modelcontextprotocol/server";
 import { forPeople, linked } from "../../pages/dashboard/words.ts";
-import { html } from "../../pages/layout.ts";
+import { html, labelTableCells } from "../../pages/layout.ts";
 import { viewDocument } from "./document.ts";
 import { VIEWS, type ViewContext, type ViewDefinition } from "./definitions.ts";
 import { VIEW_META_KEY, VIEW_TOOLS } from "./view-tools.ts";
@@ -45,7 +40,8 @@ export function withViewTools(tools: Tool[]): Tool[] {
     const view = viewOfTool.get(tool.name);
     if (!view) return tool;
     const uri = uriOf(view);
-    return { ...tool, _meta: { ...tool._meta, ui: { resourceUri: uri }, [RESOURCE_URI_META_KEY]: uri } };
+    // The stable extension's key only: the flat "ui/resourceUri" of its drafts would cost the model 40 bytes a tool.
+    return { ...tool, _meta: { ...tool._meta, ui: { resourceUri: uri } } };
   });
   // A view-only tool comes with its view: a connection whose URL left out the view's tools gets neither.
   const shown = new Set(listed.map((tool) => viewOfTool.get(tool.name)?.name));
@@ -105,7 +101,8 @@ export async function withViewMarkup(
     );
     if (!markup) return result;
     // The dashboard's links are paths on the gateway; a view has no origin of its own.
-    const html = markup.value.replaceAll('href="/', `href="${ctx.baseUrl}/`);
+    // Tables read as labelled cards in a narrow frame, as on the pages.
+    const html = labelTableCells(markup.value.replaceAll('href="/', `href="${ctx.baseUrl}/`));
     return { ...result, _meta: { ...result._meta, [VIEW_META_KEY]: { html } } };
   } catch (error) {
     log.warn("a view could not be drawn; the result goes without it", { tool: contract.name, error });
