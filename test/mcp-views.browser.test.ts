@@ -178,17 +178,6 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
     return { frame, result };
   }
 
-  async function problems(frame: Frame, name: string): Promise<string[]> {
-    if (process.env.SCREENSHOTS === "1") {
-      mkdirSync("docs/views", { recursive: true });
-      await (await frame.frameElement()).screenshot({ path: `docs/views/${name}.png` });
-    }
-    // A view is read by a person: no tool names or instructions meant for an AI (as the dashboard words test asks).
-    const text = (await frame.textContent("main")) ?? "";
-    const forAi = FOR_AI_WORDS.filter((word) => text.includes(word)).map((word) => `${name}: says "${word}"`);
-    return [...forAi, ...(await axeFindings(frame))];
-  }
-
   /** What the view's CSP refuses when the view tries to reach `url` (the directive it broke), or null. */
   const refused = (frame: Frame, how: "fetch" | "img" | "frame", url: string) =>
     frame.evaluate(
@@ -212,6 +201,22 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
         }),
       [how, url] as const,
     );
+
+  async function problems(frame: Frame, name: string): Promise<string[]> {
+    if (process.env.SCREENSHOTS === "1") {
+      mkdirSync("docs/views", { recursive: true });
+      await (await frame.frameElement()).screenshot({ path: `docs/views/${name}.png` });
+    }
+    // A view is read by a person: no tool names or instructions meant for an AI (as the dashboard words test asks).
+    const text = (await frame.textContent("main")) ?? "";
+    const forAi = FOR_AI_WORDS.filter((word) => text.includes(word)).map((word) => `${name}: says "${word}"`);
+    // Every view's CSP refuses a connection and an image from anywhere (Hatch's own origin included).
+    const csp: string[] = [];
+    if ((await refused(frame, "fetch", `${hatch.baseUrl}/healthz`)) !== "connect-src")
+      csp.push(`${name}: fetch allowed`);
+    if ((await refused(frame, "img", `${hatch.baseUrl}/favicon.ico`)) !== "img-src") csp.push(`${name}: image allowed`);
+    return [...forAi, ...csp, ...(await axeFindings(frame))];
+  }
 
   test("the publish view: the app's address, version and audience, its live preview; nothing else may load", async () => {
     const { frame } = await show("ui://hatch/publish", "publish", {

@@ -26,10 +26,10 @@ const VIEW_URIS = [
 
 type Listed = { name: string; _meta?: { ui?: { resourceUri?: string; visibility?: string[] } } };
 
-async function connect2025Views(hatch: TestHatch, token: string): Promise<Client> {
+async function connect2025Views(hatch: TestHatch, token: string, query = ""): Promise<Client> {
   const client = new Client({ name: "claude-ai", version: "1.0.0" }, { capabilities: { extensions: UI } as object });
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(hatch.mcpUrl), {
+    new StreamableHTTPClientTransport(new URL(`${hatch.mcpUrl}${query}`), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     }),
   );
@@ -179,6 +179,20 @@ for (const mode of MODES) {
         expect(textOf(bad)).toContain("(invalid_input)");
       } finally {
         await bobViews.close();
+      }
+    });
+
+    test("a connection whose URL leaves out the logs' group has neither the logs view's tool nor its view on tools", async () => {
+      const billingOnly = await connect2025Views(hatch, alice.accessToken, "?features=billing");
+      try {
+        const tools = (await billingOnly.listTools()).tools as Listed[];
+        expect(tools.map((t) => t.name)).not.toContain("tool_logs_tail");
+        expect(tools.find((t) => t.name === "billing")?._meta?.ui?.resourceUri).toBe("ui://hatch/billing");
+        await expect(
+          billingOnly.callTool({ name: "tool_logs_tail", arguments: { address: "anything" } }),
+        ).rejects.toThrow(/Unknown tool "tool_logs_tail"/);
+      } finally {
+        await billingOnly.close();
       }
     });
 

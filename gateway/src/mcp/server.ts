@@ -176,9 +176,12 @@ export function createMcpServer(
     const scope = scopeOf(ctx);
     if (!scope) throw new ProtocolError(ProtocolErrorCode.InternalError, "The request was not authenticated.");
     const name = request.params.name;
-    // A view-only tool exists for a client that shows views, on a connection whose URL chose its view's tools.
+    // A view-only tool exists for a client that shows views, where the tool it goes with is offered.
+    const viewOnly = views() ? viewTool(name) : undefined;
     const forView =
-      views() && inGroups(name === "tool_logs_tail" ? "tool_logs" : name, choice.groups) ? viewTool(name) : undefined;
+      viewOnly && contractFor(viewOnly.beside, client().kind) && inGroups(viewOnly.beside, choice.groups)
+        ? viewOnly
+        : undefined;
     if (forView) {
       const caller = { ...scope, client: client() };
       const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);

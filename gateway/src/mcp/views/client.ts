@@ -147,7 +147,7 @@ function addCopyButton(el: HTMLElement): void {
 // Links leave the view through the host (a view has no address of its own to navigate from).
 document.addEventListener("click", (event) => {
   const link = (event.target as Element | null)?.closest?.("a[href]") as HTMLAnchorElement | null;
-  if (!link || link.href.startsWith("#")) return;
+  if (!link || link.getAttribute("href")?.startsWith("#")) return;
   event.preventDefault();
   void app.openLink({ url: link.href }).catch(() => say(`Open ${link.href} in your browser.`));
 });

@@ -28,10 +28,18 @@ function viewScript(): Promise<string> {
   return script;
 }
 
-export async function viewDocument(title: string): Promise<string> {
-  return html`<!doctype html>
+const documents = new Map<string, string>();
+
+/** A view's document, made once per process. */
+export async function viewDocument(view: { name: string; title: string }): Promise<string> {
+  let made = documents.get(view.name);
+  if (made) return made;
+  const title = view.title;
+  made = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title} · Hatch</title>
 <style>${raw(PAGE_STYLE)}${raw(VIEW_STYLE)}</style></head>
 <body><main id="view"><p class="muted">Waiting for Hatch's answer…</p></main><p id="status" class="muted" role="status"></p>
 <script type="module">${raw(await viewScript())}</script></body></html>`.value;
+  documents.set(view.name, made);
+  return made;
 }

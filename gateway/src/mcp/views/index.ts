@@ -34,21 +34,26 @@ export interface ViewSettings {
   appOrigins: readonly string[];
 }
 
-/** The tool list as a client with views sees it: each tool with a view names it; the view-only tools follow. */
+const viewListings = new WeakMap<Tool[], Tool[]>();
+
+/**
+ * The tool list as a client with views sees it: each tool with a view names it; each view-only tool follows when the
+ * tool it goes with is listed. Kept per listing (catalog.ts keeps those).
+ */
 export function withViewTools(tools: Tool[]): Tool[] {
-  const listed = tools.map((tool) => {
+  let listed = viewListings.get(tools);
+  if (listed) return listed;
+  const named = tools.map((tool) => {
     const view = viewOfTool.get(tool.name);
-    if (!view) return tool;
-    const uri = uriOf(view);
     // The stable extension's key only: the flat "ui/resourceUri" of its drafts would cost the model 40 bytes a tool.
-    return { ...tool, _meta: { ...tool._meta, ui: { resourceUri: uri } } };
+    return view ? { ...tool, _meta: { ...tool._meta, ui: { resourceUri: uriOf(view) } } } : tool;
   });
-  // A view-only tool comes with its view: a connection whose URL left out the view's tools gets neither.
-  const shown = new Set(listed.map((tool) => viewOfTool.get(tool.name)?.name));
-  const appOnly = VIEW_TOOLS.filter((t) => shown.has(t.view)).map(
+  const appOnly = VIEW_TOOLS.filter((t) => tools.some((tool) => tool.name === t.beside)).map(
     (t): Tool => ({ ...t.tool, _meta: { ui: { resourceUri: `${VIEW_URI_PREFIX}${t.view}`, visibility: ["app"] } } }),
   );
-  return [...listed, ...appOnly];
+  listed = [...named, ...appOnly];
+  viewListings.set(tools, listed);
+  return listed;
 }
 
 export function viewResources(): Resource[] {
@@ -72,7 +77,7 @@ export async function readView(uri: string, settings: ViewSettings): Promise<Rea
       {
         uri,
         mimeType: RESOURCE_MIME_TYPE,
-        text: await viewDocument(view.title),
+        text: await viewDocument(view),
         _meta: { ui: { csp, prefersBorder: true, permissions: { clipboardWrite: {} } } },
       },
     ],

@@ -23,8 +23,10 @@ const LogTailInput = z
 
 export interface ViewTool {
   name: string;
-  /** The view that calls it (its tools must be listed for it to be). */
+  /** The view that calls it. */
   view: string;
+  /** The model's tool it goes with: listed and callable only where that one is (the connection URL's groups). */
+  beside: string;
   tool: Tool;
   run(deps: ServiceClientDeps, caller: CallerInfo, args: unknown): Promise<CallToolResult>;
 }
@@ -32,6 +34,7 @@ export interface ViewTool {
 const logTail: ViewTool = {
   name: LOG_TAIL_TOOL,
   view: "logs",
+  beside: "tool_logs",
   tool: {
     name: LOG_TAIL_TOOL,
     title: "Follow an app's logs",
