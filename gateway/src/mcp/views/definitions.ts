@@ -16,7 +16,7 @@ import { usageSection, planSentences } from "../../pages/billing-page.ts";
 import { domainCard, offersTable, progress, STAGE_WORDS } from "../../pages/dashboard/domains.ts";
 import { logLine } from "../../pages/dashboard/insight-views.ts";
 import { forPeople } from "../../pages/dashboard/words.ts";
-import { appCard, statsFigure, VISIBILITY } from "../../pages/dashboard/views.ts";
+import { appCard, appPath, statsFigure, VISIBILITY } from "../../pages/dashboard/views.ts";
 import { copyable, html, type SafeHtml } from "../../pages/layout.ts";
 import { callService, callServiceRpc, type CallerInfo, type ServiceClientDeps } from "../../services.ts";
 import { LOG_TAIL_TOOL } from "./view-tools.ts";
@@ -50,6 +50,12 @@ export interface ViewDefinition {
   render(tool: string, data: unknown, input: Record<string, unknown>, ctx: ViewContext): Promise<SafeHtml | null>;
 }
 
+/** A select's options, `selected` chosen. */
+const options = (choices: ReadonlyArray<readonly [string, string]>, selected: string) =>
+  choices.map(
+    ([value, label]) => html`<option value="${value}"${value === selected ? html` selected` : ""}>${label}</option>`,
+  );
+
 /** Arguments a view's form or button calls its tool with, as an attribute value. */
 const args = (value: Record<string, unknown>) => JSON.stringify(value);
 
@@ -73,7 +79,7 @@ const publishView: ViewDefinition = {
 <p>${copyable(out.url, "the app's address")}</p>
 <p class="muted">Version ${out.version ?? "?"}${out.account ? html` · in ${out.account}` : ""}${who ? html` · ${who}` : ""}</p>
 ${preview}
-<div class="actions"><a class="button" href="${out.url}">Open the app</a><a class="button secondary" href="/dashboard/apps/${out.address}">Manage it</a></div>`;
+<div class="actions"><a class="button" href="${out.url}">Open the app</a><a class="button secondary" href="${appPath(out.address)}">Manage it</a></div>`;
   },
 };
 
@@ -100,8 +106,9 @@ const statsView: ViewDefinition = {
   tools: ["tool_stats"],
   async render(_tool, data) {
     const stats = data as ToolStatsOutput;
-    const choice = STATS_DAYS.map(
-      (n) => html`<option value="${n}"${n === stats.days.length ? html` selected` : ""}>${n} days</option>`,
+    const choice = options(
+      STATS_DAYS.map((n) => [String(n), `${n} days`]),
+      String(stats.days.length),
     );
     return html`<h1>Statistics of ${stats.address}</h1>${statsFigure(stats)}
 <form class="inline" data-tool="tool_stats" data-args="${args({ address: stats.address })}"><label>Period<select name="days" data-number>${choice}</select></label><button type="submit" class="secondary">Show</button></form>`;
@@ -123,10 +130,8 @@ const logsView: ViewDefinition = {
   async render(_tool, data, input) {
     const logs = data as ToolLogsOutput;
     const level = typeof input.level === "string" ? input.level : "";
-    const options = LEVELS.map(
-      ([value, label]) => html`<option value="${value}"${value === level ? html` selected` : ""}>${label}</option>`,
-    );
-    const filter = html`<form class="inline" data-tool="tool_logs" data-args="${args({ address: logs.address })}" role="search" aria-label="Filter the log"><label>Level<select name="level">${options}</select></label><button type="submit" class="secondary">Show</button></form>`;
+
+    const filter = html`<form class="inline" data-tool="tool_logs" data-args="${args({ address: logs.address })}" role="search" aria-label="Filter the log"><label>Level<select name="level">${options(LEVELS, level)}</select></label><button type="submit" class="secondary">Show</button></form>`;
     const follow = html`<label class="choice"><input type="checkbox" data-follow data-tool="${LOG_TAIL_TOOL}" data-args="${args({ address: logs.address, ...(level ? { level } : {}) })}" data-into="log-lines"> Follow new lines</label>`;
     const empty = logs.lines.length
       ? ""
