@@ -215,7 +215,12 @@ describe.skipIf(!hasChromium)("MCP Apps views in a host (headless Chromium)", ()
     if ((await refused(frame, "fetch", `${hatch.baseUrl}/healthz`)) !== "connect-src")
       csp.push(`${name}: fetch allowed`);
     if ((await refused(frame, "img", `${hatch.baseUrl}/favicon.ico`)) !== "img-src") csp.push(`${name}: image allowed`);
-    return [...forAi, ...csp, ...(await axeFindings(frame))];
+    // axe-core in the light and the dark scheme (the views follow the system's, as the pages do).
+    const light = await axeFindings(frame);
+    await page.emulateMedia({ colorScheme: "dark" });
+    const dark = (await axeFindings(frame)).map((finding) => `dark: ${finding}`);
+    await page.emulateMedia({ colorScheme: "light" });
+    return [...forAi, ...csp, ...light, ...dark];
   }
 
   test("the publish view: the app's address, version and audience, its live preview; nothing else may load", async () => {
