@@ -73,7 +73,7 @@ const GatewayEnvSchema = CommonEnvSchema.extend({
     .regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port, e.g. apps.example.com")
     .optional(),
   APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
-  APP_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
+  APP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   BASE_URL: z
     .string()
     .refine(
@@ -179,7 +179,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
     metricsToken: parsed.METRICS_TOKEN,
     appOrigins: [
-      `${parsed.APPS_PROTOCOL ?? (parsed.APPS_DOMAIN ? "https" : "http")}://*.${parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT}`}`,
+      // APP_PORT=0 (any free port): the port is not known here, so any port of the apps' host names.
+      `${parsed.APPS_PROTOCOL ?? (parsed.APPS_DOMAIN ? "https" : "http")}://*.${parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT || "*"}`}`,
     ],
   });
 }

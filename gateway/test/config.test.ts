@@ -14,4 +14,17 @@ describe("the gateway's settings", () => {
     );
     expect(loadGatewayConfig({ PORT: "3100" }, SECRET).baseUrl).toBe("http://localhost:3100");
   });
+
+  test("where apps are served, for the publish view's preview frame: read as the apps service reads it", () => {
+    expect(loadGatewayConfig({}, SECRET).appOrigins).toEqual(["http://*.localhost:3001"]);
+    expect(loadGatewayConfig({ APPS_DOMAIN: "apps.example.com" }, SECRET).appOrigins).toEqual([
+      "https://*.apps.example.com",
+    ]);
+    expect(loadGatewayConfig({ APPS_DOMAIN: "apps.test:8080", APPS_PROTOCOL: "http" }, SECRET).appOrigins).toEqual([
+      "http://*.apps.test:8080",
+    ]);
+    expect(loadGatewayConfig({ APP_PORT: "0" }, SECRET).appOrigins).toEqual(["http://*.localhost:*"]);
+    // It goes into a CSP: nothing but a host name and a port is taken.
+    expect(() => loadGatewayConfig({ APPS_DOMAIN: "apps.example.com; frame-src *" }, SECRET)).toThrow(/APPS_DOMAIN/);
+  });
 });
