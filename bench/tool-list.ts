@@ -3,6 +3,7 @@
 // measured on main when issue 15 was filed). Bytes, not time: nothing here depends on the machine.
 import { CLIENT_KINDS, TOOL_GROUP_NAMES } from "@hatch/contracts";
 import { TOOL_LIST_BUDGET_BYTES, toolsFor } from "../gateway/src/mcp/catalog.ts";
+import { withViewTools } from "../gateway/src/mcp/views/index.ts";
 
 /** tools/list of all 29 tools before the budget (JSON bytes, ChatGPT excepted). */
 export const TOOL_LIST_BEFORE_BYTES = 83_833;
@@ -14,6 +15,9 @@ export interface ToolListReport {
   beforeBytes: number;
   perGroup: Record<string, { tools: number; bytes: number }>;
   readOnlyBytes: number;
+  /** All tools as a client that shows MCP Apps views gets them: view URIs, and the tool only a view calls. */
+  viewsBytes: number;
+  viewsTools: number;
   /** The largest across client kinds (ChatGPT sees two tools fewer). */
   kindsMaxBytes: number;
 }
@@ -34,6 +38,8 @@ export function measureToolList(): ToolListReport {
     beforeBytes: TOOL_LIST_BEFORE_BYTES,
     perGroup,
     readOnlyBytes: size(toolsFor({ kind: "other", groups: null, readOnly: true })),
+    viewsBytes: size(withViewTools(all)),
+    viewsTools: withViewTools(all).length,
     kindsMaxBytes: Math.max(...CLIENT_KINDS.map((kind) => size(toolsFor({ kind, groups: null, readOnly: false })))),
   };
 }
@@ -50,6 +56,7 @@ export function formatToolList(report: ToolListReport): string {
     `| before the budget | 29 | ${report.beforeBytes.toLocaleString("en")} | 1.00 |`,
     `| all tools (budget ${report.budgetBytes.toLocaleString("en")}) | ${report.tools} | ${report.allBytes.toLocaleString("en")} | ${ratio(report.allBytes)} |`,
     `| read_only=true | | ${report.readOnlyBytes.toLocaleString("en")} | ${ratio(report.readOnlyBytes)} |`,
+    `| a client with MCP Apps views | ${report.viewsTools} | ${report.viewsBytes.toLocaleString("en")} | ${ratio(report.viewsBytes)} |`,
     ...rows,
   ].join("\n");
 }
