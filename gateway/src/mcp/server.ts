@@ -51,6 +51,7 @@ import {
   withViewMarkup,
   withViewTools,
   type ViewSettings,
+  type ViewTool,
 } from "./views/index.ts";
 
 /** What the HTTP layer hands each MCP request through `authInfo.extra`. */
@@ -182,16 +183,7 @@ export function createMcpServer(
       viewOnly && contractFor(viewOnly.beside, client().kind) && inGroups(viewOnly.beside, choice.groups)
         ? viewOnly
         : undefined;
-    if (forView) {
-      const caller = { ...scope, client: client() };
-      const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
-      const result = tooMany
-        ? errorResult("limit_exceeded", tooMany)
-        : await forView.run(deps, caller, request.params.arguments);
-      metrics.mcpToolCalls.inc({ tool: name, outcome: outcomeOf(result) });
-      return withErrorView(result);
-    }
-    if (!contractFor(name, client().kind)) {
+    if (!forView && !contractFor(name, client().kind)) {
       metrics.mcpToolCalls.inc({ tool: "unknown", outcome: "unknown_tool" });
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
@@ -201,7 +193,9 @@ export function createMcpServer(
     const attributes = { "mcp.method.name": "tools/call", "gen_ai.tool.name": name };
     return inSpan(`tools/call ${name}`, { parent: scope.traceparent, attributes }, async (span, traceparent) => {
       const started = performance.now();
-      const answered = await withConfirmOutcomes(await callTool(request.params, scope, traceparent, ctx), scope);
+      const answered = forView
+        ? await callViewTool(forView, request.params.arguments, scope, traceparent)
+        : await withConfirmOutcomes(await callTool(request.params, scope, traceparent, ctx), scope);
       // A refusal a view shows is in a person's words (the model's text stays as it is).
       const result = views() && !("resultType" in answered) ? withErrorView(answered) : answered;
       const seconds = (performance.now() - started) / 1000;
@@ -222,6 +216,18 @@ export function createMcpServer(
       return result;
     });
   });
+
+  /** A tool only a view calls: the same rate limits as any call, then its own reading (views/view-tools.ts). */
+  async function callViewTool(
+    tool: ViewTool,
+    args: unknown,
+    scope: RequestScope,
+    traceparent: string,
+  ): Promise<CallToolResult> {
+    const caller = { ...scope, client: client(), traceparent };
+    const tooMany = await toolCallRefusal(deps.toolCallLimits, caller.identity, log);
+    return tooMany ? errorResult("limit_exceeded", tooMany) : tool.run(deps, caller, args);
+  }
 
   /**
    * The result, with what the user answered on confirm pages of this grant since its last call (done, declined, or

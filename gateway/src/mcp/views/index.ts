@@ -8,7 +8,7 @@ import { viewDocument } from "./document.ts";
 import { VIEWS, type ViewContext, type ViewDefinition } from "./definitions.ts";
 import { VIEW_META_KEY, VIEW_TOOLS } from "./view-tools.ts";
 
-export { VIEW_META_KEY, viewTool } from "./view-tools.ts";
+export { VIEW_META_KEY, viewTool, type ViewTool } from "./view-tools.ts";
 export type { ViewContext } from "./definitions.ts";
 
 // MCP Apps (io.modelcontextprotocol/ui, 2026-01-26) for clients that declare it: the views as resources, their URIs

@@ -28,6 +28,7 @@ export interface ViewTool {
   /** The model's tool it goes with: listed and callable only where that one is (the connection URL's groups). */
   beside: string;
   tool: Tool;
+  /** Never throws: a failure is a tool error the view shows. */
   run(deps: ServiceClientDeps, caller: CallerInfo, args: unknown): Promise<CallToolResult>;
 }
 
@@ -70,8 +71,12 @@ const logTail: ViewTool = {
         _meta: { [VIEW_META_KEY]: { rows: html`${lines.map(logLine)}`.value, newest: logs.newest } },
       };
     } catch (error) {
+      // Never throws, as a tool call through the service client never does.
       if (isToolError(error)) return errorResult(error.code, error.message);
-      throw error;
+      return errorResult(
+        "internal",
+        `Hatch could not read the new log lines. Try again; if it keeps failing, report request id ${caller.requestId}.`,
+      );
     }
   },
 };
