@@ -71,13 +71,14 @@ const publishView: ViewDefinition = {
     const app = await listedApp(ctx, out.address);
     const who = app ? (VISIBILITY[app.visibility] ?? app.visibility) : null;
     // Only a public app opens without signing in to Hatch, which a frame in another site cannot do.
-    const preview =
-      app?.visibility === "public"
+    const preview = !app
+      ? ""
+      : app.visibility === "public"
         ? html`<iframe class="preview" src="${out.url}" title="Preview of ${app.name}" loading="lazy" sandbox="allow-scripts allow-forms allow-same-origin"></iframe>`
         : html`<p class="muted">Its visitors sign in to Hatch first, so it is not previewed here: open it to see it.</p>`;
     return html`<h1>${app?.name ?? out.address} is live</h1>
 <p>${copyable(out.url, "the app's address")}</p>
-<p class="muted">Version ${out.version ?? "?"}${out.account ? html` · in ${out.account}` : ""}${who ? html` · ${who}` : ""}</p>
+<p class="muted">Version ${out.version ?? "?"}${out.account ? html` · in ${out.account === "personal" ? "your personal account" : out.account}` : ""}${who ? html` · ${who}` : ""}</p>
 ${preview}
 <div class="actions"><a class="button" href="${out.url}">Open the app</a><a class="button secondary" href="${appPath(out.address)}">Manage it</a></div>`;
   },
