@@ -157,6 +157,21 @@ for (const mode of MODES) {
       expect((viewList._meta as Record<string, { html: string }>)[VIEW_META_KEY]!.html).toContain("View Demo");
     });
 
+    test("a publish that waits for the user's yes shows the question in a person's words and the page to answer it", async () => {
+      const result = await views2025.callTool({
+        name: "publish",
+        arguments: { name: "Open Demo", visibility: "public", files: [{ path: "index.html", content: page("Open") }] },
+      });
+      const action = (result.structuredContent as { status: string; userAction: { url: string } }).userAction;
+      expect((result.structuredContent as { status: string }).status).toBe("needs_user");
+      const html = (result._meta as Record<string, { html: string }>)[VIEW_META_KEY]!.html;
+      expect(html).toContain("<h1>Waiting for your answer</h1>");
+      expect(html).toContain(`href="${action.url}"`);
+      // The model's text tells it to give the link; the view does not speak to the AI.
+      expect(textOf(result)).toContain("give them this link");
+      expect(html).not.toContain("give them");
+    });
+
     test("the view-only tool follows an app's log through the service's owner check", async () => {
       const { address } = await callOk<{ address: string }>(views2025, "publish", {
         name: "Logless",

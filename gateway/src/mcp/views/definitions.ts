@@ -67,7 +67,16 @@ const publishView: ViewDefinition = {
   framesApps: true,
   async render(_tool, data, _input, ctx) {
     const out = data as PublishOutput;
-    if (out.status !== "published" || !out.address || !out.url) return null;
+    if (out.status === "needs_upload")
+      return html`<h1>Publishing…</h1><p class="muted">The files are being uploaded; the app goes live once they are all there.</p>`;
+    if (out.status === "needs_user") {
+      const action = out.userAction;
+      const go = action?.url
+        ? html`<div class="actions"><a class="button" href="${action.url}">Continue on Hatch's page</a></div>`
+        : "";
+      return html`<h1>Waiting for your answer</h1><p>${forPeople(action?.message ?? "", "Nothing is published yet.")}</p>${go}`;
+    }
+    if (!out.address || !out.url) return null;
     const app = await listedApp(ctx, out.address);
     const who = app ? (VISIBILITY[app.visibility] ?? app.visibility) : null;
     // Only a public app opens without signing in to Hatch, which a frame in another site cannot do.

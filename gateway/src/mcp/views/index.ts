@@ -104,11 +104,12 @@ export async function withViewMarkup(
       (input ?? {}) as Record<string, unknown>,
       ctx,
     );
-    if (!markup) return result;
+    // Nothing to draw: the tool's words, made a person's (its text is written for the AI).
+    const drawn = markup ?? html`<p>${linked(forPeople(textOf(result), "Done."))}</p>`;
     // The dashboard's links are paths on the gateway; a view has no origin of its own.
     // Tables read as labelled cards in a narrow frame, as on the pages.
-    const html = labelTableCells(markup.value.replaceAll('href="/', `href="${ctx.baseUrl}/`));
-    return { ...result, _meta: { ...result._meta, [VIEW_META_KEY]: { html } } };
+    const markupText = labelTableCells(drawn.value.replaceAll('href="/', `href="${ctx.baseUrl}/`));
+    return { ...result, _meta: { ...result._meta, [VIEW_META_KEY]: { html: markupText } } };
   } catch (error) {
     log.warn("a view could not be drawn; the result goes without it", { tool: contract.name, error });
     return result;
@@ -121,8 +122,7 @@ export async function withViewMarkup(
  */
 export function withErrorView(result: CallToolResult): CallToolResult {
   if (!result.isError || result._meta?.[VIEW_META_KEY]) return result;
-  const text = result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
-  const words = forPeople(text.replace(/\s*\([a-z_]+\)$/, ""), "That did not work. Nothing was changed.");
+  const words = forPeople(textOf(result).replace(/\s*\([a-z_]+\)$/, ""), "That did not work. Nothing was changed.");
   return {
     ...result,
     _meta: {
@@ -131,3 +131,5 @@ export function withErrorView(result: CallToolResult): CallToolResult {
     },
   };
 }
+
+const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
