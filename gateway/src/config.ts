@@ -1,4 +1,4 @@
-import { CommonEnvSchema, ConfigError, loadConfig } from "@hatch/platform";
+import { AppsHostEnvSchema, appsHostOf, CommonEnvSchema, ConfigError, loadConfig } from "@hatch/platform";
 import { z } from "zod";
 import type { PasswordCost } from "./auth/passwords.ts";
 
@@ -65,15 +65,9 @@ export interface GatewayConfig {
   appOrigins: string[];
 }
 
-const GatewayEnvSchema = CommonEnvSchema.extend({
+// The apps service's settings are read too: where apps are served (the publish view's preview frame).
+const GatewayEnvSchema = CommonEnvSchema.extend(AppsHostEnvSchema.shape).extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  // The apps service's: where apps are served (the publish view's preview frame).
-  APPS_DOMAIN: z
-    .string()
-    .regex(/^[a-z0-9.-]+(?::\d+)?$/, "must be a host name with an optional port, e.g. apps.example.com")
-    .optional(),
-  APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
-  APP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   BASE_URL: z
     .string()
     .refine(
@@ -158,6 +152,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     throw new ConfigError(
       "Invalid configuration:\n  PORT: 0 (any free port) needs BASE_URL too, the address clients reach this gateway at; or give a port number",
     );
+  const apps = appsHostOf(parsed);
   return gatewayConfig({
     secret,
     port: parsed.PORT,
@@ -178,9 +173,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>, fallb
     toolCallsPerMinutePerUser: parsed.TOOL_CALLS_PER_MINUTE_PER_USER,
     stripeWebhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
     metricsToken: parsed.METRICS_TOKEN,
-    appOrigins: [
-      // APP_PORT=0 (any free port): the port is not known here, so any port of the apps' host names.
-      `${parsed.APPS_PROTOCOL ?? (parsed.APPS_DOMAIN ? "https" : "http")}://*.${parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT || "*"}`}`,
-    ],
+    // APP_PORT=0 (any free port): the port is not known here, so any port of the apps' host names.
+    appOrigins: [`${apps.protocol}//*.${apps.domain.replace(/:0$/, ":*")}`],
   });
 }

@@ -1,4 +1,4 @@
-import { CommonEnvSchema, loadConfig } from "@hatch/platform";
+import { AppsHostEnvSchema, appsHostOf, CommonEnvSchema, loadConfig } from "@hatch/platform";
 import { DATA_LIMITS } from "./spec/data-rules.ts";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -87,19 +87,10 @@ export interface S3Settings {
   secretAccessKey: string;
 }
 
-const AppsEnvSchema = CommonEnvSchema.extend({
+const AppsEnvSchema = CommonEnvSchema.extend(AppsHostEnvSchema.shape).extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-  APP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   APP_HOST: z.string().min(1).default("127.0.0.1"),
-  APPS_DOMAIN: z
-    .string()
-    .regex(
-      /^[a-z0-9.-]+(?::\d+)?$/,
-      "must be a host name with an optional port, e.g. apps.example.com or localhost:3001",
-    )
-    .optional(),
-  APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
   TRUST_PROXY: z.enum(["true", "false"]).optional(),
   BLOB_DIR: z.string().min(1).optional(),
   S3_BUCKET: z.string().min(1).optional(),
@@ -122,12 +113,13 @@ export function loadAppsConfig(env: Record<string, string | undefined>): AppsCon
     }),
     env,
   );
+  const appsHost = appsHostOf(parsed);
   return {
     gatewayUrl: (parsed.BASE_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, ""),
     appPort: parsed.APP_PORT,
     appHostname: parsed.APP_HOST,
-    appsProtocol: parsed.APPS_PROTOCOL ? `${parsed.APPS_PROTOCOL}:` : parsed.APPS_DOMAIN ? "https:" : "http:",
-    appsDomain: parsed.APPS_DOMAIN ?? `localhost:${parsed.APP_PORT}`,
+    appsProtocol: appsHost.protocol,
+    appsDomain: appsHost.domain,
     trustProxy: parsed.TRUST_PROXY === "true",
     blobDir: resolve(parsed.BLOB_DIR ?? join(parsed.DATA_DIR, "blobs")),
     dataRequestsPerMinute: parsed.DATA_REQUESTS_PER_MINUTE,

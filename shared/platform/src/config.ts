@@ -102,6 +102,30 @@ export const CommonEnvSchema = z.object({
 });
 export type CommonEnv = z.infer<typeof CommonEnvSchema>;
 
+/**
+ * Where apps are served: the apps service's settings, which the gateway reads too (the publish view's preview frame).
+ * APPS_DOMAIN goes into a CSP there, so nothing but a host name and a port is taken.
+ */
+export const AppsHostEnvSchema = z.object({
+  APP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+  APPS_DOMAIN: z
+    .string()
+    .regex(
+      /^[a-z0-9.-]+(?::\d+)?$/,
+      "must be a host name with an optional port, e.g. apps.example.com or localhost:3001",
+    )
+    .optional(),
+  APPS_PROTOCOL: z.enum(["http", "https"]).optional(),
+});
+
+/** An app's origin is `<protocol>//<address>.<domain>`: https with APPS_DOMAIN, else http on localhost:APP_PORT. */
+export function appsHostOf(env: z.infer<typeof AppsHostEnvSchema>): { protocol: "http:" | "https:"; domain: string } {
+  return {
+    protocol: env.APPS_PROTOCOL ? `${env.APPS_PROTOCOL}:` : env.APPS_DOMAIN ? "https:" : "http:",
+    domain: env.APPS_DOMAIN ?? `localhost:${env.APP_PORT}`,
+  };
+}
+
 /** Parses the environment against a schema; on failure throws one ConfigError naming every bad variable. */
 export function loadConfig<S extends z.ZodType>(
   schema: S,

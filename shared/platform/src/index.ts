@@ -60,7 +60,14 @@ export { LeasedRateCounter, leaseHotKeys } from "./rate/leased.ts";
 export { isSpecialPurposeAddress, parseIPv4, parseIPv6 } from "./ip-ranges.ts";
 export { createLogger, LOG_LEVELS } from "./logger.ts";
 export type { LogLevel, Logger, LoggerOptions } from "./logger.ts";
-export { CommonEnvSchema, ConfigError, databaseSettingsFrom, loadConfig } from "./config.ts";
+export {
+  AppsHostEnvSchema,
+  appsHostOf,
+  CommonEnvSchema,
+  ConfigError,
+  databaseSettingsFrom,
+  loadConfig,
+} from "./config.ts";
 export type { CommonEnv } from "./config.ts";
 export { DEFAULT_POOL_SIZE, openEmbeddedPostgres, openServiceDatabase } from "./db.ts";
 export type { Database, DatabaseHandle, DatabaseSource, OpenDatabaseOptions, PostgresPoolSettings } from "./db.ts";
