@@ -8,7 +8,9 @@ import {
   subjects,
   type CallContextClaims,
   type CallReply,
+  list_tools,
   type ClientKind,
+  type ListToolsOutput,
   type ServiceName,
   type Session,
   type ToolContract,
@@ -228,6 +230,19 @@ export async function callService(
   const again = resigner(deps, contract.service, claims)(reply.accepts.ctx);
   if (!again) return reply;
   return send(deps.bus, contract, { ctx: again, ...envelope }, caller, Math.max(MIN_SEND_MS, deadline - Date.now()));
+}
+
+type ListedApp = ListToolsOutput["apps"][number];
+
+/** The app at `address` as list_tools shows it to this caller (every app they can see), or null. */
+export async function appAsListed(
+  deps: ServiceClientDeps,
+  caller: CallerInfo,
+  address: string,
+): Promise<ListedApp | null> {
+  const reply = await callService(deps, list_tools, caller, { input: { include: "all" } });
+  if (!reply.ok || !("result" in reply)) return null;
+  return (reply.result.data as ListToolsOutput).apps.find((a) => a.address === address) ?? null;
 }
 
 /** At most this long for the account lookup (orgs `session.resolve`), within the tool's deadline. */

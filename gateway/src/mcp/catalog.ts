@@ -68,7 +68,8 @@ function toMcpTool(contract: ToolContract): Tool {
 /** The largest integer zod writes as a bound when a number has none of its own. */
 const SAFE = Number.MAX_SAFE_INTEGER;
 
-function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+/** An input schema as `tools/list` carries it: without `$schema`, safe-integer bounds or validators' long patterns. */
+export function jsonSchema(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<
     string,
     unknown

@@ -1,13 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { decodeJson, encodeJson, type Bus, type BusSubscription, type Logger } from "@hatch/platform";
-import {
-  DomainProgressSchema,
-  HatchEventSchema,
-  isToolError,
-  rpcMethods,
-  TOOL_CONTRACTS,
-  type HatchEvent,
-} from "@hatch/contracts";
+import { DomainProgressSchema, HatchEventSchema, isToolError, rpcMethods, type HatchEvent } from "@hatch/contracts";
 import {
   ProtocolError,
   ProtocolErrorCode,
@@ -18,7 +11,7 @@ import {
   type ServerEvent,
   type ServerEventBus,
 } from "@modelcontextprotocol/server";
-import { callService, callServiceRpc, sessionOf, type CallerInfo, type ServiceClientDeps } from "../services.ts";
+import { appAsListed, callServiceRpc, sessionOf, type CallerInfo, type ServiceClientDeps } from "../services.ts";
 
 // Changes as notifications (2026-07-28 `subscriptions/listen`). A client lists the resources it follows
 // (`hatch://apps/<address>`: a publish finished; `hatch://domains/<hostname>`: the domain went live) and gets
@@ -190,12 +183,7 @@ export function registerChangeResources(
       contents: [{ uri, mimeType: "application/json", text: JSON.stringify(value) }],
     });
     if (uri.startsWith(APP_URI)) {
-      const address = uri.slice(APP_URI.length);
-      const contract = TOOL_CONTRACTS.find((c) => c.name === "list_tools")!;
-      const reply = await callService(deps, contract, caller, { input: { include: "all" } });
-      const apps =
-        reply.ok && "result" in reply ? ((reply.result.data as { apps?: Array<{ address: string }> }).apps ?? []) : [];
-      const app = apps.find((a) => a.address === address);
+      const app = await appAsListed(deps, caller, uri.slice(APP_URI.length));
       if (!app) throw notFound();
       return json(app);
     }

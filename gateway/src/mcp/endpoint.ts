@@ -10,6 +10,7 @@ import {
   type Logger,
 } from "@hatch/platform";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
   isInitializeRequest,
   isLegacyRequest,
@@ -743,5 +744,5 @@ function rpcError(status: number, code: number, message: string, headers?: Recor
 /** The client capabilities a 2026-07-28 request carries in its `_meta`. */
 function requestCapabilities(body: unknown): Parameters<typeof declaresViews>[0] {
   const meta = (body as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
-  return meta?.["io.modelcontextprotocol/clientCapabilities"] as Parameters<typeof declaresViews>[0];
+  return meta?.[CLIENT_CAPABILITIES_META_KEY] as Parameters<typeof declaresViews>[0];
 }

@@ -42,7 +42,6 @@ import { registerChangeResources } from "./changes.ts";
 import { declaresTasks, registerTaskMethods, taskFor, TASKS_EXTENSION } from "./tasks.ts";
 import { clientKindOf, clientNameOf, elicitationOf } from "./profile.ts";
 import {
-  declaresViews,
   readView,
   UI_EXTENSION,
   viewResources,
@@ -150,11 +149,11 @@ export function createMcpServer(
     const scope = scopeOf(ctx);
     return scope ? { ...scope, client: client() } : undefined;
   };
-  /** Whether this request's client shows views (MCP Apps). */
-  const views = () => declaresViews(server.getClientCapabilities());
+  // Whether this client shows views (MCP Apps) is known when its server is made: the 2025 session's initialize or the
+  // 2026 request's `_meta` (endpoint.ts reads them).
   const viewResourcesOf = {
-    list: () => (views() ? viewResources() : []),
-    read: (uri: string) => (views() ? readView(uri, deps.views) : Promise.resolve(null)),
+    list: () => (declaredViews ? viewResources() : []),
+    read: (uri: string) => (declaredViews ? readView(uri, deps.views) : Promise.resolve(null)),
   };
   if (era === "modern") {
     registerTaskMethods(server, deps, callerOf);
@@ -170,7 +169,7 @@ export function createMcpServer(
 
   server.setRequestHandler("tools/list", async (_request, ctx) => {
     const tools = toolsFor({ kind: client().kind, groups: choice.groups, readOnly: readOnly(scopeOf(ctx)) });
-    return { tools: views() ? withViewTools(tools) : tools };
+    return { tools: declaredViews ? withViewTools(tools) : tools };
   });
 
   server.setRequestHandler("tools/call", async (request, ctx): Promise<CallToolResult | InputRequiredResult> => {
@@ -178,7 +177,7 @@ export function createMcpServer(
     if (!scope) throw new ProtocolError(ProtocolErrorCode.InternalError, "The request was not authenticated.");
     const name = request.params.name;
     // A view-only tool exists for a client that shows views, where the tool it goes with is offered.
-    const viewOnly = views() ? viewTool(name) : undefined;
+    const viewOnly = declaredViews ? viewTool(name) : undefined;
     const forView =
       viewOnly && contractFor(viewOnly.beside, client().kind) && inGroups(viewOnly.beside, choice.groups)
         ? viewOnly
@@ -197,7 +196,7 @@ export function createMcpServer(
         ? await callViewTool(forView, request.params.arguments, scope, traceparent)
         : await withConfirmOutcomes(await callTool(request.params, scope, traceparent, ctx), scope);
       // A refusal a view shows is in a person's words (the model's text stays as it is).
-      const result = views() && !("resultType" in answered) ? withErrorView(answered) : answered;
+      const result = declaredViews && !("resultType" in answered) ? withErrorView(answered) : answered;
       const seconds = (performance.now() - started) / 1000;
       const outcome = outcomeOf(result);
       metrics.mcpToolCalls.inc({ tool: name, outcome });
@@ -325,7 +324,7 @@ export function createMcpServer(
       const offered: SealedOffer = { ...link, result: result as SealedOffer["result"] };
       return JSON.stringify(offered).length > OFFER_MAX_CHARS ? null : offer(offered);
     };
-    const drawView = views()
+    const drawView = declaredViews
       ? (contract: ToolContract, input: unknown, result: CallToolResult) =>
           withViewMarkup(contract, input, result, { deps, caller, baseUrl: deps.views.baseUrl }, log)
       : undefined;

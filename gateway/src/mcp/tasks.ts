@@ -7,6 +7,7 @@ import {
   type DetailedTaskV2,
 } from "@modelcontextprotocol/ext-tasks/core/v2";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
   type CallToolResult,
@@ -84,11 +85,8 @@ export function openTaskId(key: Buffer, id: string): TaskRef | null {
 
 /** Whether this request's client declared the tasks extension (2026-07-28 `_meta` capabilities). */
 export function declaresTasks(server: Server): boolean {
-  return hasTaskClientCapabilityV2({ _meta: { [CLIENT_CAPABILITIES]: server.getClientCapabilities() } });
+  return hasTaskClientCapabilityV2({ _meta: { [CLIENT_CAPABILITIES_META_KEY]: server.getClientCapabilities() } });
 }
-
-/** Where a 2026-07-28 request carries its client's capabilities (the server keeps them from the request's `_meta`). */
-const CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
 
 /**
  * The task that follows this finished call's rest, or null when there is nothing left to follow (an error, a question

@@ -1,7 +1,6 @@
 import {
   BillingSettingsSchema,
   rpcMethods,
-  TOOL_CONTRACTS,
   type BillingOutput,
   type BuyDomainOutput,
   type CustomDomainOutput,
@@ -18,7 +17,7 @@ import { logLine } from "../../pages/dashboard/insight-views.ts";
 import { forPeople } from "../../pages/dashboard/words.ts";
 import { appCard, appPath, statsFigure, VISIBILITY } from "../../pages/dashboard/views.ts";
 import { copyable, html, type SafeHtml } from "../../pages/layout.ts";
-import { callService, callServiceRpc, type CallerInfo, type ServiceClientDeps } from "../../services.ts";
+import { appAsListed, callServiceRpc, type CallerInfo, type ServiceClientDeps } from "../../services.ts";
 import { LOG_TAIL_TOOL } from "./view-tools.ts";
 
 // The views Hatch shows inside an AI client that takes MCP Apps (io.modelcontextprotocol/ui): one `ui://` resource
@@ -77,7 +76,8 @@ const publishView: ViewDefinition = {
       return html`<h1>Waiting for your answer</h1><p>${forPeople(action?.message ?? "", "Nothing is published yet.")}</p>${go}`;
     }
     if (!out.address || !out.url) return null;
-    const app = await listedApp(ctx, out.address);
+    // Its name and who can open it; without them (apps not answering) the view says less.
+    const app = await appAsListed(ctx.deps, ctx.caller, out.address).catch(() => null);
     const who = app ? (VISIBILITY[app.visibility] ?? app.visibility) : null;
     // Only a public app opens without signing in to Hatch, which a frame in another site cannot do.
     const preview = !app
@@ -236,11 +236,3 @@ export const VIEWS: readonly ViewDefinition[] = [
   quoteView,
   billingView,
 ];
-
-/** The app as list_tools shows it to this caller (its name and who can open it), or null. */
-async function listedApp(ctx: ViewContext, address: string): Promise<ListToolsOutput["apps"][number] | null> {
-  const contract = TOOL_CONTRACTS.find((c) => c.name === "list_tools")!;
-  const reply = await callService(ctx.deps, contract, ctx.caller, { input: { include: "all" } }).catch(() => null);
-  if (!reply?.ok || !("result" in reply)) return null;
-  return (reply.result.data as ListToolsOutput).apps.find((a) => a.address === address) ?? null;
-}

@@ -5,6 +5,7 @@ import { logLine } from "../../pages/dashboard/insight-views.ts";
 import { html } from "../../pages/layout.ts";
 import { callServiceRpc, type CallerInfo, type ServiceClientDeps } from "../../services.ts";
 import { errorResult } from "../call.ts";
+import { jsonSchema } from "../catalog.ts";
 
 // Tools only a view calls (MCP Apps visibility ["app"]): listed only to clients that declared the extension, marked
 // for the app so the host keeps them out of the model's list, and refused for everyone else as unknown tools. Each
@@ -40,7 +41,7 @@ const logTail: ViewTool = {
     name: LOG_TAIL_TOOL,
     title: "Follow an app's logs",
     description: "New log lines of an app, for its logs view.",
-    inputSchema: z.toJSONSchema(LogTailInput, { io: "input" }) as Tool["inputSchema"],
+    inputSchema: jsonSchema(LogTailInput) as Tool["inputSchema"],
     annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   },
   async run(deps, caller, args) {
